@@ -1,0 +1,16 @@
+//! # agcore
+//!
+//! Build LLM agents in Rust: talk to any OpenAI-compatible chat server ([`llm`]), compose
+//! prompts ([`prompt`]), and let the model call tools — your own Rust tools and the tools of
+//! any MCP server ([`tools`]) — in an automatic, permission-checked, streaming tool loop.
+//!
+//! The three layers follow the design documents in `docs/`:
+//! - Phase 0, [`llm`]: wire types, the [`llm::ChatModel`] provider seam, the OpenAI-compatible
+//!   client, stream assembly and [`llm::LlmCycle`] (history, retries, the tool loop).
+//! - Phase 1, [`prompt`]: templates on `minijinja` and a system-prompt composer.
+//! - Phase 2, [`tools`]: [`tools::BaseTool`], typed tools, [`tools::ToolRegistry`], permissions,
+//!   exposure gates, approvals and [`tools::McpClient`].
+
+pub mod llm;
+pub mod prompt;
+pub mod tools;

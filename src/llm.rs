@@ -1,0 +1,34 @@
+//! Phase 0: the LLM call cycle.
+//!
+//! - [`types`]: OpenAI Chat Completions wire types ([`OpenaiChatMessage`], [`ToolDefinition`], ...).
+//! - [`ChatModel`]: the provider seam; [`OpenAiClient`] speaks to any OpenAI-compatible server.
+//! - [`StreamEvent`]: what a streaming call yields.
+//! - [`LlmCycle`]: a conversation with history, retries and the automatic tool loop.
+//! - [`testing`]: a scripted model for tests.
+
+pub mod config;
+pub mod cycle;
+pub mod error;
+pub mod event;
+pub mod model;
+pub mod openai;
+pub mod replay;
+pub mod retry;
+pub mod stream;
+pub mod testing;
+mod tool_loop;
+pub mod types;
+
+pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
+pub use cycle::LlmCycle;
+pub use error::{ErrorKind, LlmError};
+pub use event::StreamEvent;
+pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
+pub use openai::{OpenAiClient, OpenAiConfig};
+pub use replay::replay;
+pub use retry::RetryPolicy;
+pub use stream::StreamAssembler;
+pub use types::{
+    ChatResponse, FinishReason, OpenaiChatMessage, OpenaiToolDefinition, ToolCall, ToolDefinition,
+    Usage,
+};

@@ -1,0 +1,91 @@
+//! [`CycleConfig`]: how an [`crate::llm::LlmCycle`] talks to its model and runs tools.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::retry::RetryPolicy;
+use crate::llm::types::RequestOptions;
+
+/// Configuration of an [`crate::llm::LlmCycle`].
+#[derive(Debug, Clone)]
+pub struct CycleConfig {
+    /// The model name sent with every request.
+    pub model: String,
+    /// Sampling and vendor options sent with every request.
+    pub options: RequestOptions,
+    /// The most model requests one tool-loop call may make (`None` = 10).
+    pub max_turns: Option<u32>,
+    /// Retries for 408/409/429/5xx and connection errors.
+    pub retry: RetryPolicy,
+    /// A deadline for one model request (a whole streaming reply included); `None` = no deadline.
+    pub request_timeout: Option<Duration>,
+    /// Tool output longer than this many bytes is cut for the model (head and tail kept, with a
+    /// marker saying how much was cut). The full output stays in events and invocation records.
+    pub tool_output_limit: usize,
+    /// What to do when the model repeats the same tool call.
+    pub repeated_call_guard: RepeatedCallGuard,
+}
+
+impl CycleConfig {
+    /// The default configuration for `model`.
+    pub fn new(model: impl Into<String>) -> Self {
+        CycleConfig {
+            model: model.into(),
+            ..CycleConfig::default()
+        }
+    }
+
+    /// The effective `max_turns` (10 unless set).
+    pub fn effective_max_turns(&self) -> u32 {
+        self.max_turns.unwrap_or(DEFAULT_MAX_TURNS)
+    }
+}
+
+/// `max_turns` when none is configured.
+pub const DEFAULT_MAX_TURNS: u32 = 10;
+
+/// The default cap on tool output sent to the model, in bytes.
+pub const DEFAULT_TOOL_OUTPUT_LIMIT: usize = 32 * 1024;
+
+impl Default for CycleConfig {
+    fn default() -> Self {
+        CycleConfig {
+            model: String::new(),
+            options: RequestOptions::default(),
+            max_turns: None,
+            retry: RetryPolicy::default(),
+            request_timeout: None,
+            tool_output_limit: DEFAULT_TOOL_OUTPUT_LIMIT,
+            repeated_call_guard: RepeatedCallGuard::default(),
+        }
+    }
+}
+
+/// Guard against a model that keeps calling the same tool with the same arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepeatedCallGuard {
+    /// Identical calls in a row that trigger the guard; `None` disables it.
+    pub limit: Option<u32>,
+    /// What happens when it triggers.
+    pub action: RepeatedCallAction,
+}
+
+impl Default for RepeatedCallGuard {
+    fn default() -> Self {
+        RepeatedCallGuard {
+            limit: Some(3),
+            action: RepeatedCallAction::Abort,
+        }
+    }
+}
+
+/// What the repeated-call guard does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepeatedCallAction {
+    /// End the call with [`crate::llm::LlmError::RepeatedToolCall`].
+    Abort,
+    /// Do not run the call; tell the model (as the tool result) that it is repeating itself.
+    TellModel,
+}

@@ -1,0 +1,5 @@
+//! [`LlmCycle`] (stub).
+
+/// A conversation with a model.
+#[derive(Debug)]
+pub struct LlmCycle;

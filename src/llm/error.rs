@@ -1,0 +1,184 @@
+//! [`LlmError`]: why a model call (or a whole tool loop) ended without an answer.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::types::OpenaiChatMessage;
+
+/// Why a call to the model failed. Tool failures are *not* here: they are fed back to the
+/// model as tool messages and the loop goes on (see [`crate::tools::ToolError`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// An HTTP error status not covered by a more specific variant.
+    #[error("HTTP {status}: {message}")]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The server's error message (or body excerpt).
+        message: String,
+    },
+    /// 401/403: the API key is missing, wrong or lacks access.
+    #[error("authentication failed (HTTP {status}): {message}")]
+    Authentication {
+        /// 401 or 403.
+        status: u16,
+        /// The server's error message.
+        message: String,
+    },
+    /// 429 after all retries.
+    #[error("rate limited (HTTP 429) after {retries} retries: {message}")]
+    RateLimited {
+        /// The last `Retry-After` the server asked for.
+        retry_after: Option<Duration>,
+        /// How many retries were made.
+        retries: u32,
+        /// The server's error message.
+        message: String,
+    },
+    /// The prompt (history + tools) does not fit the model's context window.
+    #[error("context length exceeded: {message}")]
+    ContextLengthExceeded {
+        /// The server's error message.
+        message: String,
+    },
+    /// 400/404/422: the server rejected the request; retrying will not help.
+    #[error("bad request (HTTP {status}): {message}")]
+    BadRequest {
+        /// The status code.
+        status: u16,
+        /// The server's error message.
+        message: String,
+    },
+    /// 5xx after all retries.
+    #[error("server error (HTTP {status}) after {retries} retries: {message}")]
+    Server {
+        /// The status code.
+        status: u16,
+        /// How many retries were made.
+        retries: u32,
+        /// The server's error message.
+        message: String,
+    },
+    /// Connecting, the whole request, or the wait for the next stream chunk took too long.
+    #[error("timed out: {what} took longer than {limit:?}")]
+    Timeout {
+        /// What timed out (`connect`, `request`, `stream idle`).
+        what: String,
+        /// The limit.
+        limit: Duration,
+    },
+    /// The connection failed (after retries).
+    #[error("connection failed after {retries} retries: {message}")]
+    Connection {
+        /// How many retries were made.
+        retries: u32,
+        /// The transport error.
+        message: String,
+    },
+    /// The stream broke: an `error` object inside it, or it ended without a finish chunk or `[DONE]`.
+    #[error("stream error: {0}")]
+    Stream(String),
+    /// The server's reply could not be decoded.
+    #[error("could not decode the server's reply: {0}")]
+    Decode(String),
+    /// The tool loop made `max_turns` model requests without a final answer. The history holds
+    /// every completed turn and is valid to continue from.
+    #[error("the tool loop reached max_turns ({turns}) without a final answer")]
+    MaxTurnsExceeded {
+        /// The limit that was reached.
+        turns: u32,
+        /// The conversation so far (also in `LlmCycle::messages()`), valid to continue from.
+        history: Vec<OpenaiChatMessage>,
+    },
+    /// The model requested the same tool with the same arguments too many times in a row.
+    #[error("the model called '{tool}' with the same arguments {times} times in a row")]
+    RepeatedToolCall {
+        /// The tool.
+        tool: String,
+        /// How many identical calls in a row.
+        times: u32,
+    },
+    /// The reply was cut at the token limit while it was calling tools; the calls were not run.
+    #[error(
+        "the reply hit the token limit (finish_reason=length) while calling tools; calls not executed"
+    )]
+    TruncatedToolCalls,
+    /// The call was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The kind of an [`LlmError`], as carried by [`crate::llm::StreamEvent::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`LlmError::Http`].
+    Http,
+    /// [`LlmError::Authentication`].
+    Authentication,
+    /// [`LlmError::RateLimited`].
+    RateLimited,
+    /// [`LlmError::ContextLengthExceeded`].
+    ContextLengthExceeded,
+    /// [`LlmError::BadRequest`].
+    BadRequest,
+    /// [`LlmError::Server`].
+    Server,
+    /// [`LlmError::Timeout`].
+    Timeout,
+    /// [`LlmError::Connection`].
+    Connection,
+    /// [`LlmError::Stream`].
+    Stream,
+    /// [`LlmError::Decode`].
+    Decode,
+    /// [`LlmError::MaxTurnsExceeded`].
+    MaxTurnsExceeded,
+    /// [`LlmError::RepeatedToolCall`].
+    RepeatedToolCall,
+    /// [`LlmError::TruncatedToolCalls`].
+    TruncatedToolCalls,
+    /// [`LlmError::Cancelled`].
+    Cancelled,
+    /// [`LlmError::Other`].
+    Other,
+}
+
+impl LlmError {
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            LlmError::Http { .. } => ErrorKind::Http,
+            LlmError::Authentication { .. } => ErrorKind::Authentication,
+            LlmError::RateLimited { .. } => ErrorKind::RateLimited,
+            LlmError::ContextLengthExceeded { .. } => ErrorKind::ContextLengthExceeded,
+            LlmError::BadRequest { .. } => ErrorKind::BadRequest,
+            LlmError::Server { .. } => ErrorKind::Server,
+            LlmError::Timeout { .. } => ErrorKind::Timeout,
+            LlmError::Connection { .. } => ErrorKind::Connection,
+            LlmError::Stream(_) => ErrorKind::Stream,
+            LlmError::Decode(_) => ErrorKind::Decode,
+            LlmError::MaxTurnsExceeded { .. } => ErrorKind::MaxTurnsExceeded,
+            LlmError::RepeatedToolCall { .. } => ErrorKind::RepeatedToolCall,
+            LlmError::TruncatedToolCalls => ErrorKind::TruncatedToolCalls,
+            LlmError::Cancelled => ErrorKind::Cancelled,
+            LlmError::Other(_) => ErrorKind::Other,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = serde_json::to_value(self)
+            .ok()
+            .and_then(|value| value.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        f.write_str(&text)
+    }
+}

@@ -1,0 +1,100 @@
+//! [`StreamEvent`]: what a streaming call yields, turn by turn.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::llm::error::ErrorKind;
+use crate::llm::types::{FinishReason, Usage};
+
+/// One event of a streaming call. Serialises as `{"type": "assistant_text_delta", ...}`.
+///
+/// Per turn the order is: text and reasoning deltas as they arrive; tool-call deltas and, once a
+/// call is fully received, [`StreamEvent::ToolCallReady`]; in the tool loop
+/// [`StreamEvent::ToolExecutionStarted`] for each call; [`StreamEvent::TurnComplete`];
+/// [`StreamEvent::ToolExecutionCompleted`] for each call as it finishes. An error ends the stream
+/// with one [`StreamEvent::Error`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StreamEvent {
+    /// A piece of the assistant's text.
+    AssistantTextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A piece of the model's reasoning text (DeepSeek, vLLM, Ollama thinking models).
+    ReasoningDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A piece of a tool call as it streams in.
+    ToolCallDelta {
+        /// The call's position in the turn.
+        index: u32,
+        /// The call id, on the first delta of the call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The tool name, on the first delta of the call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// The new piece of the arguments' JSON text.
+        arguments: String,
+    },
+    /// A tool call has been fully received.
+    ToolCallReady {
+        /// The call id (generated when the server sent none).
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The complete arguments' JSON text.
+        arguments: String,
+    },
+    /// The tool loop is about to run a tool.
+    ToolExecutionStarted {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        tool_name: String,
+        /// The parsed arguments (the raw text as a JSON string when it was not valid JSON).
+        input: Value,
+    },
+    /// A model request finished.
+    TurnComplete {
+        /// Why the model stopped.
+        reason: FinishReason,
+        /// Usage of this turn; on the final `TurnComplete` of a tool loop, the sum over all turns.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// The tool loop finished running a tool.
+    ToolExecutionCompleted {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        tool_name: String,
+        /// The tool's full output, or the error text when `is_error` is true.
+        output: Value,
+        /// Whether the call failed (denied, unknown tool, invalid arguments, error, timeout, panic).
+        is_error: bool,
+        /// How long the call took, in milliseconds.
+        #[serde(default)]
+        duration_ms: u64,
+    },
+    /// The call failed; this is the last event of the stream.
+    Error {
+        /// The kind of [`crate::llm::LlmError`].
+        kind: ErrorKind,
+        /// The error's message.
+        message: String,
+    },
+}
+
+impl StreamEvent {
+    /// The terminal error event for `error`.
+    pub fn from_error(error: &crate::llm::LlmError) -> Self {
+        StreamEvent::Error {
+            kind: error.kind(),
+            message: error.to_string(),
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The provider seam: [`ChatModel`] and the request it receives.
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures::Stream;
+use serde::Serialize;
+
+use crate::llm::error::LlmError;
+use crate::llm::types::{
+    ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolDefinition, Usage,
+};
+
+/// One model request. Borrowed, so a long history is not copied per turn.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ChatRequest<'a> {
+    /// The model name.
+    pub model: &'a str,
+    /// The conversation, oldest first.
+    pub messages: &'a [OpenaiChatMessage],
+    /// Tools offered to the model (not sent when empty).
+    #[serde(skip_serializing_if = "<[ToolDefinition]>::is_empty")]
+    pub tools: &'a [ToolDefinition],
+    /// Sampling and vendor options.
+    #[serde(flatten)]
+    pub options: &'a RequestOptions,
+    /// Assistant messages before this index are sent without their reasoning text. DeepSeek
+    /// wants reasoning back only within the current user turn (and rejects it otherwise).
+    #[serde(skip)]
+    pub reasoning_from: usize,
+}
+
+/// One normalised piece of a streaming reply. Providers translate their wire chunks into these;
+/// [`crate::llm::StreamAssembler`] turns them into [`crate::llm::StreamEvent`]s and a [`ChatResponse`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelDelta {
+    /// Response metadata (first chunk).
+    Meta {
+        /// The completion id.
+        id: Option<String>,
+        /// The model that answers.
+        model: Option<String>,
+    },
+    /// Assistant text.
+    Text(String),
+    /// Reasoning text.
+    Reasoning(String),
+    /// Refusal text.
+    Refusal(String),
+    /// A piece of a tool call.
+    ToolCall {
+        /// The call's `index` (missing on some servers).
+        index: Option<u32>,
+        /// The call id (first piece only on most servers).
+        id: Option<String>,
+        /// The tool name (first piece only on most servers).
+        name: Option<String>,
+        /// A piece of the arguments' JSON text.
+        arguments: Option<String>,
+    },
+    /// The finish reason.
+    Finish(FinishReason),
+    /// Token usage.
+    Usage(Usage),
+}
+
+/// The stream a provider returns: deltas, ending cleanly only when the reply was complete.
+/// A reply cut short ends with an `Err`.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelDelta, LlmError>> + Send>>;
+
+/// A chat model backend. Object-safe: `LlmCycle` holds an `Arc<dyn ChatModel>`.
+///
+/// A single call makes a single attempt; retries are the caller's ([`crate::llm::RetryPolicy`]),
+/// so every backend retries the same way.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// A non-streaming request.
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError>;
+
+    /// A streaming request. Errors before the first byte (HTTP status, connection) are returned
+    /// here; errors after it end the stream.
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError>;
+
+    /// The provider's name (`"openai"`, `"ollama"`, ...), for tools that support only some providers.
+    fn provider(&self) -> &str {
+        "openai"
+    }
+}

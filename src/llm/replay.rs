@@ -1,0 +1,4 @@
+//! Replay.
+
+/// Replay a history as events.
+pub fn replay() {}

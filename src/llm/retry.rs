@@ -1,0 +1,205 @@
+//! [`RetryPolicy`]: exponential backoff with jitter, honouring `Retry-After`.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::llm::error::LlmError;
+
+/// When and how often a failed model request is retried.
+///
+/// Retried: 408, 409, 429, 5xx, connection errors and request timeouts. Never retried: 400, 401,
+/// 403, 404, 422, a context-length error, or an error after a stream has started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0 = no retry).
+    pub max_retries: u32,
+    /// The first backoff; doubled on each retry.
+    pub initial_backoff: Duration,
+    /// The largest backoff (and the largest `Retry-After` honoured).
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// Whether `error` is worth another attempt.
+    pub fn is_retryable(error: &LlmError) -> bool {
+        match error {
+            LlmError::RateLimited { .. }
+            | LlmError::Server { .. }
+            | LlmError::Connection { .. } => true,
+            LlmError::Http { status, .. } => matches!(status, 408 | 409),
+            LlmError::Timeout { what, .. } => what != "stream idle",
+            _ => false,
+        }
+    }
+
+    /// The wait before retry number `attempt` (1-based): the server's `Retry-After` if it gave
+    /// one (capped at `max_backoff`), else exponential backoff with full jitter.
+    pub fn backoff(&self, attempt: u32, error: &LlmError) -> Duration {
+        if let LlmError::RateLimited {
+            retry_after: Some(after),
+            ..
+        } = error
+        {
+            return (*after).min(self.max_backoff);
+        }
+        let exponent = attempt.saturating_sub(1).min(16);
+        let ceiling = self
+            .initial_backoff
+            .saturating_mul(1u32 << exponent)
+            .min(self.max_backoff);
+        // Full jitter between half and the whole ceiling keeps clients from retrying in lockstep.
+        let half = ceiling / 2;
+        half + ceiling.saturating_sub(half).mul_f64(fastrand::f64())
+    }
+
+    /// Run `attempt` until it succeeds, fails for good, or the retries are used up. The final
+    /// error records how many retries were made.
+    pub async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, LlmError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, LlmError>>,
+    {
+        let mut retries = 0;
+        loop {
+            match attempt().await {
+                Ok(value) => return Ok(value),
+                Err(error) if retries < self.max_retries && Self::is_retryable(&error) => {
+                    retries += 1;
+                    let wait = self.backoff(retries, &error);
+                    tracing::warn!(%error, retries, ?wait, "model request failed; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(error) => return Err(with_retries(error, retries)),
+            }
+        }
+    }
+}
+
+fn with_retries(error: LlmError, count: u32) -> LlmError {
+    match error {
+        LlmError::RateLimited {
+            retry_after,
+            message,
+            ..
+        } => LlmError::RateLimited {
+            retry_after,
+            retries: count,
+            message,
+        },
+        LlmError::Server {
+            status, message, ..
+        } => LlmError::Server {
+            status,
+            retries: count,
+            message,
+        },
+        LlmError::Connection { message, .. } => LlmError::Connection {
+            retries: count,
+            message,
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_honoured_and_capped() {
+        let policy = RetryPolicy::default();
+        let error = LlmError::RateLimited {
+            retry_after: Some(Duration::from_secs(2)),
+            retries: 0,
+            message: String::new(),
+        };
+        assert_eq!(policy.backoff(1, &error), Duration::from_secs(2));
+        let error = LlmError::RateLimited {
+            retry_after: Some(Duration::from_secs(3600)),
+            retries: 0,
+            message: String::new(),
+        };
+        assert_eq!(policy.backoff(1, &error), policy.max_backoff);
+    }
+
+    #[test]
+    fn backoff_grows_and_stays_in_bounds() {
+        let policy = RetryPolicy::default();
+        let error = LlmError::Connection {
+            retries: 0,
+            message: String::new(),
+        };
+        for attempt in 1..10 {
+            let wait = policy.backoff(attempt, &error);
+            let ceiling = policy
+                .initial_backoff
+                .saturating_mul(1 << (attempt - 1))
+                .min(policy.max_backoff);
+            assert!(
+                wait >= ceiling / 2 && wait <= ceiling,
+                "{attempt}: {wait:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn client_errors_are_not_retried() {
+        for error in [
+            LlmError::BadRequest {
+                status: 400,
+                message: String::new(),
+            },
+            LlmError::Authentication {
+                status: 401,
+                message: String::new(),
+            },
+            LlmError::ContextLengthExceeded {
+                message: String::new(),
+            },
+        ] {
+            assert!(!RetryPolicy::is_retryable(&error));
+        }
+        assert!(RetryPolicy::is_retryable(&LlmError::Http {
+            status: 408,
+            message: String::new()
+        }));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn run_counts_retries_in_the_final_error() {
+        let policy = RetryPolicy::default();
+        let mut calls = 0;
+        let result: Result<(), _> = policy
+            .run(|| {
+                calls += 1;
+                async {
+                    Err(LlmError::Server {
+                        status: 503,
+                        retries: 0,
+                        message: "down".into(),
+                    })
+                }
+            })
+            .await;
+        assert_eq!(calls, 4);
+        assert!(matches!(result, Err(LlmError::Server { retries: 3, .. })));
+    }
+}

@@ -1,0 +1,1 @@
+//! Phase 1: prompt templates and composition.

@@ -1,0 +1,136 @@
+//! [`BaseTool`]: the interface every tool implements — your own, typed ([`crate::tools::Tool`]),
+//! built-in, or an MCP server's.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tools::error::ToolError;
+use crate::tools::kind::ToolKind;
+use crate::tools::permission::Permission;
+
+/// A tool the model can call.
+///
+/// The first five methods are the design's; the rest have defaults and tell agcore more about
+/// the tool (kind, title, how its output reads to the model, where it comes from, which gates
+/// apply). Most tools only implement the first five — or use the typed [`crate::tools::Tool`].
+///
+/// ```
+/// use agcore::tools::prelude::*;
+///
+/// struct Echo;
+///
+/// #[async_trait]
+/// impl BaseTool for Echo {
+///     fn name(&self) -> &str { "echo" }
+///     fn description(&self) -> &str { "Echo the text back" }
+///     fn parameters(&self) -> Value {
+///         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+///     }
+///     async fn execute(&self, args: Value) -> Result<Value, ToolError> {
+///         Ok(args["text"].clone())
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait BaseTool: Send + Sync {
+    /// The tool's unique name, matched against `tool_calls[].function.name`.
+    fn name(&self) -> &str;
+
+    /// What the tool does; the model decides from this whether to call it.
+    fn description(&self) -> &str;
+
+    /// The JSON Schema of the arguments (sent as the tool's `parameters`).
+    fn parameters(&self) -> Value;
+
+    /// The permissions the tool needs; checked before every call.
+    fn required_permissions(&self) -> Vec<Permission> {
+        Vec::new()
+    }
+
+    /// Run the tool with the (already validated) arguments.
+    async fn execute(&self, args: Value) -> Result<Value, ToolError>;
+
+    /// What the tool does, for UIs and exposure profiles.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Other
+    }
+
+    /// A short human title for one call, computed from its (possibly partial or invalid) input,
+    /// e.g. `Read src/main.rs`. Never fails.
+    fn title(&self, _input: &Value) -> String {
+        self.name().to_owned()
+    }
+
+    /// How an output reads to the model: a JSON string as its text, anything else as compact
+    /// JSON. The caller always sees the full `Value`.
+    fn model_content(&self, output: &Value) -> String {
+        default_model_content(output)
+    }
+
+    /// Where the tool comes from.
+    fn source(&self) -> ToolSource {
+        ToolSource::Local
+    }
+
+    /// Feature flags that must all be enabled for the tool to be offered.
+    fn required_flags(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether the tool works with this provider (`"openai"`, `"ollama"`, ...) and model.
+    fn supports_provider(&self, _provider: &str, _model: &str) -> bool {
+        true
+    }
+
+    /// Whether the tool may be offered and run in restricted mode (untrusted workspace). By
+    /// default: unless it needs `Network` or `Shell`.
+    fn allow_in_restricted_mode(&self) -> bool {
+        !self
+            .required_permissions()
+            .iter()
+            .any(|p| matches!(p, Permission::Network | Permission::Shell))
+    }
+
+    /// A timeout for one call, overriding the registry's default.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// Where a tool comes from (shown by `agcore tools`, matched by profiles).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolSource {
+    /// Registered by the application.
+    #[default]
+    Local,
+    /// One of agcore's built-in tools.
+    Builtin,
+    /// A tool of an MCP server.
+    Mcp {
+        /// The server's name.
+        server: String,
+    },
+}
+
+impl std::fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolSource::Local => f.write_str("local"),
+            ToolSource::Builtin => f.write_str("built-in"),
+            ToolSource::Mcp { server } => write!(f, "mcp:{server}"),
+        }
+    }
+}
+
+/// The default model view of a tool output: a JSON string as its text, anything else as
+/// compact JSON.
+pub fn default_model_content(output: &Value) -> String {
+    match output {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}

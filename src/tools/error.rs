@@ -1,0 +1,112 @@
+//! [`ToolError`]: why a tool could not be found, allowed, validated or run.
+//!
+//! In the tool loop every `ToolError` becomes the tool message the model reads, so messages say
+//! what went wrong and what would work instead.
+
+use std::time::Duration;
+
+/// A tool-system error. The tuple variants are the design's (`docs/5-tool-system.md`); the
+/// named-field variants were added for registration, timeouts, cancellation and the exposure gates.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool with this name is registered.
+    #[error("tool '{0}' is not registered")]
+    NotFound(String),
+
+    /// The tool ran and failed: `(tool, reason)`.
+    #[error("tool '{0}' failed: {1}")]
+    ExecutionFailed(String, String),
+
+    /// The arguments were not valid JSON or did not match the schema: `(tool, what is wrong)`.
+    #[error("invalid arguments for tool '{0}': {1}")]
+    InvalidArguments(String, String),
+
+    /// The permission checker refused the call: `(tool, the permission(s) that failed)`.
+    #[error("permission denied: tool '{0}' requires {1}")]
+    PermissionDenied(String, String),
+
+    /// The MCP server or protocol reported an error.
+    #[error("MCP error: {0}")]
+    McpError(String),
+
+    /// The MCP client is not connected (call `connect()` first).
+    #[error("MCP client not initialized: {0}")]
+    McpNotInitialized(String),
+
+    /// An MCP request took longer than its timeout (the message names server, method and limit).
+    #[error("MCP timeout: {0}")]
+    McpTimeout(String),
+
+    /// An I/O error.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+
+    /// Anything else.
+    #[error("other error: {0}")]
+    Other(String),
+
+    /// A tool with this name is already registered.
+    #[error("a tool named '{0}' is already registered")]
+    DuplicateName(String),
+
+    /// The name is not accepted by the OpenAI wire format (`^[a-zA-Z0-9_-]{{1,64}}$`).
+    #[error("invalid tool name '{name}': {reason}")]
+    InvalidName {
+        /// The rejected name.
+        name: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+
+    /// A local tool ran longer than its timeout.
+    #[error("tool '{tool}' timed out after {limit:?}")]
+    Timeout {
+        /// The tool.
+        tool: String,
+        /// The limit.
+        limit: Duration,
+    },
+
+    /// The call was cancelled before it finished.
+    #[error("tool '{0}' was cancelled")]
+    Cancelled(String),
+
+    /// An exposure gate hides this tool (restricted mode, profile, feature flag, provider), so
+    /// it may not run. `reasons` lists every gate that hid it.
+    #[error("tool '{tool}' is not available: {reasons}")]
+    NotExposed {
+        /// The tool.
+        tool: String,
+        /// Every reason, joined with `; `.
+        reasons: String,
+    },
+
+    /// A human (or an [`crate::tools::Approver`]) declined the call, or no approver was configured.
+    #[error("tool '{tool}' was not approved: {message}")]
+    ApprovalDenied {
+        /// The tool.
+        tool: String,
+        /// Why, or the approver's message for the model.
+        message: String,
+    },
+}
+
+impl ToolError {
+    /// The tool this error is about, when it names one.
+    pub fn tool_name(&self) -> Option<&str> {
+        match self {
+            ToolError::NotFound(tool)
+            | ToolError::ExecutionFailed(tool, _)
+            | ToolError::InvalidArguments(tool, _)
+            | ToolError::PermissionDenied(tool, _)
+            | ToolError::DuplicateName(tool)
+            | ToolError::Cancelled(tool) => Some(tool),
+            ToolError::InvalidName { name, .. } => Some(name),
+            ToolError::Timeout { tool, .. }
+            | ToolError::NotExposed { tool, .. }
+            | ToolError::ApprovalDenied { tool, .. } => Some(tool),
+            _ => None,
+        }
+    }
+}

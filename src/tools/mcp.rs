@@ -1,0 +1,5 @@
+//! MCP client (filled by the MCP issue).
+
+/// An MCP client.
+#[derive(Debug)]
+pub struct McpClient;

@@ -1,0 +1,386 @@
+//! [`PermissionChecker`]: decides, before a tool runs, whether its declared permissions pass.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::tools::error::ToolError;
+
+/// A capability a tool needs.
+///
+/// Written in config files as `read`, `write`, `delete`, `network`, `shell`, `filesystem`, or
+/// `custom:<name>` (any other string is a custom permission too).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Permission {
+    /// Read-only access (read files, query data).
+    Read,
+    /// Create or modify files or data.
+    Write,
+    /// Delete files or data.
+    Delete,
+    /// Network access (HTTP requests, ...).
+    Network,
+    /// Run shell commands.
+    Shell,
+    /// File-system operations other than read/write/delete.
+    FileSystem,
+    /// A custom, namespaced permission (e.g. `db:admin`).
+    Custom(String),
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Permission::Read => f.write_str("Read"),
+            Permission::Write => f.write_str("Write"),
+            Permission::Delete => f.write_str("Delete"),
+            Permission::Network => f.write_str("Network"),
+            Permission::Shell => f.write_str("Shell"),
+            Permission::FileSystem => f.write_str("FileSystem"),
+            Permission::Custom(name) => write!(f, "Custom({name})"),
+        }
+    }
+}
+
+impl FromStr for Permission {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let lower = text.trim().to_ascii_lowercase();
+        Ok(match lower.as_str() {
+            "read" => Permission::Read,
+            "write" => Permission::Write,
+            "delete" => Permission::Delete,
+            "network" => Permission::Network,
+            "shell" => Permission::Shell,
+            "filesystem" | "file_system" => Permission::FileSystem,
+            _ => {
+                let name = text.trim();
+                let name = name
+                    .strip_prefix("custom:")
+                    .or_else(|| name.strip_prefix("Custom:"))
+                    .unwrap_or(name);
+                Permission::Custom(name.to_owned())
+            }
+        })
+    }
+}
+
+impl Serialize for Permission {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Permission::Custom(name) => serializer.serialize_str(&format!("custom:{name}")),
+            other => serializer.serialize_str(&other.to_string().to_ascii_lowercase()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Permission {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let Ok(permission) = text.parse();
+        Ok(permission)
+    }
+}
+
+/// Which permissions pass.
+///
+/// Rules, in order, for each permission a tool declares:
+/// 1. in `denied` → refused (deny wins);
+/// 2. in `allowed` → passes;
+/// 3. `allowed` is not empty → refused (whitelist);
+/// 4. `allowed` is empty → passes when `allow_unspecified` is true.
+///
+/// A tool passes only when every permission it declares passes; a tool declaring none passes
+/// only when `allow_unspecified` is true.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionConfig {
+    /// Allowed permissions (empty = decided by `allow_unspecified`).
+    #[serde(default)]
+    pub allowed: Vec<Permission>,
+    /// Refused permissions; they win over `allowed`.
+    #[serde(default)]
+    pub denied: Vec<Permission>,
+    /// Whether tools that declare no permissions (and, with an empty `allowed`, unlisted
+    /// permissions) may run.
+    #[serde(default = "default_true")]
+    pub allow_unspecified: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl Default for PermissionConfig {
+    /// Allow Read and Network, deny Delete and Shell, allow tools that declare nothing.
+    fn default() -> Self {
+        Self {
+            allowed: vec![Permission::Read, Permission::Network],
+            denied: vec![Permission::Delete, Permission::Shell],
+            allow_unspecified: true,
+        }
+    }
+}
+
+/// Why one permission was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenialReason {
+    /// It is in `denied`.
+    Denied,
+    /// `allowed` is a whitelist and does not list it.
+    NotAllowed,
+    /// Nothing lists it and `allow_unspecified` is false (also: the tool declares nothing).
+    Unspecified,
+}
+
+impl fmt::Display for DenialReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DenialReason::Denied => "it is in the denied list",
+            DenialReason::NotAllowed => "it is not in the allowed list",
+            DenialReason::Unspecified => "allow_unspecified is false",
+        })
+    }
+}
+
+/// Checks declared permissions against a [`PermissionConfig`]. Share it between registries
+/// through `Arc`.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionChecker {
+    config: PermissionConfig,
+}
+
+impl PermissionChecker {
+    /// A checker for `config`.
+    pub fn new(config: PermissionConfig) -> Self {
+        Self { config }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PermissionConfig {
+        &self.config
+    }
+
+    /// The decision for one permission: `None` when it passes, else why not.
+    pub fn decide(&self, permission: &Permission) -> Option<DenialReason> {
+        let config = &self.config;
+        if config.denied.contains(permission) {
+            Some(DenialReason::Denied)
+        } else if config.allowed.contains(permission) {
+            None
+        } else if !config.allowed.is_empty() {
+            Some(DenialReason::NotAllowed)
+        } else if config.allow_unspecified {
+            None
+        } else {
+            Some(DenialReason::Unspecified)
+        }
+    }
+
+    /// Every refused permission of `permissions` with its reason (empty = allowed). A tool that
+    /// declares nothing is refused with [`DenialReason::Unspecified`] when `allow_unspecified` is false;
+    /// it is reported as `Custom("unspecified")`.
+    pub fn denials(&self, permissions: &[Permission]) -> Vec<(Permission, DenialReason)> {
+        if permissions.is_empty() {
+            return if self.config.allow_unspecified {
+                Vec::new()
+            } else {
+                vec![(
+                    Permission::Custom("unspecified".to_owned()),
+                    DenialReason::Unspecified,
+                )]
+            };
+        }
+        let mut refused: Vec<(Permission, DenialReason)> = Vec::new();
+        for permission in permissions {
+            if let Some(reason) = self.decide(permission) {
+                if !refused.iter().any(|(seen, _)| seen == permission) {
+                    refused.push((permission.clone(), reason));
+                }
+            }
+        }
+        refused
+    }
+
+    /// Check whether `tool_name`, declaring `permissions`, may run. The error names the tool,
+    /// every refused permission and why.
+    pub fn check(&self, tool_name: &str, permissions: &[Permission]) -> Result<(), ToolError> {
+        let refused = self.denials(permissions);
+        if refused.is_empty() {
+            return Ok(());
+        }
+        if permissions.is_empty() {
+            return Err(ToolError::PermissionDenied(
+                tool_name.to_owned(),
+                "declared permissions, but it declares none and allow_unspecified is false"
+                    .to_owned(),
+            ));
+        }
+        let detail = refused
+            .iter()
+            .map(|(permission, reason)| format!("{permission} ({reason})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(ToolError::PermissionDenied(tool_name.to_owned(), detail))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn checker(
+        allowed: Vec<Permission>,
+        denied: Vec<Permission>,
+        allow_unspecified: bool,
+    ) -> PermissionChecker {
+        PermissionChecker::new(PermissionConfig {
+            allowed,
+            denied,
+            allow_unspecified,
+        })
+    }
+
+    #[test]
+    fn default_config_allows_read_and_network_and_denies_delete_and_shell() {
+        let checker = PermissionChecker::new(PermissionConfig::default());
+        assert!(
+            checker
+                .check("t", &[Permission::Read, Permission::Network])
+                .is_ok()
+        );
+        assert!(checker.check("t", &[Permission::Shell]).is_err());
+        assert!(checker.check("t", &[Permission::Delete]).is_err());
+        assert!(checker.check("t", &[]).is_ok());
+    }
+
+    #[test]
+    fn whitelist_mode_refuses_unlisted_permissions() {
+        let checker = checker(vec![Permission::Read], vec![], true);
+        let error = checker.check("writer", &[Permission::Write]).unwrap_err();
+        assert!(
+            matches!(&error, ToolError::PermissionDenied(tool, detail) if tool == "writer" && detail.contains("Write"))
+        );
+    }
+
+    #[test]
+    fn blacklist_mode_with_empty_allowed_uses_allow_unspecified() {
+        let open = checker(vec![], vec![Permission::Shell], true);
+        assert!(open.check("t", &[Permission::Write]).is_ok());
+        assert!(open.check("t", &[Permission::Shell]).is_err());
+        let closed = checker(vec![], vec![Permission::Shell], false);
+        assert!(closed.check("t", &[Permission::Write]).is_err());
+    }
+
+    #[test]
+    fn empty_lists_follow_allow_unspecified() {
+        assert!(
+            checker(vec![], vec![], true)
+                .check("t", &[Permission::Delete])
+                .is_ok()
+        );
+        assert!(
+            checker(vec![], vec![], false)
+                .check("t", &[Permission::Read])
+                .is_err()
+        );
+        assert!(checker(vec![], vec![], false).check("t", &[]).is_err());
+        assert!(checker(vec![], vec![], true).check("t", &[]).is_ok());
+    }
+
+    #[test]
+    fn denied_permission_wins_over_allowed() {
+        let checker = checker(vec![Permission::Write], vec![Permission::Write], true);
+        assert!(checker.check("t", &[Permission::Write]).is_err());
+    }
+
+    #[test]
+    fn custom_permissions_are_matched_by_name() {
+        let checker = checker(
+            vec![Permission::Custom("db:read".into())],
+            vec![Permission::Custom("db:admin".into())],
+            true,
+        );
+        assert!(
+            checker
+                .check("t", &[Permission::Custom("db:read".into())])
+                .is_ok()
+        );
+        assert!(
+            checker
+                .check("t", &[Permission::Custom("db:admin".into())])
+                .is_err()
+        );
+        assert!(
+            checker
+                .check("t", &[Permission::Custom("db:write".into())])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn every_declared_permission_must_pass_and_all_failures_are_named() {
+        let checker = PermissionChecker::new(PermissionConfig::default());
+        let error = checker
+            .check(
+                "mixed",
+                &[Permission::Read, Permission::Shell, Permission::Delete],
+            )
+            .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("mixed") && text.contains("Shell") && text.contains("Delete"),
+            "{text}"
+        );
+        assert!(!text.contains("Read ("), "{text}");
+    }
+
+    #[test]
+    fn permissions_round_trip_through_config_text() {
+        let parsed: Vec<Permission> =
+            serde_json::from_str(r#"["read","Shell","custom:db:admin","other"]"#).unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                Permission::Read,
+                Permission::Shell,
+                Permission::Custom("db:admin".into()),
+                Permission::Custom("other".into())
+            ]
+        );
+        let text = serde_json::to_string(&parsed).unwrap();
+        assert_eq!(text, r#"["read","shell","custom:db:admin","custom:other"]"#);
+    }
+
+    fn any_permission() -> impl Strategy<Value = Permission> {
+        prop_oneof![
+            Just(Permission::Read),
+            Just(Permission::Write),
+            Just(Permission::Delete),
+            Just(Permission::Network),
+            Just(Permission::Shell),
+            Just(Permission::FileSystem),
+            "[a-c]{1,2}".prop_map(Permission::Custom),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn a_denied_permission_never_passes(
+            allowed in proptest::collection::vec(any_permission(), 0..5),
+            denied in proptest::collection::vec(any_permission(), 1..5),
+            others in proptest::collection::vec(any_permission(), 0..4),
+            allow_unspecified in any::<bool>(),
+            pick in any::<prop::sample::Index>(),
+        ) {
+            let victim = denied[pick.index(denied.len())].clone();
+            let checker = checker(allowed, denied, allow_unspecified);
+            let mut declared = others;
+            declared.push(victim);
+            prop_assert!(checker.check("t", &declared).is_err());
+        }
+    }
+}

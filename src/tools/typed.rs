@@ -1,0 +1,247 @@
+//! [`Tool`]: the typed way to write a tool. Input is a Rust type with a derived JSON Schema,
+//! the description is its doc comment, and the tool is erased into `Arc<dyn BaseTool>` for the
+//! registry.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::tools::base::{BaseTool, ToolSource, default_model_content};
+use crate::tools::error::ToolError;
+use crate::tools::kind::ToolKind;
+use crate::tools::permission::Permission;
+
+/// A tool with typed input and output.
+///
+/// ```
+/// use agcore::tools::prelude::*;
+///
+/// /// Add two numbers.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct AddInput {
+///     /// The first number.
+///     a: f64,
+///     /// The second number.
+///     b: f64,
+/// }
+///
+/// struct Add;
+///
+/// impl Tool for Add {
+///     type Input = AddInput;
+///     type Output = f64;
+///     const NAME: &'static str = "add";
+///     fn kind() -> ToolKind { ToolKind::Think }
+///     async fn run(&self, input: AddInput) -> Result<f64, ToolError> {
+///         Ok(input.a + input.b)
+///     }
+/// }
+///
+/// let tool = Add.erase();
+/// assert_eq!(tool.name(), "add");
+/// assert_eq!(tool.description(), "Add two numbers.");
+/// ```
+pub trait Tool: Send + Sync + Sized + 'static {
+    /// The arguments. Its doc comment becomes the tool's description; its fields' doc comments
+    /// become the parameters' descriptions.
+    type Input: DeserializeOwned + JsonSchema + Send;
+    /// The result, as the caller sees it.
+    type Output: Serialize + DeserializeOwned + Send;
+
+    /// The tool's unique name (`^[a-zA-Z0-9_-]{1,64}$`).
+    const NAME: &'static str;
+
+    /// What the tool does; also decides its default permissions.
+    fn kind() -> ToolKind;
+
+    /// The description the model reads. Default: the `Input` type's doc comment.
+    fn description() -> String {
+        input_schema::<Self::Input>().1.unwrap_or_default()
+    }
+
+    /// The permissions a call needs. Default: derived from [`Tool::kind`].
+    fn permissions() -> Vec<Permission> {
+        Self::kind().default_permissions()
+    }
+
+    /// A human title for a call, from its input (`Err` holds the raw input when it did not
+    /// parse — titles must work on partial input too).
+    fn title(&self, input: Result<&Self::Input, &Value>) -> String {
+        let _ = input;
+        Self::NAME.to_owned()
+    }
+
+    /// Whether the tool may be offered in restricted mode. Default: unless its permissions
+    /// include `Network` or `Shell`.
+    fn allow_in_restricted_mode() -> bool {
+        !Self::permissions()
+            .iter()
+            .any(|p| matches!(p, Permission::Network | Permission::Shell))
+    }
+
+    /// Whether the tool works with this provider and model.
+    fn supports_provider(provider: &str, model: &str) -> bool {
+        let _ = (provider, model);
+        true
+    }
+
+    /// Feature flags that must be enabled for the tool to be offered.
+    fn required_flags() -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What the model reads of an output. Default: a string as its text, anything else as
+    /// compact JSON. The caller always gets the full output.
+    fn model_content(output: &Self::Output) -> String {
+        serde_json::to_value(output)
+            .map(|value| default_model_content(&value))
+            .unwrap_or_default()
+    }
+
+    /// Where the tool comes from (built-in tools say [`ToolSource::Builtin`]).
+    fn source() -> ToolSource {
+        ToolSource::Local
+    }
+
+    /// Run the tool.
+    fn run(
+        &self,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// Erase into the registry's `Arc<dyn BaseTool>`.
+    fn erase(self) -> Arc<dyn BaseTool> {
+        Arc::new(TypedTool::new(self))
+    }
+}
+
+/// The JSON Schema of `T` as OpenAI-compatible servers accept it — an object at the root, no
+/// `$schema`, sub-schemas inlined — and the type's description (its doc comment), which is
+/// moved out of the schema into the tool description.
+pub fn input_schema<T: JsonSchema>() -> (Value, Option<String>) {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|settings| {
+        settings.inline_subschemas = true;
+        settings.meta_schema = None;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    let mut description = None;
+    if let Some(object) = value.as_object_mut() {
+        object.remove("$schema");
+        object.remove("title");
+        description = object
+            .remove("description")
+            .and_then(|d| d.as_str().map(str::to_owned));
+        if object.get("type").is_none() {
+            object.insert("type".to_owned(), Value::String("object".to_owned()));
+        }
+        if object.get("type").and_then(Value::as_str) == Some("object")
+            && !object.contains_key("properties")
+        {
+            object.insert("properties".to_owned(), Value::Object(Default::default()));
+        }
+    }
+    (value, description)
+}
+
+/// A [`Tool`] erased into a [`BaseTool`]. Schema and description are computed once.
+pub struct TypedTool<T: Tool> {
+    tool: T,
+    description: String,
+    parameters: Value,
+    _marker: PhantomData<fn() -> T>,
+}
+
+impl<T: Tool> TypedTool<T> {
+    /// Wrap `tool`.
+    pub fn new(tool: T) -> Self {
+        let (parameters, _) = input_schema::<T::Input>();
+        TypedTool {
+            tool,
+            description: T::description(),
+            parameters,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The wrapped tool.
+    pub fn inner(&self) -> &T {
+        &self.tool
+    }
+}
+
+#[async_trait]
+impl<T: Tool> BaseTool for TypedTool<T> {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    fn required_permissions(&self) -> Vec<Permission> {
+        T::permissions()
+    }
+
+    async fn execute(&self, args: Value) -> Result<Value, ToolError> {
+        let input: T::Input = serde_path_to_error_like(T::NAME, args)?;
+        let output = self.tool.run(input).await?;
+        serde_json::to_value(&output).map_err(|error| {
+            ToolError::ExecutionFailed(
+                T::NAME.to_owned(),
+                format!("output not serialisable: {error}"),
+            )
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        T::kind()
+    }
+
+    fn title(&self, input: &Value) -> String {
+        match serde_json::from_value::<T::Input>(input.clone()) {
+            Ok(parsed) => self.tool.title(Ok(&parsed)),
+            Err(_) => self.tool.title(Err(input)),
+        }
+    }
+
+    fn model_content(&self, output: &Value) -> String {
+        match serde_json::from_value::<T::Output>(output.clone()) {
+            Ok(typed) => T::model_content(&typed),
+            Err(_) => default_model_content(output),
+        }
+    }
+
+    fn source(&self) -> ToolSource {
+        T::source()
+    }
+
+    fn required_flags(&self) -> Vec<String> {
+        T::required_flags()
+    }
+
+    fn supports_provider(&self, provider: &str, model: &str) -> bool {
+        T::supports_provider(provider, model)
+    }
+
+    fn allow_in_restricted_mode(&self) -> bool {
+        T::allow_in_restricted_mode()
+    }
+}
+
+/// Deserialise the input; the error names the path of the offending field.
+fn serde_path_to_error_like<I: DeserializeOwned>(tool: &str, args: Value) -> Result<I, ToolError> {
+    serde_json::from_value(args)
+        .map_err(|error| ToolError::InvalidArguments(tool.to_owned(), error.to_string()))
+}

@@ -7,29 +7,38 @@
 //! - [`prelude`]: everything a tool author needs in one `use`.
 
 pub mod base;
+pub mod call;
 pub mod error;
 pub mod kind;
 pub mod mcp;
 pub mod permission;
 pub mod registry;
 pub mod typed;
+pub mod validate;
 
 pub use base::{BaseTool, ToolSource};
 pub use error::ToolError;
 pub use kind::ToolKind;
 pub use mcp::McpClient;
 pub use permission::{Permission, PermissionChecker, PermissionConfig};
-pub use registry::{ToolCallRequest, ToolInvocation, ToolRegistry};
-pub use typed::Tool;
+pub use registry::{ToolArguments, ToolCallRequest, ToolInvocation, ToolRegistry};
+pub use typed::{Tool, TypedTool};
 
 /// What a tool author needs: `use agcore::tools::prelude::*;`.
+///
+/// Brings the tool traits ([`BaseTool`], typed [`Tool`]), `#[async_trait]`, the derives a typed
+/// tool's input needs (`Deserialize`, `Serialize`, `JsonSchema`), `json!`/`Value`, `Arc`, and
+/// the registry, permission and error types.
 pub mod prelude {
+    pub use std::sync::Arc;
+
     pub use async_trait::async_trait;
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
     pub use serde_json::{Value, json};
 
     pub use crate::tools::{
-        BaseTool, Permission, Tool, ToolError, ToolKind, ToolRegistry, ToolSource,
+        BaseTool, Permission, PermissionChecker, PermissionConfig, Tool, ToolCallRequest,
+        ToolError, ToolInvocation, ToolKind, ToolRegistry, ToolSource,
     };
 }

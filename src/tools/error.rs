@@ -59,6 +59,15 @@ pub enum ToolError {
         reason: String,
     },
 
+    /// A tool's parameters are not a valid JSON Schema (found at registration).
+    #[error("tool '{tool}' has an invalid parameters schema: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// What the schema compiler reported.
+        reason: String,
+    },
+
     /// A local tool ran longer than its timeout.
     #[error("tool '{tool}' timed out after {limit:?}")]
     Timeout {
@@ -103,6 +112,7 @@ impl ToolError {
             | ToolError::DuplicateName(tool)
             | ToolError::Cancelled(tool) => Some(tool),
             ToolError::InvalidName { name, .. } => Some(name),
+            ToolError::InvalidSchema { tool, .. } => Some(tool),
             ToolError::Timeout { tool, .. }
             | ToolError::NotExposed { tool, .. }
             | ToolError::ApprovalDenied { tool, .. } => Some(tool),

@@ -6,106 +6,33 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use futures::stream::{self, StreamExt};
+use futures::stream::{self, Stream, StreamExt};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::llm::types::{ToolCall, ToolDefinition};
-use crate::tools::base::BaseTool;
+pub use crate::tools::call::{ToolArguments, ToolCallRequest, ToolInvocation, generate_call_id};
+pub use crate::tools::validate::validate_tool_name;
+
+use crate::llm::types::ToolDefinition;
+use crate::tools::base::{BaseTool, default_model_content};
+use crate::tools::call::parse_arguments_for;
 use crate::tools::error::ToolError;
 use crate::tools::permission::PermissionChecker;
+use crate::tools::validate::{compile_schema, validate_arguments};
 
-/// The record of one tool call: what was asked, what came back, and how long it took.
-#[derive(Debug)]
-pub struct ToolInvocation {
-    /// The call id (`tool_call_id` on the wire; generated for calls without one).
-    pub id: String,
-    /// The tool name as requested.
-    pub tool_name: String,
-    /// The arguments (the raw text as a JSON string when it was not valid JSON).
-    pub input: Value,
-    /// The tool's full output, or why the call failed.
-    pub output: Result<Value, ToolError>,
-    /// Wall time from the start of the call (lookup included) to its end.
-    pub duration: Duration,
-}
-
-impl ToolInvocation {
-    /// Whether the call failed.
-    pub fn is_error(&self) -> bool {
-        self.output.is_err()
-    }
-}
-
-/// The arguments of a call: parsed, or the raw JSON text the model sent.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolArguments {
-    /// Already a JSON value.
-    Value(Value),
-    /// JSON text, parsed (and rejected with a clear error when invalid) by the registry.
-    /// An empty text means `{}`.
-    Json(String),
-}
-
-/// One requested call: id, tool name, arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCallRequest {
-    /// The call id.
-    pub id: String,
-    /// The tool name.
-    pub name: String,
-    /// The arguments.
-    pub arguments: ToolArguments,
-}
-
-impl ToolCallRequest {
-    /// A call with parsed arguments.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
-        ToolCallRequest {
-            id: id.into(),
-            name: name.into(),
-            arguments: ToolArguments::Value(arguments),
-        }
-    }
-}
-
-impl From<(String, Value)> for ToolCallRequest {
-    /// The design's `(name, args)` pair; the id is generated.
-    fn from((name, arguments): (String, Value)) -> Self {
-        ToolCallRequest::new(generate_call_id(), name, arguments)
-    }
-}
-
-impl From<(&str, Value)> for ToolCallRequest {
-    fn from((name, arguments): (&str, Value)) -> Self {
-        ToolCallRequest::new(generate_call_id(), name, arguments)
-    }
-}
-
-impl From<&ToolCall> for ToolCallRequest {
-    fn from(call: &ToolCall) -> Self {
-        ToolCallRequest {
-            id: call.id.clone(),
-            name: call.function.name.clone(),
-            arguments: ToolArguments::Json(call.function.arguments.clone()),
-        }
-    }
-}
-
-/// A unique call id (`call_` + 24 random alphanumerics), for calls that arrived without one.
-pub fn generate_call_id() -> String {
-    let mut id = String::with_capacity(29);
-    id.push_str("call_");
-    id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(24));
-    id
-}
-
+/// A registered tool and what registration computed for it once.
 struct Entry {
     tool: Arc<dyn BaseTool>,
+    /// The compiled parameters schema (`None`: the schema accepts anything).
     validator: Option<jsonschema::Validator>,
 }
 
 /// Holds tools by name, in registration order, and runs calls.
+///
+/// Every call goes through the same steps: look up → check permissions → parse and validate
+/// the arguments against the tool's JSON Schema (compiled once, at registration) → execute
+/// (with the timeout, panics caught). A failure at any step is a [`ToolError`] for that call
+/// only; the registry and other calls keep working.
 ///
 /// ```
 /// # use std::sync::Arc;
@@ -147,6 +74,7 @@ impl std::fmt::Debug for ToolRegistry {
             .field("tools", &self.list_tools())
             .field("permission_checker", &self.permission_checker)
             .field("default_timeout", &self.default_timeout)
+            .field("concurrency_limit", &self.concurrency_limit)
             .finish()
     }
 }
@@ -179,19 +107,20 @@ impl ToolRegistry {
     }
 
     /// A timeout for every call of a tool that does not set its own ([`BaseTool::timeout`]).
+    /// A call over its limit ends with [`ToolError::Timeout`]; the tool's future is dropped.
     pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = Some(timeout);
         self
     }
 
-    /// Run at most `limit` calls of one `invoke_all` at a time (default: all at once).
+    /// Run at most `limit` calls of one batch at a time (default: all at once; minimum 1).
     pub fn with_concurrency_limit(mut self, limit: usize) -> Self {
         self.concurrency_limit = Some(limit.max(1));
         self
     }
 
-    /// Register a tool. Fails on a duplicate name, a name the OpenAI wire format rejects, or
-    /// a parameters schema that is not valid JSON Schema.
+    /// Register a tool. Fails with [`ToolError::DuplicateName`], [`ToolError::InvalidName`]
+    /// (not `^[a-zA-Z0-9_-]{1,64}$`) or [`ToolError::InvalidSchema`].
     pub fn register(&mut self, tool: Arc<dyn BaseTool>) -> Result<(), ToolError> {
         let name = tool.name().to_owned();
         validate_tool_name(&name)?;
@@ -239,10 +168,22 @@ impl ToolRegistry {
     }
 
     /// The definitions of all tools, in registration order (stable, so prompts and prompt
-    /// caches are reproducible).
+    /// caches are reproducible). The tool loop sends [`ToolRegistry::exposed_definitions`].
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools
             .values()
+            .map(|entry| definition_of(entry.tool.as_ref()))
+            .collect()
+    }
+
+    /// The definitions the model is offered for `provider`/`model`, in registration order:
+    /// only tools that pass every exposure gate (here: provider support and a permission
+    /// checker that can let the tool run).
+    pub fn exposed_definitions(&self, provider: &str, model: &str) -> Vec<ToolDefinition> {
+        self.tools
+            .values()
+            .filter(|entry| entry.tool.supports_provider(provider, model))
+            .filter(|entry| self.permissions_can_pass(entry.tool.as_ref()))
             .map(|entry| definition_of(entry.tool.as_ref()))
             .collect()
     }
@@ -261,21 +202,6 @@ impl ToolRegistry {
             .await)
     }
 
-    /// Run several calls concurrently (bounded by the concurrency limit); results come back
-    /// in the order of `calls`, and one failing call does not stop the others.
-    pub async fn invoke_all<I>(&self, calls: I) -> Vec<ToolInvocation>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolCallRequest>,
-    {
-        let calls: Vec<ToolCallRequest> = calls.into_iter().map(Into::into).collect();
-        let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
-        stream::iter(calls.into_iter().map(|call| self.invoke_call(call)))
-            .buffered(limit)
-            .collect()
-            .await
-    }
-
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
         let started = Instant::now();
@@ -285,12 +211,7 @@ impl ToolRegistry {
                     .await
             }
             Err(error) => ToolInvocation {
-                input: match call.arguments {
-                    ToolArguments::Value(value) => value,
-                    ToolArguments::Json(text) => {
-                        parse_arguments(&text).unwrap_or(Value::String(text))
-                    }
-                },
+                input: call.arguments.into_value(),
                 id: call.id,
                 tool_name: call.name,
                 output: Err(error),
@@ -299,30 +220,101 @@ impl ToolRegistry {
         }
     }
 
+    /// Run calls concurrently (at most the concurrency limit at a time) and yield each record
+    /// as soon as it finishes, with its position in `calls`. One failing call does not stop
+    /// the others.
+    ///
+    /// The calls run inside the stream's task: tools must not block the thread (use
+    /// `tokio::task::spawn_blocking` for CPU-heavy or blocking work).
+    pub fn invoke_stream(
+        &self,
+        calls: Vec<ToolCallRequest>,
+    ) -> impl Stream<Item = (usize, ToolInvocation)> + '_ {
+        let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
+        stream::iter(calls.into_iter().enumerate())
+            .map(move |(position, call)| async move { (position, self.invoke_call(call).await) })
+            .buffer_unordered(limit)
+    }
+
+    /// Run several calls concurrently (bounded by the concurrency limit); the records come back
+    /// in the order of `calls`, and one failing call does not stop the others.
+    ///
+    /// Accepts [`ToolCallRequest`]s or the design's `(name, args)` pairs.
+    pub async fn invoke_all<I>(&self, calls: I) -> Vec<ToolInvocation>
+    where
+        I: IntoIterator,
+        I::Item: Into<ToolCallRequest>,
+    {
+        let calls: Vec<ToolCallRequest> = calls.into_iter().map(Into::into).collect();
+        let mut done: Vec<(usize, ToolInvocation)> = self.invoke_stream(calls).collect().await;
+        done.sort_unstable_by_key(|(position, _)| *position);
+        done.into_iter().map(|(_, invocation)| invocation).collect()
+    }
+
+    /// What the model reads for a call: the tool's [`BaseTool::model_content`] of the output,
+    /// or for a failure an error text starting with `Error: ` that says what to do next.
+    pub fn model_content(&self, invocation: &ToolInvocation) -> String {
+        match &invocation.output {
+            Ok(output) => match self.tools.get(&invocation.tool_name) {
+                Some(entry) => entry.tool.model_content(output),
+                None => default_model_content(output),
+            },
+            Err(error) => self.error_content(error),
+        }
+    }
+
+    /// The model's view of an error, with a hint where one helps.
+    fn error_content(&self, error: &ToolError) -> String {
+        let hint = match error {
+            ToolError::NotFound(_) => {
+                let names = self.list_tools();
+                if names.is_empty() {
+                    " No tools are available.".to_owned()
+                } else {
+                    format!(" Available tools: {}.", names.join(", "))
+                }
+            }
+            ToolError::InvalidArguments(..) => {
+                " Call the tool again with arguments that match its parameters schema.".to_owned()
+            }
+            ToolError::PermissionDenied(..)
+            | ToolError::NotExposed { .. }
+            | ToolError::ApprovalDenied { .. } => {
+                " Do not retry this call; continue without it or ask the user.".to_owned()
+            }
+            _ => String::new(),
+        };
+        let text = error.to_string();
+        format!("Error: {}.{hint}", text.trim_end_matches('.'))
+    }
+
+    /// Whether the permission checker (if any) can ever let `tool` run.
+    fn permissions_can_pass(&self, tool: &dyn BaseTool) -> bool {
+        self.permission_checker
+            .as_ref()
+            .is_none_or(|checker| checker.denials(&tool.required_permissions()).is_empty())
+    }
+
     /// Everything before execution: lookup, permissions, argument parsing and validation.
     fn prepare(&self, call: &ToolCallRequest) -> Result<(Value, &Entry), ToolError> {
         let entry = self
             .tools
             .get(&call.name)
-            .ok_or_else(|| not_found(&call.name, self.tools.keys()))?;
+            .ok_or_else(|| ToolError::NotFound(call.name.clone()))?;
         if let Some(checker) = &self.permission_checker {
             checker.check(&call.name, &entry.tool.required_permissions())?;
         }
         let input = match &call.arguments {
             ToolArguments::Value(value) => value.clone(),
-            ToolArguments::Json(text) => parse_arguments(text).map_err(|error| {
-                ToolError::InvalidArguments(
-                    call.name.clone(),
-                    format!("the arguments are not valid JSON ({error}); send a JSON object matching the tool's parameters"),
-                )
-            })?,
+            ToolArguments::Json(text) => parse_arguments_for(&call.name, text)?,
         };
         if let Some(validator) = &entry.validator {
-            validate(&call.name, validator, &input)?;
+            validate_arguments(&call.name, validator, &input)?;
         }
         Ok((input, entry))
     }
 
+    /// Execute with the timeout, a panic caught as [`ToolError::ExecutionFailed`].
     async fn execute(
         &self,
         id: String,
@@ -362,81 +354,6 @@ impl ToolRegistry {
 /// The definition the model sees for `tool`.
 pub fn definition_of(tool: &dyn BaseTool) -> ToolDefinition {
     ToolDefinition::function(tool.name(), tool.description(), tool.parameters())
-}
-
-/// Check a tool name against the OpenAI wire format: `^[a-zA-Z0-9_-]{1,64}$`.
-pub fn validate_tool_name(name: &str) -> Result<(), ToolError> {
-    let reason = if name.is_empty() {
-        Some("it is empty".to_owned())
-    } else if name.len() > 64 {
-        Some(format!(
-            "it is {} characters long; the limit is 64",
-            name.len()
-        ))
-    } else {
-        name.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-            .map(|c| format!("'{c}' is not allowed; use letters, digits, '_' and '-'"))
-    };
-    match reason {
-        Some(reason) => Err(ToolError::InvalidName {
-            name: name.to_owned(),
-            reason,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Parse call arguments: empty text means `{}`.
-fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
-    if text.trim().is_empty() {
-        Ok(Value::Object(Default::default()))
-    } else {
-        serde_json::from_str(text)
-    }
-}
-
-fn compile_schema(name: &str, schema: &Value) -> Result<Option<jsonschema::Validator>, ToolError> {
-    if schema.is_null() || schema.as_object().is_some_and(|o| o.is_empty()) {
-        return Ok(None);
-    }
-    jsonschema::validator_for(schema)
-        .map(Some)
-        .map_err(|error| {
-            ToolError::InvalidArguments(
-                name.to_owned(),
-                format!("the tool's parameters are not a valid JSON Schema: {error}"),
-            )
-        })
-}
-
-fn validate(name: &str, validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
-    let problems: Vec<String> = validator
-        .iter_errors(input)
-        .take(5)
-        .map(|error| {
-            let path = error.instance_path().to_string();
-            let at = if path.is_empty() {
-                "the arguments".to_owned()
-            } else {
-                format!("'{path}'")
-            };
-            format!("{at}: {error}")
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(ToolError::InvalidArguments(
-            name.to_owned(),
-            problems.join("; "),
-        ))
-    }
-}
-
-fn not_found<'a>(name: &str, known: impl Iterator<Item = &'a String>) -> ToolError {
-    let _ = known;
-    ToolError::NotFound(name.to_owned())
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

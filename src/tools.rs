@@ -3,24 +3,36 @@
 //! - [`BaseTool`]: the tool interface; [`Tool`]: the typed way to write one.
 //! - [`ToolRegistry`]: registration, definitions for the model, permission-checked invocation.
 //! - [`PermissionChecker`]: allow/deny rules evaluated before every call.
+//! - [`ExposurePolicy`]: profiles, restricted mode, feature flags — which tools the model is
+//!   offered and may run, every decision explained ([`ExposureReport`]).
+//! - [`Approver`]: a human in the loop for permissions configured as *ask* ([`ApprovalPolicy`]).
+//! - [`ToolsConfig`]: the `[tools]` section of `agcore.toml`.
 //! - [`McpClient`]: tools of any MCP server, as `BaseTool` adapters.
 //! - [`prelude`]: everything a tool author needs in one `use`.
 
+pub mod approval;
 pub mod base;
 pub mod call;
+pub mod config;
 pub mod error;
+pub mod exposure;
 pub mod kind;
 pub mod mcp;
 pub mod permission;
+pub mod profile;
 pub mod registry;
 pub mod typed;
 pub mod validate;
 
+pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver};
 pub use base::{BaseTool, ToolSource};
+pub use config::ToolsConfig;
 pub use error::ToolError;
+pub use exposure::{ExposurePolicy, ExposureReport, HiddenBecause};
 pub use kind::ToolKind;
 pub use mcp::McpClient;
 pub use permission::{Permission, PermissionChecker, PermissionConfig};
+pub use profile::{Profile, ProfileEntry};
 pub use registry::{ToolArguments, ToolCallRequest, ToolInvocation, ToolRegistry};
 pub use typed::{Tool, TypedTool};
 

@@ -81,14 +81,17 @@ pub enum ToolError {
     #[error("tool '{0}' was cancelled")]
     Cancelled(String),
 
-    /// An exposure gate hides this tool (restricted mode, profile, feature flag, provider), so
-    /// it may not run. `reasons` lists every gate that hid it.
-    #[error("tool '{tool}' is not available: {reasons}")]
+    /// An exposure gate hides this tool (profile, restricted mode, feature flag), so it may not
+    /// run. `reasons` lists every gate that hid it.
+    #[error(
+        "tool '{tool}' is not available: {}",
+        crate::tools::exposure::describe_reasons(reasons)
+    )]
     NotExposed {
         /// The tool.
         tool: String,
-        /// Every reason, joined with `; `.
-        reasons: String,
+        /// Every gate that hid it.
+        reasons: Vec<crate::tools::exposure::HiddenBecause>,
     },
 
     /// A human (or an [`crate::tools::Approver`]) declined the call, or no approver was configured.

@@ -145,6 +145,42 @@ impl fmt::Display for DenialReason {
     }
 }
 
+/// One refused permission and why (data for reports and errors).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionDenial {
+    /// The permission (`Custom("unspecified")` when the tool declares none).
+    pub permission: Permission,
+    /// Why it was refused.
+    pub reason: DenialReason,
+}
+
+impl fmt::Display for PermissionDenial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.permission, self.reason)
+    }
+}
+
+/// The `PermissionDenied` error for `tool` with these refusals (`declared_none`: the tool
+/// declares no permissions at all).
+pub(crate) fn denied_error(
+    tool: &str,
+    refused: &[PermissionDenial],
+    declared_none: bool,
+) -> ToolError {
+    if declared_none {
+        return ToolError::PermissionDenied(
+            tool.to_owned(),
+            "declared permissions, but it declares none and allow_unspecified is false".to_owned(),
+        );
+    }
+    let detail = refused
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    ToolError::PermissionDenied(tool.to_owned(), detail)
+}
+
 /// Checks declared permissions against a [`PermissionConfig`]. Share it between registries
 /// through `Arc`.
 #[derive(Debug, Clone, Default)]
@@ -207,23 +243,16 @@ impl PermissionChecker {
     /// Check whether `tool_name`, declaring `permissions`, may run. The error names the tool,
     /// every refused permission and why.
     pub fn check(&self, tool_name: &str, permissions: &[Permission]) -> Result<(), ToolError> {
-        let refused = self.denials(permissions);
+        let refused: Vec<PermissionDenial> = self
+            .denials(permissions)
+            .into_iter()
+            .map(|(permission, reason)| PermissionDenial { permission, reason })
+            .collect();
         if refused.is_empty() {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(denied_error(tool_name, &refused, permissions.is_empty()))
         }
-        if permissions.is_empty() {
-            return Err(ToolError::PermissionDenied(
-                tool_name.to_owned(),
-                "declared permissions, but it declares none and allow_unspecified is false"
-                    .to_owned(),
-            ));
-        }
-        let detail = refused
-            .iter()
-            .map(|(permission, reason)| format!("{permission} ({reason})"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        Err(ToolError::PermissionDenied(tool_name.to_owned(), detail))
     }
 }
 

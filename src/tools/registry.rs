@@ -14,10 +14,14 @@ pub use crate::tools::call::{ToolArguments, ToolCallRequest, ToolInvocation, gen
 pub use crate::tools::validate::validate_tool_name;
 
 use crate::llm::types::ToolDefinition;
+use crate::tools::approval::{
+    ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, PermissionDecision, SessionGrants,
+};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::error::ToolError;
-use crate::tools::permission::PermissionChecker;
+use crate::tools::exposure::{ExposureCheckError, ExposurePolicy, ExposureReport};
+use crate::tools::permission::{Permission, PermissionChecker, denied_error};
 use crate::tools::validate::{compile_schema, validate_arguments};
 
 /// A registered tool and what registration computed for it once.
@@ -27,12 +31,21 @@ struct Entry {
     validator: Option<jsonschema::Validator>,
 }
 
+/// What `prepare` hands to approval and execution.
+struct Prepared<'a> {
+    input: Value,
+    entry: &'a Entry,
+    /// Permissions configured as *ask* that this call needs.
+    ask: Vec<Permission>,
+}
+
 /// Holds tools by name, in registration order, and runs calls.
 ///
-/// Every call goes through the same steps: look up → check permissions → parse and validate
-/// the arguments against the tool's JSON Schema (compiled once, at registration) → execute
-/// (with the timeout, panics caught). A failure at any step is a [`ToolError`] for that call
-/// only; the registry and other calls keep working.
+/// Every call goes through the same steps: look up → exposure gate (profile, restricted mode,
+/// flags: a hidden tool never runs) → check permissions → parse and validate the arguments
+/// against the tool's JSON Schema (compiled once, at registration) → ask the [`Approver`] when a
+/// permission is configured as *ask* → execute (with the timeout, panics caught). A failure at
+/// any step is a [`ToolError`] for that call only; the registry and other calls keep working.
 ///
 /// ```
 /// # use std::sync::Arc;
@@ -60,6 +73,10 @@ pub struct ToolRegistry {
     permission_checker: Option<Arc<PermissionChecker>>,
     default_timeout: Option<Duration>,
     concurrency_limit: Option<usize>,
+    exposure: Option<ExposurePolicy>,
+    approval_policy: ApprovalPolicy,
+    approver: Option<Arc<dyn Approver>>,
+    grants: SessionGrants,
 }
 
 impl Default for ToolRegistry {
@@ -75,6 +92,9 @@ impl std::fmt::Debug for ToolRegistry {
             .field("permission_checker", &self.permission_checker)
             .field("default_timeout", &self.default_timeout)
             .field("concurrency_limit", &self.concurrency_limit)
+            .field("exposure", &self.exposure)
+            .field("approval_policy", &self.approval_policy)
+            .field("approver", &self.approver.is_some())
             .finish()
     }
 }
@@ -87,6 +107,76 @@ impl ToolRegistry {
             permission_checker: None,
             default_timeout: None,
             concurrency_limit: None,
+            exposure: None,
+            approval_policy: ApprovalPolicy::default(),
+            approver: None,
+            grants: SessionGrants::default(),
+        }
+    }
+
+    /// Apply exposure gates (profiles, restricted mode, flags) to what the model is offered
+    /// and to what may run.
+    pub fn with_exposure(mut self, policy: ExposurePolicy) -> Self {
+        self.exposure = Some(policy);
+        self
+    }
+
+    /// The exposure policy, if any.
+    pub fn exposure(&self) -> Option<&ExposurePolicy> {
+        self.exposure.as_ref()
+    }
+
+    /// Ask before calls needing the policy's *ask* permissions.
+    pub fn with_approval_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval_policy = policy;
+        self
+    }
+
+    /// The approval policy.
+    pub fn approval_policy(&self) -> &ApprovalPolicy {
+        &self.approval_policy
+    }
+
+    /// Who answers approval requests. Without one, every call that needs approval is denied.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Forget the session's "allow for the session" grants.
+    pub fn clear_session_grants(&self) {
+        self.grants.clear();
+    }
+
+    /// What the permission rules (checker + approval policy) say about `tool`.
+    pub fn permission_decision(&self, tool: &dyn BaseTool) -> PermissionDecision {
+        self.approval_policy.decide(
+            self.permission_checker.as_deref(),
+            &tool.required_permissions(),
+        )
+    }
+
+    /// Every exposure decision for `provider`/`model`, explained (the default policy when none
+    /// is set: no profile gate, not restricted, no flags).
+    pub fn explain(&self, provider: &str, model: &str) -> ExposureReport {
+        match &self.exposure {
+            Some(policy) => policy.explain(self, provider, model),
+            None => ExposurePolicy::default().explain(self, provider, model),
+        }
+    }
+
+    /// Check the exposure policy's profiles against the registered tools: a tool name or MCP
+    /// server a profile lists that does not exist is an error. Call it after registering.
+    pub fn check_exposure(&self) -> Result<(), ExposureCheckError> {
+        let problems = self
+            .exposure
+            .as_ref()
+            .map(|policy| policy.profile_problems(self))
+            .unwrap_or_default();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ExposureCheckError { problems })
         }
     }
 
@@ -177,14 +267,17 @@ impl ToolRegistry {
     }
 
     /// The definitions the model is offered for `provider`/`model`, in registration order:
-    /// only tools that pass every exposure gate (here: provider support and a permission
-    /// checker that can let the tool run).
+    /// only tools that pass every exposure gate — profile, restricted mode, flags, provider
+    /// support, and permissions that can pass. [`ToolRegistry::explain`] says why the others
+    /// are hidden.
     pub fn exposed_definitions(&self, provider: &str, model: &str) -> Vec<ToolDefinition> {
         self.tools
             .values()
-            .filter(|entry| entry.tool.supports_provider(provider, model))
-            .filter(|entry| self.permissions_can_pass(entry.tool.as_ref()))
-            .map(|entry| definition_of(entry.tool.as_ref()))
+            .map(|entry| entry.tool.as_ref())
+            .filter(|tool| self.passes_policy(*tool))
+            .filter(|tool| tool.supports_provider(provider, model))
+            .filter(|tool| self.permission_decision(*tool).refused.is_empty())
+            .map(definition_of)
             .collect()
     }
 
@@ -196,28 +289,28 @@ impl ToolRegistry {
     pub async fn invoke(&self, name: &str, args: Value) -> Result<ToolInvocation, ToolError> {
         let started = Instant::now();
         let call = ToolCallRequest::new(generate_call_id(), name, args);
-        let (input, entry) = self.prepare(&call)?;
-        Ok(self
-            .execute(call.id, call.name, input, entry, started)
-            .await)
+        let prepared = self.prepare(&call)?;
+        self.approve(&call, &prepared).await?;
+        Ok(self.execute(call.id, call.name, prepared, started).await)
     }
 
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
         let started = Instant::now();
-        match self.prepare(&call) {
-            Ok((input, entry)) => {
-                self.execute(call.id, call.name, input, entry, started)
-                    .await
-            }
-            Err(error) => ToolInvocation {
-                input: call.arguments.into_value(),
+        let prepared = match self.prepare(&call) {
+            Ok(prepared) => prepared,
+            Err(error) => return failed(call, error, started),
+        };
+        if let Err(error) = self.approve(&call, &prepared).await {
+            return ToolInvocation {
                 id: call.id,
                 tool_name: call.name,
+                input: prepared.input,
                 output: Err(error),
                 duration: started.elapsed(),
-            },
+            };
         }
+        self.execute(call.id, call.name, prepared, started).await
     }
 
     /// Run calls concurrently (at most the concurrency limit at a time) and yield each record
@@ -267,7 +360,11 @@ impl ToolRegistry {
     fn error_content(&self, error: &ToolError) -> String {
         let hint = match error {
             ToolError::NotFound(_) => {
-                let names = self.list_tools();
+                let names: Vec<&str> = self
+                    .tools()
+                    .filter(|tool| self.passes_policy(tool.as_ref()))
+                    .map(|tool| tool.name())
+                    .collect();
                 if names.is_empty() {
                     " No tools are available.".to_owned()
                 } else {
@@ -288,21 +385,42 @@ impl ToolRegistry {
         format!("Error: {}.{hint}", text.trim_end_matches('.'))
     }
 
-    /// Whether the permission checker (if any) can ever let `tool` run.
-    fn permissions_can_pass(&self, tool: &dyn BaseTool) -> bool {
-        self.permission_checker
+    /// Whether the exposure policy's own gates (profile, restricted mode, flags) let `tool`
+    /// through.
+    fn passes_policy(&self, tool: &dyn BaseTool) -> bool {
+        self.exposure
             .as_ref()
-            .is_none_or(|checker| checker.denials(&tool.required_permissions()).is_empty())
+            .is_none_or(|policy| policy.gate(tool).is_empty())
     }
 
-    /// Everything before execution: lookup, permissions, argument parsing and validation.
-    fn prepare(&self, call: &ToolCallRequest) -> Result<(Value, &Entry), ToolError> {
+    /// Everything before approval and execution: lookup, exposure gate, permissions, argument
+    /// parsing and validation. Arguments are validated before a human is asked, so nobody
+    /// approves a call that would be rejected anyway.
+    fn prepare(&self, call: &ToolCallRequest) -> Result<Prepared<'_>, ToolError> {
         let entry = self
             .tools
             .get(&call.name)
             .ok_or_else(|| ToolError::NotFound(call.name.clone()))?;
-        if let Some(checker) = &self.permission_checker {
-            checker.check(&call.name, &entry.tool.required_permissions())?;
+        let tool = entry.tool.as_ref();
+        if let Some(policy) = &self.exposure {
+            let reasons = policy.gate(tool);
+            if !reasons.is_empty() {
+                return Err(ToolError::NotExposed {
+                    tool: call.name.clone(),
+                    reasons,
+                });
+            }
+        }
+        let declared = tool.required_permissions();
+        let decision = self
+            .approval_policy
+            .decide(self.permission_checker.as_deref(), &declared);
+        if !decision.refused.is_empty() {
+            return Err(denied_error(
+                &call.name,
+                &decision.refused,
+                declared.is_empty(),
+            ));
         }
         let input = match &call.arguments {
             ToolArguments::Value(value) => value.clone(),
@@ -311,7 +429,61 @@ impl ToolRegistry {
         if let Some(validator) = &entry.validator {
             validate_arguments(&call.name, validator, &input)?;
         }
-        Ok((input, entry))
+        Ok(Prepared {
+            input,
+            entry,
+            ask: decision.ask,
+        })
+    }
+
+    /// Ask the approver when the call needs a permission configured as *ask* (unless the
+    /// session already granted it).
+    async fn approve(
+        &self,
+        call: &ToolCallRequest,
+        prepared: &Prepared<'_>,
+    ) -> Result<(), ToolError> {
+        if prepared.ask.is_empty() || self.grants.covers(&call.name, &prepared.input) {
+            return Ok(());
+        }
+        let needs = prepared
+            .ask
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let Some(approver) = &self.approver else {
+            return Err(ToolError::ApprovalDenied {
+                tool: call.name.clone(),
+                message: format!(
+                    "it needs {needs}, which requires approval, and no approver is configured"
+                ),
+            });
+        };
+        let tool = prepared.entry.tool.as_ref();
+        let request = ApprovalRequest {
+            tool: call.name.clone(),
+            call_id: call.id.clone(),
+            title: tool.title(&prepared.input),
+            kind: tool.kind(),
+            arguments: prepared.input.clone(),
+            permissions: prepared.ask.clone(),
+            reason: format!(
+                "tool '{}' needs {needs}, which is configured as ask",
+                call.name
+            ),
+        };
+        let decision = approver.approve(&request).await;
+        self.grants.remember(&call.name, &prepared.input, &decision);
+        match decision {
+            ApprovalDecision::Deny { message } => Err(ToolError::ApprovalDenied {
+                tool: call.name.clone(),
+                message: message.unwrap_or_else(|| "the user declined this call".to_owned()),
+            }),
+            ApprovalDecision::AllowOnce
+            | ApprovalDecision::AllowForSession
+            | ApprovalDecision::AllowForSessionWithArgs => Ok(()),
+        }
     }
 
     /// Execute with the timeout, a panic caught as [`ToolError::ExecutionFailed`].
@@ -319,10 +491,10 @@ impl ToolRegistry {
         &self,
         id: String,
         tool_name: String,
-        input: Value,
-        entry: &Entry,
+        prepared: Prepared<'_>,
         started: Instant,
     ) -> ToolInvocation {
+        let Prepared { input, entry, .. } = prepared;
         let tool = &entry.tool;
         let run = AssertUnwindSafe(tool.execute(input.clone())).catch_unwind();
         let outcome = match tool.timeout().or(self.default_timeout) {
@@ -348,6 +520,17 @@ impl ToolRegistry {
             output,
             duration: started.elapsed(),
         }
+    }
+}
+
+/// The record of a call that failed before approval or execution.
+fn failed(call: ToolCallRequest, error: ToolError, started: Instant) -> ToolInvocation {
+    ToolInvocation {
+        input: call.arguments.into_value(),
+        id: call.id,
+        tool_name: call.name,
+        output: Err(error),
+        duration: started.elapsed(),
     }
 }
 

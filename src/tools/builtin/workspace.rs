@@ -299,7 +299,8 @@ fn resolve_physically(start: &Path) -> Result<(PathBuf, Option<PathBuf>), Walk> 
     Ok((resolved, via_symlink))
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;

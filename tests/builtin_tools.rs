@@ -335,6 +335,56 @@ async fn read_file_refuses_binary_files_and_directories() {
     );
 }
 
+#[tokio::test]
+async fn read_file_cuts_a_line_longer_than_the_byte_cap() {
+    let fixture = Fixture::new();
+    fixture.write("minified.js", &format!("{}\nsecond\n", "x".repeat(100_000)));
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(
+            ReadFile::new(fixture.workspace.clone())
+                .with_limits(OutputLimits::new(100, 50))
+                .erase(),
+        )
+        .unwrap();
+    let output = call(&registry, "read_file", json!({"path": "minified.js"}))
+        .await
+        .unwrap();
+    assert_eq!(output["content"], "x".repeat(50));
+    assert_eq!(output["total_lines"], 2);
+    assert_eq!(output["truncated"], true);
+    let text = registry.get("read_file").unwrap().model_content(&output);
+    assert!(
+        text.ends_with("[... 1 more line cut; read on with offset=2 ...]\n"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn read_file_refuses_fifos_instead_of_blocking() {
+    let fixture = Fixture::new();
+    let status = std::process::Command::new("mkfifo")
+        .arg(fixture.root.path().join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let registry = fixture.registry();
+    for (name, args) in [
+        ("read_file", json!({"path": "pipe"})),
+        (
+            "edit_file",
+            json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+        ),
+        ("write_file", json!({"path": "pipe", "content": "x"})),
+    ] {
+        let result = call(&registry, name, args).await;
+        assert!(
+            matches!(&result, Err(ToolError::ExecutionFailed(_, why)) if why.contains("not a regular file")),
+            "{name}: {result:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------- list_directory
 
 #[tokio::test]
@@ -720,6 +770,31 @@ async fn run_command_times_out_and_kills_the_whole_process_group() {
     assert!(
         wait_until_dead(pid),
         "grandchild {pid} survived the timeout"
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_run_command_kills_its_process_group() {
+    let fixture = Fixture::new();
+    let mut registry = ToolRegistry::new().with_default_timeout(std::time::Duration::from_secs(2));
+    registry
+        .register(RunCommand::new(fixture.workspace.clone()).erase())
+        .unwrap();
+    // The registry's timeout drops the call while the command still runs.
+    let result = call(
+        &registry,
+        "run_command",
+        json!({"command": "echo $$ > shell.pid; sleep 300"}),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(ToolError::Timeout { .. })),
+        "{result:?}"
+    );
+    let pid: u32 = fixture.read("shell.pid").trim().parse().unwrap();
+    assert!(
+        wait_until_dead(pid),
+        "shell {pid} survived the cancellation"
     );
 }
 

@@ -162,6 +162,16 @@ impl Tool for EditFile {
     async fn run(&self, input: EditFileInput) -> Result<EditFileOutput, ToolError> {
         let path = self.workspace.resolve_for(Self::NAME, &input.path)?;
         let display = self.workspace.relative(&path);
+        // Only regular files: reading a FIFO would block.
+        let meta = tokio::fs::metadata(&path)
+            .await
+            .map_err(|error| io_failure(Self::NAME, "read", &display, error))?;
+        if !meta.is_file() {
+            return Err(ToolError::ExecutionFailed(
+                Self::NAME.to_owned(),
+                format!("'{display}' is not a regular file"),
+            ));
+        }
         let bytes = tokio::fs::read(&path)
             .await
             .map_err(|error| io_failure(Self::NAME, "read", &display, error))?;

@@ -147,6 +147,10 @@ impl Tool for ReadFile {
                 Self::NAME.to_owned(),
                 format!("'{display}' is a directory; use list_directory to see its entries"),
             ),
+            ReadFailure::NotRegular => ToolError::ExecutionFailed(
+                Self::NAME.to_owned(),
+                format!("'{display}' is not a regular file"),
+            ),
             ReadFailure::Binary => ToolError::ExecutionFailed(
                 Self::NAME.to_owned(),
                 format!("'{display}' is a binary file; read_file only reads text"),
@@ -176,6 +180,7 @@ impl Tool for ReadFile {
 enum ReadFailure {
     Io(std::io::Error),
     Directory,
+    NotRegular,
     Binary,
 }
 
@@ -194,21 +199,30 @@ struct Window {
 }
 
 /// Stream the file once: keep the lines of the window (within the byte cap), count them all.
+/// Memory stays within the cap: lines outside the window are skipped, not read into memory,
+/// and no line is read beyond `max_bytes + 1` bytes.
 fn read_window(
     path: PathBuf,
     offset: usize,
     limit: usize,
     max_bytes: usize,
 ) -> Result<Window, ReadFailure> {
-    let file = std::fs::File::open(&path)?;
-    if file.metadata()?.is_dir() {
+    // Check before opening: opening a FIFO would block until a writer appears.
+    let meta = std::fs::metadata(&path)?;
+    if meta.is_dir() {
         return Err(ReadFailure::Directory);
     }
-    let mut reader = BufReader::new(file);
+    if !meta.is_file() {
+        return Err(ReadFailure::NotRegular);
+    }
+    let mut reader = BufReader::new(std::fs::File::open(&path)?);
     let probe = reader.fill_buf()?;
     if probe[..probe.len().min(BINARY_PROBE)].contains(&0) {
         return Err(ReadFailure::Binary);
     }
+    let cap = u64::try_from(max_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
     let mut content = String::new();
     let mut lines = 0usize;
     let mut total = 0usize;
@@ -216,14 +230,23 @@ fn read_window(
     let mut partial = false;
     let mut line = Vec::new();
     loop {
-        line.clear();
-        if reader.by_ref().read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        total += 1;
-        if full || total < offset {
+        if full || total + 1 < offset {
+            if reader.skip_until(b'\n')? == 0 {
+                break;
+            }
+            total += 1;
             continue;
         }
+        line.clear();
+        let read = reader.by_ref().take(cap).read_until(b'\n', &mut line)?;
+        if read == 0 {
+            break;
+        }
+        if !line.ends_with(b"\n") && read as u64 == cap {
+            // Longer than the whole cap: skip the rest of the line.
+            reader.skip_until(b'\n')?;
+        }
+        total += 1;
         let text = String::from_utf8_lossy(&line);
         if lines == limit || content.len() + text.len() > max_bytes {
             if lines == 0 {

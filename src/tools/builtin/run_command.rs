@@ -163,7 +163,7 @@ impl Tool for RunCommand {
                 format!("could not start sh: {error}"),
             )
         })?;
-        let group = ProcessGroup::of(&child);
+        let mut group = ProcessGroup::of(&child);
         let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take())
         else {
             return Err(ToolError::ExecutionFailed(
@@ -211,6 +211,7 @@ impl Tool for RunCommand {
                 killed = true;
             }
         }
+        group.disarm();
         let status = status
             .unwrap_or_else(|| Err(std::io::Error::other("no exit status")))
             .map_err(|error| {
@@ -266,6 +267,15 @@ impl ProcessGroup {
         {
             let _ = child;
             ProcessGroup {}
+        }
+    }
+
+    /// Forget the group once the command is over and its group was killed: the id may be
+    /// reused by an unrelated process group later.
+    fn disarm(&mut self) {
+        #[cfg(unix)]
+        {
+            self.id = None;
         }
     }
 

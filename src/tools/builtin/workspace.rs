@@ -334,6 +334,20 @@ mod tests {
     }
 
     #[test]
+    fn a_sibling_sharing_the_root_name_prefix_is_outside() {
+        let (root, _outside, ws) = setup();
+        let name = root
+            .path()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let error = ws.resolve(&format!("../{name}-evil/x")).unwrap_err();
+        assert!(error.is_escape(), "{error}");
+    }
+
+    #[test]
     fn absolute_paths_inside_pass_and_outside_are_refused() {
         let (_root, outside, ws) = setup();
         let inside = ws.root().join("a.txt");

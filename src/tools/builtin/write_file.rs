@@ -85,6 +85,12 @@ impl Tool for WriteFile {
                     format!("'{display}' is a directory"),
                 ));
             }
+            Ok(meta) if !meta.is_file() => {
+                return Err(ToolError::ExecutionFailed(
+                    Self::NAME.to_owned(),
+                    format!("'{display}' is not a regular file"),
+                ));
+            }
             Ok(_) => false,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => true,
             Err(error) => return Err(fail("inspect", error)),

@@ -799,6 +799,27 @@ async fn a_cancelled_run_command_kills_its_process_group() {
 }
 
 #[tokio::test]
+async fn run_command_can_withhold_environment_variables() {
+    let fixture = Fixture::new();
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(
+            RunCommand::new(fixture.workspace.clone())
+                .without_env("HOME")
+                .erase(),
+        )
+        .unwrap();
+    let output = call(
+        &registry,
+        "run_command",
+        json!({"command": "echo ${HOME-withheld}"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(output["stdout"], "withheld\n");
+}
+
+#[tokio::test]
 async fn run_command_does_not_wait_for_background_processes() {
     let fixture = Fixture::new();
     let registry = fixture.registry();

@@ -62,6 +62,7 @@ pub struct RunCommand {
     default_timeout: Duration,
     max_timeout: Duration,
     limits: OutputLimits,
+    removed_env: Vec<String>,
 }
 
 impl RunCommand {
@@ -72,7 +73,15 @@ impl RunCommand {
             default_timeout: Duration::from_secs(60),
             max_timeout: Duration::from_secs(600),
             limits: OutputLimits::new(400, 32 * 1024),
+            removed_env: Vec::new(),
         }
+    }
+
+    /// Do not pass the environment variable `name` to commands (e.g. an API key the agent's
+    /// process holds). Commands otherwise inherit the whole environment.
+    pub fn without_env(mut self, name: impl Into<String>) -> Self {
+        self.removed_env.push(name.into());
+        self
     }
 
     /// The timeout when the input gives none (also raises the maximum to at least this).
@@ -154,6 +163,9 @@ impl Tool for RunCommand {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        for name in &self.removed_env {
+            command.env_remove(name);
+        }
         // Its own process group, so a timeout kills everything the command started.
         #[cfg(unix)]
         command.process_group(0);

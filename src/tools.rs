@@ -8,10 +8,12 @@
 //! - [`Approver`]: a human in the loop for permissions configured as *ask* ([`ApprovalPolicy`]).
 //! - [`ToolsConfig`]: the `[tools]` section of `agcore.toml`.
 //! - [`McpClient`]: tools of any MCP server, as `BaseTool` adapters.
+//! - [`builtin`]: opt-in file, search, shell and fetch tools confined to a workspace root.
 //! - [`prelude`]: everything a tool author needs in one `use`.
 
 pub mod approval;
 pub mod base;
+pub mod builtin;
 pub mod call;
 pub mod config;
 pub mod error;

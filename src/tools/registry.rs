@@ -322,7 +322,7 @@ impl ToolRegistry {
     pub fn invoke_stream(
         &self,
         calls: Vec<ToolCallRequest>,
-    ) -> impl Stream<Item = (usize, ToolInvocation)> + '_ {
+    ) -> impl Stream<Item = (usize, ToolInvocation)> + Send + '_ {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
         stream::iter(calls.into_iter().enumerate())
             .map(move |(position, call)| async move { (position, self.invoke_call(call).await) })

@@ -61,6 +61,29 @@ fn registry(count: usize, sleep: Duration) -> ToolRegistry {
     registry
 }
 
+/// The same tools behind every gate: a profile, restricted mode, flags and an approval policy
+/// (which these Read tools do not trigger).
+fn registry_with_gates(count: usize) -> ToolRegistry {
+    let policy = agcore::tools::ExposurePolicy::default()
+        .with_profile("write")
+        .unwrap()
+        .with_restricted_mode(true)
+        .with_flags(["lsp"]);
+    let mut registry = ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()))
+        .with_approval_policy(agcore::tools::ApprovalPolicy::ask([Permission::Write]))
+        .with_exposure(policy);
+    for n in 0..count {
+        registry
+            .register(Arc::new(Noop {
+                name: format!("tool_{n}"),
+                sleep: Duration::ZERO,
+            }))
+            .unwrap();
+    }
+    registry
+}
+
 fn dispatch(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -71,6 +94,11 @@ fn dispatch(c: &mut Criterion) {
     c.bench_function("invoke_noop_checked_validated", |b| {
         b.to_async(&runtime)
             .iter(|| async { black_box(registry.invoke("tool_7", args.clone()).await.unwrap()) })
+    });
+    let gated = registry_with_gates(20);
+    c.bench_function("invoke_noop_all_gates", |b| {
+        b.to_async(&runtime)
+            .iter(|| async { black_box(gated.invoke("tool_7", args.clone()).await.unwrap()) })
     });
     let text = args.to_string();
     c.bench_function("invoke_call_noop_json_text", |b| {

@@ -719,3 +719,27 @@ async fn invalid_arguments_are_rejected_before_anyone_is_asked() {
     assert!(matches!(error, ToolError::InvalidArguments(..)));
     assert_eq!(approver.asked(), 0);
 }
+
+#[tokio::test]
+async fn a_panicking_approver_denies_the_call() {
+    struct Broken;
+    #[async_trait]
+    impl Approver for Broken {
+        async fn approve(&self, _: &ApprovalRequest) -> ApprovalDecision {
+            panic!("terminal went away")
+        }
+    }
+    let tools = tools();
+    let registry = registry_from(
+        &tools,
+        ToolRegistry::new()
+            .with_approval_policy(ApprovalPolicy::ask([Permission::Write]))
+            .with_approver(Arc::new(Broken)),
+    );
+    let error = registry.invoke("edit_file", json!({})).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "tool 'edit_file' was not approved: the approver failed (terminal went away)"
+    );
+    assert_eq!(tools[1].runs.load(Ordering::SeqCst), 0);
+}

@@ -578,3 +578,14 @@ fn exposed_definitions_leave_out_unsupported_providers_and_never_permitted_tools
     assert_eq!(names("openai"), ["reader", "openai_only"]);
     assert_eq!(names("ollama"), ["reader"]);
 }
+
+#[test]
+fn the_registry_and_its_call_futures_can_cross_threads() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: T) {}
+    let registry = ToolRegistry::new();
+    send_sync(&registry);
+    send(registry.invoke_call(ToolCallRequest::new("c", "x", json!({}))));
+    send(registry.invoke_stream(Vec::new()));
+    send(registry.invoke_all(Vec::<ToolCallRequest>::new()));
+}

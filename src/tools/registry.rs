@@ -473,7 +473,16 @@ impl ToolRegistry {
                 call.name
             ),
         };
-        let decision = approver.approve(&request).await;
+        // A panicking approver denies the call instead of taking the turn down.
+        let decision = AssertUnwindSafe(approver.approve(&request))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| ApprovalDecision::Deny {
+                message: Some(format!(
+                    "the approver failed ({})",
+                    panic_message(panic.as_ref())
+                )),
+            });
         self.grants.remember(&call.name, &prepared.input, &decision);
         match decision {
             ApprovalDecision::Deny { message } => Err(ToolError::ApprovalDenied {

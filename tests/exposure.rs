@@ -743,3 +743,93 @@ async fn a_panicking_approver_denies_the_call() {
     );
     assert_eq!(tools[1].runs.load(Ordering::SeqCst), 0);
 }
+
+// ---- Through the tool loop (scripted model) -------------------------------------------------
+
+/// The text of the tool message answering `id`.
+fn tool_message(cycle: &agcore::llm::LlmCycle, id: &str) -> String {
+    cycle
+        .messages()
+        .iter()
+        .find_map(|m| match m {
+            agcore::llm::OpenaiChatMessage::Tool {
+                tool_call_id,
+                content,
+            } if tool_call_id == id => Some(content.text()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_loop_never_offers_nor_runs_a_tool_hidden_by_restricted_mode() {
+    use agcore::llm::testing::ScriptedModel;
+    use agcore::llm::{CycleConfig, LlmCycle};
+
+    let tools = tools();
+    let registry = registry_from(
+        &tools,
+        ToolRegistry::new()
+            .with_permission_checker(open_permissions())
+            .with_exposure(ExposurePolicy::default().with_restricted_mode(true)),
+    );
+    let model = ScriptedModel::new()
+        .reply_tool_calls(vec![ToolCall::new(
+            "c1",
+            "fetch",
+            r#"{"path":"https://x"}"#,
+        )])
+        .reply_text("I cannot fetch in this workspace.");
+    let mut cycle = LlmCycle::new(model.clone(), CycleConfig::new("m"));
+    let response = cycle
+        .submit_with_tools("Fetch x".into(), &registry)
+        .await
+        .unwrap();
+    assert_eq!(response.text(), "I cannot fetch in this workspace.");
+
+    let offered = model.requests()[0].tool_names();
+    assert!(!offered.contains(&"fetch".to_owned()), "{offered:?}");
+    assert!(!offered.contains(&"terminal".to_owned()), "{offered:?}");
+    assert!(
+        tool_message(&cycle, "c1")
+            .starts_with("Error: tool 'fetch' is not available: restricted mode: needs Network"),
+        "{}",
+        tool_message(&cycle, "c1")
+    );
+    assert_eq!(tools[2].runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn the_loop_feeds_an_approval_denial_to_the_model_and_goes_on() {
+    use agcore::llm::testing::ScriptedModel;
+    use agcore::llm::{CycleConfig, LlmCycle};
+
+    let approver = ScriptedApprover::new(vec![
+        ApprovalDecision::Deny {
+            message: Some("not on Fridays".into()),
+        },
+        ApprovalDecision::AllowOnce,
+    ]);
+    let (registry, tools) = approving_registry(Some(approver.clone()));
+    let model = ScriptedModel::new()
+        .reply_tool_calls(vec![ToolCall::new("c1", "edit_file", r#"{"path":"a"}"#)])
+        .reply_tool_calls(vec![ToolCall::new("c2", "edit_file", r#"{"path":"b"}"#)])
+        .reply_text("Done.");
+    let mut cycle = LlmCycle::new(model, CycleConfig::new("m"));
+    let response = cycle
+        .submit_with_tools("Edit".into(), &registry)
+        .await
+        .unwrap();
+    assert_eq!(response.text(), "Done.");
+    assert!(
+        tool_message(&cycle, "c1").contains("was not approved: not on Fridays"),
+        "{}",
+        tool_message(&cycle, "c1")
+    );
+    assert_eq!(
+        tool_message(&cycle, "c2"),
+        r#"{"args":{"path":"b"},"ran":"edit_file"}"#
+    );
+    assert_eq!(tools[1].runs.load(Ordering::SeqCst), 1);
+    assert_eq!(approver.asked(), 2);
+}

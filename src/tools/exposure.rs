@@ -22,10 +22,15 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use crate::tools::base::{BaseTool, ToolSource};
-use crate::tools::kind::ToolKind;
 use crate::tools::permission::{Permission, PermissionDenial};
 use crate::tools::profile::{Profile, ProfileEntry, default_profiles};
 use crate::tools::registry::ToolRegistry;
+
+mod report;
+mod unique;
+
+pub use report::{ExposureReport, ToolExposure};
+pub use unique::has_duplicate_names;
 
 /// Why a gate hid a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,7 +102,7 @@ pub fn describe_reasons(reasons: &[HiddenBecause]) -> String {
         .join("; ")
 }
 
-fn join<T: fmt::Display>(items: &[T]) -> String {
+pub(crate) fn join<T: fmt::Display>(items: &[T]) -> String {
     items
         .iter()
         .map(ToString::to_string)
@@ -425,198 +430,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// One tool's exposure decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolExposure {
-    /// The tool.
-    pub name: String,
-    /// Where it comes from.
-    pub source: ToolSource,
-    /// Its kind.
-    pub kind: ToolKind,
-    /// Its declared permissions.
-    pub permissions: Vec<Permission>,
-    /// The permissions that will be asked before each call (approvals).
-    pub ask: Vec<Permission>,
-    /// Whether the model is offered the tool.
-    pub exposed: bool,
-    /// Every gate that hid it (empty when exposed).
-    pub hidden_because: Vec<HiddenBecause>,
-}
-
-/// Every exposure decision for one registry, provider and model — as data (serde) and as text
-/// (`Display`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExposureReport {
-    /// The provider.
-    pub provider: String,
-    /// The model.
-    pub model: String,
-    /// The active profile.
-    pub profile: Option<String>,
-    /// Whether restricted mode is on.
-    pub restricted: bool,
-    /// The enabled flags.
-    pub flags: Vec<String>,
-    /// One entry per registered tool, in registration order.
-    pub tools: Vec<ToolExposure>,
-    /// Typos in profiles (tools or MCP servers that do not exist).
-    pub problems: Vec<ExposureError>,
-}
-
-impl ExposureReport {
-    /// The names of the exposed tools.
-    pub fn exposed(&self) -> Vec<&str> {
-        self.tools
-            .iter()
-            .filter(|t| t.exposed)
-            .map(|t| t.name.as_str())
-            .collect()
-    }
-
-    /// The hidden tools with every reason.
-    pub fn hidden(&self) -> Vec<(&str, &[HiddenBecause])> {
-        self.tools
-            .iter()
-            .filter(|t| !t.exposed)
-            .map(|t| (t.name.as_str(), t.hidden_because.as_slice()))
-            .collect()
-    }
-
-    /// The decision for one tool.
-    pub fn tool(&self, name: &str) -> Option<&ToolExposure> {
-        self.tools.iter().find(|t| t.name == name)
-    }
-}
-
-impl fmt::Display for ExposureReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "provider: {}/{} · profile: {} · restricted: {} · flags: {}",
-            self.provider,
-            self.model,
-            self.profile.as_deref().unwrap_or("(none)"),
-            if self.restricted { "yes" } else { "no" },
-            if self.flags.is_empty() {
-                "(none)".to_owned()
-            } else {
-                self.flags.join(", ")
-            }
-        )?;
-        let rows: Vec<[String; 5]> = self
-            .tools
-            .iter()
-            .map(|t| {
-                let mut permissions = join(&t.permissions);
-                if !t.ask.is_empty() {
-                    permissions.push_str(&format!(" (ask: {})", join(&t.ask)));
-                }
-                [
-                    if t.exposed { "exposed" } else { "hidden" }.to_owned(),
-                    t.name.clone(),
-                    t.source.to_string(),
-                    t.kind.to_string(),
-                    if permissions.is_empty() {
-                        "-".to_owned()
-                    } else {
-                        permissions
-                    },
-                ]
-            })
-            .collect();
-        let mut widths = [0usize; 5];
-        for row in &rows {
-            for (width, cell) in widths.iter_mut().zip(row) {
-                *width = (*width).max(cell.chars().count());
-            }
-        }
-        for (row, tool) in rows.iter().zip(&self.tools) {
-            let mut line = String::new();
-            for (cell, width) in row.iter().zip(widths) {
-                line.push_str(&format!("{cell:<width$}  "));
-            }
-            if !tool.exposed {
-                line.push_str(&describe_reasons(&tool.hidden_because));
-            }
-            writeln!(f, "{}", line.trim_end())?;
-        }
-        if !self.problems.is_empty() {
-            writeln!(f, "problems:")?;
-            for problem in &self.problems {
-                writeln!(f, "  {problem}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Whether two of `names` are equal; `const`, for [`crate::assert_unique_tool_names!`].
-pub const fn has_duplicate_names(names: &[&str]) -> bool {
-    let mut i = 0;
-    while i < names.len() {
-        let mut j = i + 1;
-        while j < names.len() {
-            if const_str_eq(names[i], names[j]) {
-                return true;
-            }
-            j += 1;
-        }
-        i += 1;
-    }
-    false
-}
-
-const fn const_str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-/// Fail compilation when two of the given tool names are equal (for static tool sets):
-///
-/// ```
-/// # use agcore::tools::prelude::*;
-/// # struct ReadFile; struct WriteFile;
-/// # impl ReadFile { const NAME: &'static str = "read_file"; }
-/// # impl WriteFile { const NAME: &'static str = "write_file"; }
-/// agcore::assert_unique_tool_names!(ReadFile::NAME, WriteFile::NAME, "grep");
-/// ```
-///
-/// ```compile_fail
-/// agcore::assert_unique_tool_names!("read_file", "grep", "read_file");
-/// ```
-#[macro_export]
-macro_rules! assert_unique_tool_names {
-    ($($name:expr),+ $(,)?) => {
-        const _: () = ::core::assert!(
-            !$crate::tools::exposure::has_duplicate_names(&[$($name),+]),
-            "duplicate tool name in assert_unique_tool_names!"
-        );
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn duplicate_names_are_found_at_compile_time() {
-        const { assert!(has_duplicate_names(&["a", "bb", "a"])) };
-        const { assert!(!has_duplicate_names(&["a", "bb", "ab"])) };
-        // And at run time (the same function).
-        let names = ["x", "y", "x"];
-        assert!(has_duplicate_names(&names));
-    }
 
     #[test]
     fn typos_get_a_suggestion() {

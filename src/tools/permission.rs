@@ -94,22 +94,19 @@ impl<'de> Deserialize<'de> for Permission {
 ///
 /// A tool passes only when every permission it declares passes; a tool declaring none passes
 /// only when `allow_unspecified` is true.
+///
+/// Deserialised from a config file, a missing field keeps its [`Default`] value, so writing
+/// only `allowed = [...]` keeps Delete and Shell denied (write `denied = []` to lift that).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PermissionConfig {
     /// Allowed permissions (empty = decided by `allow_unspecified`).
-    #[serde(default)]
     pub allowed: Vec<Permission>,
     /// Refused permissions; they win over `allowed`.
-    #[serde(default)]
     pub denied: Vec<Permission>,
     /// Whether tools that declare no permissions (and, with an empty `allowed`, unlisted
     /// permissions) may run.
-    #[serde(default = "default_true")]
     pub allow_unspecified: bool,
-}
-
-fn default_true() -> bool {
-    true
 }
 
 impl Default for PermissionConfig {
@@ -365,6 +362,16 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("Read ("), "{text}");
+    }
+
+    #[test]
+    fn missing_config_fields_keep_the_safe_defaults() {
+        let config: PermissionConfig =
+            serde_json::from_str(r#"{"allowed": ["read", "write"]}"#).unwrap();
+        assert_eq!(config.allowed, [Permission::Read, Permission::Write]);
+        assert_eq!(config.denied, [Permission::Delete, Permission::Shell]);
+        assert!(config.allow_unspecified);
+        assert!(serde_json::from_str::<PermissionConfig>(r#"{"alowed": []}"#).is_err());
     }
 
     #[test]

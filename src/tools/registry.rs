@@ -281,11 +281,13 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// Run one call: look up → check permissions → validate the arguments → execute.
+    /// Run one call: look up → exposure gate → check permissions → validate the arguments →
+    /// ask for approval if needed → execute.
     ///
-    /// Returns `Err` when the call could not start (unknown tool, permission denied, invalid
-    /// arguments); `Ok` with the record once the tool ran — its `output` holds the tool's
-    /// error, a timeout or a panic.
+    /// Returns `Err` when the call could not start (`NotFound`, `NotExposed`,
+    /// `PermissionDenied`, `InvalidArguments`, `ApprovalDenied`); `Ok` with the record once the
+    /// tool ran — its `output` holds the tool's error, a `Timeout` or a panic
+    /// (`ExecutionFailed`).
     pub async fn invoke(&self, name: &str, args: Value) -> Result<ToolInvocation, ToolError> {
         let started = Instant::now();
         let call = ToolCallRequest::new(generate_call_id(), name, args);
@@ -360,9 +362,11 @@ impl ToolRegistry {
     fn error_content(&self, error: &ToolError) -> String {
         let hint = match error {
             ToolError::NotFound(_) => {
+                // Only tools the model could actually use (not hidden by a gate).
                 let names: Vec<&str> = self
                     .tools()
                     .filter(|tool| self.passes_policy(tool.as_ref()))
+                    .filter(|tool| self.permission_decision(tool.as_ref()).refused.is_empty())
                     .map(|tool| tool.name())
                     .collect();
                 if names.is_empty() {
@@ -378,6 +382,9 @@ impl ToolRegistry {
             | ToolError::NotExposed { .. }
             | ToolError::ApprovalDenied { .. } => {
                 " Do not retry this call; continue without it or ask the user.".to_owned()
+            }
+            ToolError::Timeout { .. } => {
+                " Try a smaller or simpler request, or continue without it.".to_owned()
             }
             _ => String::new(),
         };

@@ -104,9 +104,13 @@ impl OpenAiConfig {
     /// Settings from the environment: `OPENAI_BASE_URL` (else [`DEFAULT_BASE_URL`]) and
     /// `OPENAI_API_KEY` (none is fine for local servers). Empty variables count as unset.
     pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
-        let config =
-            OpenAiConfig::new(var("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into()));
+        OpenAiConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let var = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        let base_url = var("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into());
+        let config = OpenAiConfig::new(base_url);
         match var("OPENAI_API_KEY") {
             Some(key) => config.with_api_key(key),
             None => config,
@@ -320,5 +324,32 @@ impl ChatModel for OpenAiClient {
 
     fn provider(&self) -> &str {
         &self.config.provider
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_env_reads_the_base_url_and_key_and_ignores_empty_values() {
+        let config = OpenAiConfig::from_lookup(|name| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".into()),
+            "OPENAI_API_KEY" => Some("sk-env".into()),
+            _ => None,
+        });
+        assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(config.api_key.as_deref(), Some("sk-env"));
+        let config = OpenAiConfig::from_lookup(|_| Some(String::new()));
+        assert_eq!(config.base_url, DEFAULT_BASE_URL);
+        assert_eq!(config.api_key, None);
+    }
+
+    #[test]
+    fn an_invalid_base_url_is_rejected_up_front() {
+        assert!(matches!(
+            OpenAiClient::new(OpenAiConfig::new("not a url")),
+            Err(LlmError::Other(_))
+        ));
     }
 }

@@ -1,1 +1,2 @@
+//! Placeholder (the MCP issue fills it).
 fn main() {}

@@ -13,7 +13,11 @@ pub fn build_cycle(args: &ModelArgs) -> anyhow::Result<LlmCycle> {
     let base_url = args
         .base_url
         .clone()
-        .or_else(|| std::env::var("OPENAI_BASE_URL").ok().filter(|v| !v.is_empty()))
+        .or_else(|| {
+            std::env::var("OPENAI_BASE_URL")
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
         .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
     let Some(model) = args
         .model

@@ -46,7 +46,11 @@ impl HumanRenderer {
                 }
                 eprint!("{text}");
             }
-            StreamEvent::ToolExecutionStarted { id, tool_name, input } => {
+            StreamEvent::ToolExecutionStarted {
+                id,
+                tool_name,
+                input,
+            } => {
                 self.end_reasoning();
                 self.newline();
                 let label = format!("{tool_name}({})", short_arguments(input));
@@ -60,14 +64,17 @@ impl HumanRenderer {
                 is_error,
                 duration_ms,
             } => {
-                let label = self
-                    .running
-                    .remove(id)
-                    .unwrap_or_else(|| tool_name.clone());
+                let label = self.running.remove(id).unwrap_or_else(|| tool_name.clone());
                 let line = if *is_error {
-                    format!("✗ {label} failed in {duration_ms} ms: {}", one_line(output, 160))
+                    format!(
+                        "✗ {label} failed in {duration_ms} ms: {}",
+                        one_line(output, 160)
+                    )
                 } else {
-                    format!("✓ {label} ok in {duration_ms} ms → {}", one_line(output, 100))
+                    format!(
+                        "✓ {label} ok in {duration_ms} ms → {}",
+                        one_line(output, 100)
+                    )
                 };
                 match &self.spinner {
                     Some(spinner) => spinner.println(line),

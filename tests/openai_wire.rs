@@ -728,3 +728,37 @@ fn config_defaults_match_the_documentation() {
     assert_eq!(defaults.provider, "openai");
     assert_eq!(defaults.api_key, None);
 }
+
+#[tokio::test]
+async fn a_llamacpp_error_line_mid_stream_keeps_its_message() {
+    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\nerror: {\"code\":500,\"message\":\"Failed to decode the batch\",\"type\":\"server_error\"}\n\n";
+    let whole = decode_split(body.as_bytes(), &[]).await;
+    assert_eq!(
+        whole.response,
+        Err("stream error: Failed to decode the batch".to_owned())
+    );
+    assert_eq!(decode_byte_by_byte(body.as_bytes()).await, whole);
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_stream_true_is_replayed_as_a_stream() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion_body()))
+        .mount(&server)
+        .await;
+    let messages = [OpenaiChatMessage::user_text("hi")];
+    let options = RequestOptions::default();
+    let outcome = assemble(
+        client(&server)
+            .chat_stream(request(&messages, &[], &options))
+            .await
+            .unwrap(),
+    )
+    .await;
+    let response = outcome.response.unwrap();
+    assert_eq!(text_deltas(&outcome.events), "Done.");
+    assert_eq!(response.stop_reason, Some(FinishReason::Stop));
+    assert_eq!(response.usage.unwrap().total_tokens, 7);
+    assert_eq!(response.id.as_deref(), Some("chatcmpl-B1"));
+}

@@ -25,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+mod body;
 mod chunk;
 mod decode;
 mod errors;
@@ -291,6 +292,14 @@ impl OpenAiClient {
     }
 }
 
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("application/json"))
+}
+
 #[async_trait]
 impl ChatModel for OpenAiClient {
     async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
@@ -316,6 +325,15 @@ impl ChatModel for OpenAiClient {
     async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
         let body = request::request_body(&request, true)?;
         let response = self.send(body, "text/event-stream").await?;
+        if is_json(&response) {
+            // The server ignored `"stream": true` and sent one JSON reply; replay it as deltas.
+            let body = response
+                .bytes()
+                .await
+                .map_err(|error| self.send_error(&error))?;
+            let deltas = response::response_deltas(response::parse_completion(&body)?);
+            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
+        }
         Ok(decode_stream(
             response.bytes_stream(),
             Some(self.config.stream_idle_timeout),

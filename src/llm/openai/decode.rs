@@ -2,7 +2,6 @@
 //! idle timeout between reads and a typed error for a stream that ends too early.
 
 use std::collections::VecDeque;
-use std::future::Future as _;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -10,10 +9,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use sse_stream::{Sse, SseStream};
-use tokio::time::{Instant, Sleep};
 
 use crate::llm::error::LlmError;
 use crate::llm::model::{ModelDelta, ModelStream};
+use crate::llm::openai::body::{BodyError, BodyReader};
 use crate::llm::openai::chunk::ChunkDecoder;
 use crate::llm::openai::errors::{error_chain, error_object_message, truncate};
 
@@ -50,12 +49,10 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let bytes = IdleTimeout {
-        inner: Box::pin(bytes.map_err(|error| error_chain(&error))),
-        limit: idle_timeout,
-        sleep: None,
-        armed: false,
-    };
+    let bytes = BodyReader::new(
+        Box::pin(bytes.map_err(|error| error_chain(&error))),
+        idle_timeout,
+    );
     Box::pin(DeltaStream {
         events: SseStream::from_bytes_stream(bytes),
         decoder: ChunkDecoder::default(),
@@ -64,64 +61,8 @@ where
     })
 }
 
-/// Why the byte stream failed; carried through `sse-stream`'s boxed body error.
-#[derive(Debug, thiserror::Error)]
-enum BodyError {
-    #[error("no data for {0:?}")]
-    Idle(Duration),
-    #[error("{0}")]
-    Transport(String),
-}
-
-/// A byte stream that fails when no bytes arrive for `limit`. The timer is armed only when the
-/// inner stream is pending, so a fast stream costs no timer work.
-struct IdleTimeout {
-    inner: Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send>>,
-    limit: Option<Duration>,
-    sleep: Option<Pin<Box<Sleep>>>,
-    armed: bool,
-}
-
-impl Stream for IdleTimeout {
-    type Item = Result<Bytes, BodyError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        match this.inner.as_mut().poll_next(cx) {
-            Poll::Ready(Some(Ok(bytes))) => {
-                this.armed = false;
-                Poll::Ready(Some(Ok(bytes)))
-            }
-            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(BodyError::Transport(error)))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => {
-                let Some(limit) = this.limit else {
-                    return Poll::Pending;
-                };
-                if !this.armed {
-                    this.armed = true;
-                    let deadline = Instant::now() + limit;
-                    match &mut this.sleep {
-                        Some(sleep) => sleep.as_mut().reset(deadline),
-                        None => this.sleep = Some(Box::pin(tokio::time::sleep_until(deadline))),
-                    }
-                }
-                let fired = this
-                    .sleep
-                    .as_mut()
-                    .is_some_and(|sleep| sleep.as_mut().poll(cx).is_ready());
-                if fired {
-                    this.limit = None;
-                    return Poll::Ready(Some(Err(BodyError::Idle(limit))));
-                }
-                Poll::Pending
-            }
-        }
-    }
-}
-
 struct DeltaStream {
-    events: SseStream<sse_stream::ByteStreamBody<IdleTimeout, Bytes>>,
+    events: SseStream<sse_stream::ByteStreamBody<BodyReader, Bytes>>,
     decoder: ChunkDecoder,
     pending: VecDeque<ModelDelta>,
     done: bool,

@@ -4,6 +4,7 @@ use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
 
 use crate::llm::error::LlmError;
+use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{error_object_message, status_error, truncate};
 use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, Usage};
 use crate::tools::registry::generate_call_id;
@@ -61,6 +62,40 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
         model: text("model"),
         id: text("id"),
     })
+}
+
+/// A whole reply as the deltas a stream of it would have carried.
+pub(crate) fn response_deltas(response: ChatResponse) -> Vec<ModelDelta> {
+    let mut deltas = vec![ModelDelta::Meta {
+        id: response.id,
+        model: response.model,
+    }];
+    if let OpenaiChatMessage::Assistant {
+        content,
+        refusal,
+        reasoning_content,
+        tool_calls,
+        ..
+    } = response.message
+    {
+        deltas.extend(reasoning_content.map(ModelDelta::Reasoning));
+        deltas.extend(content.map(ModelDelta::Text));
+        deltas.extend(refusal.map(ModelDelta::Refusal));
+        for (index, call) in (0u32..).zip(tool_calls) {
+            deltas.push(ModelDelta::ToolCall {
+                index: Some(index),
+                id: Some(call.id),
+                name: Some(call.function.name),
+                arguments: Some(call.function.arguments),
+            });
+        }
+    }
+    // A reply without a finish reason is still complete: it arrived whole.
+    deltas.push(ModelDelta::Finish(
+        response.stop_reason.unwrap_or(FinishReason::Stop),
+    ));
+    deltas.extend(response.usage.map(ModelDelta::Usage));
+    deltas
 }
 
 /// An `{"error": ...}` body sent with HTTP 200 (some proxies do): typed by its numeric `code`

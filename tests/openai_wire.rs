@@ -762,3 +762,94 @@ async fn a_server_that_ignores_stream_true_is_replayed_as_a_stream() {
     assert_eq!(response.usage.unwrap().total_tokens, 7);
     assert_eq!(response.id.as_deref(), Some("chatcmpl-B1"));
 }
+
+/// A raw HTTP/1.1 server that answers one request with the SSE `first` chunk, then either
+/// stalls (`then_close: false`) or drops the connection mid-body.
+async fn stalling_server(first: &'static str, then_close: bool) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = Vec::new();
+        let mut buffer = [0u8; 4096];
+        // Read the headers and the body (its length is in Content-Length).
+        loop {
+            let read = socket.read(&mut buffer).await.unwrap();
+            request.extend_from_slice(&buffer[..read]);
+            let text = String::from_utf8_lossy(&request).to_lowercase();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .map(|value| value.trim().parse().unwrap())
+                    .unwrap_or(0);
+                if request.len() >= end + 4 + length {
+                    break;
+                }
+            }
+        }
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let chunk = format!("{:x}\r\n{first}\r\n", first.len());
+        socket.write_all(head.as_bytes()).await.unwrap();
+        socket.write_all(chunk.as_bytes()).await.unwrap();
+        socket.flush().await.unwrap();
+        if then_close {
+            drop(socket);
+        } else {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+#[tokio::test]
+async fn a_stalled_http_stream_ends_with_an_idle_timeout() {
+    let base_url = stalling_server(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
+        false,
+    )
+    .await;
+    let client = OpenAiClient::new(
+        OpenAiConfig::new(base_url).with_stream_idle_timeout(Duration::from_millis(200)),
+    )
+    .unwrap();
+    let messages = [OpenaiChatMessage::user_text("hi")];
+    let options = RequestOptions::default();
+    let outcome = assemble(
+        client
+            .chat_stream(request(&messages, &[], &options))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(text_deltas(&outcome.events), "a");
+    assert_eq!(
+        outcome.response,
+        Err("timed out: stream idle took longer than 200ms".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_connection_dropped_mid_stream_is_a_stream_error() {
+    let base_url = stalling_server(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
+        true,
+    )
+    .await;
+    let client = OpenAiClient::new(OpenAiConfig::new(base_url)).unwrap();
+    let messages = [OpenaiChatMessage::user_text("hi")];
+    let options = RequestOptions::default();
+    let outcome = assemble(
+        client
+            .chat_stream(request(&messages, &[], &options))
+            .await
+            .unwrap(),
+    )
+    .await;
+    let error = outcome.response.unwrap_err();
+    assert!(
+        error.starts_with("stream error: the connection failed mid-stream"),
+        "{error}"
+    );
+}

@@ -2,7 +2,10 @@
 //! shapes, arguments split in small pieces) decoded from memory and fed into `StreamAssembler`.
 //!
 //! Run: `cargo bench --bench stream_decode`. Reports MB/s (criterion throughput) for 1k, 10k and
-//! 100k chunks; ns per chunk is the time divided by the chunk count.
+//! 100k chunks (~318 bytes each, read in 4 KiB pieces); ns per chunk is the time divided by the
+//! chunk count. Measured 2026-11-30 on the 2-vCPU dev box, pinned with `taskset -c 1` (other
+//! builds running): 1k 1.18 ms, 10k 11.2-11.6 ms, 100k 113-120 ms, i.e. ~1.15 µs/chunk and
+//! 255-272 MiB/s at every length (linear).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::hint::black_box;

@@ -213,10 +213,7 @@ impl OpenAiClient {
     /// # Errors
     /// [`LlmError::Other`] when the base URL or a header is invalid.
     pub fn with_http_client(config: OpenAiConfig, http: reqwest::Client) -> Result<Self, LlmError> {
-        let base = config.base_url.trim_end_matches('/');
-        let mut endpoint = Url::parse(&format!("{base}/chat/completions")).map_err(|error| {
-            LlmError::Other(format!("invalid base URL {:?}: {error}", config.base_url))
-        })?;
+        let mut endpoint = chat_completions_url(&config.base_url)?;
         if !config.query.is_empty() {
             endpoint.query_pairs_mut().extend_pairs(&config.query);
         }
@@ -292,6 +289,22 @@ impl OpenAiClient {
     }
 }
 
+/// `{base_url}/chat/completions`, keeping a query the base URL may carry (Azure's `api-version`).
+fn chat_completions_url(base_url: &str) -> Result<Url, LlmError> {
+    let invalid = |reason: &dyn std::fmt::Display| {
+        LlmError::Other(format!("invalid base URL {base_url:?}: {reason}"))
+    };
+    let mut url = Url::parse(base_url).map_err(|error| invalid(&error))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(&"the scheme must be http or https"));
+    }
+    url.path_segments_mut()
+        .map_err(|()| invalid(&"it cannot be a base"))?
+        .pop_if_empty()
+        .extend(["chat", "completions"]);
+    Ok(url)
+}
+
 fn is_json(response: &reqwest::Response) -> bool {
     response
         .headers()
@@ -361,6 +374,25 @@ mod tests {
         let config = OpenAiConfig::from_lookup(|_| Some(String::new()));
         assert_eq!(config.base_url, DEFAULT_BASE_URL);
         assert_eq!(config.api_key, None);
+    }
+
+    #[test]
+    fn the_endpoint_keeps_the_base_path_and_query() {
+        let url = |base: &str| chat_completions_url(base).map(|url| url.to_string());
+        assert_eq!(
+            url("http://127.0.0.1:8080/v1").unwrap(),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+        assert_eq!(
+            url("https://api.openai.com/v1/").unwrap(),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            url("https://x.openai.azure.com/openai/deployments/gpt-4o?api-version=2024-10-21")
+                .unwrap(),
+            "https://x.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+        );
+        assert!(url("mailto:me@example.com").is_err());
     }
 
     #[test]

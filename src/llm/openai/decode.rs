@@ -23,8 +23,9 @@ use crate::llm::openai::errors::{error_chain, error_object_message, truncate};
 /// when no bytes arrive for that long (SSE comments such as `: ping` count as bytes); `None`
 /// waits forever. The stream ends cleanly after `[DONE]`, or at the end of the body when a
 /// `finish_reason` was seen; a body that ends before either yields a final
-/// [`LlmError::Stream`]. An `{"error": ...}` chunk yields [`LlmError::Stream`] with the
-/// server's message.
+/// [`LlmError::Stream`]. An `{"error": ...}` chunk, an `event: error` event and llama.cpp's
+/// `error: {...}` line each yield [`LlmError::Stream`] with the server's message. Nothing
+/// follows an error.
 ///
 /// Useful on its own to replay a recorded transcript:
 ///

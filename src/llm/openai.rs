@@ -275,8 +275,12 @@ impl OpenAiClient {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        // The error body is read for its message only; a failure to read it leaves it empty.
-        let body = response.bytes().await.unwrap_or_default();
+        // The error body is read for its message only; failing or stalling leaves it empty.
+        let body = tokio::time::timeout(self.config.request_timeout, response.bytes())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
         Err(errors::status_error(status.as_u16(), &headers, &body))
     }
 

@@ -29,30 +29,47 @@ pub fn require<T>(what: &str, how: &str, value: Option<T>) -> Option<T> {
     None
 }
 
-/// The demo server binary, built on first use when missing.
+/// The demo server binary, built on first use.
 pub fn demo_server() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        if let Some(path) = std::env::var_os("AGCORE_MCP_DEMO_SERVER") {
-            return PathBuf::from(path);
-        }
-        // <target>/debug/deps/<test> → <target>/debug/mcp-demo-server
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let path = profile_dir.join("mcp-demo-server");
-        let target_dir = profile_dir.parent().unwrap().to_path_buf();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--quiet", "-p", "mcp-demo-server"])
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .current_dir(repo())
-            .status()
-            .expect("run cargo build -p mcp-demo-server");
-        assert!(status.success(), "cargo build -p mcp-demo-server failed");
-        assert!(path.exists(), "{} missing after build", path.display());
-        path
+    PATH.get_or_init(|| match std::env::var_os("AGCORE_MCP_DEMO_SERVER") {
+        Some(path) => PathBuf::from(path),
+        None => cargo_build(&["-p", "mcp-demo-server"], "mcp-demo-server"),
     })
     .clone()
+}
+
+/// The conformance client example, built on first use.
+pub fn conformance_client() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        cargo_build(
+            &["--example", "mcp_conformance_client"],
+            "examples/mcp_conformance_client",
+        )
+    })
+    .clone()
+}
+
+/// Run `cargo build <args>` into this test's target directory; return `<profile dir>/<artifact>`.
+fn cargo_build(args: &[&str], artifact: &str) -> PathBuf {
+    // <target>/debug/deps/<test> → <target>/debug
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let target_dir = profile_dir.parent().unwrap().to_path_buf();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .arg("build")
+        .arg("--quiet")
+        .args(args)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .current_dir(repo())
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build {args:?} failed");
+    let path = profile_dir.join(artifact);
+    assert!(path.exists(), "{} missing after build", path.display());
+    path
 }
 
 /// The demo server as a stdio transport with extra arguments.

@@ -78,6 +78,17 @@ async fn hanging_call_times_out_names_server_method_and_limit_and_is_cancelled()
     assert!(message.contains("tools/call 'hang'"), "{message}");
     assert!(message.contains("0.300s"), "{message}");
     assert!(message.contains("cancelled"), "{message}");
+    // The server saw notifications/cancelled for the request.
+    before_10s(async {
+        while !client
+            .stderr_tail()
+            .iter()
+            .any(|line| line.contains("hang was cancelled"))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
     // The connection is still usable.
     assert!(client.is_connected());
     let echo = client.call_tool("echo", json!({"message": "ok"})).await;
@@ -243,4 +254,27 @@ async fn unknown_tool_is_an_mcp_error_from_the_server() {
         matches!(&error, ToolError::McpError(m) if m.contains("unknown tool 'nope'")),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn dropping_a_pending_call_cancels_it_on_the_server() {
+    let mut client = client(&["--test-tools"]);
+    client.connect().await.unwrap();
+    let handle = client.handle();
+    let call = tokio::spawn(async move { handle.call_tool("hang", json!({})).await });
+    // Let the request reach the server, then drop the call.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    call.abort();
+    before_10s(async {
+        while !client
+            .stderr_tail()
+            .iter()
+            .any(|line| line.contains("hang was cancelled"))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let echo = client.call_tool("echo", json!({"message": "still here"})).await;
+    assert_eq!(echo.unwrap(), json!("Echo: still here"));
 }

@@ -8,7 +8,7 @@ use agcore::tools::mcp::{
     McpClient, McpServersConfig, McpToolNaming, McpTransport, register_mcp_tools,
 };
 use agcore::tools::{
-    BaseTool, Permission, PermissionChecker, PermissionConfig, ToolError, ToolKind, ToolRegistry,
+    Permission, PermissionChecker, PermissionConfig, ToolError, ToolKind, ToolRegistry,
     ToolSource,
 };
 use mcp_support::{demo, demo_server};
@@ -236,4 +236,24 @@ async fn http_server_that_is_not_there_fails_to_connect() {
         matches!(&error, ToolError::McpError(m) if m.contains("'nobody'") && m.contains("127.0.0.1:9")),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn sync_registry_registers_tools_that_appear_after_list_changed() {
+    let client = connected("demo", &["--test-tools"]).await;
+    let handle = client.handle();
+    let mut registry = ToolRegistry::new();
+    registry.register_all(client.into_tools()).unwrap();
+    assert!(registry.get("extra").is_none());
+    let mut changes = handle.tool_changes();
+    changes.borrow_and_update();
+    registry.invoke("change_tools", json!({})).await.unwrap();
+    mcp_support::before_10s(changes.changed()).await.unwrap();
+    let sync = handle.sync_registry(&mut registry).unwrap();
+    assert_eq!(sync.added, ["extra"]);
+    assert!(sync.removed.is_empty());
+    let extra = registry.invoke("extra", json!({})).await.unwrap();
+    assert_eq!(extra.output.unwrap(), json!("ok"));
+    // Nothing changes on a second sync.
+    assert_eq!(handle.sync_registry(&mut registry).unwrap(), Default::default());
 }

@@ -64,7 +64,8 @@ pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
 pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
 pub use connection::McpServerInfo;
 pub use naming::{
-    McpToolNaming, RegisteredMcpTool, qualified_tool_name, register_mcp_tools, sanitize_tool_name,
+    McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name, register_mcp_tools,
+    sanitize_tool_name,
 };
 pub use result::{call_result_to_value, content_to_model_text};
 pub use transport::McpTransport;

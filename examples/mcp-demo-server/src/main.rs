@@ -193,8 +193,10 @@ impl ServerHandler for Demo {
                 std::process::exit(3);
             }
             "hang" if self.test_tools => {
-                std::future::pending::<()>().await;
-                text("unreachable")
+                // Never answers; says on stderr when the client cancels the request.
+                context.ct.cancelled().await;
+                eprintln!("demo server: hang was cancelled by the client");
+                text("cancelled")
             }
             "big" if self.test_tools => {
                 let bytes = arg(args, "bytes").and_then(Value::as_u64).unwrap_or(0);

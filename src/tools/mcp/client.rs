@@ -15,13 +15,14 @@ use crate::tools::error::ToolError;
 use crate::tools::mcp::adapter::{McpToolAdapter, tool_definition};
 use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
 use crate::tools::mcp::handler::ToolCache;
-use crate::tools::mcp::naming::McpToolNaming;
+use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
 use crate::tools::mcp::result::call_result_to_value;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
 };
 use crate::tools::permission::Permission;
+use crate::tools::registry::ToolRegistry;
 
 /// A progress notification from a server (`notifications/progress`).
 #[derive(Debug, Clone, PartialEq)]
@@ -262,6 +263,8 @@ impl McpClient {
     pub fn handle(&self) -> McpHandle {
         McpHandle {
             shared: self.shared.clone(),
+            naming: self.naming,
+            default_permissions: self.default_permissions.clone(),
         }
     }
 
@@ -297,18 +300,9 @@ impl McpClient {
 
     /// The adapters [`into_tools`](Self::into_tools) returns, before erasing their type.
     pub fn adapters(&self) -> Vec<McpToolAdapter> {
+        let handle = self.handle();
         let tools = self.shared.cache.get().unwrap_or_default();
-        tools
-            .iter()
-            .map(|tool| {
-                McpToolAdapter::new(
-                    self.handle(),
-                    tool,
-                    self.naming,
-                    self.default_permissions.clone(),
-                )
-            })
-            .collect()
+        tools.iter().map(|tool| handle.adapter(tool)).collect()
     }
 }
 
@@ -318,6 +312,8 @@ impl McpClient {
 #[derive(Clone)]
 pub struct McpHandle {
     shared: Arc<Shared>,
+    naming: McpToolNaming,
+    default_permissions: Vec<Permission>,
 }
 
 impl std::fmt::Debug for McpHandle {
@@ -363,6 +359,26 @@ impl McpHandle {
     /// `notifications/tools/list_changed` or a new listing).
     pub fn tool_changes(&self) -> watch::Receiver<u64> {
         self.shared.cache.subscribe()
+    }
+
+    /// Bring `registry` in line with the server's current tool list (e.g. after
+    /// `notifications/tools/list_changed`, see [`tool_changes`](Self::tool_changes)): register
+    /// adapters for new tools, unregister those of tools the server no longer lists.
+    ///
+    /// # Errors
+    /// The first registration error; the registry keeps the changes made before it.
+    pub fn sync_registry(&self, registry: &mut ToolRegistry) -> Result<McpRegistrySync, ToolError> {
+        sync_mcp_tools(registry, self)
+    }
+
+    /// An adapter for `tool` with this client's naming and default permissions.
+    pub(crate) fn adapter(&self, tool: &Tool) -> McpToolAdapter {
+        McpToolAdapter::new(
+            self.clone(),
+            tool,
+            self.naming,
+            self.default_permissions.clone(),
+        )
     }
 
     pub(crate) fn cached_tool(&self, name: &str) -> Option<Tool> {

@@ -201,8 +201,13 @@ impl Connection {
     }
 
     /// Run one request within the request timeout. `method` and `target` name it in errors
-    /// (`tools/call`, `'echo'`). Fails as soon as the server is gone; a timed-out request is
-    /// dropped, which makes rmcp send `notifications/cancelled`.
+    /// (`tools/call`, `'echo'`). A timed-out request is dropped, which makes rmcp send
+    /// `notifications/cancelled`.
+    ///
+    /// Fails as soon as the server is gone without a per-call watch: when its stdout ends,
+    /// rmcp's loop stops and drops every pending responder (`TransportClosed`, mapped to the
+    /// exit status and stderr tail); when the process exits first, the supervisor kills its
+    /// process group, which closes stdout.
     pub(crate) async fn request<T>(
         &self,
         method: &str,
@@ -213,19 +218,15 @@ impl Connection {
             return Err(self.failure(method, target).await);
         }
         let limit = self.request_timeout;
-        tokio::select! {
-            biased;
-            outcome = tokio::time::timeout(limit, request) => match outcome {
-                Ok(Ok(value)) => Ok(value),
-                Ok(Err(error)) => Err(self.map_error(method, target, error).await),
-                Err(_) => Err(ToolError::McpTimeout(format!(
-                    "MCP server '{}' did not answer {method}{} within {}; the request was cancelled",
-                    self.server,
-                    quoted(target),
-                    seconds(limit)
-                ))),
-            },
-            () = self.closed.cancelled() => Err(self.failure(method, target).await),
+        match tokio::time::timeout(limit, request).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(self.map_error(method, target, error).await),
+            Err(_) => Err(ToolError::McpTimeout(format!(
+                "MCP server '{}' did not answer {method}{} within {}; the request was cancelled",
+                self.server,
+                quoted(target),
+                seconds(limit)
+            ))),
         }
     }
 

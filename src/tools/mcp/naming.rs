@@ -2,9 +2,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use std::sync::Arc;
+
+use crate::tools::base::ToolSource;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::adapter::McpToolAdapter;
-use crate::tools::mcp::client::McpClient;
+use crate::tools::mcp::client::{McpClient, McpHandle};
 use crate::tools::registry::ToolRegistry;
 
 /// The longest tool name the OpenAI wire format accepts.
@@ -139,10 +142,68 @@ pub fn register_mcp_tools(
             server: adapter.server_name().to_owned(),
             tool: adapter.tool_name().to_owned(),
         };
-        registry.register(std::sync::Arc::new(adapter.with_name(name)))?;
+        registry.register(Arc::new(adapter.with_name(name)))?;
         registered.push(record);
     }
     Ok(registered)
+}
+
+/// What [`McpHandle::sync_registry`] changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpRegistrySync {
+    /// Names registered for new tools.
+    pub added: Vec<String>,
+    /// Names unregistered because the server no longer lists their tools.
+    pub removed: Vec<String>,
+}
+
+/// Every name an adapter of `tool` may have been registered under.
+fn name_candidates(server: &str, tool: &str) -> [String; 3] {
+    let qualified = qualified_tool_name(server, tool);
+    let hashed = fit(qualified.clone(), &format!("{server}\u{0}{tool}"), true);
+    [sanitize_tool_name(tool), qualified, hashed]
+}
+
+/// See [`McpHandle::sync_registry`].
+pub(crate) fn sync_mcp_tools(
+    registry: &mut ToolRegistry,
+    handle: &McpHandle,
+) -> Result<McpRegistrySync, ToolError> {
+    let server = handle.server_name().to_owned();
+    let tools = handle.cached_tools();
+    let source = ToolSource::Mcp {
+        server: server.clone(),
+    };
+    let registered: Vec<String> = registry
+        .tools()
+        .filter(|tool| tool.source() == source)
+        .map(|tool| tool.name().to_owned())
+        .collect();
+    let candidates: Vec<[String; 3]> = tools
+        .iter()
+        .map(|tool| name_candidates(&server, &tool.name))
+        .collect();
+    let mut sync = McpRegistrySync::default();
+    for name in &registered {
+        if !candidates.iter().any(|names| names.contains(name)) {
+            registry.unregister(name);
+            sync.removed.push(name.clone());
+        }
+    }
+    for (tool, names) in tools.iter().zip(&candidates) {
+        if registered.iter().any(|name| names.contains(name)) {
+            continue;
+        }
+        let adapter = handle.adapter(tool);
+        let name = [adapter.name_str(), &names[1], &names[2]]
+            .into_iter()
+            .find(|name| registry.get(name).is_none())
+            .map(str::to_owned)
+            .ok_or_else(|| ToolError::DuplicateName(names[1].clone()))?;
+        registry.register(Arc::new(adapter.with_name(name.clone())))?;
+        sync.added.push(name);
+    }
+    Ok(sync)
 }
 
 #[cfg(test)]

@@ -127,7 +127,11 @@ async fn echo(handle: &McpHandle, i: usize) -> Result<u64, Error> {
     Ok(ns)
 }
 
-async fn worker(handle: McpHandle, next: Arc<AtomicUsize>, calls: usize) -> Result<Vec<u64>, Error> {
+async fn worker(
+    handle: McpHandle,
+    next: Arc<AtomicUsize>,
+    calls: usize,
+) -> Result<Vec<u64>, Error> {
     let mut latencies = Vec::new();
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);

@@ -55,7 +55,9 @@ async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError
 #[tokio::main]
 async fn main() {
     let Some(url) = std::env::args().skip(1).last() else {
-        eprintln!("usage: mcp_conformance_client SERVER_URL (scenario in MCP_CONFORMANCE_SCENARIO)");
+        eprintln!(
+            "usage: mcp_conformance_client SERVER_URL (scenario in MCP_CONFORMANCE_SCENARIO)"
+        );
         std::process::exit(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();

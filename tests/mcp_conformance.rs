@@ -13,14 +13,22 @@ fn run_scenario(scenario: &str) {
     let client = conformance_client();
     let output = std::process::Command::new("node")
         .arg(&suite)
-        .args(["client", "--timeout", "30000", "--scenario", scenario, "--command"])
+        .args([
+            "client",
+            "--timeout",
+            "30000",
+            "--scenario",
+            scenario,
+            "--command",
+        ])
         .arg(&client)
         .output()
         .expect("run the conformance suite");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        output.status.success() && (stdout.contains("OVERALL: PASSED") || stderr.contains("OVERALL: PASSED")),
+        output.status.success()
+            && (stdout.contains("OVERALL: PASSED") || stderr.contains("OVERALL: PASSED")),
         "scenario {scenario} failed ({}):\n{stdout}\n{stderr}",
         output.status
     );

@@ -135,8 +135,14 @@ async fn hung_initialize_times_out_quoting_stderr() {
     let ToolError::McpTimeout(message) = &error else {
         panic!("expected McpTimeout, got {error:?}");
     };
-    assert!(message.contains("initialize") && message.contains("0.300s"), "{message}");
-    assert!(message.contains("will never answer"), "stderr quoted: {message}");
+    assert!(
+        message.contains("initialize") && message.contains("0.300s"),
+        "{message}"
+    );
+    assert!(
+        message.contains("will never answer"),
+        "stderr quoted: {message}"
+    );
 }
 
 #[tokio::test]
@@ -275,6 +281,8 @@ async fn dropping_a_pending_call_cancels_it_on_the_server() {
         }
     })
     .await;
-    let echo = client.call_tool("echo", json!({"message": "still here"})).await;
+    let echo = client
+        .call_tool("echo", json!({"message": "still here"}))
+        .await;
     assert_eq!(echo.unwrap(), json!("Echo: still here"));
 }

@@ -8,8 +8,7 @@ use agcore::tools::mcp::{
     McpClient, McpServersConfig, McpToolNaming, McpTransport, register_mcp_tools,
 };
 use agcore::tools::{
-    Permission, PermissionChecker, PermissionConfig, ToolError, ToolKind, ToolRegistry,
-    ToolSource,
+    Permission, PermissionChecker, PermissionConfig, ToolError, ToolKind, ToolRegistry, ToolSource,
 };
 use mcp_support::{demo, demo_server};
 use serde_json::json;
@@ -23,15 +22,20 @@ async fn connected(name: &str, args: &[&str]) -> McpClient {
 #[tokio::test]
 async fn adapters_register_next_to_local_tools_and_take_permissions_from_annotations() {
     let client = connected("demo", &["--test-tools"]).await;
-    let mut registry =
-        ToolRegistry::new().with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
+    let mut registry = ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
     registry.register_all(client.into_tools()).unwrap();
 
     let weather = registry.get("get_weather").unwrap();
     assert_eq!(weather.required_permissions(), vec![Permission::Read]);
     assert_eq!(weather.kind(), ToolKind::Read);
     assert_eq!(weather.title(&json!({})), "Get weather");
-    assert_eq!(weather.source(), ToolSource::Mcp { server: "demo".into() });
+    assert_eq!(
+        weather.source(),
+        ToolSource::Mcp {
+            server: "demo".into()
+        }
+    );
     assert_eq!(
         registry.get("open_world").unwrap().required_permissions(),
         vec![Permission::Network]
@@ -105,9 +109,8 @@ async fn slow_calls_overlap_on_one_connection() {
     client.connect().await.unwrap();
     let handle = client.handle();
     // Ten 2 s calls in flight at once; a 10 s timer shows they did not run one after another.
-    let calls = futures::future::join_all(
-        (0..10).map(|_| handle.call_tool("slow", json!({"ms": 2000}))),
-    );
+    let calls =
+        futures::future::join_all((0..10).map(|_| handle.call_tool("slow", json!({"ms": 2000}))));
     let results = mcp_support::before_10s(calls).await;
     assert!(results.iter().all(Result::is_ok));
 }
@@ -121,7 +124,10 @@ async fn qualified_naming_prefixes_the_server() {
         .iter()
         .map(|tool| tool.name().to_owned())
         .collect();
-    assert_eq!(names, ["my_demo__get_weather", "my_demo__echo", "my_demo__add"]);
+    assert_eq!(
+        names,
+        ["my_demo__get_weather", "my_demo__echo", "my_demo__add"]
+    );
 }
 
 #[tokio::test]
@@ -204,7 +210,9 @@ async fn http_transport_sends_bearer_token_and_custom_headers() {
         .await;
     Mock::given(method("POST"))
         .and(header("authorization", "Bearer t0ken"))
-        .and(body_partial_json(json!({"method": "notifications/initialized"})))
+        .and(body_partial_json(
+            json!({"method": "notifications/initialized"}),
+        ))
         .respond_with(ResponseTemplate::new(202))
         .mount(&server)
         .await;
@@ -255,5 +263,8 @@ async fn sync_registry_registers_tools_that_appear_after_list_changed() {
     let extra = registry.invoke("extra", json!({})).await.unwrap();
     assert_eq!(extra.output.unwrap(), json!("ok"));
     // Nothing changes on a second sync.
-    assert_eq!(handle.sync_registry(&mut registry).unwrap(), Default::default());
+    assert_eq!(
+        handle.sync_registry(&mut registry).unwrap(),
+        Default::default()
+    );
 }

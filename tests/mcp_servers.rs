@@ -40,8 +40,16 @@ async fn everything_over_stdio_lists_and_calls_tools() {
 
     let tools = client.list_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
-    for expected in ["echo", "get-sum", "get-tiny-image", "get-structured-content"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    for expected in [
+        "echo",
+        "get-sum",
+        "get-tiny-image",
+        "get-structured-content",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
 
     let echo = client.call_tool("echo", json!({"message": "hello"})).await;
@@ -86,19 +94,31 @@ async fn everything_over_stdio_lists_and_calls_tools() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, ToolError::ExecutionFailed(..) | ToolError::McpError(_)),
+        matches!(
+            &error,
+            ToolError::ExecutionFailed(..) | ToolError::McpError(_)
+        ),
         "{error:?}"
     );
-    assert!(error.to_string().to_lowercase().contains("invalid"), "{error}");
+    assert!(
+        error.to_string().to_lowercase().contains("invalid"),
+        "{error}"
+    );
 
     // Adapters: the read-only annotation becomes the Read permission.
     let mut registry = ToolRegistry::new();
     registry.register_all(client.into_tools()).unwrap();
     assert_eq!(
-        registry.get("get-structured-content").unwrap().required_permissions(),
+        registry
+            .get("get-structured-content")
+            .unwrap()
+            .required_permissions(),
         vec![Permission::Read]
     );
-    let sum = registry.invoke("get-sum", json!({"a": 2, "b": 40})).await.unwrap();
+    let sum = registry
+        .invoke("get-sum", json!({"a": 2, "b": 40}))
+        .await
+        .unwrap();
     assert!(sum.output.unwrap().to_string().contains("42"));
 }
 
@@ -129,7 +149,10 @@ async fn everything_over_streamable_http_lists_and_calls_tools() {
     // Wait until it listens.
     let mut listening = false;
     for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             listening = true;
             break;
         }
@@ -180,7 +203,10 @@ async fn filesystem_server_reads_and_writes_in_its_root_and_reports_denials() {
         .call_tool("read_text_file", json!({"path": file}))
         .await
         .unwrap();
-    let text = read.get("content").and_then(|c| c.as_str()).or(read.as_str());
+    let text = read
+        .get("content")
+        .and_then(|c| c.as_str())
+        .or(read.as_str());
     assert_eq!(text, Some("hello fs"));
 
     // Outside the root: the server's isError result becomes ExecutionFailed with its text.
@@ -198,7 +224,10 @@ async fn filesystem_server_reads_and_writes_in_its_root_and_reports_denials() {
     let mut registry = ToolRegistry::new();
     registry.register_all(client.into_tools()).unwrap();
     assert_eq!(
-        registry.get("read_text_file").unwrap().required_permissions(),
+        registry
+            .get("read_text_file")
+            .unwrap()
+            .required_permissions(),
         vec![Permission::Read]
     );
 }

@@ -106,7 +106,11 @@ pub fn python_script(name: &str) -> Option<PathBuf> {
         .unwrap_or_else(|| repo().join(".ci/venv"));
     let candidates = std::iter::once(venv.join("bin").join(name)).chain(
         std::env::var_os("PATH")
-            .map(|paths| std::env::split_paths(&paths).map(|p| p.join(name)).collect::<Vec<_>>())
+            .map(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|p| p.join(name))
+                    .collect::<Vec<_>>()
+            })
             .unwrap_or_default(),
     );
     let found = candidates.into_iter().find(|path| path.exists());

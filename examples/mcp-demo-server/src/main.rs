@@ -131,7 +131,8 @@ fn arg<'a>(args: &'a Option<Map<String, Value>>, key: &str) -> Option<&'a Value>
 }
 
 /// A 1×1 transparent PNG.
-const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+const PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
 impl ServerHandler for Demo {
     fn get_info(&self) -> ServerConfig {
@@ -202,21 +203,23 @@ impl ServerHandler for Demo {
                 let bytes = arg(args, "bytes").and_then(Value::as_u64).unwrap_or(0);
                 text("x".repeat(usize::try_from(bytes).unwrap_or(0)))
             }
-            "fail" if self.test_tools => Ok(CallToolResponse::Complete(CallToolResult::error(
-                vec![ContentBlock::text("the demo tool failed on purpose")],
-            ))),
-            "image" if self.test_tools => Ok(CallToolResponse::Complete(CallToolResult::success(
-                vec![
+            "fail" if self.test_tools => {
+                Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                    ContentBlock::text("the demo tool failed on purpose"),
+                ])))
+            }
+            "image" if self.test_tools => {
+                Ok(CallToolResponse::Complete(CallToolResult::success(vec![
                     ContentBlock::text("a pixel"),
                     ContentBlock::image(PIXEL_PNG, "image/png"),
-                ],
-            ))),
-            "multi_text" if self.test_tools => Ok(CallToolResponse::Complete(
-                CallToolResult::success(vec![
+                ])))
+            }
+            "multi_text" if self.test_tools => {
+                Ok(CallToolResponse::Complete(CallToolResult::success(vec![
                     ContentBlock::text("first"),
                     ContentBlock::text("second"),
-                ]),
-            )),
+                ])))
+            }
             "change_tools" if self.test_tools => {
                 self.extra_tool.store(true, Ordering::SeqCst);
                 let _ = context.peer.notify_tool_list_changed().await;

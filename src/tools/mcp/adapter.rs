@@ -208,7 +208,10 @@ mod tests {
         let destroy = ToolAnnotations::new().destructive(true).open_world(true);
         assert_eq!(
             permissions_from_annotations(Some(&destroy), vec![]),
-            (vec![Permission::Delete, Permission::Network], ToolKind::Delete)
+            (
+                vec![Permission::Delete, Permission::Network],
+                ToolKind::Delete
+            )
         );
         let web = ToolAnnotations::new().open_world(true);
         assert_eq!(

@@ -206,10 +206,8 @@ impl McpClient {
             .conn
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(conn));
-        if has_tools {
-            if let Err(error) = self.shared.list(true).await {
-                tracing::warn!(target: "agcore::mcp", server = %self.settings.server, %error, "listing tools after connect failed");
-            }
+        if has_tools && let Err(error) = self.shared.list(true).await {
+            tracing::warn!(target: "agcore::mcp", server = %self.settings.server, %error, "listing tools after connect failed");
         }
         Ok(())
     }
@@ -434,10 +432,8 @@ impl Shared {
 
     /// The tool list: from the cache unless `refresh`, else all pages from the server.
     async fn list(&self, refresh: bool) -> Result<Arc<Vec<Tool>>, ToolError> {
-        if !refresh {
-            if let Some(tools) = self.cache.get() {
-                return Ok(tools);
-            }
+        if !refresh && let Some(tools) = self.cache.get() {
+            return Ok(tools);
         }
         let conn = self.connection()?;
         let tools = conn

@@ -261,7 +261,9 @@ mod tests {
             }
         );
         let web = config.client("web").unwrap();
-        assert!(matches!(web.transport(), McpTransport::Http { url, headers } if url.ends_with("/mcp") && headers.len() == 1));
+        assert!(
+            matches!(web.transport(), McpTransport::Http { url, headers } if url.ends_with("/mcp") && headers.len() == 1)
+        );
     }
 
     #[test]
@@ -271,7 +273,9 @@ mod tests {
         )
         .unwrap();
         let clients = config.clients();
-        assert!(matches!(&clients[0].1, Err(McpConfigError::Invalid { server, .. }) if server == "a"));
+        assert!(
+            matches!(&clients[0].1, Err(McpConfigError::Invalid { server, .. }) if server == "a")
+        );
         assert!(
             matches!(&clients[1].1, Err(McpConfigError::Invalid { reason, .. }) if reason.contains("sse"))
         );

@@ -64,7 +64,10 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// Start the transport and run initialize → initialized within the connect timeout.
-    pub(crate) async fn open(settings: &Settings, cache: Arc<ToolCache>) -> Result<Self, ToolError> {
+    pub(crate) async fn open(
+        settings: &Settings,
+        cache: Arc<ToolCache>,
+    ) -> Result<Self, ToolError> {
         let server = settings.server.clone();
         let protocol_version: ProtocolVersion =
             serde_json::from_value(serde_json::Value::String(settings.protocol_version.clone()))
@@ -261,19 +264,7 @@ impl Connection {
     /// stderr lines.
     async fn failure(&self, method: &str, target: &str) -> ToolError {
         match &self.child {
-            Some(child) => {
-                let mut error = ended(&self.server, child, method).await;
-                if let ToolError::McpError(message) = &mut error {
-                    if !target.is_empty() {
-                        *message = message.replacen(
-                            &format!("during {method}"),
-                            &format!("during {method}{}", quoted(target)),
-                            1,
-                        );
-                    }
-                }
-                error
-            }
+            Some(child) => ended(&self.server, child, &format!("{method}{}", quoted(target))).await,
             None => ToolError::McpError(format!(
                 "MCP server '{}': the connection closed during {method}{}",
                 self.server,
@@ -301,10 +292,10 @@ impl Connection {
 }
 
 /// `MCP server 'x' exited (exit status: 3) during initialize; last stderr lines: ...`.
-async fn ended(server: &str, child: &ChildHandle, method: &str) -> ToolError {
+async fn ended(server: &str, child: &ChildHandle, during: &str) -> ToolError {
     let end = child.describe_end(EXIT_STATUS_WAIT).await;
     ToolError::McpError(format!(
-        "MCP server '{server}' {end} during {method}{}",
+        "MCP server '{server}' {end} during {during}{}",
         child.stderr().quote()
     ))
 }
@@ -318,11 +309,11 @@ fn http_transport(
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     let mut custom = HashMap::new();
     for (name, value) in headers {
-        if name.eq_ignore_ascii_case("authorization") {
-            if let Some(token) = value.strip_prefix("Bearer ") {
-                config = config.auth_header(token);
-                continue;
-            }
+        if name.eq_ignore_ascii_case("authorization")
+            && let Some(token) = value.strip_prefix("Bearer ")
+        {
+            config = config.auth_header(token);
+            continue;
         }
         let invalid = |what: &str| {
             ToolError::McpError(format!(

@@ -47,11 +47,7 @@ pub fn sanitize_tool_name(name: &str) -> String {
 /// `<server>__<tool>`, sanitised to `^[a-zA-Z0-9_-]{1,64}$`; when too long it keeps a prefix
 /// and ends with `_` + 8 hex digits of a stable hash of server and tool, so it stays unique.
 pub fn qualified_tool_name(server: &str, tool: &str) -> String {
-    let joined = format!(
-        "{}__{}",
-        sanitize_part(server),
-        sanitize_part(tool)
-    );
+    let joined = format!("{}__{}", sanitize_part(server), sanitize_part(tool));
     fit(joined, &format!("{server}\u{0}{tool}"), false)
 }
 
@@ -233,7 +229,10 @@ mod tests {
         let b = qualified_tool_name(&"s".repeat(40), &format!("{}b", "t".repeat(40)));
         assert_eq!(a.len(), 64);
         assert_ne!(a, b);
-        assert_eq!(a, qualified_tool_name(&"s".repeat(40), &format!("{}a", "t".repeat(40))));
+        assert_eq!(
+            a,
+            qualified_tool_name(&"s".repeat(40), &format!("{}a", "t".repeat(40)))
+        );
         assert!(validate_tool_name(&a).is_ok());
     }
 

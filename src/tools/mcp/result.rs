@@ -29,10 +29,10 @@ pub fn call_result_to_value(tool: &str, result: CallToolResult) -> Result<Value,
     }
     let mut content = result.content;
     if content.iter().all(|block| block.as_text().is_some()) {
-        if content.len() == 1 {
-            if let Some(ContentBlock::Text(text)) = content.pop() {
-                return Ok(Value::String(text.text));
-            }
+        if content.len() == 1
+            && let Some(ContentBlock::Text(text)) = content.pop()
+        {
+            return Ok(Value::String(text.text));
         }
         return Ok(Value::String(joined_text(&content)));
     }
@@ -117,7 +117,9 @@ mod tests {
     fn several_text_blocks_are_joined_with_newlines() {
         let value = call_result_to_value(
             "t",
-            result(json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})),
+            result(
+                json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+            ),
         );
         assert_eq!(value.unwrap(), json!("a\nb"));
     }
@@ -126,7 +128,9 @@ mod tests {
     fn structured_content_wins() {
         let value = call_result_to_value(
             "t",
-            result(json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"x": 1}})),
+            result(
+                json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"x": 1}}),
+            ),
         );
         assert_eq!(value.unwrap(), json!({"x": 1}));
     }
@@ -153,6 +157,8 @@ mod tests {
             result(json!({"content": [{"type": "text", "text": "boom"}], "isError": true})),
         )
         .unwrap_err();
-        assert!(matches!(error, ToolError::ExecutionFailed(tool, text) if tool == "t" && text == "boom"));
+        assert!(
+            matches!(error, ToolError::ExecutionFailed(tool, text) if tool == "t" && text == "boom")
+        );
     }
 }

@@ -86,7 +86,9 @@ pub(crate) async fn pump_stderr(
 }
 
 fn emit(server: &str, tail: &StderrTail, line: &[u8], cut: bool) {
-    let mut text = String::from_utf8_lossy(line).trim_end_matches('\r').to_owned();
+    let mut text = String::from_utf8_lossy(line)
+        .trim_end_matches('\r')
+        .to_owned();
     if cut {
         text.push_str(" …");
     }

@@ -140,7 +140,9 @@ pub(crate) fn spawn(
     let mut child = command.spawn()?;
     let pid = child.id();
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(std::io::Error::other("the child's stdin/stdout were not piped"));
+        return Err(std::io::Error::other(
+            "the child's stdin/stdout were not piped",
+        ));
     };
     let stderr = StderrTail::new(crate::tools::mcp::STDERR_TAIL_LINES);
     if let Some(stream) = child.stderr.take() {

@@ -100,6 +100,9 @@ mod tests {
         let McpTransport::Http { headers, .. } = transport else {
             panic!("not http");
         };
-        assert_eq!(headers.get("Authorization").map(String::as_str), Some("Bearer abc"));
+        assert_eq!(
+            headers.get("Authorization").map(String::as_str),
+            Some("Bearer abc")
+        );
     }
 }

@@ -4,9 +4,11 @@
 //! - [`ToolRegistry`]: registration, definitions for the model, permission-checked invocation.
 //! - [`PermissionChecker`]: allow/deny rules evaluated before every call.
 //! - [`McpClient`]: tools of any MCP server, as `BaseTool` adapters.
+//! - [`builtin`]: opt-in file, search, shell and fetch tools confined to a workspace root.
 //! - [`prelude`]: everything a tool author needs in one `use`.
 
 pub mod base;
+pub mod builtin;
 pub mod error;
 pub mod kind;
 pub mod mcp;

@@ -86,3 +86,18 @@ pub trait ChatModel: Send + Sync {
         "openai"
     }
 }
+
+#[async_trait]
+impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        (**self).chat(request).await
+    }
+
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
+        (**self).chat_stream(request).await
+    }
+
+    fn provider(&self) -> &str {
+        (**self).provider()
+    }
+}

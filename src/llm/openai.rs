@@ -37,3 +37,49 @@ impl std::fmt::Debug for OpenAiConfig {
             .finish_non_exhaustive()
     }
 }
+
+// Temporary stubs until the OpenAI client lands.
+impl OpenAiConfig {
+    /// A configuration for `base_url`.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            api_key: None,
+            headers: Vec::new(),
+            query: Vec::new(),
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(600),
+            stream_idle_timeout: Duration::from_secs(300),
+            provider: "openai".to_owned(),
+        }
+    }
+
+    /// Set the API key.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+}
+
+impl OpenAiClient {
+    /// A client.
+    pub fn new(config: OpenAiConfig) -> Result<Self, crate::llm::LlmError> {
+        Ok(OpenAiClient { _config: config })
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::llm::ChatModel for OpenAiClient {
+    async fn chat(
+        &self,
+        _request: crate::llm::ChatRequest<'_>,
+    ) -> Result<crate::llm::ChatResponse, crate::llm::LlmError> {
+        Err(crate::llm::LlmError::Other("not yet".into()))
+    }
+    async fn chat_stream(
+        &self,
+        _request: crate::llm::ChatRequest<'_>,
+    ) -> Result<crate::llm::ModelStream, crate::llm::LlmError> {
+        Err(crate::llm::LlmError::Other("not yet".into()))
+    }
+}

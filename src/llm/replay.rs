@@ -1,4 +1,77 @@
-//! Replay.
+//! [`replay`]: turn a saved history back into the events a UI would have seen.
 
-/// Replay a history as events.
-pub fn replay() {}
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::llm::event::StreamEvent;
+use crate::llm::types::{FinishReason, OpenaiChatMessage};
+
+/// The event sequence of a saved history — reasoning, text, tool calls and their results with
+/// error flags — without calling the model or any tool. Use it to redraw a restored
+/// conversation.
+///
+/// Tool outputs are what the model saw (the `tool` message content, parsed as JSON when it is
+/// JSON); a result whose text starts with `Error: ` (how the loop reports failures) is flagged
+/// `is_error`. Durations are not recorded in the history and replay as 0.
+pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
+    let mut events = Vec::new();
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    for message in messages {
+        match message {
+            OpenaiChatMessage::Assistant {
+                content,
+                reasoning_content,
+                tool_calls,
+                ..
+            } => {
+                if let Some(text) = reasoning_content.as_ref().filter(|t| !t.is_empty()) {
+                    events.push(StreamEvent::ReasoningDelta { text: text.clone() });
+                }
+                if let Some(text) = content.as_ref().filter(|t| !t.is_empty()) {
+                    events.push(StreamEvent::AssistantTextDelta { text: text.clone() });
+                }
+                for call in tool_calls {
+                    names.insert(&call.id, &call.function.name);
+                    events.push(StreamEvent::ToolCallReady {
+                        id: call.id.clone(),
+                        name: call.function.name.clone(),
+                        arguments: call.function.arguments.clone(),
+                    });
+                    events.push(StreamEvent::ToolExecutionStarted {
+                        id: call.id.clone(),
+                        tool_name: call.function.name.clone(),
+                        input: serde_json::from_str(&call.function.arguments)
+                            .unwrap_or_else(|_| Value::String(call.function.arguments.clone())),
+                    });
+                }
+                events.push(StreamEvent::TurnComplete {
+                    reason: if tool_calls.is_empty() {
+                        FinishReason::Stop
+                    } else {
+                        FinishReason::ToolCalls
+                    },
+                    usage: None,
+                });
+            }
+            OpenaiChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => {
+                let text = content.text();
+                events.push(StreamEvent::ToolExecutionCompleted {
+                    id: tool_call_id.clone(),
+                    tool_name: names
+                        .get(tool_call_id.as_str())
+                        .map(|name| (*name).to_owned())
+                        .unwrap_or_default(),
+                    is_error: text.starts_with("Error: "),
+                    output: serde_json::from_str(&text).unwrap_or(Value::String(text)),
+                    duration_ms: 0,
+                });
+            }
+            _ => {}
+        }
+    }
+    events
+}

@@ -79,10 +79,8 @@ impl StreamAssembler {
                 if call.id.is_none() {
                     call.id = id.clone().filter(|id| !id.is_empty());
                 }
-                if call.name.is_empty() {
-                    if let Some(name) = &name {
-                        call.name.push_str(name);
-                    }
+                if let Some(name) = name.as_deref().filter(|_| call.name.is_empty()) {
+                    call.name.push_str(name);
                 }
                 let fragment = arguments.unwrap_or_default();
                 call.arguments.push_str(&fragment);

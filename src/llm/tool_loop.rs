@@ -1,1 +1,439 @@
-//! stub
+//! The one request path behind `submit`, `submit_stream` and the tool loop: a model request
+//! per turn (with retries and deadline), stream assembly, tool execution through the registry,
+//! and history that only ever holds completed turns.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+
+use crate::llm::config::{CycleConfig, RepeatedCallAction};
+use crate::llm::cycle::LlmCycle;
+use crate::llm::error::LlmError;
+use crate::llm::event::StreamEvent;
+use crate::llm::model::{ChatModel, ChatRequest};
+use crate::llm::stream::StreamAssembler;
+use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ToolCall, Usage};
+use crate::tools::registry::{ToolCallRequest, ToolInvocation, ToolRegistry, generate_call_id};
+
+/// How a turn talks to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `ChatModel::chat`.
+    Blocking,
+    /// `ChatModel::chat_stream`.
+    Streaming,
+}
+
+/// What the loop yields: events for streaming callers, then exactly one `Done` or `Failed`.
+pub(crate) enum LoopItem {
+    Event(StreamEvent),
+    Done(Box<ChatResponse>),
+    Failed(LlmError),
+}
+
+/// The history of one call. Messages pushed after the last `commit` are removed when the guard
+/// is dropped — on error, on cancellation (the stream dropped), on early return.
+struct History<'a> {
+    messages: &'a mut Vec<OpenaiChatMessage>,
+    committed: usize,
+}
+
+impl History<'_> {
+    fn push(&mut self, message: OpenaiChatMessage) {
+        self.messages.push(message);
+    }
+
+    fn commit(&mut self) {
+        self.committed = self.messages.len();
+    }
+}
+
+impl Drop for History<'_> {
+    fn drop(&mut self) {
+        self.messages.truncate(self.committed);
+    }
+}
+
+impl LlmCycle {
+    pub(crate) fn run_loop<'a>(
+        &'a mut self,
+        prompt: Option<String>,
+        registry: Option<&'a ToolRegistry>,
+        mode: Mode,
+    ) -> impl Stream<Item = LoopItem> + Send + 'a {
+        let LlmCycle {
+            model,
+            config,
+            messages,
+        } = self;
+        let model: &'a dyn ChatModel = &**model;
+        let config: &'a CycleConfig = config;
+        async_stream::stream! {
+            let committed = messages.len();
+            let mut history = History { messages, committed };
+            // Reasoning text is sent back only within the current user turn.
+            let reasoning_from = match prompt {
+                Some(prompt) => {
+                    history.push(OpenaiChatMessage::user_text(prompt));
+                    committed
+                }
+                None => history
+                    .messages
+                    .iter()
+                    .rposition(|m| matches!(m, OpenaiChatMessage::User { .. }))
+                    .unwrap_or(0),
+            };
+            let max_turns = config.effective_max_turns();
+            let mut total_usage: Option<Usage> = None;
+            let mut repeats = RepeatTracker::default();
+
+            for _turn in 0..max_turns {
+                let tools = match registry {
+                    Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
+                    None => Vec::new(),
+                };
+                let request = ChatRequest {
+                    model: &config.model,
+                    messages: history.messages.as_slice(),
+                    tools: &tools,
+                    options: &config.options,
+                    reasoning_from,
+                };
+
+                // One model request.
+                let mut response = match mode {
+                    Mode::Blocking => match blocking_request(model, config, request).await {
+                        Ok(response) => response,
+                        Err(error) => {
+                            yield LoopItem::Failed(error);
+                            return;
+                        }
+                    },
+                    Mode::Streaming => {
+                        let deadline = config.request_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
+                        let opened = config.retry.run(|| with_deadline(deadline, model.chat_stream(request))).await;
+                        let mut deltas = match opened {
+                            Ok(deltas) => deltas,
+                            Err(error) => {
+                                yield LoopItem::Failed(error);
+                                return;
+                            }
+                        };
+                        let mut assembler = StreamAssembler::new();
+                        let mut events = Vec::new();
+                        loop {
+                            let next = match deadline {
+                                Some((at, limit)) => match tokio::time::timeout_at(at, deltas.next()).await {
+                                    Ok(next) => next,
+                                    Err(_) => Some(Err(request_timeout(limit))),
+                                },
+                                None => deltas.next().await,
+                            };
+                            match next {
+                                None => break,
+                                Some(Ok(delta)) => {
+                                    assembler.push(delta, &mut events);
+                                    for event in events.drain(..) {
+                                        yield LoopItem::Event(event);
+                                    }
+                                }
+                                Some(Err(error)) => {
+                                    yield LoopItem::Failed(error);
+                                    return;
+                                }
+                            }
+                        }
+                        let finished = assembler.finish(&mut events);
+                        for event in events.drain(..) {
+                            yield LoopItem::Event(event);
+                        }
+                        match finished {
+                            Ok(response) => response,
+                            Err(error) => {
+                                yield LoopItem::Failed(error);
+                                return;
+                            }
+                        }
+                    }
+                };
+                normalise_tool_calls(&mut response.message);
+                if let Some(usage) = response.usage {
+                    *total_usage.get_or_insert_with(Usage::default) += usage;
+                }
+
+                let calls: Vec<ToolCall> = response.message.tool_calls().to_vec();
+                let registry = match registry {
+                    Some(registry) if !calls.is_empty() => registry,
+                    _ => {
+                        // The final answer (or a plain call): commit and finish.
+                        history.push(response.message.clone());
+                        history.commit();
+                        response.usage = total_usage;
+                        let reason = response.stop_reason.clone().unwrap_or(FinishReason::Stop);
+                        yield LoopItem::Event(StreamEvent::TurnComplete { reason, usage: total_usage });
+                        yield LoopItem::Done(Box::new(response));
+                        return;
+                    }
+                };
+                if response.stop_reason == Some(FinishReason::Length) {
+                    // The arguments may be cut mid-JSON: report, never execute.
+                    yield LoopItem::Failed(LlmError::TruncatedToolCalls);
+                    return;
+                }
+
+                // Decide which calls run; the repeated-call guard may stop the loop or answer for a call.
+                let mut blocked: Vec<Option<String>> = Vec::with_capacity(calls.len());
+                for call in &calls {
+                    let streak = repeats.observe(call);
+                    match config.repeated_call_guard.limit {
+                        Some(limit) if streak >= limit => match config.repeated_call_guard.action {
+                            RepeatedCallAction::Abort => {
+                                yield LoopItem::Failed(LlmError::RepeatedToolCall {
+                                    tool: call.function.name.clone(),
+                                    times: streak,
+                                });
+                                return;
+                            }
+                            RepeatedCallAction::TellModel => blocked.push(Some(format!(
+                                "Error: you have called '{}' with these same arguments {streak} times in a row; \
+                                 the result will not change. Use the earlier result or try something different.",
+                                call.function.name
+                            ))),
+                        },
+                        _ => blocked.push(None),
+                    }
+                }
+
+                for call in &calls {
+                    yield LoopItem::Event(StreamEvent::ToolExecutionStarted {
+                        id: call.id.clone(),
+                        tool_name: call.function.name.clone(),
+                        input: parse_input(&call.function.arguments),
+                    });
+                }
+                yield LoopItem::Event(StreamEvent::TurnComplete {
+                    reason: FinishReason::ToolCalls,
+                    usage: response.usage,
+                });
+
+                // Run the calls concurrently; report each as it finishes, answer in call order.
+                let mut answers: Vec<Option<String>> = vec![None; calls.len()];
+                let mut runnable = Vec::new();
+                let mut positions = Vec::new();
+                for (position, call) in calls.iter().enumerate() {
+                    match &blocked[position] {
+                        Some(message) => {
+                            answers[position] = Some(message.clone());
+                            yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
+                                id: call.id.clone(),
+                                tool_name: call.function.name.clone(),
+                                output: Value::String(message.clone()),
+                                is_error: true,
+                                duration_ms: 0,
+                            });
+                        }
+                        None => {
+                            runnable.push(ToolCallRequest::from(call));
+                            positions.push(position);
+                        }
+                    }
+                }
+                {
+                    let mut completed = registry.invoke_stream(runnable);
+                    while let Some((index, invocation)) = completed.next().await {
+                        let content = registry.model_content(&invocation);
+                        yield LoopItem::Event(completed_event(&invocation, &content));
+                        answers[positions[index]] = Some(truncate_for_model(content, config.tool_output_limit));
+                    }
+                }
+
+                history.push(response.message);
+                for (call, answer) in calls.iter().zip(answers) {
+                    let answer = answer.unwrap_or_else(|| "Error: the tool produced no result".to_owned());
+                    history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
+                }
+                history.commit();
+            }
+
+            let snapshot = history.messages.clone();
+            yield LoopItem::Failed(LlmError::MaxTurnsExceeded { turns: max_turns, history: snapshot });
+        }
+    }
+}
+
+/// A non-streaming request with retries and the request deadline.
+async fn blocking_request(
+    model: &dyn ChatModel,
+    config: &CycleConfig,
+    request: ChatRequest<'_>,
+) -> Result<ChatResponse, LlmError> {
+    let deadline = config
+        .request_timeout
+        .map(|limit| (tokio::time::Instant::now() + limit, limit));
+    config
+        .retry
+        .run(|| async move {
+            let deadline = deadline.map(|(_, limit)| (tokio::time::Instant::now() + limit, limit));
+            with_deadline(deadline, model.chat(request)).await
+        })
+        .await
+}
+
+async fn with_deadline<T>(
+    deadline: Option<(tokio::time::Instant, Duration)>,
+    future: impl Future<Output = Result<T, LlmError>>,
+) -> Result<T, LlmError> {
+    match deadline {
+        Some((at, limit)) => tokio::time::timeout_at(at, future)
+            .await
+            .unwrap_or_else(|_| Err(request_timeout(limit))),
+        None => future.await,
+    }
+}
+
+fn request_timeout(limit: Duration) -> LlmError {
+    LlmError::Timeout {
+        what: "request".to_owned(),
+        limit,
+    }
+}
+
+/// Every call gets a unique, non-empty id and arguments that are JSON text (`""` → `{}`).
+fn normalise_tool_calls(message: &mut OpenaiChatMessage) {
+    if let OpenaiChatMessage::Assistant { tool_calls, .. } = message {
+        let mut seen = HashSet::new();
+        for call in tool_calls.iter_mut() {
+            if call.id.is_empty() || !seen.insert(call.id.clone()) {
+                call.id = generate_call_id();
+                seen.insert(call.id.clone());
+            }
+            if call.function.arguments.trim().is_empty() {
+                call.function.arguments = "{}".to_owned();
+            }
+        }
+    }
+}
+
+/// The arguments as JSON, or the raw text as a JSON string when it is not valid JSON.
+fn parse_input(arguments: &str) -> Value {
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+fn completed_event(invocation: &ToolInvocation, content: &str) -> StreamEvent {
+    StreamEvent::ToolExecutionCompleted {
+        id: invocation.id.clone(),
+        tool_name: invocation.tool_name.clone(),
+        output: match &invocation.output {
+            Ok(value) => value.clone(),
+            Err(_) => Value::String(content.to_owned()),
+        },
+        is_error: invocation.is_error(),
+        duration_ms: u64::try_from(invocation.duration.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// Cut `content` to about `limit` bytes for the model: head and tail kept, with a marker in
+/// between saying how much was cut.
+pub(crate) fn truncate_for_model(content: String, limit: usize) -> String {
+    if content.len() <= limit {
+        return content;
+    }
+    let keep_head = floor_char_boundary(&content, limit / 2);
+    let tail_start = ceil_char_boundary(&content, content.len() - limit / 4);
+    let cut = tail_start - keep_head;
+    format!(
+        "{}\n[... {cut} of {} bytes cut here; the output was too long ...]\n{}",
+        &content[..keep_head],
+        content.len(),
+        &content[tail_start..]
+    )
+}
+
+fn floor_char_boundary(text: &str, mut index: usize) -> usize {
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+fn ceil_char_boundary(text: &str, mut index: usize) -> usize {
+    while !text.is_char_boundary(index) {
+        index += 1;
+    }
+    index
+}
+
+/// Counts identical consecutive calls (same tool, same arguments) across the turns of one call.
+#[derive(Default)]
+struct RepeatTracker {
+    last: Option<(String, String)>,
+    streak: u32,
+}
+
+impl RepeatTracker {
+    fn observe(&mut self, call: &ToolCall) -> u32 {
+        // Canonical arguments: parsed and re-serialised, so whitespace and key order do not matter.
+        let arguments = serde_json::from_str::<Value>(&call.function.arguments)
+            .map(|value| value.to_string())
+            .unwrap_or_else(|_| call.function.arguments.clone());
+        let signature = (call.function.name.clone(), arguments);
+        if self.last.as_ref() == Some(&signature) {
+            self.streak += 1;
+        } else {
+            self.last = Some(signature);
+            self.streak = 1;
+        }
+        self.streak
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_output_is_cut_with_a_marker_and_keeps_head_and_tail() {
+        let content = format!("HEAD{}TAIL", "é".repeat(10_000));
+        let cut = truncate_for_model(content.clone(), 1_000);
+        assert!(cut.starts_with("HEAD") && cut.ends_with("TAIL"));
+        assert!(cut.contains("bytes cut here"));
+        assert!(cut.len() < 1_200);
+        assert_eq!(truncate_for_model("short".into(), 1_000), "short");
+    }
+
+    #[test]
+    fn repeats_are_counted_on_canonical_arguments() {
+        let mut tracker = RepeatTracker::default();
+        assert_eq!(
+            tracker.observe(&ToolCall::new("a", "f", r#"{"x":1,"y":2}"#)),
+            1
+        );
+        assert_eq!(
+            tracker.observe(&ToolCall::new("b", "f", r#"{ "x": 1, "y": 2 }"#)),
+            2
+        );
+        assert_eq!(
+            tracker.observe(&ToolCall::new("c", "g", r#"{"x":1,"y":2}"#)),
+            1
+        );
+    }
+
+    #[test]
+    fn duplicate_and_empty_ids_are_replaced() {
+        let mut message = OpenaiChatMessage::assistant_tool_calls(
+            None,
+            vec![
+                ToolCall::new("", "f", ""),
+                ToolCall::new("x", "f", "{}"),
+                ToolCall::new("x", "g", "{}"),
+            ],
+        );
+        normalise_tool_calls(&mut message);
+        let ids: HashSet<&str> = message.tool_calls().iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), 3);
+        assert!(!ids.contains(""));
+        assert_eq!(message.tool_calls()[0].function.arguments, "{}");
+    }
+}

@@ -195,10 +195,10 @@ impl PermissionChecker {
         }
         let mut refused: Vec<(Permission, DenialReason)> = Vec::new();
         for permission in permissions {
-            if let Some(reason) = self.decide(permission) {
-                if !refused.iter().any(|(seen, _)| seen == permission) {
-                    refused.push((permission.clone(), reason));
-                }
+            if let Some(reason) = self.decide(permission)
+                && !refused.iter().any(|(seen, _)| seen == permission)
+            {
+                refused.push((permission.clone(), reason));
             }
         }
         refused

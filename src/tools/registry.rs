@@ -446,3 +446,43 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
+
+// --- Used by the tool loop (src/llm/tool_loop.rs). ---
+impl ToolRegistry {
+    /// Run `calls` concurrently (bounded by the concurrency limit) and yield each result as it
+    /// finishes, with its position in `calls`.
+    pub fn invoke_stream(
+        &self,
+        calls: Vec<ToolCallRequest>,
+    ) -> impl futures::Stream<Item = (usize, ToolInvocation)> + Send + '_ {
+        let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
+        stream::iter(
+            calls
+                .into_iter()
+                .enumerate()
+                .map(|(position, call)| self.invoke_call(call).map(move |done| (position, done))),
+        )
+        .buffer_unordered(limit)
+    }
+
+    /// What the model reads for an invocation: the tool's view of its output, or an error
+    /// text starting with `Error: `.
+    pub fn model_content(&self, invocation: &ToolInvocation) -> String {
+        match &invocation.output {
+            Ok(output) => match self.tools.get(&invocation.tool_name) {
+                Some(entry) => entry.tool.model_content(output),
+                None => crate::tools::base::default_model_content(output),
+            },
+            Err(error) => format!("Error: {error}"),
+        }
+    }
+
+    /// The definitions the loop sends: tools that pass every exposure gate.
+    pub fn exposed_definitions(&self, provider: &str, model: &str) -> Vec<ToolDefinition> {
+        self.tools
+            .values()
+            .filter(|entry| entry.tool.supports_provider(provider, model))
+            .map(|entry| definition_of(entry.tool.as_ref()))
+            .collect()
+    }
+}

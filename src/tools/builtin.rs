@@ -1,0 +1,133 @@
+//! Built-in tools: read, list, search, write and edit files, run commands, fetch URLs — all
+//! confined to a [`Workspace`] root. Opt-in: nothing is registered unless you ask for it.
+//!
+//! | tool | kind | permission | restricted mode |
+//! |---|---|---|---|
+//! | [`ReadFile`] `read_file` | Read | Read | offered |
+//! | [`ListDirectory`] `list_directory` | Read | Read | offered |
+//! | [`SearchFiles`] `search_files` | Search | Read | offered |
+//! | [`WriteFile`] `write_file` | Edit | Write | offered |
+//! | [`EditFile`] `edit_file` | Edit | Write | offered |
+//! | [`RunCommand`] `run_command` | Execute | Shell | hidden |
+//! | [`FetchUrl`] `fetch_url` | Fetch | Network | hidden |
+//!
+//! Under the default [`crate::tools::PermissionConfig`] (allow Read and Network, deny Delete and
+//! Shell) the read tools and `fetch_url` run, `run_command` is denied, and `write_file` and
+//! `edit_file` are refused because Write is not in the allowed list — add it to allow editing.
+//!
+//! **Confinement.** Every path argument goes through [`Workspace::resolve`]: `..`, absolute
+//! paths elsewhere and symlinks pointing out (at any component) are refused with
+//! [`crate::tools::ToolError::PermissionDenied`] ("requires a path inside the workspace, but
+//! ..."). `run_command` runs in the root but is a shell: it is not confined, which is why Shell
+//! is denied by default.
+//!
+//! **Bounded output.** Every output is capped in lines and bytes; what is cut is replaced by a
+//! marker such as `[... 1234 more lines (56789 bytes) cut ...]` (see [`OutputLimits`]).
+//!
+//! ```
+//! use agcore::tools::builtin::{Workspace, builtin_tools};
+//! use agcore::tools::{PermissionChecker, PermissionConfig, ToolRegistry};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let workspace = Workspace::new(std::env::current_dir()?)?;
+//! let mut registry = ToolRegistry::new()
+//!     .with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
+//! registry.register_all(builtin_tools(&workspace))?;
+//! assert!(registry.list_tools().contains(&"read_file".to_owned()));
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::tools::base::BaseTool;
+use crate::tools::error::ToolError;
+use crate::tools::typed::Tool;
+
+mod edit_file;
+mod fetch_url;
+pub mod limits;
+mod list_directory;
+mod read_file;
+mod run_command;
+mod search_files;
+mod workspace;
+mod write_file;
+
+pub use edit_file::{EditError, EditFile, EditFileInput, EditFileOutput, replace_exact};
+pub use fetch_url::{FetchUrl, FetchUrlInput, FetchUrlOutput};
+pub use limits::OutputLimits;
+pub use list_directory::{
+    DirectoryEntry, EntryKind, ListDirectory, ListDirectoryInput, ListDirectoryOutput,
+};
+pub use read_file::{ReadFile, ReadFileInput, ReadFileOutput};
+pub use run_command::{RunCommand, RunCommandInput, RunCommandOutput};
+pub use search_files::{SearchFiles, SearchFilesInput, SearchFilesOutput, SearchMatch};
+pub use workspace::{PathError, Workspace};
+pub use write_file::{WriteFile, WriteFileInput, WriteFileOutput};
+
+/// The names of all built-in tools, in the order [`builtin_tools`] returns them.
+pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
+    ReadFile::NAME,
+    ListDirectory::NAME,
+    SearchFiles::NAME,
+    WriteFile::NAME,
+    EditFile::NAME,
+    RunCommand::NAME,
+    FetchUrl::NAME,
+];
+
+/// Every built-in tool, confined to `workspace`, with default limits — ready for
+/// [`crate::tools::ToolRegistry::register_all`]. The permission checker and restricted mode
+/// decide which of them may run.
+pub fn builtin_tools(workspace: &Workspace) -> Vec<Arc<dyn BaseTool>> {
+    let mut tools = read_only_tools(workspace);
+    tools.extend([
+        WriteFile::new(workspace.clone()).erase(),
+        EditFile::new(workspace.clone()).erase(),
+        RunCommand::new(workspace.clone()).erase(),
+        FetchUrl::new().erase(),
+    ]);
+    tools
+}
+
+/// The tools that only read the workspace: `read_file`, `list_directory`, `search_files`.
+pub fn read_only_tools(workspace: &Workspace) -> Vec<Arc<dyn BaseTool>> {
+    vec![
+        ReadFile::new(workspace.clone()).erase(),
+        ListDirectory::new(workspace.clone()).erase(),
+        SearchFiles::new(workspace.clone()).erase(),
+    ]
+}
+
+/// Run blocking file-system work off the async threads.
+async fn blocking<T, F>(tool: &str, work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    tokio::task::spawn_blocking(work).await.map_err(|error| {
+        ToolError::ExecutionFailed(
+            tool.to_owned(),
+            format!("the worker thread failed: {error}"),
+        )
+    })
+}
+
+/// An I/O failure on `path` (workspace-relative), phrased for the model.
+fn io_failure(tool: &str, action: &str, path: &str, error: std::io::Error) -> ToolError {
+    let hint = match error.kind() {
+        std::io::ErrorKind::NotFound => "; check the path with list_directory or search_files",
+        _ => "",
+    };
+    ToolError::ExecutionFailed(
+        tool.to_owned(),
+        format!("could not {action} '{path}': {error}{hint}"),
+    )
+}
+
+/// The `path` field of raw (possibly invalid) input, for titles.
+fn path_of(raw: &Value) -> Option<&str> {
+    raw.get("path").and_then(Value::as_str)
+}

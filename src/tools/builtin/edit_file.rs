@@ -1,0 +1,242 @@
+//! `edit_file`: exact string replacement in one file.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tools::base::ToolSource;
+use crate::tools::builtin::workspace::Workspace;
+use crate::tools::builtin::{io_failure, path_of};
+use crate::tools::error::ToolError;
+use crate::tools::kind::ToolKind;
+use crate::tools::typed::Tool;
+
+/// Edit a file in the workspace by exact string replacement. `old_string` must occur exactly
+/// once in the file (copy it from read_file output without the line-number prefix, with its
+/// whitespace and indentation) unless `replace_all` is true.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct EditFileInput {
+    /// The file, relative to the workspace root (an absolute path must lie inside it).
+    pub path: String,
+    /// The exact text to replace. Include enough surrounding lines to make it unique.
+    pub old_string: String,
+    /// The text to put in its place (may be empty, to delete).
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring exactly one (default: false).
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// What `edit_file` returns to the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditFileOutput {
+    /// The file, relative to the workspace root.
+    pub path: String,
+    /// How many occurrences were replaced.
+    pub replacements: usize,
+}
+
+/// Why an edit was not applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EditError {
+    /// `old_string` does not occur in the file.
+    #[error(
+        "old_string was not found in '{path}' (0 matches); read the file and copy the text exactly, including whitespace and indentation"
+    )]
+    NotFound {
+        /// The file.
+        path: String,
+    },
+    /// `old_string` occurs more than once and `replace_all` is false.
+    #[error(
+        "old_string occurs {count} times in '{path}'; include more surrounding text to make it unique, or set replace_all to replace all {count}"
+    )]
+    Ambiguous {
+        /// The file.
+        path: String,
+        /// How many times it occurs.
+        count: usize,
+    },
+    /// `old_string` is empty.
+    #[error("old_string is empty; to create or overwrite a file use write_file")]
+    EmptyOldString,
+    /// `old_string` and `new_string` are the same.
+    #[error("old_string and new_string are identical; the edit would change nothing")]
+    NoChange,
+    /// The file is not UTF-8 text.
+    #[error("'{path}' is not UTF-8 text; edit_file only edits text files")]
+    NotText {
+        /// The file.
+        path: String,
+    },
+}
+
+impl EditError {
+    /// The tool error: [`ToolError::InvalidArguments`] for arguments that can never work
+    /// (empty or unchanged), [`ToolError::ExecutionFailed`] for a mismatch with the file.
+    pub fn into_tool_error(self) -> ToolError {
+        match self {
+            EditError::EmptyOldString | EditError::NoChange => {
+                ToolError::InvalidArguments(EditFile::NAME.to_owned(), self.to_string())
+            }
+            _ => ToolError::ExecutionFailed(EditFile::NAME.to_owned(), self.to_string()),
+        }
+    }
+}
+
+/// Replace `old` in `text`: exactly once, or everywhere with `replace_all`. Returns the new text
+/// and the number of replacements.
+pub fn replace_exact(
+    path: &str,
+    text: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<(String, usize), EditError> {
+    if old.is_empty() {
+        return Err(EditError::EmptyOldString);
+    }
+    if old == new {
+        return Err(EditError::NoChange);
+    }
+    let count = text.matches(old).count();
+    match count {
+        0 => Err(EditError::NotFound {
+            path: path.to_owned(),
+        }),
+        1 => Ok((text.replacen(old, new, 1), 1)),
+        _ if replace_all => Ok((text.replace(old, new), count)),
+        _ => Err(EditError::Ambiguous {
+            path: path.to_owned(),
+            count,
+        }),
+    }
+}
+
+/// The `edit_file` tool.
+#[derive(Debug, Clone)]
+pub struct EditFile {
+    workspace: Workspace,
+}
+
+impl EditFile {
+    /// Edit files in `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        EditFile { workspace }
+    }
+}
+
+impl Tool for EditFile {
+    type Input = EditFileInput;
+    type Output = EditFileOutput;
+    const NAME: &'static str = "edit_file";
+
+    fn kind() -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn source() -> ToolSource {
+        ToolSource::Builtin
+    }
+
+    fn title(&self, input: Result<&EditFileInput, &Value>) -> String {
+        match input {
+            Ok(input) => format!("Edit {}", input.path),
+            Err(raw) => format!("Edit {}", path_of(raw).unwrap_or("file")),
+        }
+    }
+
+    fn model_content(output: &EditFileOutput) -> String {
+        let times = if output.replacements == 1 {
+            "occurrence"
+        } else {
+            "occurrences"
+        };
+        format!(
+            "Edited {}: replaced {} {times}.",
+            output.path, output.replacements
+        )
+    }
+
+    async fn run(&self, input: EditFileInput) -> Result<EditFileOutput, ToolError> {
+        let path = self.workspace.resolve_for(Self::NAME, &input.path)?;
+        let display = self.workspace.relative(&path);
+        // Only regular files: reading a FIFO would block.
+        let meta = tokio::fs::metadata(&path)
+            .await
+            .map_err(|error| io_failure(Self::NAME, "read", &display, error))?;
+        if !meta.is_file() {
+            return Err(ToolError::ExecutionFailed(
+                Self::NAME.to_owned(),
+                format!("'{display}' is not a regular file"),
+            ));
+        }
+        let bytes = tokio::fs::read(&path)
+            .await
+            .map_err(|error| io_failure(Self::NAME, "read", &display, error))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            EditError::NotText {
+                path: display.clone(),
+            }
+            .into_tool_error()
+        })?;
+        let (edited, replacements) = replace_exact(
+            &display,
+            &text,
+            &input.old_string,
+            &input.new_string,
+            input.replace_all,
+        )
+        .map_err(EditError::into_tool_error)?;
+        tokio::fs::write(&path, edited)
+            .await
+            .map_err(|error| io_failure(Self::NAME, "write", &display, error))?;
+        Ok(EditFileOutput {
+            path: display,
+            replacements,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_match_is_replaced() {
+        let (text, n) = replace_exact("f", "a b c", "b", "B", false).unwrap();
+        assert_eq!((text.as_str(), n), ("a B c", 1));
+    }
+
+    #[test]
+    fn zero_and_many_matches_are_refused_with_counts() {
+        assert_eq!(
+            replace_exact("f", "a b c", "x", "y", false).unwrap_err(),
+            EditError::NotFound { path: "f".into() }
+        );
+        assert_eq!(
+            replace_exact("f", "b b b", "b", "y", false).unwrap_err(),
+            EditError::Ambiguous {
+                path: "f".into(),
+                count: 3
+            }
+        );
+        assert_eq!(
+            replace_exact("f", "b b b", "b", "y", true).unwrap(),
+            ("y y y".to_owned(), 3)
+        );
+    }
+
+    #[test]
+    fn empty_or_unchanged_old_string_is_invalid() {
+        assert_eq!(
+            replace_exact("f", "a", "", "y", false).unwrap_err(),
+            EditError::EmptyOldString
+        );
+        assert_eq!(
+            replace_exact("f", "a", "a", "a", false).unwrap_err(),
+            EditError::NoChange
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! `fetch_url`: an HTTP(S) GET, returned as text — HTML converted with `html2text`, text and
+//! JSON as they are, binary refused.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tools::base::ToolSource;
+use crate::tools::builtin::limits::{OutputLimits, truncate_head};
+use crate::tools::error::ToolError;
+use crate::tools::kind::ToolKind;
+use crate::tools::typed::Tool;
+
+/// The width HTML is wrapped to when converted to text.
+const HTML_WIDTH: usize = 100;
+/// How many bytes at the start of an untyped body are checked for binary content.
+const SNIFF_BYTES: usize = 8 * 1024;
+
+/// Fetch a web page or other text resource over HTTP(S) with GET. HTML is converted to plain
+/// text; text and JSON are returned as they are; binary content is refused. Long content is cut
+/// with a marker.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct FetchUrlInput {
+    /// The `http://` or `https://` URL.
+    pub url: String,
+}
+
+/// What `fetch_url` returns to the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchUrlOutput {
+    /// The URL after redirects.
+    pub url: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// The `Content-Type` header, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// The content as text (HTML converted), cut with a marker when long.
+    pub content: String,
+    /// Whether the download or the text was cut.
+    pub truncated: bool,
+}
+
+/// The `fetch_url` tool. Defaults: 30 s timeout, 2 MiB download, 2,000 lines and 100 KiB of
+/// text, at most 5 redirects. Not confined to any host: it runs under the Network permission
+/// and is hidden in restricted mode.
+#[derive(Debug)]
+pub struct FetchUrl {
+    timeout: Duration,
+    max_download: usize,
+    limits: OutputLimits,
+    client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl Default for FetchUrl {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FetchUrl {
+    /// A fetcher with the default limits.
+    pub fn new() -> Self {
+        FetchUrl {
+            timeout: Duration::from_secs(30),
+            max_download: 2 * 1024 * 1024,
+            limits: OutputLimits::new(2000, 100 * 1024),
+            client: OnceLock::new(),
+        }
+    }
+
+    /// Give up on a request after `timeout` (connect, headers and body together).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self.client = OnceLock::new();
+        self
+    }
+
+    /// Stop downloading after `bytes` bytes.
+    pub fn with_max_download(mut self, bytes: usize) -> Self {
+        self.max_download = bytes.max(1);
+        self
+    }
+
+    /// Cap the returned text at these limits.
+    pub fn with_limits(mut self, limits: OutputLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, ToolError> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .timeout(self.timeout)
+                    .connect_timeout(self.timeout.min(Duration::from_secs(10)))
+                    .redirect(reqwest::redirect::Policy::limited(5))
+                    .user_agent(concat!(
+                        "agcore/",
+                        env!("CARGO_PKG_VERSION"),
+                        " (fetch_url)"
+                    ))
+                    .build()
+                    .map_err(|error| error.to_string())
+            })
+            .as_ref()
+            .map_err(|error| failed(format!("could not build the HTTP client: {error}")))
+    }
+}
+
+fn failed(reason: String) -> ToolError {
+    ToolError::ExecutionFailed(FetchUrl::NAME.to_owned(), reason)
+}
+
+/// How a body is turned into text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Html,
+    Text,
+    Unknown,
+    Binary,
+}
+
+fn classify(content_type: Option<&str>) -> Body {
+    let Some(content_type) = content_type else {
+        return Body::Unknown;
+    };
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match mime.as_str() {
+        "text/html" | "application/xhtml+xml" => Body::Html,
+        "" => Body::Unknown,
+        "application/json"
+        | "application/xml"
+        | "application/javascript"
+        | "application/x-javascript"
+        | "application/ecmascript"
+        | "application/yaml"
+        | "application/x-yaml"
+        | "application/toml"
+        | "application/x-ndjson"
+        | "application/sql"
+        | "application/graphql" => Body::Text,
+        _ if mime.starts_with("text/") || mime.ends_with("+json") || mime.ends_with("+xml") => {
+            Body::Text
+        }
+        _ => Body::Binary,
+    }
+}
+
+/// Whether an untyped body looks like text: no NUL byte and valid UTF-8 (a character cut at
+/// the end of the sample is fine).
+fn looks_like_text(bytes: &[u8]) -> bool {
+    let sample = &bytes[..bytes.len().min(SNIFF_BYTES)];
+    !sample.contains(&0)
+        && match std::str::from_utf8(sample) {
+            Ok(_) => true,
+            Err(error) => error.error_len().is_none(),
+        }
+}
+
+impl Tool for FetchUrl {
+    type Input = FetchUrlInput;
+    type Output = FetchUrlOutput;
+    const NAME: &'static str = "fetch_url";
+
+    fn kind() -> ToolKind {
+        ToolKind::Fetch
+    }
+
+    fn source() -> ToolSource {
+        ToolSource::Builtin
+    }
+
+    fn title(&self, input: Result<&FetchUrlInput, &Value>) -> String {
+        let url = match input {
+            Ok(input) => Some(input.url.as_str()),
+            Err(raw) => raw.get("url").and_then(Value::as_str),
+        };
+        format!("Fetch {}", url.unwrap_or("URL"))
+    }
+
+    fn model_content(output: &FetchUrlOutput) -> String {
+        output.content.clone()
+    }
+
+    async fn run(&self, input: FetchUrlInput) -> Result<FetchUrlOutput, ToolError> {
+        let url = reqwest::Url::parse(&input.url).map_err(|error| {
+            ToolError::InvalidArguments(
+                Self::NAME.to_owned(),
+                format!("'{}' is not a valid URL: {error}", input.url),
+            )
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ToolError::InvalidArguments(
+                Self::NAME.to_owned(),
+                format!(
+                    "only http and https URLs can be fetched, not '{}'",
+                    url.scheme()
+                ),
+            ));
+        }
+        let mut response = self
+            .client()?
+            .get(url.clone())
+            .header(
+                reqwest::header::ACCEPT,
+                "text/html, text/plain, application/json;q=0.9, */*;q=0.5",
+            )
+            .send()
+            .await
+            .map_err(|error| failed(format!("GET {url} failed: {error}")))?;
+        let status = response.status();
+        let final_url = response.url().to_string();
+        if !status.is_success() {
+            return Err(failed(format!("GET {final_url} returned HTTP {status}")));
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let mut body = classify(content_type.as_deref());
+        if body == Body::Binary {
+            return Err(failed(format!(
+                "{final_url} is binary ({}); fetch_url only returns text",
+                content_type.as_deref().unwrap_or_default()
+            )));
+        }
+        let announced = response.content_length();
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut download_cut = false;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| failed(format!("reading {final_url} failed: {error}")))?
+        {
+            let room = self.max_download - bytes.len();
+            if chunk.len() > room {
+                bytes.extend_from_slice(&chunk[..room]);
+                download_cut = true;
+                break;
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if body == Body::Unknown {
+            body = if !looks_like_text(&bytes) {
+                return Err(failed(format!(
+                    "{final_url} looks binary (no Content-Type, not UTF-8 text); fetch_url only returns text"
+                )));
+            } else if bytes.trim_ascii_start().starts_with(b"<") {
+                Body::Html
+            } else {
+                Body::Text
+            };
+        }
+        let text = match body {
+            Body::Html => html2text::from_read(bytes.as_slice(), HTML_WIDTH).map_err(|error| {
+                failed(format!("converting {final_url} to text failed: {error}"))
+            })?,
+            _ => String::from_utf8_lossy(&bytes).into_owned(),
+        };
+        let cut = truncate_head(&text, self.limits);
+        let mut content = cut.render();
+        if download_cut {
+            let of = announced
+                .map(|total| format!(" of {total}"))
+                .unwrap_or_default();
+            content.push_str(&format!(
+                "\n[... download stopped after {} bytes{of}; the rest was cut ...]",
+                self.max_download
+            ));
+        }
+        Ok(FetchUrlOutput {
+            url: final_url,
+            status: status.as_u16(),
+            content_type,
+            content,
+            truncated: download_cut || cut.is_cut(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types_are_classified() {
+        assert_eq!(classify(Some("text/html; charset=utf-8")), Body::Html);
+        assert_eq!(classify(Some("application/json")), Body::Text);
+        assert_eq!(classify(Some("application/vnd.api+json")), Body::Text);
+        assert_eq!(classify(Some("text/plain")), Body::Text);
+        assert_eq!(classify(Some("image/png")), Body::Binary);
+        assert_eq!(classify(Some("application/octet-stream")), Body::Binary);
+        assert_eq!(classify(None), Body::Unknown);
+    }
+
+    #[test]
+    fn binary_sniffing_refuses_nul_and_invalid_utf8() {
+        assert!(looks_like_text(b"hello"));
+        assert!(!looks_like_text(b"he\0llo"));
+        assert!(!looks_like_text(&[0xff, 0xfe, 0x41]));
+    }
+}

@@ -1,0 +1,384 @@
+//! `run_command`: `sh -c COMMAND` in the workspace root, with a timeout that kills the whole
+//! process group, and bounded stdout/stderr capture.
+
+use std::collections::VecDeque;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use crate::tools::base::ToolSource;
+use crate::tools::builtin::limits::{OutputLimits, truncate_parts};
+use crate::tools::builtin::workspace::Workspace;
+use crate::tools::error::ToolError;
+use crate::tools::kind::ToolKind;
+use crate::tools::typed::Tool;
+
+/// How long to keep draining the pipes after the shell exited and its group was killed (a
+/// process that left the group may still hold them open).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Run a shell command (`sh -c`) in the workspace root and return its exit code, stdout and
+/// stderr. Long output keeps its beginning and end. The command is killed (with every process
+/// it started) when it exceeds the timeout; background processes do not outlive it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct RunCommandInput {
+    /// The command line, run with `sh -c` in the workspace root, e.g. `cargo test 2>&1`.
+    pub command: String,
+    /// Seconds before the command is killed (default: 60, maximum: 600).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+/// What `run_command` returns to the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCommandOutput {
+    /// The command line.
+    pub command: String,
+    /// The exit code (`None` when killed by a signal).
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if any (9 after a timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Whether it ran past its timeout and was killed.
+    pub timed_out: bool,
+    /// Standard output (cut in the middle with a marker when long).
+    pub stdout: String,
+    /// Standard error (cut in the middle with a marker when long).
+    pub stderr: String,
+    /// Whether stdout or stderr was cut.
+    pub truncated: bool,
+}
+
+/// The `run_command` tool. Defaults: 60 s timeout (at most 600 s), each stream capped at
+/// 400 lines and 32 KiB.
+#[derive(Debug, Clone)]
+pub struct RunCommand {
+    workspace: Workspace,
+    default_timeout: Duration,
+    max_timeout: Duration,
+    limits: OutputLimits,
+    removed_env: Vec<String>,
+}
+
+impl RunCommand {
+    /// Run commands in `workspace`'s root.
+    pub fn new(workspace: Workspace) -> Self {
+        RunCommand {
+            workspace,
+            default_timeout: Duration::from_secs(60),
+            max_timeout: Duration::from_secs(600),
+            limits: OutputLimits::new(400, 32 * 1024),
+            removed_env: Vec::new(),
+        }
+    }
+
+    /// Do not pass the environment variable `name` to commands (e.g. an API key the agent's
+    /// process holds). Commands otherwise inherit the whole environment.
+    pub fn without_env(mut self, name: impl Into<String>) -> Self {
+        self.removed_env.push(name.into());
+        self
+    }
+
+    /// The timeout when the input gives none (also raises the maximum to at least this).
+    pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout;
+        self.max_timeout = self.max_timeout.max(timeout);
+        self
+    }
+
+    /// Cap stdout and stderr each at these limits.
+    pub fn with_limits(mut self, limits: OutputLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+impl Tool for RunCommand {
+    type Input = RunCommandInput;
+    type Output = RunCommandOutput;
+    const NAME: &'static str = "run_command";
+
+    fn kind() -> ToolKind {
+        ToolKind::Execute
+    }
+
+    fn source() -> ToolSource {
+        ToolSource::Builtin
+    }
+
+    fn title(&self, input: Result<&RunCommandInput, &Value>) -> String {
+        let command = match input {
+            Ok(input) => Some(input.command.as_str()),
+            Err(raw) => raw.get("command").and_then(Value::as_str),
+        };
+        match command {
+            Some(command) => {
+                let line = command.lines().next().unwrap_or_default();
+                let short: String = line.chars().take(80).collect();
+                let more = short.len() < command.len();
+                format!("Run: {short}{}", if more { " …" } else { "" })
+            }
+            None => "Run command".to_owned(),
+        }
+    }
+
+    fn model_content(output: &RunCommandOutput) -> String {
+        let mut text = match (output.timed_out, output.exit_code, output.signal) {
+            (true, _, _) => "Timed out; the command and its processes were killed.\n".to_owned(),
+            (false, Some(code), _) => format!("Exit code: {code}\n"),
+            (false, None, Some(signal)) => format!("Killed by signal {signal}\n"),
+            (false, None, None) => "Exit status unknown\n".to_owned(),
+        };
+        for (name, stream) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+            if !stream.is_empty() {
+                text.push_str(&format!("--- {name} ---\n{stream}"));
+                if !stream.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        if output.stdout.is_empty() && output.stderr.is_empty() {
+            text.push_str("(no output)\n");
+        }
+        text
+    }
+
+    async fn run(&self, input: RunCommandInput) -> Result<RunCommandOutput, ToolError> {
+        let timeout = input
+            .timeout_secs
+            .map(Duration::from_secs)
+            .unwrap_or(self.default_timeout)
+            .min(self.max_timeout);
+        let mut command = tokio::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&input.command)
+            .current_dir(self.workspace.root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for name in &self.removed_env {
+            command.env_remove(name);
+        }
+        // Its own process group, so a timeout kills everything the command started.
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = command.spawn().map_err(|error| {
+            ToolError::ExecutionFailed(
+                Self::NAME.to_owned(),
+                format!("could not start sh: {error}"),
+            )
+        })?;
+        let mut group = ProcessGroup::of(&child);
+        let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take())
+        else {
+            return Err(ToolError::ExecutionFailed(
+                Self::NAME.to_owned(),
+                "the command's output pipes are missing".to_owned(),
+            ));
+        };
+        let half = self.limits.max_bytes.div_ceil(2);
+        let mut out = Capture::new(half);
+        let mut err = Capture::new(half);
+        let (mut out_open, mut err_open) = (true, true);
+        let mut status: Option<std::io::Result<ExitStatus>> = None;
+        let mut timed_out = false;
+        let mut killed = false;
+        let deadline = Instant::now() + timeout;
+        let mut drain_until: Option<Instant> = None;
+        let mut out_buf = vec![0u8; 8192];
+        let mut err_buf = vec![0u8; 8192];
+        while out_open || err_open || status.is_none() {
+            tokio::select! {
+                read = stdout.read(&mut out_buf), if out_open => {
+                    out_open = out.absorb(read, &out_buf);
+                }
+                read = stderr.read(&mut err_buf), if err_open => {
+                    err_open = err.absorb(read, &err_buf);
+                }
+                exited = child.wait(), if status.is_none() => {
+                    status = Some(exited);
+                    // Background processes do not outlive the command (they would hold the
+                    // pipes open); then drain what is buffered.
+                    group.kill();
+                    drain_until = Some(Instant::now() + DRAIN_GRACE);
+                }
+                () = tokio::time::sleep_until(deadline), if status.is_none() && !timed_out => {
+                    timed_out = true;
+                    group.kill();
+                }
+                () = tokio::time::sleep_until(drain_until.unwrap_or(deadline)), if drain_until.is_some() => {
+                    break;
+                }
+            }
+            if timed_out && !killed && status.is_none() {
+                // Also kill the shell itself, in case the group could not be signalled.
+                let _ = child.start_kill();
+                killed = true;
+            }
+        }
+        group.disarm();
+        let status = status
+            .unwrap_or_else(|| Err(std::io::Error::other("no exit status")))
+            .map_err(|error| {
+                ToolError::ExecutionFailed(
+                    Self::NAME.to_owned(),
+                    format!("waiting for the command failed: {error}"),
+                )
+            })?;
+        let (stdout, stdout_cut) = out.finish(self.limits);
+        let (stderr, stderr_cut) = err.finish(self.limits);
+        Ok(RunCommandOutput {
+            command: input.command,
+            exit_code: status.code(),
+            signal: exit_signal(&status),
+            timed_out,
+            stdout,
+            stderr,
+            truncated: stdout_cut || stderr_cut,
+        })
+    }
+}
+
+#[cfg(unix)]
+fn exit_signal(status: &ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+#[cfg(not(unix))]
+fn exit_signal(_status: &ExitStatus) -> Option<i32> {
+    None
+}
+
+/// The child's process group; killed on timeout, after the shell exits, and on drop (when the
+/// call is cancelled or the registry's own timeout fires).
+struct ProcessGroup {
+    #[cfg(unix)]
+    id: Option<nix::unistd::Pid>,
+}
+
+impl ProcessGroup {
+    fn of(child: &tokio::process::Child) -> Self {
+        #[cfg(unix)]
+        {
+            ProcessGroup {
+                id: child
+                    .id()
+                    .and_then(|id| i32::try_from(id).ok())
+                    .map(nix::unistd::Pid::from_raw),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = child;
+            ProcessGroup {}
+        }
+    }
+
+    /// Forget the group once the command is over and its group was killed: the id may be
+    /// reused by an unrelated process group later.
+    fn disarm(&mut self) {
+        #[cfg(unix)]
+        {
+            self.id = None;
+        }
+    }
+
+    fn kill(&self) {
+        #[cfg(unix)]
+        if let Some(id) = self.id {
+            // ESRCH (already gone) is the normal case after a clean exit.
+            let _ = nix::sys::signal::killpg(id, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One output stream, kept bounded while it is read: its first `half` bytes, its last `half`
+/// bytes, and a count of the bytes and lines in between.
+struct Capture {
+    half: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    gone_bytes: usize,
+    gone_lines: usize,
+}
+
+impl Capture {
+    fn new(half: usize) -> Self {
+        Capture {
+            half,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            gone_bytes: 0,
+            gone_lines: 0,
+        }
+    }
+
+    /// Take one read's result; returns whether the stream is still open.
+    fn absorb(&mut self, read: std::io::Result<usize>, buffer: &[u8]) -> bool {
+        match read {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.push(&buffer[..n]);
+                true
+            }
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        let room = self.half.saturating_sub(self.head.len());
+        let into_head = room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..into_head]);
+        bytes = &bytes[into_head..];
+        self.tail.extend(bytes);
+        let overflow = self.tail.len().saturating_sub(self.half);
+        for byte in self.tail.drain(..overflow) {
+            self.gone_lines += usize::from(byte == b'\n');
+        }
+        self.gone_bytes += overflow;
+    }
+
+    /// The text within `limits` (middle cut with a marker), and whether anything was cut.
+    fn finish(self, limits: OutputLimits) -> (String, bool) {
+        let head = String::from_utf8_lossy(&self.head);
+        let tail: Vec<u8> = self.tail.into();
+        let tail = String::from_utf8_lossy(&tail);
+        let cut = truncate_parts(&head, self.gone_bytes, self.gone_lines, &tail, limits);
+        (cut.render(), cut.is_cut())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_both_ends_and_counts_the_middle() {
+        let mut capture = Capture::new(10);
+        for i in 0..100 {
+            capture.push(format!("{i:03}\n").as_bytes());
+        }
+        assert_eq!(capture.gone_bytes, 400 - 20);
+        let (text, cut) = capture.finish(OutputLimits::new(1000, 20));
+        assert!(cut);
+        assert!(text.starts_with("000\n001\n"), "{text}");
+        assert!(text.ends_with("098\n099\n"), "{text}");
+        assert!(
+            text.contains("lines (") && text.contains("bytes) cut ...]"),
+            "{text}"
+        );
+    }
+}

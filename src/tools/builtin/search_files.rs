@@ -1,0 +1,250 @@
+//! `search_files`: a regex over the workspace tree, respecting `.gitignore`, with ripgrep's
+//! walker (`ignore`) and searcher (`grep-searcher`, `grep-regex`).
+
+use std::path::PathBuf;
+
+use globset::{GlobBuilder, GlobMatcher};
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+use ignore::WalkBuilder;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tools::base::ToolSource;
+use crate::tools::builtin::blocking;
+use crate::tools::builtin::limits::truncate_line;
+use crate::tools::builtin::workspace::Workspace;
+use crate::tools::error::ToolError;
+use crate::tools::kind::ToolKind;
+use crate::tools::typed::Tool;
+
+/// Files larger than this are not searched.
+const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+/// Matched lines longer than this are cut (minified files).
+const MAX_LINE_BYTES: usize = 300;
+
+/// Search file contents in the workspace with a regular expression (Rust regex syntax). Files
+/// ignored by `.gitignore`/`.ignore`, hidden files and binary files are skipped. Returns
+/// `path:line: text` for each matching line.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct SearchFilesInput {
+    /// The regular expression, e.g. `fn\s+main` or `TODO|FIXME`.
+    pub pattern: String,
+    /// The directory (or file) to search, relative to the workspace root (default: the root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only search files matching this glob: `*.rs` matches file names at any depth,
+    /// `src/**/*.rs` matches paths relative to `path`.
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Match case-insensitively (default: false).
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// Return at most this many matching lines (default: 100, maximum: 1000).
+    #[serde(default)]
+    pub max_results: Option<usize>,
+}
+
+/// One matching line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchMatch {
+    /// The file, relative to the workspace root.
+    pub path: String,
+    /// The line number (1-based).
+    pub line_number: u64,
+    /// The line, without its line ending (long lines cut with a marker).
+    pub line: String,
+}
+
+/// What `search_files` returns to the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchFilesOutput {
+    /// The matching lines, by file path, then line number.
+    pub matches: Vec<SearchMatch>,
+    /// How many matching lines exist in total (more than `matches.len()` when cut).
+    pub total_matches: usize,
+    /// How many files were searched.
+    pub files_searched: usize,
+}
+
+/// The `search_files` tool. Default: 100 results per call, at most 1,000.
+#[derive(Debug, Clone)]
+pub struct SearchFiles {
+    workspace: Workspace,
+    max_results: usize,
+}
+
+impl SearchFiles {
+    /// Search in `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        SearchFiles {
+            workspace,
+            max_results: 100,
+        }
+    }
+
+    /// Return `max_results` lines unless the input asks for fewer.
+    pub fn with_max_results(mut self, max_results: usize) -> Self {
+        self.max_results = max_results.max(1);
+        self
+    }
+}
+
+/// The most results one call may ask for.
+const RESULTS_CEILING: usize = 1000;
+
+impl Tool for SearchFiles {
+    type Input = SearchFilesInput;
+    type Output = SearchFilesOutput;
+    const NAME: &'static str = "search_files";
+
+    fn kind() -> ToolKind {
+        ToolKind::Search
+    }
+
+    fn source() -> ToolSource {
+        ToolSource::Builtin
+    }
+
+    fn title(&self, input: Result<&SearchFilesInput, &Value>) -> String {
+        match input {
+            Ok(input) => {
+                let mut title = format!("Search /{}/", input.pattern);
+                if let Some(path) = &input.path {
+                    title.push_str(&format!(" in {path}"));
+                }
+                if let Some(glob) = &input.glob {
+                    title.push_str(&format!(" ({glob})"));
+                }
+                title
+            }
+            Err(raw) => match raw.get("pattern").and_then(Value::as_str) {
+                Some(pattern) => format!("Search /{pattern}/"),
+                None => "Search files".to_owned(),
+            },
+        }
+    }
+
+    fn model_content(output: &SearchFilesOutput) -> String {
+        if output.matches.is_empty() {
+            return format!("No matches ({} files searched).", output.files_searched);
+        }
+        let mut text = String::new();
+        for found in &output.matches {
+            text.push_str(&format!(
+                "{}:{}: {}\n",
+                found.path, found.line_number, found.line
+            ));
+        }
+        let cut = output.total_matches - output.matches.len();
+        if cut > 0 {
+            text.push_str(&format!(
+                "[... {cut} more matches cut; narrow the pattern, path or glob ...]\n"
+            ));
+        }
+        text
+    }
+
+    async fn run(&self, input: SearchFilesInput) -> Result<SearchFilesOutput, ToolError> {
+        let invalid = |what: String| ToolError::InvalidArguments(Self::NAME.to_owned(), what);
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(input.case_insensitive)
+            .build(&input.pattern)
+            .map_err(|error| invalid(format!("'pattern' is not a valid regex: {error}")))?;
+        let glob = input
+            .glob
+            .as_deref()
+            .map(|glob| {
+                GlobBuilder::new(glob)
+                    .literal_separator(true)
+                    .build()
+                    .map(|compiled| GlobFilter {
+                        by_name: !glob.contains('/'),
+                        matcher: compiled.compile_matcher(),
+                    })
+                    .map_err(|error| invalid(format!("'glob' is not a valid glob: {error}")))
+            })
+            .transpose()?;
+        let root = self
+            .workspace
+            .resolve_for(Self::NAME, input.path.as_deref().unwrap_or("."))?;
+        let max_results = input
+            .max_results
+            .unwrap_or(self.max_results)
+            .clamp(1, RESULTS_CEILING);
+        let workspace = self.workspace.clone();
+        blocking(Self::NAME, move || {
+            search(&workspace, root, &matcher, glob.as_ref(), max_results)
+        })
+        .await
+    }
+}
+
+struct GlobFilter {
+    /// A glob without `/` matches file names; one with `/` matches paths below the search root.
+    by_name: bool,
+    matcher: GlobMatcher,
+}
+
+fn search(
+    workspace: &Workspace,
+    root: PathBuf,
+    matcher: &grep_regex::RegexMatcher,
+    glob: Option<&GlobFilter>,
+    max_results: usize,
+) -> SearchFilesOutput {
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .build();
+    let walker = WalkBuilder::new(&root)
+        // Honour .gitignore even when the workspace is not a git repository.
+        .require_git(false)
+        // Never follow symlinks: a link pointing out of the workspace is not searched.
+        .follow_links(false)
+        .max_filesize(Some(MAX_FILE_SIZE))
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    let mut output = SearchFilesOutput {
+        matches: Vec::new(),
+        total_matches: 0,
+        files_searched: 0,
+    };
+    for entry in walker.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        if let Some(glob) = glob {
+            let subject = if glob.by_name {
+                path.file_name().map(PathBuf::from)
+            } else {
+                path.strip_prefix(&root).ok().map(PathBuf::from)
+            };
+            if !subject.is_some_and(|subject| glob.matcher.is_match(subject)) {
+                continue;
+            }
+        }
+        output.files_searched += 1;
+        let display = workspace.relative(path);
+        // Unreadable files are skipped, like ripgrep does with a warning.
+        let _ = searcher.search_path(
+            matcher,
+            path,
+            Lossy(|line_number, line| {
+                output.total_matches += 1;
+                if output.matches.len() < max_results {
+                    output.matches.push(SearchMatch {
+                        path: display.clone(),
+                        line_number,
+                        line: truncate_line(line.trim_end_matches(['\n', '\r']), MAX_LINE_BYTES),
+                    });
+                }
+                Ok(true)
+            }),
+        );
+    }
+    output
+}

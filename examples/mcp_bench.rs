@@ -38,11 +38,9 @@ fn cpu_ns(pid: u32, tree: bool) -> u64 {
                 .and_then(|ns| ns.parse::<u64>().ok())
                 .unwrap_or(0);
         }
-        if tree {
-            if let Ok(children) = std::fs::read_to_string(path.join("children")) {
-                for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
-                    total += cpu_ns(child, true);
-                }
+        if tree && let Ok(children) = std::fs::read_to_string(path.join("children")) {
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                total += cpu_ns(child, true);
             }
         }
     }

@@ -130,13 +130,13 @@ async fn missing_program_is_a_clear_start_error() {
 #[tokio::test]
 async fn hung_initialize_times_out_quoting_stderr() {
     let mut client = McpClient::new("demo", demo(&["--fault", "hang-init"]))
-        .with_connect_timeout(Duration::from_millis(300));
+        .with_connect_timeout(Duration::from_secs(2));
     let error = client.connect().await.unwrap_err();
     let ToolError::McpTimeout(message) = &error else {
         panic!("expected McpTimeout, got {error:?}");
     };
     assert!(
-        message.contains("initialize") && message.contains("0.300s"),
+        message.contains("initialize") && message.contains("within 2s"),
         "{message}"
     );
     assert!(

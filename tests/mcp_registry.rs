@@ -268,3 +268,28 @@ async fn sync_registry_registers_tools_that_appear_after_list_changed() {
         Default::default()
     );
 }
+
+#[tokio::test]
+async fn server_status_lists_tools_with_permissions_and_errors_as_text() {
+    let server = serde_json::to_string(&demo_server()).unwrap();
+    let text = format!(
+        r#"{{"mcpServers": {{"demo": {{"command": {server}}}, "gone": {{"command": "/nonexistent/x"}}}}}}"#
+    );
+    let config = McpServersConfig::parse(&text).unwrap();
+    let statuses: Vec<agcore::tools::mcp::McpServerStatus> = config
+        .connect_all()
+        .await
+        .iter()
+        .map(|(name, result)| agcore::tools::mcp::McpServerStatus::of(name, result))
+        .collect();
+    let json = serde_json::to_value(&statuses).unwrap();
+    assert_eq!(json[0]["name"], "demo");
+    assert_eq!(json[0]["connected"], true);
+    assert_eq!(json[0]["info"]["name"], "mcp-demo-server");
+    assert_eq!(json[0]["tools"][0]["name"], "get_weather");
+    assert_eq!(json[0]["tools"][0]["title"], "Get weather");
+    assert_eq!(json[0]["tools"][0]["permissions"], json!(["read"]));
+    assert_eq!(json[0]["tools"][0]["kind"], "read");
+    assert_eq!(json[1]["connected"], false);
+    assert!(json[1]["error"].as_str().unwrap().contains("cannot start"));
+}

@@ -57,6 +57,7 @@ mod naming;
 mod result;
 mod stderr;
 mod stdio;
+mod summary;
 mod transport;
 
 pub use adapter::McpToolAdapter;
@@ -68,6 +69,7 @@ pub use naming::{
     sanitize_tool_name,
 };
 pub use result::{call_result_to_value, content_to_model_text};
+pub use summary::{McpServerStatus, McpToolSummary};
 pub use transport::McpTransport;
 
 /// The protocol version agcore asks for unless told otherwise ([`McpClient::with_protocol_version`]).

@@ -36,7 +36,7 @@ pub(crate) struct Settings {
 }
 
 /// The server's self-description from `initialize`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct McpServerInfo {
     /// `serverInfo.name`.
     pub name: String,

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_util::sync::CancellationToken;
 
 /// Longest stderr line kept (longer lines are cut, so a flood without newlines stays bounded).
 const MAX_LINE_CHARS: usize = 1000;
@@ -14,6 +15,8 @@ const MAX_LINE_CHARS: usize = 1000;
 pub(crate) struct StderrTail {
     lines: Mutex<VecDeque<String>>,
     capacity: usize,
+    /// Fires when the stream has ended (every line is in).
+    ended: CancellationToken,
 }
 
 impl StderrTail {
@@ -21,6 +24,7 @@ impl StderrTail {
         Arc::new(StderrTail {
             lines: Mutex::new(VecDeque::with_capacity(capacity)),
             capacity,
+            ended: CancellationToken::new(),
         })
     }
 
@@ -30,6 +34,12 @@ impl StderrTail {
             lines.pop_front();
         }
         lines.push_back(line);
+    }
+
+    /// Wait until the stream has ended, at most `limit` — so an error quotes the last lines
+    /// a dying server wrote.
+    pub(crate) async fn wait_for_end(&self, limit: std::time::Duration) {
+        let _ = tokio::time::timeout(limit, self.ended.cancelled()).await;
     }
 
     /// The kept lines, oldest first.
@@ -83,6 +93,7 @@ pub(crate) async fn pump_stderr(
     if !line.is_empty() {
         emit(&server, &tail, &line, cut);
     }
+    tail.ended.cancel();
 }
 
 fn emit(server: &str, tail: &StderrTail, line: &[u8], cut: bool) {

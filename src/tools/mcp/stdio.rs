@@ -90,7 +90,11 @@ impl ChildHandle {
             .ok()
             .and_then(|status| status.ok().and_then(|status| *status));
         match status {
-            Some(status) => format!("exited ({status})"),
+            Some(status) => {
+                // The process is gone: its stderr ends now; take the last lines with it.
+                self.stderr.wait_for_end(Duration::from_millis(300)).await;
+                format!("exited ({status})")
+            }
             None => "closed its stdout".to_owned(),
         }
     }

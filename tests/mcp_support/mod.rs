@@ -2,8 +2,9 @@
 //! not installed.
 //!
 //! Locations (first that exists wins):
-//! - demo server: `$AGCORE_MCP_DEMO_SERVER`, else `<target>/debug/mcp-demo-server` (built with
-//!   `cargo build -p mcp-demo-server` on first use when missing);
+//! - demo server: `$AGCORE_MCP_DEMO_SERVER`, else `<target>/<profile>/mcp-demo-server` (built
+//!   with `cargo build -p mcp-demo-server` on first use unless newer than its sources);
+//! - conformance client: `cargo build --example mcp_conformance_client` on first use;
 //! - npm servers: `$AGCORE_TEST_NODE_MODULES`, else `<repo>/.ci/npm/node_modules`;
 //! - Python servers: `$AGCORE_TEST_VENV/bin`, else `<repo>/.ci/venv/bin`, else `PATH`.
 //!
@@ -32,9 +33,21 @@ pub fn require<T>(what: &str, how: &str, value: Option<T>) -> Option<T> {
 /// The demo server binary, built on first use.
 pub fn demo_server() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| match std::env::var_os("AGCORE_MCP_DEMO_SERVER") {
-        Some(path) => PathBuf::from(path),
-        None => cargo_build(&["-p", "mcp-demo-server"], "mcp-demo-server"),
+    PATH.get_or_init(|| {
+        if let Some(path) = std::env::var_os("AGCORE_MCP_DEMO_SERVER") {
+            return PathBuf::from(path);
+        }
+        // Skip cargo (and its lock on a busy shared target dir) when the binary is fresh.
+        let built = profile_dir().join("mcp-demo-server");
+        let sources = [
+            repo().join("examples/mcp-demo-server/src/main.rs"),
+            repo().join("examples/mcp-demo-server/Cargo.toml"),
+            repo().join("Cargo.lock"),
+        ];
+        if newer_than_all(&built, &sources) {
+            return built;
+        }
+        cargo_build(&["-p", "mcp-demo-server"], "mcp-demo-server")
     })
     .clone()
 }
@@ -51,16 +64,35 @@ pub fn conformance_client() -> PathBuf {
     .clone()
 }
 
-/// Run `cargo build <args>` into this test's target directory; return `<profile dir>/<artifact>`.
-fn cargo_build(args: &[&str], artifact: &str) -> PathBuf {
-    // <target>/debug/deps/<test> → <target>/debug
+/// `<target>/<profile>`, from this test's path `<target>/<profile>/deps/<test>`.
+fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+fn newer_than_all(path: &Path, sources: &[PathBuf]) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(path) else {
+        return false;
+    };
+    sources
+        .iter()
+        .all(|source| modified(source).is_some_and(|source| source < built))
+}
+
+/// Run `cargo build <args>` into this test's target directory and profile; return
+/// `<profile dir>/<artifact>`.
+fn cargo_build(args: &[&str], artifact: &str) -> PathBuf {
+    let profile_dir = profile_dir();
     let target_dir = profile_dir.parent().unwrap().to_path_buf();
+    let release = profile_dir
+        .file_name()
+        .is_some_and(|name| name == "release");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = std::process::Command::new(cargo)
         .arg("build")
         .arg("--quiet")
+        .args(release.then_some("--release"))
         .args(args)
         .env("CARGO_TARGET_DIR", &target_dir)
         .current_dir(repo())

@@ -286,3 +286,23 @@ async fn dropping_a_pending_call_cancels_it_on_the_server() {
         .await;
     assert_eq!(echo.unwrap(), json!("Echo: still here"));
 }
+
+#[tokio::test]
+async fn server_closing_stdout_while_running_fails_initialize_fast() {
+    let mut client = McpClient::new(
+        "closer",
+        agcore::tools::mcp::McpTransport::Stdio {
+            command: "sh".into(),
+            args: vec![
+                "-c".into(),
+                "exec >&-; echo stdout is closed >&2; exec sleep 60".into(),
+            ],
+        },
+    )
+    .with_connect_timeout(Duration::from_secs(600));
+    let error = before_10s(client.connect()).await.unwrap_err();
+    assert!(
+        matches!(&error, ToolError::McpError(m) if m.contains("closed its stdout during initialize")),
+        "{error:?}"
+    );
+}

@@ -137,7 +137,7 @@ async fn everything_over_streamable_http_lists_and_calls_tools() {
         return;
     };
     let port = free_port();
-    let _server = tokio::process::Command::new("node")
+    let mut server = tokio::process::Command::new("node")
         .arg(&script)
         .arg("streamableHttp")
         .env("PORT", port.to_string())
@@ -178,6 +178,16 @@ async fn everything_over_streamable_http_lists_and_calls_tools() {
         .await
         .unwrap();
     assert_eq!(weather["humidity"], 82);
+
+    // The server goes away: calls fail fast with McpError, not after the 30 s timeout.
+    server.kill().await.unwrap();
+    let error = before_10s(client.call_tool("echo", json!({"message": "x"})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ToolError::McpError(m) if m.contains("everything-http")),
+        "{error:?}"
+    );
     client.close().await.unwrap();
 }
 

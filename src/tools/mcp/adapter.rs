@@ -4,7 +4,6 @@ use async_trait::async_trait;
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::Value;
 
-use crate::llm::types::ToolDefinition;
 use crate::tools::base::{BaseTool, ToolSource};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -145,15 +144,6 @@ impl BaseTool for McpToolAdapter {
             server: self.server.clone(),
         }
     }
-}
-
-/// The definition the model sees for an MCP tool (raw name).
-pub(crate) fn tool_definition(tool: &Tool) -> ToolDefinition {
-    ToolDefinition::function(
-        sanitize_tool_name(&tool.name),
-        tool.description.as_deref().unwrap_or(""),
-        Value::Object(tool.input_schema.as_ref().clone()),
-    )
 }
 
 /// Permissions and kind from annotations (see [`McpToolAdapter`]); only explicit hints count.

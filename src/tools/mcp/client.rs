@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use crate::llm::types::ToolDefinition;
 use crate::tools::base::BaseTool;
 use crate::tools::error::ToolError;
-use crate::tools::mcp::adapter::{McpToolAdapter, tool_definition};
+use crate::tools::mcp::adapter::McpToolAdapter;
 use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
 use crate::tools::mcp::handler::ToolCache;
 use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
@@ -22,7 +22,7 @@ use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
 };
 use crate::tools::permission::Permission;
-use crate::tools::registry::ToolRegistry;
+use crate::tools::registry::{ToolRegistry, definition_of};
 
 /// A progress notification from a server (`notifications/progress`).
 #[derive(Debug, Clone, PartialEq)]
@@ -236,8 +236,9 @@ impl McpClient {
             .unwrap_or_default()
     }
 
-    /// The server's tools as definitions for the model (all pages of `tools/list`; cached until
-    /// the server sends `notifications/tools/list_changed`).
+    /// The server's tools as definitions for the model, named as [`into_tools`](Self::into_tools)
+    /// names them (all pages of `tools/list`; cached until the server sends
+    /// `notifications/tools/list_changed`).
     ///
     /// # Errors
     /// [`ToolError::McpNotInitialized`] before `connect()`; otherwise as for requests.
@@ -341,7 +342,10 @@ impl McpHandle {
     /// The tool definitions; see [`McpClient::list_tools`].
     pub async fn list_tools(&self) -> Result<Vec<ToolDefinition>, ToolError> {
         let tools = self.shared.list(false).await?;
-        Ok(tools.iter().map(tool_definition).collect())
+        Ok(tools
+            .iter()
+            .map(|tool| definition_of(&self.adapter(tool)))
+            .collect())
     }
 
     /// The raw MCP tool descriptions from the cache (as last listed).

@@ -126,7 +126,7 @@ pub fn npm_script(package: &str, script: &str) -> Option<PathBuf> {
     let path = node_modules().map(|dir| dir.join(package).join(script));
     require(
         package,
-        "run `npm install --prefix .ci/npm @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem @modelcontextprotocol/conformance@0.1.13` or set AGCORE_TEST_NODE_MODULES",
+        "run `.ci/install-mcp-servers.sh` (npm packages into .ci/npm) or set AGCORE_TEST_NODE_MODULES",
         path.filter(|path| path.exists()),
     )
 }
@@ -148,7 +148,7 @@ pub fn python_script(name: &str) -> Option<PathBuf> {
     let found = candidates.into_iter().find(|path| path.exists());
     require(
         name,
-        "run `python3 -m venv .ci/venv && .ci/venv/bin/pip install mcp-server-time` or set AGCORE_TEST_VENV",
+        "run `.ci/install-mcp-servers.sh` (a venv in .ci/venv) or set AGCORE_TEST_VENV",
         found,
     )
 }

@@ -47,6 +47,19 @@
 //! MCP content objects (`{"type": "image", "data": .., "mimeType": ..}`), nothing dropped.
 //! `isError: true` becomes [`ToolError::ExecutionFailed`](crate::tools::ToolError) with the
 //! server's text, so the model reads what went wrong.
+//!
+//! # Processes
+//!
+//! A stdio server runs in its own process group. [`McpClient::close`] closes its stdin, waits
+//! up to 2 s, sends SIGTERM to the group, waits 2 s more, then SIGKILL; dropping the client
+//! (and its handles and adapters) does the same in the background, and a runtime that shuts
+//! down kills the group at once — no zombies, no orphans (also for `npx`/`uvx` launchers).
+//!
+//! # Logging
+//!
+//! `tracing` targets: `agcore::mcp` (lifecycle, list changes, progress), `agcore::mcp::stderr`
+//! (every stderr line of a stdio server, at `debug`), `agcore::mcp::log` (the server's
+//! `notifications/message`, at their level).
 
 mod adapter;
 mod client;

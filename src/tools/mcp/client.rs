@@ -446,3 +446,27 @@ impl Shared {
         Ok(self.cache.store(tools))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_and_handles_can_move_between_tasks() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<McpClient>();
+        send_sync::<McpHandle>();
+        send_sync::<McpToolAdapter>();
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let client = McpClient::new("s", McpTransport::stdio("x", Vec::<String>::new()));
+        assert_eq!(client.settings.request_timeout, Duration::from_secs(30));
+        assert_eq!(client.settings.connect_timeout, Duration::from_secs(60));
+        assert_eq!(client.settings.protocol_version, "2025-11-25");
+        assert_eq!(client.naming(), McpToolNaming::Raw);
+        assert!(client.default_permissions().is_empty());
+        assert!(!client.is_connected());
+    }
+}

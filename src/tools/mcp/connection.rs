@@ -1,7 +1,7 @@
 //! One live MCP session: open it (bounded), send requests (bounded, failing fast when the
 //! server is gone), map rmcp's errors to [`ToolError`], close it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -54,7 +54,7 @@ pub struct McpServerInfo {
 pub(crate) struct Connection {
     server: Arc<str>,
     pub(crate) peer: Peer<RoleClient>,
-    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
+    service: Mutex<Option<Service>>,
     /// Fires when the server's stdout ends or the process exits (stdio only).
     closed: CancellationToken,
     child: Option<ChildHandle>,
@@ -89,7 +89,6 @@ impl Connection {
             request_timeout: settings.request_timeout,
         };
         let closed = CancellationToken::new();
-        let limit = settings.connect_timeout;
         let (service, child) = match &settings.transport {
             McpTransport::Stdio { command, args } => {
                 let spec = StdioSpec {
@@ -98,56 +97,11 @@ impl Connection {
                     env: settings.env.clone(),
                     cwd: settings.cwd.clone(),
                 };
-                let (transport, child) =
-                    stdio::spawn(&server, &spec, closed.clone()).map_err(|error| {
-                        ToolError::McpError(format!(
-                            "MCP server '{server}': cannot start `{}`: {error}",
-                            settings.transport.describe()
-                        ))
-                    })?;
-                let outcome = tokio::select! {
-                    outcome = tokio::time::timeout(limit, handler.serve(transport)) => outcome,
-                    () = closed.cancelled() => {
-                        return Err(ended(&server, &child, "initialize").await);
-                    }
-                };
-                match outcome {
-                    Ok(Ok(service)) => (service, Some(child)),
-                    Ok(Err(error)) if closed.is_cancelled() => {
-                        tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
-                        return Err(ended(&server, &child, "initialize").await);
-                    }
-                    Ok(Err(error)) => {
-                        return Err(ToolError::McpError(format!(
-                            "MCP server '{server}' failed to initialize: {error}{}",
-                            child.stderr().quote()
-                        )));
-                    }
-                    Err(_) => {
-                        return Err(ToolError::McpTimeout(format!(
-                            "MCP server '{server}' did not finish initialize within {}{}",
-                            seconds(limit),
-                            child.stderr().quote()
-                        )));
-                    }
-                }
+                let (service, child) = open_stdio(settings, &spec, handler, &closed).await?;
+                (service, Some(child))
             }
             McpTransport::Http { url, headers } => {
-                let transport = http_transport(&server, url, headers)?;
-                match tokio::time::timeout(limit, handler.serve(transport)).await {
-                    Ok(Ok(service)) => (service, None),
-                    Ok(Err(error)) => {
-                        return Err(ToolError::McpError(format!(
-                            "MCP server '{server}' at {url} failed to initialize: {error}"
-                        )));
-                    }
-                    Err(_) => {
-                        return Err(ToolError::McpTimeout(format!(
-                            "MCP server '{server}' at {url} did not finish initialize within {}",
-                            seconds(limit)
-                        )));
-                    }
-                }
+                (open_http(settings, url, headers, handler).await?, None)
             }
         };
         let info = match service.peer_info() {
@@ -291,6 +245,68 @@ impl Connection {
     }
 }
 
+type Service = RunningService<RoleClient, Handler>;
+
+/// Spawn a stdio server and run the handshake: bounded by the connect timeout, failing at once
+/// (exit status, stderr tail) when the server exits or closes stdout first.
+async fn open_stdio(
+    settings: &Settings,
+    spec: &StdioSpec,
+    handler: Handler,
+    closed: &CancellationToken,
+) -> Result<(Service, ChildHandle), ToolError> {
+    let server = &settings.server;
+    let (transport, child) = stdio::spawn(server, spec, closed.clone()).map_err(|error| {
+        ToolError::McpError(format!(
+            "MCP server '{server}': cannot start `{}`: {error}",
+            settings.transport.describe()
+        ))
+    })?;
+    let limit = settings.connect_timeout;
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout(limit, handler.serve(transport)) => outcome,
+        () = closed.cancelled() => return Err(ended(server, &child, "initialize").await),
+    };
+    match outcome {
+        Ok(Ok(service)) => Ok((service, child)),
+        Ok(Err(error)) if closed.is_cancelled() => {
+            tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
+            Err(ended(server, &child, "initialize").await)
+        }
+        Ok(Err(error)) => Err(ToolError::McpError(format!(
+            "MCP server '{server}' failed to initialize: {error}{}",
+            child.stderr().quote()
+        ))),
+        Err(_) => Err(ToolError::McpTimeout(format!(
+            "MCP server '{server}' did not finish initialize within {}{}",
+            seconds(limit),
+            child.stderr().quote()
+        ))),
+    }
+}
+
+/// Open a streamable HTTP session and run the handshake within the connect timeout.
+async fn open_http(
+    settings: &Settings,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    handler: Handler,
+) -> Result<Service, ToolError> {
+    let server = &settings.server;
+    let transport = http_transport(server, url, headers)?;
+    let limit = settings.connect_timeout;
+    match tokio::time::timeout(limit, handler.serve(transport)).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(error)) => Err(ToolError::McpError(format!(
+            "MCP server '{server}' at {url} failed to initialize: {error}"
+        ))),
+        Err(_) => Err(ToolError::McpTimeout(format!(
+            "MCP server '{server}' at {url} did not finish initialize within {}",
+            seconds(limit)
+        ))),
+    }
+}
+
 /// `MCP server 'x' exited (exit status: 3) during initialize; last stderr lines: ...`.
 async fn ended(server: &str, child: &ChildHandle, during: &str) -> ToolError {
     let end = child.describe_end(EXIT_STATUS_WAIT).await;
@@ -303,7 +319,7 @@ async fn ended(server: &str, child: &ChildHandle, during: &str) -> ToolError {
 fn http_transport(
     server: &str,
     url: &str,
-    headers: &std::collections::BTreeMap<String, String>,
+    headers: &BTreeMap<String, String>,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, ToolError> {
     use reqwest::header::{HeaderName, HeaderValue};
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);

@@ -1,8 +1,64 @@
-//! [`OpenAiClient`]: a [`crate::llm::ChatModel`] for any OpenAI-compatible server (stub; see issue 2).
+//! [`OpenAiClient`]: a [`ChatModel`] for any OpenAI-compatible `/chat/completions` server
+//! (OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's llama-server, DeepSeek, Groq, OpenRouter, ...).
+//!
+//! One call makes one HTTP attempt; failures are mapped to typed [`LlmError`]s so the caller's
+//! [`crate::llm::RetryPolicy`] retries what is worth retrying (429, 5xx, 408/409, connection
+//! errors, timeouts) and nothing else.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agcore::llm::LlmError> {
+//! use agcore::llm::{ChatModel, ChatRequest, OpenAiClient, OpenAiConfig, OpenaiChatMessage};
+//! use agcore::llm::types::RequestOptions;
+//!
+//! let client = OpenAiClient::new(OpenAiConfig::from_env())?;
+//! let messages = [OpenaiChatMessage::user_text("Say hi")];
+//! let options = RequestOptions::default();
+//! let request = ChatRequest {
+//!     model: "gpt-4o-mini",
+//!     messages: &messages,
+//!     tools: &[],
+//!     options: &options,
+//!     reasoning_from: 0,
+//! };
+//! let response = client.chat(request).await?;
+//! println!("{}", response.text());
+//! # Ok(()) }
+//! ```
+
+mod body;
+mod chunk;
+mod decode;
+mod errors;
+mod request;
+mod response;
 
 use std::time::Duration;
 
+use async_trait::async_trait;
+use reqwest::Url;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+
+use crate::llm::error::LlmError;
+use crate::llm::model::{ChatModel, ChatRequest, ModelStream};
+use crate::llm::types::ChatResponse;
+
+pub use decode::decode_stream;
+
+/// The default base URL, OpenAI's public API.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
 /// Connection settings of an [`OpenAiClient`].
+///
+/// ```
+/// use std::time::Duration;
+/// use agcore::llm::OpenAiConfig;
+///
+/// let config = OpenAiConfig::new("http://127.0.0.1:8080/v1")
+///     .with_api_key("sk-local")
+///     .with_stream_idle_timeout(Duration::from_secs(60))
+///     .with_provider("llama.cpp");
+/// assert!(!format!("{config:?}").contains("sk-local"));
+/// ```
 #[derive(Clone)]
 pub struct OpenAiConfig {
     /// Base URL up to and including `/v1` (e.g. `https://api.openai.com/v1`, `http://127.0.0.1:8080/v1`).
@@ -15,32 +71,24 @@ pub struct OpenAiConfig {
     pub query: Vec<(String, String)>,
     /// Limit for establishing the connection.
     pub connect_timeout: Duration,
-    /// Limit for a whole non-streaming request.
+    /// Limit for a whole non-streaming request (and for the response headers of a streaming one).
     pub request_timeout: Duration,
     /// Limit for the wait between two chunks of a stream.
     pub stream_idle_timeout: Duration,
-    /// The provider name reported by [`crate::llm::ChatModel::provider`].
+    /// The provider name reported by [`ChatModel::provider`].
     pub provider: String,
 }
 
-/// A client for an OpenAI-compatible `/chat/completions` endpoint.
-#[derive(Debug, Clone)]
-pub struct OpenAiClient {
-    _config: OpenAiConfig,
-}
-
-impl std::fmt::Debug for OpenAiConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .finish_non_exhaustive()
+impl Default for OpenAiConfig {
+    /// OpenAI's API, no key, connect 10 s, request 600 s, stream idle 300 s, provider `"openai"`.
+    fn default() -> Self {
+        OpenAiConfig::new(DEFAULT_BASE_URL)
     }
 }
 
-// Temporary stubs until the OpenAI client lands.
 impl OpenAiConfig {
-    /// A configuration for `base_url`.
+    /// Settings for the server at `base_url` (up to and including `/v1`), with default timeouts
+    /// and no API key.
     pub fn new(base_url: impl Into<String>) -> Self {
         OpenAiConfig {
             base_url: base_url.into(),
@@ -54,32 +102,308 @@ impl OpenAiConfig {
         }
     }
 
-    /// Set the API key.
+    /// Settings from the environment: `OPENAI_BASE_URL` (else [`DEFAULT_BASE_URL`]) and
+    /// `OPENAI_API_KEY` (none is fine for local servers). Empty variables count as unset.
+    pub fn from_env() -> Self {
+        OpenAiConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let var = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        let base_url = var("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into());
+        let config = OpenAiConfig::new(base_url);
+        match var("OPENAI_API_KEY") {
+            Some(key) => config.with_api_key(key),
+            None => config,
+        }
+    }
+
+    /// Send `key` as `Authorization: Bearer <key>`.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
         self
     }
+
+    /// Send an extra header with every request (e.g. Azure's `api-key`).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Add a query parameter to every request (e.g. Azure's `api-version`).
+    pub fn with_query(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.query.push((name.into(), value.into()));
+        self
+    }
+
+    /// Set the limit for establishing a connection.
+    pub fn with_connect_timeout(mut self, limit: Duration) -> Self {
+        self.connect_timeout = limit;
+        self
+    }
+
+    /// Set the limit for a whole non-streaming request.
+    pub fn with_request_timeout(mut self, limit: Duration) -> Self {
+        self.request_timeout = limit;
+        self
+    }
+
+    /// Set the limit for the wait between two chunks of a stream.
+    pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
+        self.stream_idle_timeout = limit;
+        self
+    }
+
+    /// Set the provider name reported by [`ChatModel::provider`] (`"ollama"`, `"deepseek"`, ...).
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = provider.into();
+        self
+    }
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A client for an OpenAI-compatible `/chat/completions` endpoint.
+///
+/// Cheap to clone (the connection pool is shared). See the [module docs](self) for an example.
+#[derive(Clone)]
+pub struct OpenAiClient {
+    config: OpenAiConfig,
+    http: reqwest::Client,
+    endpoint: Url,
+    headers: HeaderMap,
+}
+
+impl std::fmt::Debug for OpenAiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiClient")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAiClient {
-    /// A client.
-    pub fn new(config: OpenAiConfig) -> Result<Self, crate::llm::LlmError> {
-        Ok(OpenAiClient { _config: config })
+    /// A client for the server `config` describes.
+    ///
+    /// # Errors
+    /// [`LlmError::Other`] when the base URL, a header or the TLS set-up is invalid.
+    pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|error| {
+                LlmError::Other(format!(
+                    "could not build the HTTP client: {}",
+                    errors::error_chain(&error)
+                ))
+            })?;
+        OpenAiClient::with_http_client(config, http)
+    }
+
+    /// A client that sends its requests through `http` (to share a connection pool or set up
+    /// proxies and certificates yourself). `config.connect_timeout` is then `http`'s business.
+    ///
+    /// # Errors
+    /// [`LlmError::Other`] when the base URL or a header is invalid.
+    pub fn with_http_client(config: OpenAiConfig, http: reqwest::Client) -> Result<Self, LlmError> {
+        let mut endpoint = chat_completions_url(&config.base_url)?;
+        if !config.query.is_empty() {
+            endpoint.query_pairs_mut().extend_pairs(&config.query);
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| LlmError::Other("the API key is not a valid header value".into()))?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        for (name, value) in &config.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| LlmError::Other(format!("invalid header name {name:?}")))?;
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| LlmError::Other(format!("invalid value for header {name}")))?;
+            // Extra headers often carry keys (Azure's `api-key`); keep them out of logs.
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        Ok(OpenAiClient {
+            config,
+            http,
+            endpoint,
+            headers,
+        })
+    }
+
+    /// The settings this client was made with.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// Send `body`; a non-success status becomes its typed error.
+    async fn send(
+        &self,
+        body: Vec<u8>,
+        accept: &'static str,
+    ) -> Result<reqwest::Response, LlmError> {
+        let request = self
+            .http
+            .post(self.endpoint.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, accept)
+            .body(body);
+        let send = request.send();
+        // The response headers must arrive within the request limit, streaming or not.
+        let response = match tokio::time::timeout(self.config.request_timeout, send).await {
+            Ok(result) => result.map_err(|error| self.send_error(&error))?,
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    what: "request".to_owned(),
+                    limit: self.config.request_timeout,
+                });
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let headers = response.headers().clone();
+        // The error body is read for its message only; failing or stalling leaves it empty.
+        let body = tokio::time::timeout(self.config.request_timeout, response.bytes())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        Err(errors::status_error(status.as_u16(), &headers, &body))
+    }
+
+    fn send_error(&self, error: &reqwest::Error) -> LlmError {
+        errors::send_error(
+            error,
+            self.config.connect_timeout,
+            self.config.request_timeout,
+        )
     }
 }
 
-#[async_trait::async_trait]
-impl crate::llm::ChatModel for OpenAiClient {
-    async fn chat(
-        &self,
-        _request: crate::llm::ChatRequest<'_>,
-    ) -> Result<crate::llm::ChatResponse, crate::llm::LlmError> {
-        Err(crate::llm::LlmError::Other("not yet".into()))
+/// `{base_url}/chat/completions`, keeping a query the base URL may carry (Azure's `api-version`).
+fn chat_completions_url(base_url: &str) -> Result<Url, LlmError> {
+    let invalid = |reason: &dyn std::fmt::Display| {
+        LlmError::Other(format!("invalid base URL {base_url:?}: {reason}"))
+    };
+    let mut url = Url::parse(base_url).map_err(|error| invalid(&error))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(&"the scheme must be http or https"));
     }
-    async fn chat_stream(
-        &self,
-        _request: crate::llm::ChatRequest<'_>,
-    ) -> Result<crate::llm::ModelStream, crate::llm::LlmError> {
-        Err(crate::llm::LlmError::Other("not yet".into()))
+    url.path_segments_mut()
+        .map_err(|()| invalid(&"it cannot be a base"))?
+        .pop_if_empty()
+        .extend(["chat", "completions"]);
+    Ok(url)
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("application/json"))
+}
+
+#[async_trait]
+impl ChatModel for OpenAiClient {
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        let body = request::request_body(&request, false)?;
+        let started = tokio::time::Instant::now();
+        let response = self.send(body, "application/json").await?;
+        let remaining = self
+            .config
+            .request_timeout
+            .saturating_sub(started.elapsed());
+        let body = match tokio::time::timeout(remaining, response.bytes()).await {
+            Ok(result) => result.map_err(|error| self.send_error(&error))?,
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    what: "request".to_owned(),
+                    limit: self.config.request_timeout,
+                });
+            }
+        };
+        response::parse_completion(&body)
+    }
+
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
+        let body = request::request_body(&request, true)?;
+        let response = self.send(body, "text/event-stream").await?;
+        if is_json(&response) {
+            // The server ignored `"stream": true` and sent one JSON reply; replay it as deltas.
+            let body = response
+                .bytes()
+                .await
+                .map_err(|error| self.send_error(&error))?;
+            let deltas = response::response_deltas(response::parse_completion(&body)?);
+            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
+        }
+        Ok(decode_stream(
+            response.bytes_stream(),
+            Some(self.config.stream_idle_timeout),
+        ))
+    }
+
+    fn provider(&self) -> &str {
+        &self.config.provider
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_env_reads_the_base_url_and_key_and_ignores_empty_values() {
+        let config = OpenAiConfig::from_lookup(|name| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".into()),
+            "OPENAI_API_KEY" => Some("sk-env".into()),
+            _ => None,
+        });
+        assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(config.api_key.as_deref(), Some("sk-env"));
+        let config = OpenAiConfig::from_lookup(|_| Some(String::new()));
+        assert_eq!(config.base_url, DEFAULT_BASE_URL);
+        assert_eq!(config.api_key, None);
+    }
+
+    #[test]
+    fn the_endpoint_keeps_the_base_path_and_query() {
+        let url = |base: &str| chat_completions_url(base).map(|url| url.to_string());
+        assert_eq!(
+            url("http://127.0.0.1:8080/v1").unwrap(),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+        assert_eq!(
+            url("https://api.openai.com/v1/").unwrap(),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            url("https://x.openai.azure.com/openai/deployments/gpt-4o?api-version=2024-10-21")
+                .unwrap(),
+            "https://x.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+        );
+        assert!(url("mailto:me@example.com").is_err());
+    }
+
+    #[test]
+    fn an_invalid_base_url_is_rejected_up_front() {
+        assert!(matches!(
+            OpenAiClient::new(OpenAiConfig::new("not a url")),
+            Err(LlmError::Other(_))
+        ));
     }
 }

@@ -1,0 +1,351 @@
+//! Decoding one `chat.completion.chunk` JSON payload into [`ModelDelta`]s.
+//!
+//! The chunk is parsed into small typed structs (not a `serde_json::Value`): unknown fields
+//! (`logprobs`, `system_fingerprint`, Azure's filter results, ...) are skipped without being
+//! built, which keeps decoding fast on long streams.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::llm::error::LlmError;
+use crate::llm::model::ModelDelta;
+use crate::llm::openai::errors::{error_object_message, truncate};
+use crate::llm::types::{FinishReason, Usage};
+
+/// Per-stream state of the chunk decoder.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkDecoder {
+    sent_id: bool,
+    sent_model: bool,
+    finished: bool,
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+    /// Groq reports streaming usage here instead of in `usage`.
+    #[serde(default)]
+    x_groq: Option<XGroq>,
+}
+
+#[derive(Deserialize)]
+struct XGroq {
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    #[serde(default, deserialize_with = "text_or_parts")]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// vLLM (newer), Ollama, OpenRouter and Groq name the reasoning text `reasoning`.
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallPiece>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallPiece {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionPiece>,
+}
+
+#[derive(Deserialize)]
+struct FunctionPiece {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "string_or_json")]
+    arguments: Option<String>,
+}
+
+impl ChunkDecoder {
+    /// Whether a finish reason has been seen: a stream that ends after it is complete even
+    /// without `[DONE]`.
+    pub(crate) fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Decode one chunk's JSON text, appending its deltas to `out`.
+    pub(crate) fn decode(
+        &mut self,
+        data: &str,
+        out: &mut VecDeque<ModelDelta>,
+    ) -> Result<(), LlmError> {
+        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|error| {
+            LlmError::Decode(format!(
+                "invalid stream chunk ({error}): {}",
+                truncate(data)
+            ))
+        })?;
+        if let Some(error) = chunk.error.as_ref().filter(|error| !error.is_null()) {
+            return Err(LlmError::Stream(error_object_message(error)));
+        }
+        self.meta(chunk.id, chunk.model, out);
+        // Only the first choice is used (`n` > 1 is not supported by the assembler).
+        if let Some(choice) = chunk
+            .choices
+            .unwrap_or_default()
+            .into_iter()
+            .find(|choice| choice.index.unwrap_or(0) == 0)
+        {
+            if let Some(delta) = choice.delta {
+                push_delta(delta, out);
+            }
+            if let Some(reason) = choice.finish_reason.filter(|reason| !reason.is_empty()) {
+                self.finished = true;
+                out.push_back(ModelDelta::Finish(FinishReason::parse(&reason)));
+            }
+        }
+        let usage = chunk
+            .usage
+            .or_else(|| chunk.x_groq.and_then(|groq| groq.usage));
+        if let Some(usage) = usage.as_ref().and_then(Usage::from_wire) {
+            out.push_back(ModelDelta::Usage(usage));
+        }
+        Ok(())
+    }
+
+    /// Emit the id and model once each; Azure's first chunk has them empty.
+    fn meta(
+        &mut self,
+        id: Option<Cow<'_, str>>,
+        model: Option<Cow<'_, str>>,
+        out: &mut VecDeque<ModelDelta>,
+    ) {
+        let id = id.filter(|id| !self.sent_id && !id.is_empty());
+        let model = model.filter(|model| !self.sent_model && !model.is_empty());
+        if id.is_none() && model.is_none() {
+            return;
+        }
+        self.sent_id |= id.is_some();
+        self.sent_model |= model.is_some();
+        out.push_back(ModelDelta::Meta {
+            id: id.map(Cow::into_owned),
+            model: model.map(Cow::into_owned),
+        });
+    }
+}
+
+fn push_delta(delta: Delta, out: &mut VecDeque<ModelDelta>) {
+    if let Some(reasoning) = delta
+        .reasoning_content
+        .or(delta.reasoning)
+        .filter(|text| !text.is_empty())
+    {
+        out.push_back(ModelDelta::Reasoning(reasoning));
+    }
+    if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
+        out.push_back(ModelDelta::Text(text));
+    }
+    if let Some(refusal) = delta.refusal.filter(|text| !text.is_empty()) {
+        out.push_back(ModelDelta::Refusal(refusal));
+    }
+    for piece in delta.tool_calls.unwrap_or_default() {
+        let (name, arguments) = match piece.function {
+            Some(function) => (function.name, function.arguments),
+            None => (None, None),
+        };
+        out.push_back(ModelDelta::ToolCall {
+            index: piece.index,
+            id: piece.id,
+            name,
+            arguments,
+        });
+    }
+}
+
+/// `content` as a string, `null`, or a list of content parts (whose texts are joined).
+fn text_or_parts<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    struct TextVisitor;
+
+    impl<'de> Visitor<'de> for TextVisitor {
+        type Value = Option<String>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string, null or a list of content parts")
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Some(text.to_owned()))
+        }
+
+        fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
+            Ok(Some(text))
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut text = String::new();
+            while let Some(part) = seq.next_element::<Value>()? {
+                if let Some(piece) = part.get("text").and_then(Value::as_str) {
+                    text.push_str(piece);
+                }
+            }
+            Ok(Some(text))
+        }
+    }
+
+    deserializer.deserialize_any(TextVisitor)
+}
+
+/// `arguments` as a JSON text (the standard), `null`, or a JSON object (llama.cpp), which is
+/// kept as its JSON text.
+fn string_or_json<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    struct ArgumentsVisitor;
+
+    impl<'de> Visitor<'de> for ArgumentsVisitor {
+        type Value = Option<String>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON text or a JSON object")
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Some(text.to_owned()))
+        }
+
+        fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
+            Ok(Some(text))
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let value = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+            Ok(Some(value.to_string()))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            let value = Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+            Ok(Some(value.to_string()))
+        }
+    }
+
+    deserializer.deserialize_any(ArgumentsVisitor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(chunks: &[&str]) -> Result<Vec<ModelDelta>, LlmError> {
+        let mut decoder = ChunkDecoder::default();
+        let mut out = VecDeque::new();
+        for chunk in chunks {
+            decoder.decode(chunk, &mut out)?;
+        }
+        Ok(out.into())
+    }
+
+    #[test]
+    fn text_reasoning_and_finish_are_decoded() {
+        let deltas = decode(&[
+            r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"think"},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi \"there\""},"finish_reason":"stop"}]}"#,
+        ])
+        .unwrap();
+        assert_eq!(
+            deltas,
+            vec![
+                ModelDelta::Meta {
+                    id: Some("c1".into()),
+                    model: Some("m".into())
+                },
+                ModelDelta::Reasoning("think".into()),
+                ModelDelta::Text("Hi \"there\"".into()),
+                ModelDelta::Finish(FinishReason::Stop),
+            ]
+        );
+    }
+
+    #[test]
+    fn object_arguments_missing_function_and_other_choices_are_handled() {
+        let deltas = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":{"x":[1,2]}}}]}}]}"#,
+            r#"{"choices":[{"index":1,"delta":{"content":"other choice"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0}]}}]}"#,
+        ])
+        .unwrap();
+        assert_eq!(
+            deltas,
+            vec![
+                ModelDelta::ToolCall {
+                    index: Some(0),
+                    id: Some("a".into()),
+                    name: Some("f".into()),
+                    arguments: Some(r#"{"x":[1,2]}"#.into())
+                },
+                ModelDelta::ToolCall {
+                    index: Some(0),
+                    id: None,
+                    name: None,
+                    arguments: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_usage_and_content_parts_are_decoded() {
+        assert!(matches!(
+            decode(&[r#"{"error":{"message":"overloaded","type":"server_error"}}"#]),
+            Err(LlmError::Stream(message)) if message == "overloaded"
+        ));
+        assert!(matches!(decode(&["not json"]), Err(LlmError::Decode(_))));
+        let deltas = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#,
+            r#"{"id":"x","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"x_groq":{"usage":{"prompt_tokens":1,"completion_tokens":1}}}"#,
+        ])
+        .unwrap();
+        assert_eq!(deltas[0], ModelDelta::Text("ab".into()));
+        assert!(matches!(&deltas[2], ModelDelta::Usage(usage) if usage.total_tokens == 5));
+        assert!(matches!(&deltas[4], ModelDelta::Usage(usage) if usage.total_tokens == 2));
+    }
+}

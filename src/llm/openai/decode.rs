@@ -1,0 +1,161 @@
+//! The streaming body: bytes → SSE events (`sse-stream`) → chunks → [`ModelDelta`]s, with an
+//! idle timeout between reads and a typed error for a stream that ends too early.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, TryStreamExt};
+use sse_stream::{Sse, SseStream};
+
+use crate::llm::error::LlmError;
+use crate::llm::model::{ModelDelta, ModelStream};
+use crate::llm::openai::body::{BodyError, BodyReader};
+use crate::llm::openai::chunk::ChunkDecoder;
+use crate::llm::openai::errors::{error_chain, error_object_message, truncate};
+
+/// Decode an OpenAI-compatible SSE body into a [`ModelStream`].
+///
+/// `bytes` is the raw response body in any chunking (events and UTF-8 characters may be split
+/// anywhere). `idle_timeout` ends the stream with [`LlmError::Timeout`] (`what: "stream idle"`)
+/// when no bytes arrive for that long (SSE comments such as `: ping` count as bytes); `None`
+/// waits forever. The stream ends cleanly after `[DONE]`, or at the end of the body when a
+/// `finish_reason` was seen; a body that ends before either yields a final
+/// [`LlmError::Stream`]. An `{"error": ...}` chunk, an `event: error` event and llama.cpp's
+/// `error: {...}` line each yield [`LlmError::Stream`] with the server's message. Nothing
+/// follows an error.
+///
+/// Useful on its own to replay a recorded transcript:
+///
+/// ```
+/// # async fn demo() -> Result<(), agcore::llm::LlmError> {
+/// use agcore::llm::{StreamAssembler, openai::decode_stream};
+/// use futures::StreamExt;
+///
+/// let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+/// let bytes = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+/// let mut deltas = decode_stream(bytes, None);
+/// let mut assembler = StreamAssembler::new();
+/// let mut events = Vec::new();
+/// while let Some(delta) = deltas.next().await {
+///     assembler.push(delta?, &mut events);
+/// }
+/// assert_eq!(assembler.finish(&mut events)?.text(), "Hi");
+/// # Ok(()) }
+/// ```
+pub fn decode_stream<S, E>(bytes: S, idle_timeout: Option<Duration>) -> ModelStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let bytes = BodyReader::new(
+        Box::pin(bytes.map_err(|error| error_chain(&error))),
+        idle_timeout,
+    );
+    Box::pin(DeltaStream {
+        events: SseStream::from_bytes_stream(bytes),
+        decoder: ChunkDecoder::default(),
+        pending: VecDeque::new(),
+        done: false,
+    })
+}
+
+struct DeltaStream {
+    events: SseStream<sse_stream::ByteStreamBody<BodyReader, Bytes>>,
+    decoder: ChunkDecoder,
+    pending: VecDeque<ModelDelta>,
+    done: bool,
+}
+
+impl DeltaStream {
+    /// Handle one SSE event; `Ok(true)` when it was `[DONE]`.
+    fn event(&mut self, event: Sse) -> Result<bool, LlmError> {
+        let Some(data) = event.data else {
+            return Ok(false);
+        };
+        let data = data.trim();
+        if event.event.as_deref() == Some("error") {
+            return Err(LlmError::Stream(error_event_message(data)));
+        }
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        self.decoder.decode(data, &mut self.pending)?;
+        Ok(false)
+    }
+}
+
+/// The message of an `event: error` payload (JSON error object or plain text).
+fn error_event_message(data: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(data) {
+        Ok(value) => error_object_message(value.get("error").unwrap_or(&value)),
+        Err(_) => truncate(data),
+    }
+}
+
+fn sse_error(error: sse_stream::Error) -> LlmError {
+    match error {
+        sse_stream::Error::Body(body) => match body.downcast::<BodyError>() {
+            Ok(body) => match *body {
+                BodyError::Idle(limit) => LlmError::Timeout {
+                    what: "stream idle".to_owned(),
+                    limit,
+                },
+                BodyError::Transport(message) => {
+                    LlmError::Stream(format!("the connection failed mid-stream: {message}"))
+                }
+            },
+            Err(other) => LlmError::Stream(format!(
+                "the connection failed mid-stream: {}",
+                error_chain(&*other)
+            )),
+        },
+        other => LlmError::Stream(format!("malformed server-sent events: {other}")),
+    }
+}
+
+impl Stream for DeltaStream {
+    type Item = Result<ModelDelta, LlmError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if let Some(delta) = this.pending.pop_front() {
+                return Poll::Ready(Some(Ok(delta)));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            let next = match Pin::new(&mut this.events).poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(next) => next,
+            };
+            let error = match next {
+                Some(Ok(event)) => match this.event(event) {
+                    Ok(is_done) => {
+                        this.done = is_done;
+                        continue;
+                    }
+                    Err(error) => error,
+                },
+                Some(Err(error)) => sse_error(error),
+                None if this.decoder.finished() => {
+                    this.done = true;
+                    continue;
+                }
+                None => LlmError::Stream(
+                    "the stream ended before the reply was complete (no finish_reason and no [DONE])"
+                        .to_owned(),
+                ),
+            };
+            // An error ends the stream.
+            this.done = true;
+            return Poll::Ready(Some(Err(error)));
+        }
+    }
+}

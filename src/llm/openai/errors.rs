@@ -1,0 +1,296 @@
+//! Mapping HTTP failures of an OpenAI-compatible server to typed [`LlmError`]s, so
+//! [`crate::llm::RetryPolicy::is_retryable`] can decide what to retry.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::llm::error::LlmError;
+
+/// The longest server message kept in an error (the body of an HTML error page can be huge).
+const MAX_MESSAGE_CHARS: usize = 500;
+
+/// Phrases servers use when the prompt does not fit the context window (OpenAI, Azure, vLLM,
+/// DeepSeek, Groq, Mistral, llama.cpp, Anthropic-compatible proxies). Matched lowercased.
+const CONTEXT_LENGTH_MARKERS: &[&str] = &[
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "context length",
+    "exceed_context_size_error",
+    "exceeds the available context size",
+    "prompt is too long",
+    "input is too long",
+    "reduce the length of the messages",
+    "too many tokens",
+];
+
+/// The typed error for a non-success HTTP status with its headers and body.
+pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
+    let (message, code) = server_message(body);
+    match status {
+        401 | 403 => LlmError::Authentication { status, message },
+        429 => LlmError::RateLimited {
+            retry_after: retry_after(headers),
+            retries: 0,
+            message,
+        },
+        400 | 413 | 422 if is_context_length(&message, code.as_deref()) => {
+            LlmError::ContextLengthExceeded { message }
+        }
+        400 | 404 | 422 => LlmError::BadRequest { status, message },
+        500..=599 => LlmError::Server {
+            status,
+            retries: 0,
+            message,
+        },
+        _ => LlmError::Http { status, message },
+    }
+}
+
+/// The typed error for an `{"error": ...}` object a server sent with status 200 or inside a stream.
+pub(crate) fn error_object_message(error: &Value) -> String {
+    match error {
+        Value::String(text) => text.clone(),
+        Value::Object(object) => object
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| truncate(&error.to_string())),
+        other => truncate(&other.to_string()),
+    }
+}
+
+/// Whether an error message or code says the context window was exceeded.
+pub(crate) fn is_context_length(message: &str, code: Option<&str>) -> bool {
+    let message = message.to_ascii_lowercase();
+    let code = code.unwrap_or_default().to_ascii_lowercase();
+    CONTEXT_LENGTH_MARKERS
+        .iter()
+        .any(|marker| message.contains(marker) || code.contains(marker))
+}
+
+/// The server's message and error code from an error body: `{"error":{"message","code"|"type"}}`,
+/// `{"error":"text"}`, `{"detail":...}` (FastAPI), `{"message":...}`, or the body text itself.
+pub(crate) fn server_message(body: &[u8]) -> (String, Option<String>) {
+    let text = String::from_utf8_lossy(body);
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return (truncate(text.trim()), None);
+    };
+    if let Some(error) = value.get("error") {
+        let code = ["code", "type"].iter().find_map(|key| {
+            error.get(key).and_then(|code| match code {
+                Value::String(code) => Some(code.clone()),
+                Value::Number(code) => Some(code.to_string()),
+                _ => None,
+            })
+        });
+        return (truncate(&error_object_message(error)), code);
+    }
+    if let Some(detail) = value.get("detail") {
+        return (truncate(&detail_text(detail)), None);
+    }
+    if let Some(message) = value.get("message").and_then(Value::as_str) {
+        return (truncate(message), None);
+    }
+    (truncate(text.trim()), None)
+}
+
+/// FastAPI's `detail` is a string or a list of `{"loc","msg","type"}` objects.
+fn detail_text(detail: &Value) -> String {
+    match detail {
+        Value::String(text) => text.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                item.get("msg")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| item.to_string())
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => other.to_string(),
+    }
+}
+
+/// Cut a message to [`MAX_MESSAGE_CHARS`] characters (on a character boundary).
+pub(crate) fn truncate(text: &str) -> String {
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// How long the server asked us to wait: `retry-after-ms` (OpenAI, Azure), else `Retry-After`
+/// in seconds or as an HTTP date.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    if let Some(millis) = header("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        return duration_from_secs(millis / 1000.0);
+    }
+    let value = header("retry-after")?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return duration_from_secs(seconds);
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(
+        date.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+fn duration_from_secs(seconds: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+/// The typed error for a transport failure before the response arrived.
+pub(crate) fn send_error(
+    error: &reqwest::Error,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+) -> LlmError {
+    if error.is_timeout() {
+        if error.is_connect() {
+            return LlmError::Timeout {
+                what: "connect".to_owned(),
+                limit: connect_timeout,
+            };
+        }
+        return LlmError::Timeout {
+            what: "request".to_owned(),
+            limit: request_timeout,
+        };
+    }
+    if error.is_builder() {
+        return LlmError::Other(format!("invalid request: {}", error_chain(error)));
+    }
+    LlmError::Connection {
+        retries: 0,
+        message: error_chain(error),
+    }
+}
+
+/// An error and its sources on one line (reqwest's own message hides the cause).
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn statuses_map_to_their_variants() {
+        let body = br#"{"error":{"message":"nope","type":"invalid_request_error"}}"#;
+        let empty = HeaderMap::new();
+        assert!(matches!(
+            status_error(401, &empty, body),
+            LlmError::Authentication { status: 401, .. }
+        ));
+        assert!(matches!(
+            status_error(403, &empty, body),
+            LlmError::Authentication { status: 403, .. }
+        ));
+        assert!(matches!(
+            status_error(404, &empty, body),
+            LlmError::BadRequest { status: 404, .. }
+        ));
+        assert!(matches!(
+            status_error(422, &empty, body),
+            LlmError::BadRequest { status: 422, .. }
+        ));
+        assert!(matches!(
+            status_error(409, &empty, body),
+            LlmError::Http { status: 409, .. }
+        ));
+        assert!(matches!(
+            status_error(503, &empty, body),
+            LlmError::Server {
+                status: 503,
+                retries: 0,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn context_length_errors_of_several_servers_are_recognised() {
+        let empty = HeaderMap::new();
+        for body in [
+            // OpenAI / Azure
+            &br#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#[..],
+            // llama.cpp
+            br#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}"#,
+            // vLLM
+            br#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}"#,
+        ] {
+            assert!(
+                matches!(
+                    status_error(400, &empty, body),
+                    LlmError::ContextLengthExceeded { .. }
+                ),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn messages_are_extracted_from_every_body_shape() {
+        assert_eq!(server_message(br#"{"error":{"message":"m1"}}"#).0, "m1");
+        assert_eq!(server_message(br#"{"error":"m2"}"#).0, "m2");
+        assert_eq!(server_message(br#"{"detail":"m3"}"#).0, "m3");
+        assert_eq!(
+            server_message(br#"{"detail":[{"loc":["body"],"msg":"field required","type":"x"}]}"#).0,
+            "field required"
+        );
+        assert_eq!(server_message(b"  Bad Gateway\n").0, "Bad Gateway");
+        let long = "é".repeat(2000);
+        let cut = server_message(long.as_bytes()).0;
+        assert_eq!(cut.chars().count(), MAX_MESSAGE_CHARS + 1);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_milliseconds_and_dates() {
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "2")])),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "1"), ("retry-after-ms", "250")])),
+            Some(Duration::from_millis(250))
+        );
+        let later = SystemTime::now() + Duration::from_secs(120);
+        let date = httpdate::fmt_http_date(later);
+        let wait = retry_after(&headers(&[("retry-after", &date)])).unwrap();
+        assert!(wait > Duration::from_secs(100) && wait <= Duration::from_secs(120));
+        let past = httpdate::fmt_http_date(SystemTime::now() - Duration::from_secs(60));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &past)])),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
+        assert_eq!(retry_after(&HeaderMap::new()), None);
+    }
+}

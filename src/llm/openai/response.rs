@@ -1,0 +1,204 @@
+//! Parsing a non-streaming `chat.completion` body into a [`ChatResponse`].
+
+use reqwest::header::HeaderMap;
+use serde_json::{Map, Value};
+
+use crate::llm::error::LlmError;
+use crate::llm::model::ModelDelta;
+use crate::llm::openai::errors::{error_object_message, status_error, truncate};
+use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, Usage};
+use crate::tools::registry::generate_call_id;
+
+/// Parse a successful (HTTP 200) completion body.
+pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
+    let mut value: Value = serde_json::from_slice(body).map_err(|error| {
+        LlmError::Decode(format!(
+            "invalid completion JSON ({error}): {}",
+            truncate(&String::from_utf8_lossy(body))
+        ))
+    })?;
+    if let Some(error) = value.get("error").filter(|error| !error.is_null()) {
+        return Err(error_in_success(error, body));
+    }
+    let mut choice = take_first_choice(&mut value)?;
+    let finish = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .filter(|reason| !reason.is_empty())
+        .map(FinishReason::parse);
+    let message = match choice.get_mut("message").map(Value::take) {
+        Some(Value::Object(message)) => normalise_message(message),
+        _ => return Err(LlmError::Decode("the reply's choice has no message".into())),
+    };
+    let mut message: OpenaiChatMessage = serde_json::from_value(message)
+        .map_err(|error| LlmError::Decode(format!("invalid assistant message: {error}")))?;
+    if let OpenaiChatMessage::Assistant { tool_calls, .. } = &mut message {
+        for call in tool_calls.iter_mut() {
+            if call.function.arguments.trim().is_empty() {
+                call.function.arguments = "{}".to_owned();
+            }
+        }
+    }
+    // Same rule as the stream assembler: tool calls under `stop` (Ollama) are still tool calls.
+    let stop_reason = match finish {
+        Some(FinishReason::Stop) | Some(FinishReason::Other(_)) | None
+            if !message.tool_calls().is_empty() =>
+        {
+            Some(FinishReason::ToolCalls)
+        }
+        other => other,
+    };
+    let text = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned)
+    };
+    Ok(ChatResponse {
+        message,
+        stop_reason,
+        usage: value.get("usage").and_then(Usage::from_wire),
+        model: text("model"),
+        id: text("id"),
+    })
+}
+
+/// A whole reply as the deltas a stream of it would have carried.
+pub(crate) fn response_deltas(response: ChatResponse) -> Vec<ModelDelta> {
+    let mut deltas = vec![ModelDelta::Meta {
+        id: response.id,
+        model: response.model,
+    }];
+    if let OpenaiChatMessage::Assistant {
+        content,
+        refusal,
+        reasoning_content,
+        tool_calls,
+        ..
+    } = response.message
+    {
+        deltas.extend(reasoning_content.map(ModelDelta::Reasoning));
+        deltas.extend(content.map(ModelDelta::Text));
+        deltas.extend(refusal.map(ModelDelta::Refusal));
+        for (index, call) in (0u32..).zip(tool_calls) {
+            deltas.push(ModelDelta::ToolCall {
+                index: Some(index),
+                id: Some(call.id),
+                name: Some(call.function.name),
+                arguments: Some(call.function.arguments),
+            });
+        }
+    }
+    // A reply without a finish reason is still complete: it arrived whole.
+    deltas.push(ModelDelta::Finish(
+        response.stop_reason.unwrap_or(FinishReason::Stop),
+    ));
+    deltas.extend(response.usage.map(ModelDelta::Usage));
+    deltas
+}
+
+/// An `{"error": ...}` body sent with HTTP 200 (some proxies do): typed by its numeric `code`
+/// when it has one.
+fn error_in_success(error: &Value, body: &[u8]) -> LlmError {
+    match error
+        .get("code")
+        .and_then(Value::as_u64)
+        .filter(|code| (400..600).contains(code))
+    {
+        Some(code) => status_error(code as u16, &HeaderMap::new(), body),
+        None => LlmError::Http {
+            status: 200,
+            message: error_object_message(error),
+        },
+    }
+}
+
+fn take_first_choice(value: &mut Value) -> Result<Value, LlmError> {
+    let choices = match value.get_mut("choices") {
+        Some(Value::Array(choices)) => choices,
+        _ => return Err(LlmError::Decode("the reply has no choices".into())),
+    };
+    let position = choices
+        .iter()
+        .position(|choice| choice.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        .unwrap_or(0);
+    if choices.is_empty() {
+        return Err(LlmError::Decode("the reply has no choices".into()));
+    }
+    Ok(choices.swap_remove(position))
+}
+
+/// Fill what some servers leave out: the role, tool-call ids; drop a duplicate reasoning field
+/// (vLLM sends both `reasoning_content` and `reasoning`).
+fn normalise_message(mut message: Map<String, Value>) -> Value {
+    message
+        .entry("role")
+        .or_insert_with(|| Value::String("assistant".into()));
+    if message.contains_key("reasoning_content") {
+        message.remove("reasoning");
+    }
+    if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
+        for call in calls.iter_mut().filter_map(Value::as_object_mut) {
+            let has_id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| !id.is_empty());
+            if !has_id {
+                call.insert("id".into(), Value::String(generate_call_id()));
+            }
+        }
+    }
+    Value::Object(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_call_reply_parses() {
+        let response = parse_completion(br#"{
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "refusal": null,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+                "logprobs": null, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 80, "completion_tokens": 17, "total_tokens": 97,
+                "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}},
+            "system_fingerprint": "fp_1"}"#).unwrap();
+        assert_eq!(response.id.as_deref(), Some("chatcmpl-1"));
+        assert_eq!(response.stop_reason, Some(FinishReason::ToolCalls));
+        assert_eq!(response.tool_calls()[0].function.name, "get_weather");
+        assert_eq!(response.usage.map(|usage| usage.total_tokens), Some(97));
+    }
+
+    #[test]
+    fn server_quirks_are_normalised() {
+        // Ollama: finish "stop" with tool calls; llama.cpp: object arguments, no id; vLLM: both reasoning fields.
+        let response = parse_completion(br#"{"choices":[{"message":{"content":"","reasoning_content":"r","reasoning":"r",
+            "tool_calls":[{"function":{"name":"f","arguments":{"a":1}}},{"id":"b","function":{"name":"g","arguments":""}}]},
+            "finish_reason":"stop"}]}"#).unwrap();
+        assert_eq!(response.stop_reason, Some(FinishReason::ToolCalls));
+        let calls = response.tool_calls();
+        assert_eq!(calls[0].function.arguments, r#"{"a":1}"#);
+        assert!(calls[0].id.starts_with("call_"));
+        assert_eq!(calls[1].function.arguments, "{}");
+        assert_eq!(response.message.reasoning(), Some("r"));
+    }
+
+    #[test]
+    fn missing_choices_and_error_bodies_are_errors() {
+        assert!(matches!(
+            parse_completion(br#"{"id":"x","choices":[]}"#),
+            Err(LlmError::Decode(_))
+        ));
+        assert!(matches!(
+            parse_completion(br#"{"id":"x"}"#),
+            Err(LlmError::Decode(_))
+        ));
+        assert!(matches!(
+            parse_completion(br#"{"error":{"message":"upstream down","code":502}}"#),
+            Err(LlmError::Server { status: 502, .. })
+        ));
+    }
+}

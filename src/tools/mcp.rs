@@ -48,6 +48,17 @@
 //! `isError: true` becomes [`ToolError::ExecutionFailed`](crate::tools::ToolError) with the
 //! server's text, so the model reads what went wrong.
 //!
+//! # Errors
+//!
+//! | what happened | error |
+//! |---|---|
+//! | called before `connect()` or after `close()` | `McpNotInitialized` |
+//! | the program cannot start; the server exits or closes stdout (during `connect` or any call — at once, with exit status and last stderr lines); the server rejects a request (JSON-RPC error); an HTTP transport failure | `McpError` |
+//! | `initialize` or a request takes longer than its limit (the request is cancelled on the server) | `McpTimeout` |
+//! | the tool answered `isError: true` | `ExecutionFailed(tool, server text)` |
+//! | arguments that are not a JSON object | `InvalidArguments` |
+//! | a bad `mcpServers` file ([`McpConfigError`], converts into `McpError`) | `McpConfigError` |
+//!
 //! # Processes
 //!
 //! A stdio server runs in its own process group. [`McpClient::close`] closes its stdin, waits

@@ -4,9 +4,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
-use agcore::tools::approval::{
-    ApprovalDecision, ApprovalRequest, Approver, ApproveAll, DenyAll,
-};
+use agcore::tools::approval::{ApprovalDecision, ApprovalRequest, ApproveAll, Approver, DenyAll};
 use async_trait::async_trait;
 use tokio::sync::Mutex;
 

@@ -199,7 +199,10 @@ mod tests {
         let error = AgcoreConfig::parse("[model]\nmodle = \"x\"\n").unwrap_err();
         assert!(error.contains("modle"), "{error}");
         let error = AgcoreConfig::parse("[tools]\nrestricted = \"yes\"\n").unwrap_err();
-        assert!(error.contains("restricted") || error.contains("bool"), "{error}");
+        assert!(
+            error.contains("restricted") || error.contains("bool"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -22,10 +22,14 @@ fn servers(mcp_config: Option<&Path>, config: Option<&Path>) -> anyhow::Result<M
     let (loaded, path) = AgcoreConfig::discover(config)?;
     let mut servers = loaded.mcp_servers(path.as_deref())?;
     if let Some(file) = mcp_config {
-        servers.servers.extend(McpServersConfig::load(file)?.servers);
+        servers
+            .servers
+            .extend(McpServersConfig::load(file)?.servers);
     }
     if servers.servers.is_empty() {
-        bail!("no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml");
+        bail!(
+            "no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml"
+        );
     }
     Ok(servers)
 }
@@ -50,14 +54,18 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
                 None => {
                     println!("{}: connected, {} tool(s)", status.name, status.tools.len());
                     for tool in &status.tools {
-                        println!("  {:<28} {}", tool.name, first_line(tool.description.as_deref().unwrap_or("")));
+                        println!("  {:<28} {}", tool.name, first_line(&tool.description));
                     }
                 }
             }
         }
     }
     let all_failed = statuses.iter().all(|s| s.error.is_some());
-    Ok(if all_failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if all_failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {

@@ -9,7 +9,10 @@ use crate::session::{build_registry, load_config, provider};
 pub async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_config(&args.tools)?;
     let (registry, servers) = build_registry(&args.tools, &loaded, false).await?;
-    let provider = args.provider.clone().unwrap_or_else(|| provider(&loaded.config));
+    let provider = args
+        .provider
+        .clone()
+        .unwrap_or_else(|| provider(&loaded.config));
     let model = args
         .model
         .clone()
@@ -28,7 +31,9 @@ pub async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
             }
         }
         if registry.is_empty() {
-            println!("no tools: enable some with --tools builtin, --mcp-config FILE or agcore.toml");
+            println!(
+                "no tools: enable some with --tools builtin, --mcp-config FILE or agcore.toml"
+            );
         }
         print!("{report}");
     }

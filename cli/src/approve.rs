@@ -1,14 +1,15 @@
 //! Approvals on the command line: a terminal prompt (y = once, a = always, n = deny), `--yes`,
 //! or deny when nobody can be asked.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use agcore::tools::approval::{ApprovalDecision, ApprovalRequest, ApproveAll, Approver, DenyAll};
 use async_trait::async_trait;
-use tokio::sync::Mutex;
+use rustyline::error::ReadlineError;
+use tokio::sync::{Mutex, Notify};
 
-use crate::render::short_arguments;
+use crate::render::{short_arguments, without_spinner};
 
 /// The approver for this run: `--yes` allows every *ask*; a terminal prompts; otherwise deny
 /// with a message saying how to allow.
@@ -28,9 +29,21 @@ pub fn approver_for(yes: bool) -> Arc<dyn Approver> {
 }
 
 /// Asks on the terminal, one question at a time.
+///
+/// The answer is read with rustyline, i.e. with the terminal in raw mode: Ctrl-C at the
+/// question is a key press, not a signal. It denies the call and raises [`interrupt`], which
+/// `agcore chat` takes as "cancel the turn". A read that outlives its question (a plain
+/// blocking `read_line` after the turn was dropped) would swallow the next line typed at the
+/// chat prompt; reading in raw mode until the user answers avoids that.
 #[derive(Debug, Default)]
 pub struct TerminalApprover {
     one_at_a_time: Mutex<()>,
+}
+
+/// Raised when the user presses Ctrl-C: by the chat's signal handler, or at an approval prompt.
+pub fn interrupt() -> &'static Notify {
+    static INTERRUPT: Notify = Notify::const_new();
+    &INTERRUPT
 }
 
 #[async_trait]
@@ -38,21 +51,32 @@ impl Approver for TerminalApprover {
     async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
         let question = format!(
-            "\r\x1b[K? {} wants to run {}({}) — {}\n  allow? [y] once  [a] always for this tool  [n] deny: ",
+            "\r\x1b[K? {} wants to run {}({}) — {}",
             request.tool,
             request.title,
             short_arguments(&request.arguments),
             request.reason
         );
         let answer = tokio::task::spawn_blocking(move || {
-            eprint!("{question}");
-            let _ = std::io::stderr().flush();
-            let mut line = String::new();
-            std::io::stdin().lock().read_line(&mut line).map(|_| line)
+            without_spinner(|| {
+                eprintln!("{question}");
+                let _ = std::io::stderr().flush();
+                let mut editor = rustyline::DefaultEditor::new()?;
+                editor.readline("  allow? [y] once  [a] always for this tool  [n] deny: ")
+            })
         })
         .await;
         match answer {
             Ok(Ok(line)) => parse_answer(&line),
+            Ok(Err(ReadlineError::Interrupted)) => {
+                interrupt().notify_one();
+                ApprovalDecision::Deny {
+                    message: Some("the user cancelled".to_owned()),
+                }
+            }
+            Ok(Err(ReadlineError::Eof)) => ApprovalDecision::Deny {
+                message: Some("the user denied this call".to_owned()),
+            },
             _ => ApprovalDecision::Deny {
                 message: Some("the user could not be asked".to_owned()),
             },

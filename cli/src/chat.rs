@@ -1,10 +1,212 @@
-//! `agcore chat`: an interactive session.
+//! `agcore chat`: an interactive session — line editing and history (rustyline), streaming
+//! answers, live tool calls, approvals inline, slash commands, Ctrl-C cancels the turn.
+//!
+//! stdin has one reader at a time: the prompt's readline runs (on a blocking thread) only
+//! between turns, and an approval question reads only during a turn.
 
+use std::path::Path;
 use std::process::ExitCode;
 
+use agcore::llm::LlmCycle;
+use agcore::tools::ToolRegistry;
+use anyhow::Context;
+use futures::{FutureExt, StreamExt};
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+
+use crate::approve::interrupt;
 use crate::cli::ChatArgs;
+use crate::render::HumanRenderer;
+use crate::session::{base_url, build_cycle, build_registry, load_config, provider};
+
+/// The prompt shown for each line.
+const PROMPT: &str = "you> ";
+
+const HELP: &str = "\
+commands:
+  /tools        every tool, and whether the model sees it (and why not)
+  /clear        forget the conversation (the system prompt stays)
+  /save FILE    write the conversation (all messages) as JSON to FILE
+  /help         this list
+  /exit         leave (or Ctrl-D)
+Ctrl-C cancels the running turn (the history keeps only completed turns); at the prompt it clears the line.";
 
 /// Run `agcore chat`.
-pub async fn chat(_args: ChatArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("agcore chat is not built yet")
+pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let loaded = load_config(&args.tools)?;
+    let mut cycle = build_cycle(&args.model, &loaded.config)?;
+    let (registry, _) = build_registry(&args.tools, &loaded, true).await?;
+    let mut session = Session {
+        provider: provider(&loaded.config),
+        model: cycle.config().model.clone(),
+        registry,
+    };
+    println!("{}", session.banner(&base_url(&args.model, &loaded.config)));
+    forward_ctrl_c()?;
+
+    let mut history = Vec::new();
+    loop {
+        let line = match read_line(&history).await? {
+            Ok(line) => line,
+            // Ctrl-C at the prompt: rustyline already dropped the line; ask again.
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(error) => return Err(error).context("could not read the input"),
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        history.push(line.to_owned());
+        if let Some(command) = line.strip_prefix('/') {
+            match session.command(command, &mut cycle) {
+                Flow::Continue => continue,
+                Flow::Exit => break,
+            }
+        }
+        session.turn(&mut cycle, line.to_owned()).await;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Read one line on a blocking thread, so the runtime (and the MCP servers' I/O) keeps going.
+///
+/// The editor lives only for this one line: rustyline (without its `signal-hook` feature)
+/// replaces the SIGINT handler while an editor exists and restores it on drop, so during a
+/// turn the session's own handler ([`forward_ctrl_c`]) is the one that runs, and an approval
+/// question can make its own editor without two editors sharing rustyline's global state.
+async fn read_line(history: &[String]) -> anyhow::Result<rustyline::Result<String>> {
+    let history = history.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let mut editor = DefaultEditor::new()?;
+        for line in history {
+            let _ = editor.add_history_entry(line);
+        }
+        editor.readline(PROMPT)
+    })
+    .await
+    .context("the input reader failed")
+}
+
+/// Turn SIGINT into [`interrupt`] for the whole session. While readline has the terminal (raw
+/// mode) Ctrl-C is a key, not a signal; during a turn it is a signal and cancels the turn.
+/// The handler is registered here, before any editor exists, so editors restore it.
+fn forward_ctrl_c() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut signals = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
+        tokio::spawn(async move {
+            while signals.recv().await.is_some() {
+                interrupt().notify_one();
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            interrupt().notify_one();
+        }
+    });
+    Ok(())
+}
+
+enum Flow {
+    Continue,
+    Exit,
+}
+
+struct Session {
+    provider: String,
+    model: String,
+    registry: ToolRegistry,
+}
+
+impl Session {
+    fn banner(&self, base_url: &str) -> String {
+        let report = self.registry.explain(&self.provider, &self.model);
+        let profile = report.profile.as_deref().unwrap_or("default (all tools)");
+        let restricted = if report.restricted {
+            " · restricted"
+        } else {
+            ""
+        };
+        format!(
+            "agcore chat · model {} at {} · {} tools ({} exposed) · profile {}{} · /help, Ctrl-D to exit",
+            self.model,
+            base_url,
+            report.tools.len(),
+            report.exposed().len(),
+            profile,
+            restricted,
+        )
+    }
+
+    fn command(&mut self, command: &str, cycle: &mut LlmCycle) -> Flow {
+        let (name, argument) = match command.split_once(char::is_whitespace) {
+            Some((name, rest)) => (name, rest.trim()),
+            None => (command, ""),
+        };
+        match name {
+            "exit" | "quit" => return Flow::Exit,
+            "help" | "?" => println!("{HELP}"),
+            "tools" => print!("{}", self.registry.explain(&self.provider, &self.model)),
+            "clear" => {
+                cycle.clear();
+                println!("conversation cleared (the system prompt stays)");
+            }
+            "save" if argument.is_empty() => eprintln!("error: usage: /save FILE"),
+            "save" => match save(cycle, Path::new(argument)) {
+                Ok(()) => println!("saved {} messages to {argument}", cycle.messages().len()),
+                Err(error) => eprintln!("error: {error:#}"),
+            },
+            other => eprintln!("error: unknown command /{other}; /help lists the commands"),
+        }
+        Flow::Continue
+    }
+
+    /// One prompt: stream the reply (running tools) until it ends, fails, or Ctrl-C.
+    async fn turn(&self, cycle: &mut LlmCycle, prompt: String) {
+        // A Ctrl-C from before this turn (e.g. while a command ran) must not cancel it.
+        while interrupt().notified().now_or_never().is_some() {}
+        let mut renderer = HumanRenderer::new();
+        let cancelled = {
+            let work = async {
+                let stream = if self.registry.is_empty() {
+                    cycle.submit_stream(prompt).await
+                } else {
+                    cycle.submit_stream_with_tools(prompt, &self.registry).await
+                };
+                match stream {
+                    // Errors in the stream are rendered as `error: ...` by the renderer.
+                    Ok(mut events) => {
+                        while let Some(event) = events.next().await {
+                            renderer.event(&event);
+                        }
+                    }
+                    Err(error) => {
+                        renderer.finish();
+                        eprintln!("error: {error}");
+                    }
+                }
+            };
+            tokio::select! {
+                () = work => false,
+                () = interrupt().notified() => true,
+            }
+            // `work` is dropped here: the request and any running tool with it.
+        };
+        renderer.finish();
+        if cancelled {
+            eprintln!(
+                "^C cancelled: the turn was dropped (the history keeps only completed turns)"
+            );
+        }
+        println!();
+    }
+}
+
+fn save(cycle: &LlmCycle, path: &Path) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(cycle.messages())?;
+    std::fs::write(path, json).with_context(|| format!("could not write {}", path.display()))
 }

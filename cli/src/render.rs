@@ -3,11 +3,36 @@
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use agcore::llm::StreamEvent;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
+
+/// The spinner on screen, if any, so an approval prompt can hide it while it asks.
+static ACTIVE_SPINNER: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+fn set_active_spinner(spinner: Option<ProgressBar>) {
+    if let Ok(mut slot) = ACTIVE_SPINNER.lock() {
+        *slot = spinner;
+    }
+}
+
+/// Run `f` (which uses the terminal, e.g. asks a question) with the spinner hidden and
+/// stopped, so it does not redraw over the question; the spinner comes back afterwards.
+pub fn without_spinner<R>(f: impl FnOnce() -> R) -> R {
+    let spinner = ACTIVE_SPINNER.lock().ok().and_then(|slot| slot.clone());
+    let Some(spinner) = spinner else {
+        return f();
+    };
+    spinner.disable_steady_tick();
+    spinner.set_draw_target(ProgressDrawTarget::hidden());
+    let result = f();
+    spinner.set_draw_target(ProgressDrawTarget::stderr());
+    spinner.enable_steady_tick(Duration::from_millis(100));
+    result
+}
 
 /// Prints events for a human as they arrive.
 pub struct HumanRenderer {
@@ -79,8 +104,10 @@ impl HumanRenderer {
                         one_line(output, 100)
                     )
                 };
+                // `suspend` rather than `println`: the line must not be lost while an approval
+                // prompt has the spinner hidden.
                 match &self.spinner {
-                    Some(spinner) => spinner.println(line),
+                    Some(spinner) => spinner.suspend(|| eprintln!("{line}")),
                     None => eprintln!("{line}"),
                 }
                 self.update_spinner();
@@ -97,6 +124,7 @@ impl HumanRenderer {
     pub fn finish(&mut self) {
         self.end_reasoning();
         if let Some(spinner) = self.spinner.take() {
+            set_active_spinner(None);
             spinner.finish_and_clear();
         }
         self.newline();
@@ -122,6 +150,7 @@ impl HumanRenderer {
         }
         if self.running.is_empty() {
             if let Some(spinner) = self.spinner.take() {
+                set_active_spinner(None);
                 spinner.finish_and_clear();
             }
             return;
@@ -133,11 +162,22 @@ impl HumanRenderer {
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             spinner.enable_steady_tick(Duration::from_millis(100));
+            set_active_spinner(Some(spinner.clone()));
             spinner
         });
         let mut labels: Vec<&str> = self.running.values().map(String::as_str).collect();
         labels.sort_unstable();
         spinner.set_message(format!("running {}", labels.join(", ")));
+    }
+}
+
+impl Drop for HumanRenderer {
+    fn drop(&mut self) {
+        // A cancelled turn drops the renderer mid-way: stop the spinner's ticker with it.
+        if let Some(spinner) = self.spinner.take() {
+            set_active_spinner(None);
+            spinner.finish_and_clear();
+        }
     }
 }
 

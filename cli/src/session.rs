@@ -39,15 +39,19 @@ pub fn provider(config: &AgcoreConfig) -> String {
         .unwrap_or_else(|| "openai".to_owned())
 }
 
+/// The base URL the arguments (then the config, then `OPENAI_BASE_URL`) name, else the default.
+pub fn base_url(args: &ModelArgs, config: &AgcoreConfig) -> String {
+    args.base_url
+        .clone()
+        .or_else(|| config.model.base_url.clone())
+        .or_else(|| env("OPENAI_BASE_URL"))
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+}
+
 /// A cycle for the model the arguments (then the config, then the environment) describe.
 pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<LlmCycle> {
     let section = &config.model;
-    let base_url = args
-        .base_url
-        .clone()
-        .or_else(|| section.base_url.clone())
-        .or_else(|| env("OPENAI_BASE_URL"))
-        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+    let base_url = base_url(args, config);
     let Some(model) = args
         .model
         .clone()

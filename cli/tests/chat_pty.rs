@@ -1,0 +1,178 @@
+//! `agcore chat` driven through a pseudo-terminal against a fake OpenAI server on 127.0.0.1:
+//! a tool turn, a Ctrl-C cancel, /save, an approval question answered `n`, Ctrl-D.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::time::Duration;
+
+use expectrl::{ControlCode, Session, WaitStatus};
+use serde_json::Value;
+use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
+
+/// Generous: the pty test must not depend on the machine's speed.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+fn spawn_chat(command: std::process::Command) -> Session {
+    let mut command = command;
+    command.env("TERM", "xterm");
+    let mut session = Session::spawn(command).unwrap();
+    session.set_expect_timeout(Some(TIMEOUT));
+    session
+}
+
+fn expect(session: &mut Session, text: &str) {
+    if let Err(error) = session.expect(text) {
+        panic!("expected {text:?} on the terminal: {error}");
+    }
+}
+
+/// Wait (up to TIMEOUT) until `server` has received `count` requests.
+fn wait_for_requests(handle: &tokio::runtime::Handle, server: &wiremock::MockServer, count: usize) {
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while handle.block_on(request_bodies(server)).len() < count {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never got request {count}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_runs_a_tool_turn_cancels_a_slow_turn_saves_and_exits_on_ctrl_d() {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("notes.txt"), "launch is on friday\n").unwrap();
+    let server = fake_openai(vec![
+        Reply::tool("call_read", "read_file", r#"{"path":"notes.txt"}"#),
+        Reply::text("The notes say the launch is on friday."),
+        Reply::Delayed(
+            Duration::from_secs(60),
+            Box::new(Reply::text("far too late")),
+        ),
+    ])
+    .await;
+    let saved = workspace.path().join("history.json");
+
+    let mut command = agcore(workspace.path());
+    command.args([
+        "chat",
+        "--base-url",
+        &base_url(&server),
+        "--model",
+        "fake-model",
+    ]);
+    command.args(["--tools", "builtin", "--workspace"]);
+    command.arg(workspace.path());
+    let handle = tokio::runtime::Handle::current();
+    let saved_path = saved.clone();
+    let server_ref = &server;
+    let status = tokio::task::block_in_place(move || {
+        let mut session = spawn_chat(command);
+        expect(&mut session, "agcore chat · model fake-model");
+        expect(&mut session, "you> ");
+
+        // A turn with a tool call: the tool line, then the streamed answer.
+        session.send_line("what do my notes say?").unwrap();
+        expect(&mut session, "read_file(path=notes.txt) ok in");
+        expect(&mut session, "The notes say the launch is on friday.");
+        expect(&mut session, "you> ");
+
+        // A slow turn, cancelled with Ctrl-C once the request is in flight.
+        session.send_line("and the weather?").unwrap();
+        wait_for_requests(&handle, server_ref, 3);
+        session.send(ControlCode::EndOfText).unwrap();
+        expect(&mut session, "cancelled");
+        expect(&mut session, "you> ");
+
+        session
+            .send_line(format!("/save {}", saved_path.display()))
+            .unwrap();
+        expect(&mut session, "saved 4 messages");
+        expect(&mut session, "you> ");
+
+        session.send(ControlCode::EndOfTransmission).unwrap();
+        session.get_process().wait().unwrap()
+    });
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "chat exited with {status:?}"
+    );
+
+    let history: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_history_valid(&history);
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    assert!(history[2]["content"].as_str().unwrap().contains("friday"));
+    let text = serde_json::to_string(&history).unwrap();
+    assert!(
+        !text.contains("and the weather?"),
+        "the cancelled prompt stayed in the history"
+    );
+    // The cancelled turn was the last request: nothing was sent after it.
+    assert_eq!(request_bodies(&server).await.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_asks_before_a_write_and_the_denial_reaches_the_model() {
+    let workspace = tempfile::tempdir().unwrap();
+    let config = workspace.path().join("agcore.toml");
+    std::fs::write(
+        &config,
+        "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
+    )
+    .unwrap();
+    let server = fake_openai(vec![
+        Reply::tool(
+            "call_write",
+            "write_file",
+            r#"{"path":"out.txt","content":"hello"}"#,
+        ),
+        Reply::text("Understood, I did not write the file."),
+    ])
+    .await;
+
+    let mut command = agcore(workspace.path());
+    command.args([
+        "chat",
+        "--base-url",
+        &base_url(&server),
+        "--model",
+        "fake-model",
+    ]);
+    command.args(["--tools", "builtin", "--config"]);
+    command.arg(&config);
+    command.arg("--workspace").arg(workspace.path());
+    let status = tokio::task::block_in_place(move || {
+        let mut session = spawn_chat(command);
+        expect(&mut session, "you> ");
+        session.send_line("write hello to out.txt").unwrap();
+        expect(&mut session, "write_file wants to run");
+        expect(&mut session, "allow?");
+        session.send_line("n").unwrap();
+        expect(&mut session, "write_file(");
+        expect(&mut session, "failed");
+        expect(&mut session, "Understood, I did not write the file.");
+        expect(&mut session, "you> ");
+        session.send(ControlCode::EndOfTransmission).unwrap();
+        session.get_process().wait().unwrap()
+    });
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "chat exited with {status:?}"
+    );
+    assert!(!workspace.path().join("out.txt").exists());
+
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let tool = messages.last().unwrap();
+    assert_eq!(tool["role"], "tool");
+    assert_eq!(tool["tool_call_id"], "call_write");
+    let content = tool["content"].as_str().unwrap();
+    assert!(content.contains("denied"), "{content}");
+}

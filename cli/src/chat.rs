@@ -158,7 +158,7 @@ impl Session {
             "save" if argument.is_empty() => eprintln!("error: usage: /save FILE"),
             "save" => match save(cycle, Path::new(argument)) {
                 Ok(()) => println!("saved {} messages to {argument}", cycle.messages().len()),
-                Err(error) => eprintln!("error: {error:#}"),
+                Err(error) => eprintln!("error: {}", crate::describe(&error)),
             },
             other => eprintln!("error: unknown command /{other}; /help lists the commands"),
         }

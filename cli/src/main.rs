@@ -35,10 +35,28 @@ async fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", describe(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, like `{:#}`, but a cause whose text the line already
+/// holds is left out: many errors (ours and the library's) include their source in their own
+/// message, and `{:#}` printed it twice.
+pub(crate) fn describe(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn init_tracing(verbose: u8) {

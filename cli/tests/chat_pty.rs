@@ -176,3 +176,83 @@ async fn chat_asks_before_a_write_and_the_denial_reaches_the_model() {
     let content = tool["content"].as_str().unwrap();
     assert!(content.contains("denied"), "{content}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_turn_prints_the_error_and_the_session_goes_on_with_slash_commands() {
+    let workspace = tempfile::tempdir().unwrap();
+    let server = fake_openai(vec![
+        Reply::Status(401, "Incorrect API key provided".into()),
+        Reply::text("Hello again."),
+    ])
+    .await;
+    let mut command = agcore(workspace.path());
+    command.args([
+        "chat",
+        "--base-url",
+        &base_url(&server),
+        "--model",
+        "fake-model",
+    ]);
+    command.args([
+        "--system",
+        "Be terse.",
+        "--tools",
+        "builtin",
+        "--restricted",
+    ]);
+    command.arg("--workspace").arg(workspace.path());
+    let saved = workspace.path().join("after-clear.json");
+    let saved_path = saved.clone();
+    let status = tokio::task::block_in_place(move || {
+        let mut session = spawn_chat(command);
+        expect(&mut session, "profile default (all tools) · restricted");
+        expect(&mut session, "you> ");
+        session.send_line("hi").unwrap();
+        expect(&mut session, "error: authentication failed (HTTP 401)");
+        expect(&mut session, "you> ");
+        session.send_line("hi again").unwrap();
+        expect(&mut session, "Hello again.");
+        expect(&mut session, "you> ");
+
+        session.send_line("/tools").unwrap();
+        expect(&mut session, "restricted: yes");
+        expect(&mut session, "run_command");
+        expect(&mut session, "you> ");
+        session.send_line("/nosuch").unwrap();
+        expect(&mut session, "unknown command /nosuch");
+        expect(&mut session, "you> ");
+        session.send_line("/help").unwrap();
+        expect(&mut session, "/save FILE");
+        expect(&mut session, "you> ");
+        session.send_line("/clear").unwrap();
+        expect(&mut session, "conversation cleared");
+        expect(&mut session, "you> ");
+        session
+            .send_line(format!("/save {}", saved_path.display()))
+            .unwrap();
+        expect(&mut session, "saved 1 messages");
+        expect(&mut session, "you> ");
+        // Ctrl-C at the prompt clears the line, it does not end the session.
+        session.send("half a line").unwrap();
+        session.send(ControlCode::EndOfText).unwrap();
+        expect(&mut session, "you> ");
+        session.send_line("/exit").unwrap();
+        session.get_process().wait().unwrap()
+    });
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "chat exited with {status:?}"
+    );
+    // After /clear only the system prompt is left.
+    let history: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["role"], "system");
+    assert_eq!(history[0]["content"], "Be terse.");
+    // The failed turn left nothing behind: the second request held only the second prompt.
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[1]["content"], "hi again");
+}

@@ -1,0 +1,222 @@
+//! `agcore run` end to end against a fake OpenAI server on 127.0.0.1: JSON events, transcripts,
+//! error exits, `--no-stream --json`, `--max-turns`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::path::Path;
+
+use agcore::llm::{ChatResponse, StreamEvent};
+use assert_cmd::Command;
+use serde_json::Value;
+use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
+
+fn run(dir: &Path, server: &wiremock::MockServer, extra: &[&str]) -> std::process::Output {
+    let mut command = agcore(dir);
+    command.args([
+        "run",
+        "--base-url",
+        &base_url(server),
+        "--model",
+        "fake-model",
+    ]);
+    command.args(extra);
+    Command::from_std(command).output().unwrap()
+}
+
+fn transcript(path: &Path) -> Vec<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn roles(messages: &[Value]) -> Vec<&str> {
+    messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect()
+}
+
+fn tool_server_replies() -> Vec<Reply> {
+    vec![
+        Reply::tool("call_list", "list_directory", r#"{"path":"."}"#),
+        Reply::text("There is one file: notes.txt."),
+    ]
+}
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_prints_one_event_per_line_and_the_transcript_has_the_tool_messages() {
+    let dir = workspace();
+    let server = fake_openai(tool_server_replies()).await;
+    let file = dir.path().join("transcript.json");
+    let output = run(
+        dir.path(),
+        &server,
+        &[
+            "--json",
+            "--tools",
+            "builtin",
+            "--transcript",
+            file.to_str().unwrap(),
+            "what is here?",
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let events: Vec<StreamEvent> = stdout
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line).unwrap();
+            assert!(value["type"].is_string(), "{line}");
+            serde_json::from_value(value).unwrap()
+        })
+        .collect();
+    let started = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolExecutionStarted { tool_name, .. } if tool_name == "list_directory"))
+        .expect("a tool_execution_started event");
+    let completed = events
+        .iter()
+        .position(|e| {
+            matches!(
+                e,
+                StreamEvent::ToolExecutionCompleted {
+                    is_error: false,
+                    ..
+                }
+            )
+        })
+        .expect("a successful tool_execution_completed event");
+    assert!(started < completed);
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::AssistantTextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "There is one file: notes.txt.");
+    assert!(matches!(
+        events.last(),
+        Some(StreamEvent::TurnComplete { .. })
+    ));
+
+    let messages = transcript(&file);
+    assert_history_valid(&messages);
+    assert_eq!(roles(&messages), ["user", "assistant", "tool", "assistant"]);
+    assert!(
+        messages[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("notes.txt")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authentication_error_exits_non_zero_with_one_line_naming_it() {
+    let dir = workspace();
+    let server = fake_openai(vec![Reply::Status(
+        401,
+        "Incorrect API key provided".into(),
+    )])
+    .await;
+    let file = dir.path().join("transcript.json");
+    let output = run(
+        dir.path(),
+        &server,
+        &["--transcript", file.to_str().unwrap(), "hi"],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("error: authentication failed (HTTP 401)"),
+        "{stderr}"
+    );
+    assert!(lines[0].contains("Incorrect API key"), "{stderr}");
+    assert!(output.stdout.is_empty());
+    // Not retried, and the transcript is written on failure too (the history as it was).
+    assert_eq!(request_bodies(&server).await.len(), 1);
+    assert!(transcript(&file).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_error_exit_also_names_the_kind() {
+    let dir = workspace();
+    let server = fake_openai(vec![Reply::Status(401, "bad key".into())]).await;
+    let output = run(dir.path(), &server, &["--json", "hi"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.starts_with("error: authentication failed (HTTP 401)"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "nothing but events on stdout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_stream_json_prints_one_chat_response() {
+    let dir = workspace();
+    let server = fake_openai(tool_server_replies()).await;
+    let output = run(
+        dir.path(),
+        &server,
+        &[
+            "--no-stream",
+            "--json",
+            "--tools",
+            "builtin",
+            "what is here?",
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let response: ChatResponse = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(response.text(), "There is one file: notes.txt.");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert!(!bodies[0]["stream"].as_bool().unwrap_or(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_turns_exits_non_zero_and_leaves_a_valid_transcript() {
+    let dir = workspace();
+    // The model keeps calling tools; one request is all it gets.
+    let server = fake_openai(vec![Reply::tool(
+        "call_list",
+        "list_directory",
+        r#"{"path":"."}"#,
+    )])
+    .await;
+    let file = dir.path().join("transcript.json");
+    let output = run(
+        dir.path(),
+        &server,
+        &[
+            "--max-turns",
+            "1",
+            "--tools",
+            "builtin",
+            "--transcript",
+            file.to_str().unwrap(),
+            "loop forever",
+        ],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("error: the tool loop reached max_turns (1)"),
+        "{stderr}"
+    );
+    assert_eq!(request_bodies(&server).await.len(), 1);
+    let messages = transcript(&file);
+    assert_history_valid(&messages);
+    assert_eq!(roles(&messages), ["user", "assistant", "tool"]);
+}

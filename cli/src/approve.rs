@@ -3,6 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use agcore::tools::approval::{ApprovalDecision, ApprovalRequest, ApproveAll, Approver, DenyAll};
 use async_trait::async_trait;
@@ -31,7 +32,7 @@ pub fn approver_for(yes: bool) -> Arc<dyn Approver> {
 /// Asks on the terminal, one question at a time.
 ///
 /// The answer is read with rustyline, i.e. with the terminal in raw mode: Ctrl-C at the
-/// question is a key press, not a signal. It denies the call and raises [`interrupt`], which
+/// question is a key press, not a signal. It denies the call and raises an interrupt ([`raise_interrupt`]), which
 /// `agcore chat` takes as "cancel the turn". A read that outlives its question (a plain
 /// blocking `read_line` after the turn was dropped) would swallow the next line typed at the
 /// chat prompt; reading in raw mode until the user answers avoids that.
@@ -40,10 +41,34 @@ pub struct TerminalApprover {
     one_at_a_time: Mutex<()>,
 }
 
-/// Raised when the user presses Ctrl-C: by the chat's signal handler, or at an approval prompt.
-pub fn interrupt() -> &'static Notify {
-    static INTERRUPT: Notify = Notify::const_new();
-    &INTERRUPT
+/// Ctrl-C presses so far: by the chat's signal handler, or at an approval prompt. A turn
+/// remembers the count when it starts and is cancelled when the count moves.
+static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+static INTERRUPTED: Notify = Notify::const_new();
+
+/// Record a Ctrl-C and wake whoever waits in [`interrupted_since`].
+pub fn raise_interrupt() {
+    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+    INTERRUPTED.notify_waiters();
+}
+
+/// How many Ctrl-C presses were recorded so far.
+pub fn interrupt_count() -> u64 {
+    INTERRUPTS.load(Ordering::SeqCst)
+}
+
+/// Completes once a Ctrl-C is recorded after the count was `start`.
+pub async fn interrupted_since(start: u64) {
+    loop {
+        let notified = INTERRUPTED.notified();
+        let mut notified = std::pin::pin!(notified);
+        // Register before checking, so a raise between the check and the wait is not lost.
+        notified.as_mut().enable();
+        if interrupt_count() != start {
+            return;
+        }
+        notified.await;
+    }
 }
 
 #[async_trait]
@@ -51,7 +76,7 @@ impl Approver for TerminalApprover {
     async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
         let question = format!(
-            "\r\x1b[K? {} wants to run {}({}) — {}",
+            "\r\x1b[K? {} wants to run: {}\n  arguments: {}\n  ({})",
             request.tool,
             request.title,
             short_arguments(&request.arguments),
@@ -69,7 +94,7 @@ impl Approver for TerminalApprover {
         match answer {
             Ok(Ok(line)) => parse_answer(&line),
             Ok(Err(ReadlineError::Interrupted)) => {
-                interrupt().notify_one();
+                raise_interrupt();
                 ApprovalDecision::Deny {
                     message: Some("the user cancelled".to_owned()),
                 }

@@ -10,11 +10,11 @@ use std::process::ExitCode;
 use agcore::llm::LlmCycle;
 use agcore::tools::ToolRegistry;
 use anyhow::Context;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
-use crate::approve::interrupt;
+use crate::approve::{interrupt_count, interrupted_since, raise_interrupt};
 use crate::cli::ChatArgs;
 use crate::render::HumanRenderer;
 use crate::session::{base_url, build_cycle, build_registry, load_config, provider};
@@ -88,7 +88,7 @@ async fn read_line(history: &[String]) -> anyhow::Result<rustyline::Result<Strin
     .context("the input reader failed")
 }
 
-/// Turn SIGINT into [`interrupt`] for the whole session. While readline has the terminal (raw
+/// Turn SIGINT into [`raise_interrupt`] for the whole session. While readline has the terminal (raw
 /// mode) Ctrl-C is a key, not a signal; during a turn it is a signal and cancels the turn.
 /// The handler is registered here, before any editor exists, so editors restore it.
 fn forward_ctrl_c() -> anyhow::Result<()> {
@@ -98,14 +98,14 @@ fn forward_ctrl_c() -> anyhow::Result<()> {
         let mut signals = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
         tokio::spawn(async move {
             while signals.recv().await.is_some() {
-                interrupt().notify_one();
+                raise_interrupt();
             }
         });
     }
     #[cfg(not(unix))]
     tokio::spawn(async {
         while tokio::signal::ctrl_c().await.is_ok() {
-            interrupt().notify_one();
+            raise_interrupt();
         }
     });
     Ok(())
@@ -167,8 +167,8 @@ impl Session {
 
     /// One prompt: stream the reply (running tools) until it ends, fails, or Ctrl-C.
     async fn turn(&self, cycle: &mut LlmCycle, prompt: String) {
-        // A Ctrl-C from before this turn (e.g. while a command ran) must not cancel it.
-        while interrupt().notified().now_or_never().is_some() {}
+        // Only a Ctrl-C pressed from now on cancels this turn.
+        let start = interrupt_count();
         let mut renderer = HumanRenderer::new();
         let cancelled = {
             let work = async {
@@ -182,6 +182,11 @@ impl Session {
                     Ok(mut events) => {
                         while let Some(event) = events.next().await {
                             renderer.event(&event);
+                            // Ctrl-C at an approval prompt is seen here at the latest: stop
+                            // before the loop's next request gets anywhere.
+                            if interrupt_count() != start {
+                                return true;
+                            }
                         }
                     }
                     Err(error) => {
@@ -189,10 +194,12 @@ impl Session {
                         eprintln!("error: {error}");
                     }
                 }
+                false
             };
             tokio::select! {
-                () = work => false,
-                () = interrupt().notified() => true,
+                biased;
+                () = interrupted_since(start) => true,
+                cancelled = work => cancelled,
             }
             // `work` is dropped here: the request and any running tool with it.
         };

@@ -104,13 +104,19 @@ impl HumanRenderer {
                         one_line(output, 100)
                     )
                 };
-                // `suspend` rather than `println`: the line must not be lost while an approval
-                // prompt has the spinner hidden.
-                match &self.spinner {
-                    Some(spinner) => spinner.suspend(|| eprintln!("{line}")),
-                    None => eprintln!("{line}"),
+                if self.running.is_empty() {
+                    // The last one: clear the spinner first so it does not flash back.
+                    self.update_spinner();
+                    eprintln!("{line}");
+                } else {
+                    // `suspend` rather than `println`: the line must not be lost while an
+                    // approval prompt has the spinner hidden.
+                    match &self.spinner {
+                        Some(spinner) => spinner.suspend(|| eprintln!("{line}")),
+                        None => eprintln!("{line}"),
+                    }
+                    self.update_spinner();
                 }
-                self.update_spinner();
             }
             StreamEvent::Error { message, .. } => {
                 self.finish();

@@ -151,7 +151,7 @@ async fn chat_asks_before_a_write_and_the_denial_reaches_the_model() {
         let mut session = spawn_chat(command);
         expect(&mut session, "you> ");
         session.send_line("write hello to out.txt").unwrap();
-        expect(&mut session, "write_file wants to run");
+        expect(&mut session, "write_file wants to run: Write out.txt");
         expect(&mut session, "allow?");
         session.send_line("n").unwrap();
         expect(&mut session, "write_file(");
@@ -255,4 +255,72 @@ async fn a_failed_turn_prints_the_error_and_the_session_goes_on_with_slash_comma
     let messages = bodies[1]["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[1]["content"], "hi again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_an_approval_question_denies_and_cancels_the_turn() {
+    let workspace = tempfile::tempdir().unwrap();
+    let config = workspace.path().join("agcore.toml");
+    std::fs::write(
+        &config,
+        "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
+    )
+    .unwrap();
+    let server = fake_openai(vec![
+        Reply::tool(
+            "call_write",
+            "write_file",
+            r#"{"path":"out.txt","content":"hello"}"#,
+        ),
+        Reply::text("This answer belongs to the next prompt."),
+    ])
+    .await;
+    let saved = workspace.path().join("history.json");
+    let saved_path = saved.clone();
+    // ./agcore.toml is read without --config.
+    let mut command = agcore(workspace.path());
+    command.args([
+        "chat",
+        "--base-url",
+        &base_url(&server),
+        "--model",
+        "fake-model",
+    ]);
+    command.args(["--tools", "builtin"]);
+    let status = tokio::task::block_in_place(move || {
+        let mut session = spawn_chat(command);
+        expect(&mut session, "you> ");
+        session.send_line("write hello to out.txt").unwrap();
+        expect(&mut session, "write_file wants to run: Write out.txt");
+        expect(&mut session, "allow?");
+        session.send(ControlCode::EndOfText).unwrap();
+        expect(&mut session, "the user cancelled");
+        expect(&mut session, "cancelled: the turn was dropped");
+        expect(&mut session, "you> ");
+        // The prompt reads again (no stray reader holds stdin).
+        session
+            .send_line(format!("/save {}", saved_path.display()))
+            .unwrap();
+        expect(&mut session, "saved 0 messages");
+        expect(&mut session, "you> ");
+        session.send_line("next prompt").unwrap();
+        expect(&mut session, "This answer belongs to the next prompt.");
+        expect(&mut session, "you> ");
+        session.send(ControlCode::EndOfTransmission).unwrap();
+        session.get_process().wait().unwrap()
+    });
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "chat exited with {status:?}"
+    );
+    assert!(!workspace.path().join("out.txt").exists());
+    let history: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert!(history.is_empty(), "{history:?}");
+    // The cancelled turn made one request; the next prompt starts afresh.
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0]["content"], "next prompt");
 }

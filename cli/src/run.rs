@@ -7,6 +7,7 @@ use agcore::tools::ToolRegistry;
 use anyhow::Context;
 use futures::StreamExt;
 
+use crate::approve::interrupt_count;
 use crate::cli::RunArgs;
 use crate::render::HumanRenderer;
 use crate::session::{build_cycle, build_registry, load_config};
@@ -53,7 +54,15 @@ async fn execute(
     };
     let mut renderer = HumanRenderer::new();
     let mut failed = false;
+    let start = interrupt_count();
     while let Some(event) = stream.next().await {
+        // Ctrl-C at an approval question (the terminal is in raw mode then, so it is a key,
+        // not a signal): stop here, the transcript still gets written.
+        if interrupt_count() != start {
+            renderer.finish();
+            eprintln!("^C cancelled");
+            return Ok(ExitCode::from(130));
+        }
         if args.json {
             println!("{}", serde_json::to_string(&event)?);
         } else {

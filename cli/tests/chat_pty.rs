@@ -210,7 +210,10 @@ async fn a_failed_turn_prints_the_error_and_the_session_goes_on_with_slash_comma
         session.send_line("hi").unwrap();
         expect(&mut session, "error: authentication failed (HTTP 401)");
         expect(&mut session, "you> ");
-        session.send_line("hi again").unwrap();
+        // Up arrow: the line history brings back "hi".
+        session.send("\x1b[A").unwrap();
+        expect(&mut session, "you> hi");
+        session.send_line("").unwrap();
         expect(&mut session, "Hello again.");
         expect(&mut session, "you> ");
 
@@ -254,7 +257,7 @@ async fn a_failed_turn_prints_the_error_and_the_session_goes_on_with_slash_comma
     assert_eq!(bodies.len(), 2);
     let messages = bodies[1]["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "{messages:?}");
-    assert_eq!(messages[1]["content"], "hi again");
+    assert_eq!(messages[1]["content"], "hi");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -323,4 +326,59 @@ async fn ctrl_c_at_an_approval_question_denies_and_cancels_the_turn() {
     let messages = bodies[1]["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0]["content"], "next prompt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_allows_the_tool_for_the_rest_of_the_session() {
+    let workspace = tempfile::tempdir().unwrap();
+    let config = workspace.path().join("agcore.toml");
+    std::fs::write(
+        &config,
+        "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
+    )
+    .unwrap();
+    let server = fake_openai(vec![
+        Reply::tool("call_a", "write_file", r#"{"path":"a.txt","content":"A"}"#),
+        Reply::text("Wrote a.txt."),
+        Reply::tool("call_b", "write_file", r#"{"path":"b.txt","content":"B"}"#),
+        Reply::text("Wrote b.txt without asking."),
+    ])
+    .await;
+    let mut command = agcore(workspace.path());
+    command.args([
+        "chat",
+        "--base-url",
+        &base_url(&server),
+        "--model",
+        "fake-model",
+    ]);
+    command.args(["--tools", "builtin"]);
+    let status = tokio::task::block_in_place(move || {
+        let mut session = spawn_chat(command);
+        expect(&mut session, "you> ");
+        session.send_line("write a").unwrap();
+        expect(&mut session, "allow?");
+        session.send_line("a").unwrap();
+        expect(&mut session, "Wrote a.txt.");
+        expect(&mut session, "you> ");
+        // No second question: had one been asked, this turn would wait for an answer.
+        session.send_line("write b").unwrap();
+        expect(&mut session, "write_file(content=B, path=b.txt) ok in");
+        expect(&mut session, "Wrote b.txt without asking.");
+        expect(&mut session, "you> ");
+        session.send(ControlCode::EndOfTransmission).unwrap();
+        session.get_process().wait().unwrap()
+    });
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "chat exited with {status:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("a.txt")).unwrap(),
+        "A"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("b.txt")).unwrap(),
+        "B"
+    );
 }

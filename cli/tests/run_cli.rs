@@ -220,3 +220,61 @@ async fn max_turns_exits_non_zero_and_leaves_a_valid_transcript() {
     assert_history_valid(&messages);
     assert_eq!(roles(&messages), ["user", "assistant", "tool"]);
 }
+
+fn ask_for_writes(dir: &Path) {
+    std::fs::write(
+        dir.join("agcore.toml"),
+        "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
+    )
+    .unwrap();
+}
+
+fn write_replies() -> Vec<Reply> {
+    vec![
+        Reply::tool(
+            "call_w",
+            "write_file",
+            r#"{"path":"out.txt","content":"hi"}"#,
+        ),
+        Reply::text("Done."),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_terminal_an_ask_is_denied_and_the_model_is_told_about_yes() {
+    let dir = workspace();
+    ask_for_writes(dir.path());
+    let server = fake_openai(write_replies()).await;
+    let output = run(dir.path(), &server, &["--tools", "builtin", "write it"]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(!dir.path().join("out.txt").exists());
+    let bodies = request_bodies(&server).await;
+    let tool = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(tool["role"], "tool");
+    let content = tool["content"].as_str().unwrap();
+    assert!(content.contains("non-interactively"), "{content}");
+    assert!(content.contains("--yes"), "{content}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn yes_allows_every_ask() {
+    let dir = workspace();
+    ask_for_writes(dir.path());
+    let server = fake_openai(write_replies()).await;
+    let output = run(
+        dir.path(),
+        &server,
+        &["--yes", "--tools", "builtin", "write it"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "hi"
+    );
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "Done.\n");
+}

@@ -1151,3 +1151,107 @@ async fn requests_are_counted_per_turn_and_the_server_sees_each_once() {
         .unwrap();
     assert_eq!(count.load(Ordering::SeqCst), 2);
 }
+
+/// A server that calls `get_weather` when no tools are offered (a model that does so from its
+/// history), and otherwise answers by turn with `text`.
+async fn server_calling_without_tools(text: &'static str) -> FakeOpenAi {
+    FakeOpenAi::start(move |body, _| {
+        if body.get("tools").is_none() && turn_of(body) == 0 {
+            Reply::Model(Turn::calls(vec![call(
+                "call_p",
+                "get_weather",
+                r#"{"city":"Paris"}"#,
+            )]))
+        } else {
+            Reply::Model(Turn::text(text))
+        }
+    })
+    .await
+}
+
+// Fix: `submit` returns tool calls without running them and keeps them in the history; the
+// next request then carried unanswered calls (a 400 on OpenAI).
+#[tokio::test]
+async fn calls_returned_by_a_plain_submit_are_run_by_resume_with_tools() {
+    for mode in MODES {
+        let server = server_calling_without_tools("Paris: 22.").await;
+        let mut cycle = server.cycle();
+        let reply = cycle.submit("Weather in Paris?".into()).await.unwrap();
+        assert_eq!(reply.tool_calls()[0].id, "call_p");
+        let registry = registry();
+        let events: Vec<StreamEvent> = match mode {
+            Mode::Blocking => {
+                let reply = cycle.resume_with_tools(&registry).await.unwrap();
+                assert_eq!(reply.text(), "Paris: 22.");
+                Vec::new()
+            }
+            Mode::Streaming => {
+                cycle
+                    .resume_stream_with_tools(&registry)
+                    .await
+                    .unwrap()
+                    .collect()
+                    .await
+            }
+        };
+        assert_eq!(
+            history(&cycle),
+            json!([
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": null, "tool_calls": [weather_call("call_p", "Paris")]},
+                weather_result("call_p", "Paris"),
+                {"role": "assistant", "content": "Paris: 22."}
+            ]),
+            "{mode:?}"
+        );
+        assert_eq!(server.requests().len(), 2);
+        if let Mode::Streaming = mode {
+            assert!(
+                matches!(&events[0], StreamEvent::ToolExecutionStarted { id, .. } if id == "call_p")
+            );
+            assert!(
+                matches!(&events[1], StreamEvent::ToolExecutionCompleted { id, is_error: false, .. } if id == "call_p")
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_new_prompt_after_unanswered_calls_answers_them_as_not_run() {
+    for mode in MODES {
+        let server = server_calling_without_tools("Sure.").await;
+        let mut cycle = server.cycle();
+        cycle.submit("Weather in Paris?".into()).await.unwrap();
+        let (text, _) = run(&mut cycle, "Never mind, say hi", &registry(), mode).await;
+        assert_eq!(text.unwrap(), "Sure.", "{mode:?}");
+        let sent = server.messages(1);
+        assert_eq!(sent[2]["role"], "tool");
+        assert_eq!(sent[2]["tool_call_id"], "call_p");
+        assert!(sent[2]["content"].as_str().unwrap().contains("not run"));
+        assert_eq!(
+            sent[3],
+            json!({"role": "user", "content": "Never mind, say hi"})
+        );
+        // A plain submit after unanswered calls is valid too.
+        cycle.submit("Bye".into()).await.unwrap();
+        assert_eq!(server.requests().len(), 3);
+    }
+}
+
+#[tokio::test]
+async fn a_failed_request_after_unanswered_calls_leaves_the_history_as_it_was() {
+    let server = FakeOpenAi::start(|body, _| match body.get("tools") {
+        None => Reply::Model(Turn::calls(vec![call("call_p", "get_weather", "{}")])),
+        Some(_) => Reply::Status(400, vec![], json!({"error": {"message": "no"}})),
+    })
+    .await;
+    let mut cycle = server.cycle();
+    cycle.submit("Weather?".into()).await.unwrap();
+    let before = history(&cycle);
+    let error = cycle
+        .submit_with_tools("again".into(), &registry())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::BadRequest { .. }), "{error:?}");
+    assert_eq!(history(&cycle), before);
+}

@@ -73,11 +73,49 @@ impl LlmCycle {
         async_stream::stream! {
             let committed = messages.len();
             let mut history = History { messages, committed };
+            // Calls left unanswered by an earlier `submit` (which returns tool calls without running
+            // them) would make every later request invalid: resuming with a registry runs them;
+            // anything else answers them as not run.
+            let pending = unanswered_calls(history.messages);
+            if !pending.is_empty() {
+                match (&prompt, registry) {
+                    (None, Some(registry)) => {
+                        for call in &pending {
+                            yield LoopItem::Event(StreamEvent::ToolExecutionStarted {
+                                id: call.id.clone(),
+                                tool_name: call.function.name.clone(),
+                                input: parse_input(&call.function.arguments),
+                            });
+                        }
+                        let mut answers: Vec<Option<String>> = vec![None; pending.len()];
+                        {
+                            let mut completed = registry.invoke_stream(pending.iter().map(ToolCallRequest::from).collect());
+                            while let Some((index, invocation)) = completed.next().await {
+                                let content = registry.model_content(&invocation);
+                                yield LoopItem::Event(completed_event(&invocation, &content));
+                                answers[index] = Some(truncate_for_model(content, config.tool_output_limit));
+                            }
+                        }
+                        for (call, answer) in pending.iter().zip(answers) {
+                            let answer = answer.unwrap_or_else(|| "Error: the tool produced no result".to_owned());
+                            history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
+                        }
+                        // The earlier turn is now complete.
+                        history.commit();
+                    }
+                    _ => {
+                        for call in &pending {
+                            history.push(OpenaiChatMessage::tool_result(call.id.clone(), NOT_RUN));
+                        }
+                    }
+                }
+            }
             // Reasoning text is sent back only within the current user turn.
             let reasoning_from = match prompt {
                 Some(prompt) => {
+                    let at = history.messages.len();
                     history.push(OpenaiChatMessage::user_text(prompt));
-                    committed
+                    at
                 }
                 None => history
                     .messages
@@ -300,6 +338,35 @@ fn request_timeout(limit: Duration) -> LlmError {
     }
 }
 
+/// The answer given to a call that was never run because the conversation went on without it.
+const NOT_RUN: &str = "Error: this tool call was not run; the conversation continued without it.";
+
+/// The calls of the last assistant message that no `tool` message answers yet, in call order
+/// (empty when the history does not end with such a message and its answers).
+fn unanswered_calls(messages: &[OpenaiChatMessage]) -> Vec<ToolCall> {
+    let answers = messages
+        .iter()
+        .rev()
+        .take_while(|m| matches!(m, OpenaiChatMessage::Tool { .. }))
+        .count();
+    let Some(assistant) = messages.len().checked_sub(answers + 1) else {
+        return Vec::new();
+    };
+    let answered: HashSet<&str> = messages[assistant + 1..]
+        .iter()
+        .filter_map(|m| match m {
+            OpenaiChatMessage::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    messages[assistant]
+        .tool_calls()
+        .iter()
+        .filter(|call| !answered.contains(call.id.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// Every call gets a unique, non-empty id and arguments that are JSON text (`""` → `{}`).
 fn normalise_tool_calls(message: &mut OpenaiChatMessage) {
     if let OpenaiChatMessage::Assistant { tool_calls, .. } = message {
@@ -418,6 +485,23 @@ mod tests {
             tracker.observe(&ToolCall::new("c", "g", r#"{"x":1,"y":2}"#)),
             1
         );
+    }
+
+    #[test]
+    fn unanswered_calls_are_those_of_the_last_assistant_message_without_a_tool_message() {
+        let calls = vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "f", "{}")];
+        let mut messages = vec![
+            OpenaiChatMessage::user_text("q"),
+            OpenaiChatMessage::assistant_tool_calls(None, calls.clone()),
+        ];
+        assert_eq!(unanswered_calls(&messages), calls);
+        messages.push(OpenaiChatMessage::tool_result("a", "ok"));
+        assert_eq!(unanswered_calls(&messages), calls[1..]);
+        messages.push(OpenaiChatMessage::tool_result("b", "ok"));
+        assert!(unanswered_calls(&messages).is_empty());
+        messages.push(OpenaiChatMessage::assistant_text("done"));
+        assert!(unanswered_calls(&messages).is_empty());
+        assert!(unanswered_calls(&[]).is_empty());
     }
 
     #[test]

@@ -238,11 +238,13 @@ type Script = dyn Fn(&Value, usize) -> Reply + Send + Sync;
 struct Responder {
     script: Box<Script>,
     received: Arc<Mutex<Vec<Value>>>,
+    failures: Arc<Mutex<Vec<String>>>,
 }
 
 impl Respond for Responder {
     /// A failed check or script panic becomes a 400 carrying its message (not retried), so the
-    /// test sees why instead of a closed connection.
+    /// test sees why instead of a closed connection; it is also recorded, and the test fails
+    /// when the server is dropped even if it expected a 400.
     fn respond(&self, request: &Request) -> ResponseTemplate {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.answer(request))) {
             Ok(template) => template,
@@ -252,6 +254,7 @@ impl Respond for Responder {
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
                     .unwrap_or_default();
+                self.failures.lock().unwrap().push(message.clone());
                 ResponseTemplate::new(400).set_body_json(
                     json!({"error": {"message": format!("fake server: {message}"), "type": "invalid_request_error"}}),
                 )
@@ -291,6 +294,19 @@ impl Responder {
 struct FakeOpenAi {
     server: MockServer,
     received: Arc<Mutex<Vec<Value>>>,
+    failures: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        let failures = self.failures.lock().unwrap();
+        if !std::thread::panicking() {
+            assert!(
+                failures.is_empty(),
+                "the fake server rejected requests: {failures:#?}"
+            );
+        }
+    }
 }
 
 impl FakeOpenAi {
@@ -298,15 +314,21 @@ impl FakeOpenAi {
     async fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Self {
         let server = MockServer::start().await;
         let received = Arc::new(Mutex::new(Vec::new()));
+        let failures = Arc::new(Mutex::new(Vec::new()));
         Mock::given(method("POST"))
             .and(path("/v1/chat/completions"))
             .respond_with(Responder {
                 script: Box::new(script),
                 received: received.clone(),
+                failures: failures.clone(),
             })
             .mount(&server)
             .await;
-        FakeOpenAi { server, received }
+        FakeOpenAi {
+            server,
+            received,
+            failures,
+        }
     }
 
     /// A server answering by turn: the reply is `turns[k]` where `k` is the number of assistant

@@ -127,11 +127,12 @@ impl LlmCycle {
             let mut total_usage: Option<Usage> = None;
             let mut repeats = RepeatTracker::default();
 
+            // Built once per call, not per turn: a registry's schemas can be large.
+            let tools = match registry {
+                Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
+                None => Vec::new(),
+            };
             for _turn in 0..max_turns {
-                let tools = match registry {
-                    Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
-                    None => Vec::new(),
-                };
                 let request = ChatRequest {
                     model: &config.model,
                     messages: history.messages.as_slice(),

@@ -1277,3 +1277,25 @@ async fn a_failed_request_after_unanswered_calls_leaves_the_history_as_it_was() 
     assert!(matches!(error, LlmError::BadRequest { .. }), "{error:?}");
     assert_eq!(history(&cycle), before);
 }
+
+// Fix: in streaming mode the request deadline was computed once before the retries, so an
+// attempt made after a backoff longer than `request_timeout` timed out at once.
+#[tokio::test]
+async fn each_retry_gets_a_fresh_request_deadline_when_streaming() {
+    for mode in MODES {
+        let server = FakeOpenAi::start(|_, n| match n {
+            0 => Reply::Status(
+                429,
+                vec![("retry-after-ms", "600")],
+                json!({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}),
+            ),
+            _ => Reply::Model(Turn::text("ok")),
+        })
+        .await;
+        let mut cycle = server.cycle();
+        cycle.config_mut().request_timeout = Some(Duration::from_millis(500));
+        let (text, events) = run(&mut cycle, "hi", &registry(), mode).await;
+        assert_eq!(text.unwrap(), "ok", "{mode:?}: {events:?}");
+        assert_eq!(server.requests().len(), 2);
+    }
+}

@@ -151,10 +151,14 @@ impl LlmCycle {
                         }
                     },
                     Mode::Streaming => {
-                        let deadline = config.request_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
-                        let opened = config.retry.run(|| with_deadline(deadline, model.chat_stream(request))).await;
-                        let mut deltas = match opened {
-                            Ok(deltas) => deltas,
+                        // Each attempt gets its own deadline (a backoff may be longer than the
+                        // limit); the successful attempt's deadline then covers the whole reply.
+                        let opened = config.retry.run(|| async move {
+                            let deadline = config.request_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
+                            with_deadline(deadline, model.chat_stream(request)).await.map(|deltas| (deltas, deadline))
+                        }).await;
+                        let (mut deltas, deadline) = match opened {
+                            Ok(opened) => opened,
                             Err(error) => {
                                 yield LoopItem::Failed(error);
                                 return;

@@ -230,6 +230,8 @@ fn pieces(text: &str) -> Vec<&str> {
 #[derive(Clone)]
 enum Reply {
     Model(Turn),
+    /// The reply after a delay (to cancel a call while its request is in flight).
+    Slow(Turn, Duration),
     Status(u16, Vec<(&'static str, &'static str)>, Value),
 }
 
@@ -273,6 +275,12 @@ impl Responder {
             received.len()
         };
         match (self.script)(&body, seq - 1) {
+            Reply::Slow(turn, delay) if body["stream"] == json!(true) => ResponseTemplate::new(200)
+                .set_body_raw(turn.sse(seq), "text/event-stream")
+                .set_delay(delay),
+            Reply::Slow(turn, delay) => ResponseTemplate::new(200)
+                .set_body_raw(turn.json(seq), "application/json")
+                .set_delay(delay),
             Reply::Model(turn) if body["stream"] == json!(true) => {
                 ResponseTemplate::new(200).set_body_raw(turn.sse(seq), "text/event-stream")
             }
@@ -1298,4 +1306,41 @@ async fn each_retry_gets_a_fresh_request_deadline_when_streaming() {
         assert_eq!(text.unwrap(), "ok", "{mode:?}: {events:?}");
         assert_eq!(server.requests().len(), 2);
     }
+}
+
+#[tokio::test]
+async fn dropping_the_stream_while_a_request_is_in_flight_keeps_completed_turns_only() {
+    let server = FakeOpenAi::start(|body, _| match turn_of(body) {
+        0 => Reply::Model(Turn::calls(vec![call(
+            "c1",
+            "get_weather",
+            r#"{"city":"Paris"}"#,
+        )])),
+        _ => Reply::Slow(Turn::text("too late"), Duration::from_secs(3)),
+    })
+    .await;
+    let registry = registry();
+    let mut cycle = server.cycle();
+    {
+        let mut stream = cycle
+            .submit_stream_with_tools("Go".into(), &registry)
+            .await
+            .unwrap();
+        while let Some(event) = stream.next().await {
+            if matches!(event, StreamEvent::ToolExecutionCompleted { .. }) {
+                break;
+            }
+        }
+        // Poll until the second request has reached the server, then drop the stream.
+        let mut polls = 0;
+        while server.requests().len() < 2 {
+            tokio::select! {
+                event = stream.next() => panic!("no event expected yet: {event:?}"),
+                () = tokio::time::sleep(Duration::from_millis(5)) => polls += 1,
+            }
+            assert!(polls < 1_000, "the second request never arrived");
+        }
+    }
+    let roles: Vec<&str> = cycle.messages().iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool"]);
 }

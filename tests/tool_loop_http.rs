@@ -1268,14 +1268,14 @@ async fn each_retry_gets_a_fresh_request_deadline_when_streaming() {
         let server = FakeOpenAi::start(|_, n| match n {
             0 => Reply::Status(
                 429,
-                vec![("retry-after-ms", "600")],
+                vec![("retry-after-ms", "1200")],
                 json!({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}),
             ),
             _ => Reply::Model(Turn::text("ok")),
         })
         .await;
         let mut cycle = server.cycle();
-        cycle.config_mut().request_timeout = Some(Duration::from_millis(500));
+        cycle.config_mut().request_timeout = Some(Duration::from_secs(1));
         let (text, events) = run(&mut cycle, "hi", &registry(), mode).await;
         assert_eq!(text.unwrap(), "ok", "{mode:?}: {events:?}");
         assert_eq!(server.requests().len(), 2);

@@ -1318,3 +1318,40 @@ async fn dropping_the_stream_while_a_request_is_in_flight_keeps_completed_turns_
     let roles: Vec<&str> = cycle.messages().iter().map(|m| m.role()).collect();
     assert_eq!(roles, ["user", "assistant", "tool"]);
 }
+
+// Fix: a forced `tool_choice` (`required` or a named function) was sent on every turn, so a
+// model obeying it could never give its final answer; it now applies to the first request.
+#[tokio::test]
+async fn a_forced_tool_choice_applies_to_the_first_turn_only() {
+    for (mode, choice) in [
+        (Mode::Blocking, ToolChoice::Required),
+        (Mode::Streaming, ToolChoice::Function("get_weather".into())),
+    ] {
+        let server = FakeOpenAi::start(|body, _| {
+            // A model that obeys a forced choice.
+            if body["tool_choice"] != json!("auto") {
+                Reply::Model(Turn::calls(vec![Call {
+                    id: None,
+                    name: "get_weather",
+                    arguments: r#"{"city":"Paris"}"#,
+                }]))
+            } else {
+                Reply::Model(Turn::text("Paris: 22."))
+            }
+        })
+        .await;
+        let mut cycle = server.cycle();
+        cycle.config_mut().options.tool_choice = Some(choice.clone());
+        let (text, _) = run(&mut cycle, "Paris?", &registry(), mode).await;
+        assert_eq!(text.unwrap(), "Paris: 22.", "{mode:?}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(
+            requests[0]["tool_choice"],
+            serde_json::to_value(&choice).unwrap()
+        );
+        assert_eq!(requests[1]["tool_choice"], "auto");
+        // The configuration is unchanged: the next call is forced again.
+        assert_eq!(cycle.config().options.tool_choice, Some(choice));
+    }
+}

@@ -14,7 +14,9 @@ use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::stream::StreamAssembler;
-use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ToolCall, Usage};
+use crate::llm::types::{
+    ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolCall, ToolChoice, Usage,
+};
 use crate::tools::registry::{ToolCallRequest, ToolInvocation, ToolRegistry, generate_call_id};
 
 /// How a turn talks to the model.
@@ -132,12 +134,16 @@ impl LlmCycle {
                 Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
                 None => Vec::new(),
             };
+            // A forced tool choice (`required`, or one named function) applies to the first
+            // request only: forced on every turn the model could never give its final answer.
+            let relaxed = forced_tool_choice_relaxed(&config.options);
+            let mut options = &config.options;
             for _turn in 0..max_turns {
                 let request = ChatRequest {
                     model: &config.model,
                     messages: history.messages.as_slice(),
                     tools: &tools,
-                    options: &config.options,
+                    options,
                     reasoning_from,
                 };
 
@@ -298,6 +304,9 @@ impl LlmCycle {
                     history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
                 }
                 history.commit();
+                if let Some(relaxed) = &relaxed {
+                    options = relaxed;
+                }
             }
 
             let snapshot = history.messages.clone();
@@ -340,6 +349,17 @@ fn request_timeout(limit: Duration) -> LlmError {
     LlmError::Timeout {
         what: "request".to_owned(),
         limit,
+    }
+}
+
+/// `options` with a forced `tool_choice` turned into `auto`, or `None` when none is forced.
+fn forced_tool_choice_relaxed(options: &RequestOptions) -> Option<RequestOptions> {
+    match options.tool_choice {
+        Some(ToolChoice::Required | ToolChoice::Function(_)) => Some(RequestOptions {
+            tool_choice: Some(ToolChoice::Auto),
+            ..options.clone()
+        }),
+        _ => None,
     }
 }
 

@@ -147,7 +147,9 @@ impl LlmCycle {
 
     /// Send `prompt` with the registry's tools and run the tool loop until the model answers
     /// without tool calls (or `max_turns` requests were made). Tool failures are fed back to
-    /// the model; the returned usage is the sum over all turns.
+    /// the model; the returned usage is the sum over all turns. A forced `tool_choice`
+    /// (`required` or a named function) applies to the first request only; later turns send
+    /// `auto`, so the model can give its final answer.
     pub async fn submit_with_tools(
         &mut self,
         prompt: String,

@@ -21,20 +21,32 @@ pub struct Cli {
 pub enum Command {
     /// Send one prompt and print the answer (tools run automatically when available).
     Run(RunArgs),
+    /// An interactive session: streaming answers, live tool calls, approvals, /tools /clear /save.
+    Chat(ChatArgs),
+    /// List every tool with its source, kind, permissions, and whether the model sees it (and why not).
+    Tools(ToolsArgs),
+    /// Inspect and call MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// The whole pipeline offline: a scripted model, built-in tools, a real MCP server, a denial.
+    Demo(DemoArgs),
+    /// Serve agcore's demo MCP server on stdio (used by `agcore demo`).
+    #[command(hide = true)]
+    McpDemoServer,
 }
 
 /// Where the model is.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct ModelArgs {
-    /// Base URL of the OpenAI-compatible server [env: OPENAI_BASE_URL; default https://api.openai.com/v1].
+    /// Base URL of the OpenAI-compatible server [config: model.base_url; env: OPENAI_BASE_URL; default https://api.openai.com/v1].
     #[arg(long)]
     pub base_url: Option<String>,
-    /// Model name [env: AGCORE_MODEL].
+    /// Model name [config: model.model; env: AGCORE_MODEL].
     #[arg(long)]
     pub model: Option<String>,
-    /// Environment variable holding the API key (none is fine for local servers).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
+    /// Environment variable holding the API key (default OPENAI_API_KEY; none is fine for local servers).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
     /// System prompt.
     #[arg(long)]
     pub system: Option<String>,
@@ -43,12 +55,44 @@ pub struct ModelArgs {
     pub max_turns: Option<u32>,
 }
 
+/// Which tools, and the gates around them.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ToolArgs {
+    /// Config file (default: ./agcore.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// An mcpServers JSON file (Claude Desktop / Cursor / VS Code format).
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// Tool sets to enable: `builtin` (file, search, command and fetch tools), `none`.
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Workspace root for the built-in tools (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Tool profile: ask (read-only), write, minimal, or one from agcore.toml.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Untrusted workspace: no tool that needs Network or Shell is offered or run.
+    #[arg(long)]
+    pub restricted: bool,
+    /// Feature flags that tools may require (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub flags: Vec<String>,
+    /// Allow every call that needs approval (`ask` permissions) without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
 /// `agcore run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Where the model is.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Which tools.
+    #[command(flatten)]
+    pub tools: ToolArgs,
     /// Wait for the whole answer instead of streaming it.
     #[arg(long)]
     pub no_stream: bool,
@@ -60,4 +104,83 @@ pub struct RunArgs {
     pub transcript: Option<PathBuf>,
     /// The prompt.
     pub prompt: String,
+}
+
+/// `agcore chat`.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Where the model is.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Which tools.
+    #[command(flatten)]
+    pub tools: ToolArgs,
+}
+
+/// `agcore tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Which tools.
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// Check provider support against this provider (default: config's, else `openai`).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Check provider support against this model.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `agcore mcp ...`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Each server, its status (or error) and its tools.
+    List(McpListArgs),
+    /// Call one tool of one server and print the result.
+    Call(McpCallArgs),
+}
+
+/// `agcore mcp list`.
+#[derive(Debug, Args)]
+pub struct McpListArgs {
+    /// The mcpServers JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// Config file with [mcp] servers (default: ./agcore.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `agcore mcp call`.
+#[derive(Debug, Args)]
+pub struct McpCallArgs {
+    /// The mcpServers JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// Config file with [mcp] servers (default: ./agcore.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// JSON output (the result value as JSON even when it is a string).
+    #[arg(long)]
+    pub json: bool,
+    /// The server's name in the config.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The arguments as a JSON object (default `{}`).
+    pub args: Option<String>,
+}
+
+/// `agcore demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Print events as JSON lines instead of the human view.
+    #[arg(long)]
+    pub json: bool,
 }

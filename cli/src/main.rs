@@ -1,10 +1,16 @@
 //! `agcore`: the command-line face of the agcore library — one-shot runs, interactive chat,
 //! tool listings, MCP servers, and an offline demo.
 
+mod approve;
+mod chat;
 mod cli;
-mod model;
+mod config;
+mod demo;
+mod mcp_cmd;
 mod render;
 mod run;
+mod session;
+mod tools_cmd;
 
 use std::process::ExitCode;
 
@@ -18,6 +24,13 @@ async fn main() -> ExitCode {
     init_tracing(cli.verbose);
     let result = match cli.command {
         Command::Run(args) => run::run(args).await,
+        Command::Chat(args) => chat::chat(args).await,
+        Command::Tools(args) => tools_cmd::tools(args).await,
+        Command::Mcp(command) => mcp_cmd::mcp(command).await,
+        Command::Demo(args) => demo::demo(args).await,
+        Command::McpDemoServer => mcp_demo_server::serve(Vec::new())
+            .await
+            .map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -54,6 +54,9 @@ impl HumanRenderer {
                 self.end_reasoning();
                 self.newline();
                 let label = format!("{tool_name}({})", short_arguments(input));
+                if !self.interactive {
+                    eprintln!("→ {label}");
+                }
                 self.running.insert(id.clone(), label);
                 self.update_spinner();
             }
@@ -115,9 +118,6 @@ impl HumanRenderer {
 
     fn update_spinner(&mut self) {
         if !self.interactive {
-            if let Some(label) = self.running.values().last() {
-                eprintln!("→ {label}");
-            }
             return;
         }
         if self.running.is_empty() {

@@ -8,13 +8,14 @@ use anyhow::Context;
 use futures::StreamExt;
 
 use crate::cli::RunArgs;
-use crate::model::build_cycle;
 use crate::render::HumanRenderer;
+use crate::session::{build_cycle, build_registry, load_config};
 
 /// Run `agcore run`.
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let mut cycle = build_cycle(&args.model)?;
-    let registry = ToolRegistry::new();
+    let loaded = load_config(&args.tools)?;
+    let mut cycle = build_cycle(&args.model, &loaded.config)?;
+    let (registry, _) = build_registry(&args.tools, &loaded, true).await?;
     let outcome = execute(&mut cycle, &registry, &args).await;
     if let Some(path) = &args.transcript {
         let json = serde_json::to_string_pretty(cycle.messages())?;
@@ -51,26 +52,26 @@ async fn execute(
         cycle.submit_stream(prompt).await?
     };
     let mut renderer = HumanRenderer::new();
-    let mut failed = None;
+    let mut failed = false;
     while let Some(event) = stream.next().await {
         if args.json {
             println!("{}", serde_json::to_string(&event)?);
         } else {
             renderer.event(&event);
         }
-        if let StreamEvent::Error { kind, message } = &event {
-            failed = Some((*kind, message.clone()));
+        if let StreamEvent::Error { message, .. } = &event {
+            failed = true;
+            if args.json {
+                eprintln!("error: {message}");
+            }
         }
     }
     if !args.json {
         renderer.finish();
     }
-    match failed {
-        Some((_, message)) if args.json => {
-            eprintln!("error: {message}");
-            Ok(ExitCode::FAILURE)
-        }
-        Some(_) => Ok(ExitCode::FAILURE),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -59,6 +59,15 @@ pub enum ToolError {
         reason: String,
     },
 
+    /// A tool's parameters are not a valid JSON Schema (found at registration).
+    #[error("tool '{tool}' has an invalid parameters schema: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// What the schema compiler reported.
+        reason: String,
+    },
+
     /// A local tool ran longer than its timeout.
     #[error("tool '{tool}' timed out after {limit:?}")]
     Timeout {
@@ -72,14 +81,17 @@ pub enum ToolError {
     #[error("tool '{0}' was cancelled")]
     Cancelled(String),
 
-    /// An exposure gate hides this tool (restricted mode, profile, feature flag, provider), so
-    /// it may not run. `reasons` lists every gate that hid it.
-    #[error("tool '{tool}' is not available: {reasons}")]
+    /// An exposure gate hides this tool (profile, restricted mode, feature flag), so it may not
+    /// run. `reasons` lists every gate that hid it.
+    #[error(
+        "tool '{tool}' is not available: {}",
+        crate::tools::exposure::describe_reasons(reasons)
+    )]
     NotExposed {
         /// The tool.
         tool: String,
-        /// Every reason, joined with `; `.
-        reasons: String,
+        /// Every gate that hid it.
+        reasons: Vec<crate::tools::exposure::HiddenBecause>,
     },
 
     /// A human (or an [`crate::tools::Approver`]) declined the call, or no approver was configured.
@@ -103,6 +115,7 @@ impl ToolError {
             | ToolError::DuplicateName(tool)
             | ToolError::Cancelled(tool) => Some(tool),
             ToolError::InvalidName { name, .. } => Some(name),
+            ToolError::InvalidSchema { tool, .. } => Some(tool),
             ToolError::Timeout { tool, .. }
             | ToolError::NotExposed { tool, .. }
             | ToolError::ApprovalDenied { tool, .. } => Some(tool),

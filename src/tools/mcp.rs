@@ -1,5 +1,112 @@
-//! MCP client (filled by the MCP issue).
+//! [`McpClient`]: the tools of any MCP server — over stdio or streamable HTTP — as
+//! [`BaseTool`](crate::tools::BaseTool) adapters in a [`ToolRegistry`](crate::tools::ToolRegistry).
+//!
+//! Built on the official Rust SDK (`rmcp`) for the protocol; agcore adds the design's API,
+//! bounded timeouts, typed errors, naming, permissions and process lifecycle:
+//!
+//! - [`McpTransport`]: how to reach the server (`Stdio { command, args }`, `Http { url, headers }`).
+//! - [`McpClient`]: connect (initialize → initialized, bounded by the connect timeout),
+//!   [`list_tools`](McpClient::list_tools) (all pages, cached, refreshed on
+//!   `notifications/tools/list_changed`), [`call_tool`](McpClient::call_tool) (bounded by the
+//!   request timeout; a timed-out request is cancelled on the server), [`close`](McpClient::close).
+//! - [`McpHandle`]: a cheap clone of a connected client for concurrent calls (one connection,
+//!   request ids multiplexed).
+//! - [`McpToolAdapter`]: one server tool as a `BaseTool`; [`register_mcp_tools`] registers
+//!   several servers' tools into one registry, renaming on clashes.
+//! - [`McpServersConfig`]: the de-facto standard `mcpServers` JSON file; `connect_all` starts
+//!   every server concurrently.
+//!
+//! ```no_run
+//! use agcore::tools::ToolRegistry;
+//! use agcore::tools::mcp::{McpClient, McpTransport};
+//!
+//! # async fn demo() -> Result<(), agcore::tools::ToolError> {
+//! let mut client = McpClient::new(
+//!     "everything",
+//!     McpTransport::Stdio {
+//!         command: "npx".into(),
+//!         args: vec!["-y".into(), "@modelcontextprotocol/server-everything".into()],
+//!     },
+//! )
+//! .with_timeout(30);
+//! client.connect().await?;
+//! let echo = client.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
+//! assert_eq!(echo, "Echo: hi");
+//!
+//! let mut registry = ToolRegistry::new();
+//! registry.register_all(client.into_tools())?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Results
+//!
+//! A `tools/call` result becomes one [`serde_json::Value`] (see [`call_result_to_value`]):
+//! `structuredContent` when the server sent it; otherwise the text content — one text block
+//! as a JSON string, several joined with `"\n"` into one string; when any block is not text
+//! (image, audio, embedded resource, resource link), the whole content as an array of typed
+//! MCP content objects (`{"type": "image", "data": .., "mimeType": ..}`), nothing dropped.
+//! `isError: true` becomes [`ToolError::ExecutionFailed`](crate::tools::ToolError) with the
+//! server's text, so the model reads what went wrong.
+//!
+//! # Errors
+//!
+//! | what happened | error |
+//! |---|---|
+//! | called before `connect()` or after `close()` | `McpNotInitialized` |
+//! | the program cannot start; the server exits or closes stdout (during `connect` or any call — at once, with exit status and last stderr lines); the server rejects a request (JSON-RPC error); an HTTP transport failure | `McpError` |
+//! | `initialize` or a request takes longer than its limit (the request is cancelled on the server) | `McpTimeout` |
+//! | the tool answered `isError: true` | `ExecutionFailed(tool, server text)` |
+//! | arguments that are not a JSON object | `InvalidArguments` |
+//! | a bad `mcpServers` file ([`McpConfigError`], converts into `McpError`) | `McpConfigError` |
+//!
+//! # Processes
+//!
+//! A stdio server runs in its own process group. [`McpClient::close`] closes its stdin, waits
+//! up to 2 s, sends SIGTERM to the group, waits 2 s more, then SIGKILL; dropping the client
+//! (and its handles and adapters) does the same in the background, and a runtime that shuts
+//! down kills the group at once — no zombies, no orphans (also for `npx`/`uvx` launchers).
+//!
+//! # Logging
+//!
+//! `tracing` targets: `agcore::mcp` (lifecycle, list changes, progress), `agcore::mcp::stderr`
+//! (every stderr line of a stdio server, at `debug`), `agcore::mcp::log` (the server's
+//! `notifications/message`, at their level).
 
-/// An MCP client.
-#[derive(Debug)]
-pub struct McpClient;
+mod adapter;
+mod client;
+mod config;
+mod connection;
+mod handler;
+mod naming;
+mod result;
+mod stderr;
+mod stdio;
+mod summary;
+mod transport;
+
+pub use adapter::McpToolAdapter;
+pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
+pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
+pub use connection::McpServerInfo;
+pub use naming::{
+    McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name, register_mcp_tools,
+    sanitize_tool_name,
+};
+pub use result::{call_result_to_value, content_to_model_text};
+pub use summary::{McpServerStatus, McpToolSummary};
+pub use transport::McpTransport;
+
+/// The protocol version agcore asks for unless told otherwise ([`McpClient::with_protocol_version`]).
+///
+/// rmcp 3.11 defaults to the draft `2026-07-28`, which released servers negotiate down but the
+/// official conformance suite rejects; `2025-11-25` is the latest released version.
+pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The default per-request timeout, in seconds.
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
+
+/// The default connect (spawn + initialize) timeout, in seconds — generous for a cold `npx`.
+pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 60;
+
+/// How many stderr lines of a stdio server are kept for error messages.
+pub const STDERR_TAIL_LINES: usize = 20;

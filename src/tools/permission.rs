@@ -94,22 +94,19 @@ impl<'de> Deserialize<'de> for Permission {
 ///
 /// A tool passes only when every permission it declares passes; a tool declaring none passes
 /// only when `allow_unspecified` is true.
+///
+/// Deserialised from a config file, a missing field keeps its [`Default`] value, so writing
+/// only `allowed = [...]` keeps Delete and Shell denied (write `denied = []` to lift that).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PermissionConfig {
     /// Allowed permissions (empty = decided by `allow_unspecified`).
-    #[serde(default)]
     pub allowed: Vec<Permission>,
     /// Refused permissions; they win over `allowed`.
-    #[serde(default)]
     pub denied: Vec<Permission>,
     /// Whether tools that declare no permissions (and, with an empty `allowed`, unlisted
     /// permissions) may run.
-    #[serde(default = "default_true")]
     pub allow_unspecified: bool,
-}
-
-fn default_true() -> bool {
-    true
 }
 
 impl Default for PermissionConfig {
@@ -143,6 +140,42 @@ impl fmt::Display for DenialReason {
             DenialReason::Unspecified => "allow_unspecified is false",
         })
     }
+}
+
+/// One refused permission and why (data for reports and errors).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionDenial {
+    /// The permission (`Custom("unspecified")` when the tool declares none).
+    pub permission: Permission,
+    /// Why it was refused.
+    pub reason: DenialReason,
+}
+
+impl fmt::Display for PermissionDenial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.permission, self.reason)
+    }
+}
+
+/// The `PermissionDenied` error for `tool` with these refusals (`declared_none`: the tool
+/// declares no permissions at all).
+pub(crate) fn denied_error(
+    tool: &str,
+    refused: &[PermissionDenial],
+    declared_none: bool,
+) -> ToolError {
+    if declared_none {
+        return ToolError::PermissionDenied(
+            tool.to_owned(),
+            "declared permissions, but it declares none and allow_unspecified is false".to_owned(),
+        );
+    }
+    let detail = refused
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    ToolError::PermissionDenied(tool.to_owned(), detail)
 }
 
 /// Checks declared permissions against a [`PermissionConfig`]. Share it between registries
@@ -207,23 +240,16 @@ impl PermissionChecker {
     /// Check whether `tool_name`, declaring `permissions`, may run. The error names the tool,
     /// every refused permission and why.
     pub fn check(&self, tool_name: &str, permissions: &[Permission]) -> Result<(), ToolError> {
-        let refused = self.denials(permissions);
+        let refused: Vec<PermissionDenial> = self
+            .denials(permissions)
+            .into_iter()
+            .map(|(permission, reason)| PermissionDenial { permission, reason })
+            .collect();
         if refused.is_empty() {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(denied_error(tool_name, &refused, permissions.is_empty()))
         }
-        if permissions.is_empty() {
-            return Err(ToolError::PermissionDenied(
-                tool_name.to_owned(),
-                "declared permissions, but it declares none and allow_unspecified is false"
-                    .to_owned(),
-            ));
-        }
-        let detail = refused
-            .iter()
-            .map(|(permission, reason)| format!("{permission} ({reason})"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        Err(ToolError::PermissionDenied(tool_name.to_owned(), detail))
     }
 }
 
@@ -336,6 +362,16 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("Read ("), "{text}");
+    }
+
+    #[test]
+    fn missing_config_fields_keep_the_safe_defaults() {
+        let config: PermissionConfig =
+            serde_json::from_str(r#"{"allowed": ["read", "write"]}"#).unwrap();
+        assert_eq!(config.allowed, [Permission::Read, Permission::Write]);
+        assert_eq!(config.denied, [Permission::Delete, Permission::Shell]);
+        assert!(config.allow_unspecified);
+        assert!(serde_json::from_str::<PermissionConfig>(r#"{"alowed": []}"#).is_err());
     }
 
     #[test]

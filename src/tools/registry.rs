@@ -6,106 +6,46 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use futures::stream::{self, StreamExt};
+use futures::stream::{self, Stream, StreamExt};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::llm::types::{ToolCall, ToolDefinition};
-use crate::tools::base::BaseTool;
+pub use crate::tools::call::{ToolArguments, ToolCallRequest, ToolInvocation, generate_call_id};
+pub use crate::tools::validate::validate_tool_name;
+
+use crate::llm::types::ToolDefinition;
+use crate::tools::approval::{
+    ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, PermissionDecision, SessionGrants,
+};
+use crate::tools::base::{BaseTool, default_model_content};
+use crate::tools::call::parse_arguments_for;
 use crate::tools::error::ToolError;
-use crate::tools::permission::PermissionChecker;
+use crate::tools::exposure::{ExposureCheckError, ExposurePolicy, ExposureReport};
+use crate::tools::permission::{Permission, PermissionChecker, denied_error};
+use crate::tools::validate::{compile_schema, validate_arguments};
 
-/// The record of one tool call: what was asked, what came back, and how long it took.
-#[derive(Debug)]
-pub struct ToolInvocation {
-    /// The call id (`tool_call_id` on the wire; generated for calls without one).
-    pub id: String,
-    /// The tool name as requested.
-    pub tool_name: String,
-    /// The arguments (the raw text as a JSON string when it was not valid JSON).
-    pub input: Value,
-    /// The tool's full output, or why the call failed.
-    pub output: Result<Value, ToolError>,
-    /// Wall time from the start of the call (lookup included) to its end.
-    pub duration: Duration,
-}
-
-impl ToolInvocation {
-    /// Whether the call failed.
-    pub fn is_error(&self) -> bool {
-        self.output.is_err()
-    }
-}
-
-/// The arguments of a call: parsed, or the raw JSON text the model sent.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolArguments {
-    /// Already a JSON value.
-    Value(Value),
-    /// JSON text, parsed (and rejected with a clear error when invalid) by the registry.
-    /// An empty text means `{}`.
-    Json(String),
-}
-
-/// One requested call: id, tool name, arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCallRequest {
-    /// The call id.
-    pub id: String,
-    /// The tool name.
-    pub name: String,
-    /// The arguments.
-    pub arguments: ToolArguments,
-}
-
-impl ToolCallRequest {
-    /// A call with parsed arguments.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
-        ToolCallRequest {
-            id: id.into(),
-            name: name.into(),
-            arguments: ToolArguments::Value(arguments),
-        }
-    }
-}
-
-impl From<(String, Value)> for ToolCallRequest {
-    /// The design's `(name, args)` pair; the id is generated.
-    fn from((name, arguments): (String, Value)) -> Self {
-        ToolCallRequest::new(generate_call_id(), name, arguments)
-    }
-}
-
-impl From<(&str, Value)> for ToolCallRequest {
-    fn from((name, arguments): (&str, Value)) -> Self {
-        ToolCallRequest::new(generate_call_id(), name, arguments)
-    }
-}
-
-impl From<&ToolCall> for ToolCallRequest {
-    fn from(call: &ToolCall) -> Self {
-        ToolCallRequest {
-            id: call.id.clone(),
-            name: call.function.name.clone(),
-            arguments: ToolArguments::Json(call.function.arguments.clone()),
-        }
-    }
-}
-
-/// A unique call id (`call_` + 24 random alphanumerics), for calls that arrived without one.
-pub fn generate_call_id() -> String {
-    let mut id = String::with_capacity(29);
-    id.push_str("call_");
-    id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(24));
-    id
-}
-
+/// A registered tool and what registration computed for it once.
 struct Entry {
     tool: Arc<dyn BaseTool>,
+    /// The compiled parameters schema (`None`: the schema accepts anything).
     validator: Option<jsonschema::Validator>,
 }
 
+/// What `prepare` hands to approval and execution.
+struct Prepared<'a> {
+    input: Value,
+    entry: &'a Entry,
+    /// Permissions configured as *ask* that this call needs.
+    ask: Vec<Permission>,
+}
+
 /// Holds tools by name, in registration order, and runs calls.
+///
+/// Every call goes through the same steps: look up → exposure gate (profile, restricted mode,
+/// flags: a hidden tool never runs) → check permissions → parse and validate the arguments
+/// against the tool's JSON Schema (compiled once, at registration) → ask the [`Approver`] when a
+/// permission is configured as *ask* → execute (with the timeout, panics caught). A failure at
+/// any step is a [`ToolError`] for that call only; the registry and other calls keep working.
 ///
 /// ```
 /// # use std::sync::Arc;
@@ -133,6 +73,10 @@ pub struct ToolRegistry {
     permission_checker: Option<Arc<PermissionChecker>>,
     default_timeout: Option<Duration>,
     concurrency_limit: Option<usize>,
+    exposure: Option<ExposurePolicy>,
+    approval_policy: ApprovalPolicy,
+    approver: Option<Arc<dyn Approver>>,
+    grants: SessionGrants,
 }
 
 impl Default for ToolRegistry {
@@ -147,6 +91,10 @@ impl std::fmt::Debug for ToolRegistry {
             .field("tools", &self.list_tools())
             .field("permission_checker", &self.permission_checker)
             .field("default_timeout", &self.default_timeout)
+            .field("concurrency_limit", &self.concurrency_limit)
+            .field("exposure", &self.exposure)
+            .field("approval_policy", &self.approval_policy)
+            .field("approver", &self.approver.is_some())
             .finish()
     }
 }
@@ -159,6 +107,76 @@ impl ToolRegistry {
             permission_checker: None,
             default_timeout: None,
             concurrency_limit: None,
+            exposure: None,
+            approval_policy: ApprovalPolicy::default(),
+            approver: None,
+            grants: SessionGrants::default(),
+        }
+    }
+
+    /// Apply exposure gates (profiles, restricted mode, flags) to what the model is offered
+    /// and to what may run.
+    pub fn with_exposure(mut self, policy: ExposurePolicy) -> Self {
+        self.exposure = Some(policy);
+        self
+    }
+
+    /// The exposure policy, if any.
+    pub fn exposure(&self) -> Option<&ExposurePolicy> {
+        self.exposure.as_ref()
+    }
+
+    /// Ask before calls needing the policy's *ask* permissions.
+    pub fn with_approval_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval_policy = policy;
+        self
+    }
+
+    /// The approval policy.
+    pub fn approval_policy(&self) -> &ApprovalPolicy {
+        &self.approval_policy
+    }
+
+    /// Who answers approval requests. Without one, every call that needs approval is denied.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Forget the session's "allow for the session" grants.
+    pub fn clear_session_grants(&self) {
+        self.grants.clear();
+    }
+
+    /// What the permission rules (checker + approval policy) say about `tool`.
+    pub fn permission_decision(&self, tool: &dyn BaseTool) -> PermissionDecision {
+        self.approval_policy.decide(
+            self.permission_checker.as_deref(),
+            &tool.required_permissions(),
+        )
+    }
+
+    /// Every exposure decision for `provider`/`model`, explained (the default policy when none
+    /// is set: no profile gate, not restricted, no flags).
+    pub fn explain(&self, provider: &str, model: &str) -> ExposureReport {
+        match &self.exposure {
+            Some(policy) => policy.explain(self, provider, model),
+            None => ExposurePolicy::default().explain(self, provider, model),
+        }
+    }
+
+    /// Check the exposure policy's profiles against the registered tools: a tool name or MCP
+    /// server a profile lists that does not exist is an error. Call it after registering.
+    pub fn check_exposure(&self) -> Result<(), ExposureCheckError> {
+        let problems = self
+            .exposure
+            .as_ref()
+            .map(|policy| policy.profile_problems(self))
+            .unwrap_or_default();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ExposureCheckError { problems })
         }
     }
 
@@ -179,19 +197,20 @@ impl ToolRegistry {
     }
 
     /// A timeout for every call of a tool that does not set its own ([`BaseTool::timeout`]).
+    /// A call over its limit ends with [`ToolError::Timeout`]; the tool's future is dropped.
     pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = Some(timeout);
         self
     }
 
-    /// Run at most `limit` calls of one `invoke_all` at a time (default: all at once).
+    /// Run at most `limit` calls of one batch at a time (default: all at once; minimum 1).
     pub fn with_concurrency_limit(mut self, limit: usize) -> Self {
         self.concurrency_limit = Some(limit.max(1));
         self
     }
 
-    /// Register a tool. Fails on a duplicate name, a name the OpenAI wire format rejects, or
-    /// a parameters schema that is not valid JSON Schema.
+    /// Register a tool. Fails with [`ToolError::DuplicateName`], [`ToolError::InvalidName`]
+    /// (not `^[a-zA-Z0-9_-]{1,64}$`) or [`ToolError::InvalidSchema`].
     pub fn register(&mut self, tool: Arc<dyn BaseTool>) -> Result<(), ToolError> {
         let name = tool.name().to_owned();
         validate_tool_name(&name)?;
@@ -239,7 +258,7 @@ impl ToolRegistry {
     }
 
     /// The definitions of all tools, in registration order (stable, so prompts and prompt
-    /// caches are reproducible).
+    /// caches are reproducible). The tool loop sends [`ToolRegistry::exposed_definitions`].
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools
             .values()
@@ -247,90 +266,251 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// Run one call: look up → check permissions → validate the arguments → execute.
+    /// The definitions the model is offered for `provider`/`model`, in registration order:
+    /// only tools that pass every exposure gate — profile, restricted mode, flags, provider
+    /// support, and permissions that can pass. [`ToolRegistry::explain`] says why the others
+    /// are hidden.
+    pub fn exposed_definitions(&self, provider: &str, model: &str) -> Vec<ToolDefinition> {
+        self.tools
+            .values()
+            .map(|entry| entry.tool.as_ref())
+            .filter(|tool| self.passes_policy(*tool))
+            .filter(|tool| tool.supports_provider(provider, model))
+            .filter(|tool| self.permission_decision(*tool).refused.is_empty())
+            .map(definition_of)
+            .collect()
+    }
+
+    /// Run one call: look up → exposure gate → check permissions → validate the arguments →
+    /// ask for approval if needed → execute.
     ///
-    /// Returns `Err` when the call could not start (unknown tool, permission denied, invalid
-    /// arguments); `Ok` with the record once the tool ran — its `output` holds the tool's
-    /// error, a timeout or a panic.
+    /// Returns `Err` when the call could not start (`NotFound`, `NotExposed`,
+    /// `PermissionDenied`, `InvalidArguments`, `ApprovalDenied`); `Ok` with the record once the
+    /// tool ran — its `output` holds the tool's error, a `Timeout` or a panic
+    /// (`ExecutionFailed`).
     pub async fn invoke(&self, name: &str, args: Value) -> Result<ToolInvocation, ToolError> {
         let started = Instant::now();
         let call = ToolCallRequest::new(generate_call_id(), name, args);
-        let (input, entry) = self.prepare(&call)?;
-        Ok(self
-            .execute(call.id, call.name, input, entry, started)
-            .await)
+        let prepared = self.prepare(&call)?;
+        self.approve(&call, &prepared).await?;
+        Ok(self.execute(call.id, call.name, prepared, started).await)
     }
 
-    /// Run several calls concurrently (bounded by the concurrency limit); results come back
+    /// Run one call and record every outcome, failures before execution included.
+    pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
+        let started = Instant::now();
+        let prepared = match self.prepare(&call) {
+            Ok(prepared) => prepared,
+            Err(error) => return failed(call, error, started),
+        };
+        if let Err(error) = self.approve(&call, &prepared).await {
+            return ToolInvocation {
+                id: call.id,
+                tool_name: call.name,
+                input: prepared.input,
+                output: Err(error),
+                duration: started.elapsed(),
+            };
+        }
+        self.execute(call.id, call.name, prepared, started).await
+    }
+
+    /// Run calls concurrently (at most the concurrency limit at a time) and yield each record
+    /// as soon as it finishes, with its position in `calls`. One failing call does not stop
+    /// the others.
+    ///
+    /// The calls run inside the stream's task: tools must not block the thread (use
+    /// `tokio::task::spawn_blocking` for CPU-heavy or blocking work).
+    pub fn invoke_stream(
+        &self,
+        calls: Vec<ToolCallRequest>,
+    ) -> impl Stream<Item = (usize, ToolInvocation)> + Send + '_ {
+        let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
+        stream::iter(calls.into_iter().enumerate())
+            .map(move |(position, call)| async move { (position, self.invoke_call(call).await) })
+            .buffer_unordered(limit)
+    }
+
+    /// Run several calls concurrently (bounded by the concurrency limit); the records come back
     /// in the order of `calls`, and one failing call does not stop the others.
+    ///
+    /// Accepts [`ToolCallRequest`]s or the design's `(name, args)` pairs.
     pub async fn invoke_all<I>(&self, calls: I) -> Vec<ToolInvocation>
     where
         I: IntoIterator,
         I::Item: Into<ToolCallRequest>,
     {
         let calls: Vec<ToolCallRequest> = calls.into_iter().map(Into::into).collect();
-        let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
-        stream::iter(calls.into_iter().map(|call| self.invoke_call(call)))
-            .buffered(limit)
-            .collect()
-            .await
+        let mut done: Vec<(usize, ToolInvocation)> = self.invoke_stream(calls).collect().await;
+        done.sort_unstable_by_key(|(position, _)| *position);
+        done.into_iter().map(|(_, invocation)| invocation).collect()
     }
 
-    /// Run one call and record every outcome, failures before execution included.
-    pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
-        let started = Instant::now();
-        match self.prepare(&call) {
-            Ok((input, entry)) => {
-                self.execute(call.id, call.name, input, entry, started)
-                    .await
-            }
-            Err(error) => ToolInvocation {
-                input: match call.arguments {
-                    ToolArguments::Value(value) => value,
-                    ToolArguments::Json(text) => {
-                        parse_arguments(&text).unwrap_or(Value::String(text))
-                    }
-                },
-                id: call.id,
-                tool_name: call.name,
-                output: Err(error),
-                duration: started.elapsed(),
+    /// What the model reads for a call: the tool's [`BaseTool::model_content`] of the output,
+    /// or for a failure an error text starting with `Error: ` that says what to do next.
+    pub fn model_content(&self, invocation: &ToolInvocation) -> String {
+        match &invocation.output {
+            Ok(output) => match self.tools.get(&invocation.tool_name) {
+                Some(entry) => entry.tool.model_content(output),
+                None => default_model_content(output),
             },
+            Err(error) => self.error_content(error),
         }
     }
 
-    /// Everything before execution: lookup, permissions, argument parsing and validation.
-    fn prepare(&self, call: &ToolCallRequest) -> Result<(Value, &Entry), ToolError> {
+    /// The model's view of an error, with a hint where one helps.
+    fn error_content(&self, error: &ToolError) -> String {
+        let hint = match error {
+            ToolError::NotFound(_) => {
+                // Only tools the model could actually use (not hidden by a gate).
+                let names: Vec<&str> = self
+                    .tools()
+                    .filter(|tool| self.passes_policy(tool.as_ref()))
+                    .filter(|tool| self.permission_decision(tool.as_ref()).refused.is_empty())
+                    .map(|tool| tool.name())
+                    .collect();
+                if names.is_empty() {
+                    " No tools are available.".to_owned()
+                } else {
+                    format!(" Available tools: {}.", names.join(", "))
+                }
+            }
+            ToolError::InvalidArguments(..) => {
+                " Call the tool again with arguments that match its parameters schema.".to_owned()
+            }
+            ToolError::PermissionDenied(..)
+            | ToolError::NotExposed { .. }
+            | ToolError::ApprovalDenied { .. } => {
+                " Do not retry this call; continue without it or ask the user.".to_owned()
+            }
+            ToolError::Timeout { .. } => {
+                " Try a smaller or simpler request, or continue without it.".to_owned()
+            }
+            _ => String::new(),
+        };
+        let text = error.to_string();
+        format!("Error: {}.{hint}", text.trim_end_matches('.'))
+    }
+
+    /// Whether the exposure policy's own gates (profile, restricted mode, flags) let `tool`
+    /// through.
+    fn passes_policy(&self, tool: &dyn BaseTool) -> bool {
+        self.exposure
+            .as_ref()
+            .is_none_or(|policy| policy.gate(tool).is_empty())
+    }
+
+    /// Everything before approval and execution: lookup, exposure gate, permissions, argument
+    /// parsing and validation. Arguments are validated before a human is asked, so nobody
+    /// approves a call that would be rejected anyway.
+    fn prepare(&self, call: &ToolCallRequest) -> Result<Prepared<'_>, ToolError> {
         let entry = self
             .tools
             .get(&call.name)
-            .ok_or_else(|| not_found(&call.name, self.tools.keys()))?;
-        if let Some(checker) = &self.permission_checker {
-            checker.check(&call.name, &entry.tool.required_permissions())?;
+            .ok_or_else(|| ToolError::NotFound(call.name.clone()))?;
+        let tool = entry.tool.as_ref();
+        if let Some(policy) = &self.exposure {
+            let reasons = policy.gate(tool);
+            if !reasons.is_empty() {
+                return Err(ToolError::NotExposed {
+                    tool: call.name.clone(),
+                    reasons,
+                });
+            }
+        }
+        let declared = tool.required_permissions();
+        let decision = self
+            .approval_policy
+            .decide(self.permission_checker.as_deref(), &declared);
+        if !decision.refused.is_empty() {
+            return Err(denied_error(
+                &call.name,
+                &decision.refused,
+                declared.is_empty(),
+            ));
         }
         let input = match &call.arguments {
             ToolArguments::Value(value) => value.clone(),
-            ToolArguments::Json(text) => parse_arguments(text).map_err(|error| {
-                ToolError::InvalidArguments(
-                    call.name.clone(),
-                    format!("the arguments are not valid JSON ({error}); send a JSON object matching the tool's parameters"),
-                )
-            })?,
+            ToolArguments::Json(text) => parse_arguments_for(&call.name, text)?,
         };
         if let Some(validator) = &entry.validator {
-            validate(&call.name, validator, &input)?;
+            validate_arguments(&call.name, validator, &input)?;
         }
-        Ok((input, entry))
+        Ok(Prepared {
+            input,
+            entry,
+            ask: decision.ask,
+        })
     }
 
+    /// Ask the approver when the call needs a permission configured as *ask* (unless the
+    /// session already granted it).
+    async fn approve(
+        &self,
+        call: &ToolCallRequest,
+        prepared: &Prepared<'_>,
+    ) -> Result<(), ToolError> {
+        if prepared.ask.is_empty() || self.grants.covers(&call.name, &prepared.input) {
+            return Ok(());
+        }
+        let needs = prepared
+            .ask
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let Some(approver) = &self.approver else {
+            return Err(ToolError::ApprovalDenied {
+                tool: call.name.clone(),
+                message: format!(
+                    "it needs {needs}, which requires approval, and no approver is configured"
+                ),
+            });
+        };
+        let tool = prepared.entry.tool.as_ref();
+        let request = ApprovalRequest {
+            tool: call.name.clone(),
+            call_id: call.id.clone(),
+            title: tool.title(&prepared.input),
+            kind: tool.kind(),
+            arguments: prepared.input.clone(),
+            permissions: prepared.ask.clone(),
+            reason: format!(
+                "tool '{}' needs {needs}, which is configured as ask",
+                call.name
+            ),
+        };
+        // A panicking approver denies the call instead of taking the turn down.
+        let decision = AssertUnwindSafe(approver.approve(&request))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| ApprovalDecision::Deny {
+                message: Some(format!(
+                    "the approver failed ({})",
+                    panic_message(panic.as_ref())
+                )),
+            });
+        self.grants.remember(&call.name, &prepared.input, &decision);
+        match decision {
+            ApprovalDecision::Deny { message } => Err(ToolError::ApprovalDenied {
+                tool: call.name.clone(),
+                message: message.unwrap_or_else(|| "the user declined this call".to_owned()),
+            }),
+            ApprovalDecision::AllowOnce
+            | ApprovalDecision::AllowForSession
+            | ApprovalDecision::AllowForSessionWithArgs => Ok(()),
+        }
+    }
+
+    /// Execute with the timeout, a panic caught as [`ToolError::ExecutionFailed`].
     async fn execute(
         &self,
         id: String,
         tool_name: String,
-        input: Value,
-        entry: &Entry,
+        prepared: Prepared<'_>,
         started: Instant,
     ) -> ToolInvocation {
+        let Prepared { input, entry, .. } = prepared;
         let tool = &entry.tool;
         let run = AssertUnwindSafe(tool.execute(input.clone())).catch_unwind();
         let outcome = match tool.timeout().or(self.default_timeout) {
@@ -359,84 +539,20 @@ impl ToolRegistry {
     }
 }
 
+/// The record of a call that failed before approval or execution.
+fn failed(call: ToolCallRequest, error: ToolError, started: Instant) -> ToolInvocation {
+    ToolInvocation {
+        input: call.arguments.into_value(),
+        id: call.id,
+        tool_name: call.name,
+        output: Err(error),
+        duration: started.elapsed(),
+    }
+}
+
 /// The definition the model sees for `tool`.
 pub fn definition_of(tool: &dyn BaseTool) -> ToolDefinition {
     ToolDefinition::function(tool.name(), tool.description(), tool.parameters())
-}
-
-/// Check a tool name against the OpenAI wire format: `^[a-zA-Z0-9_-]{1,64}$`.
-pub fn validate_tool_name(name: &str) -> Result<(), ToolError> {
-    let reason = if name.is_empty() {
-        Some("it is empty".to_owned())
-    } else if name.len() > 64 {
-        Some(format!(
-            "it is {} characters long; the limit is 64",
-            name.len()
-        ))
-    } else {
-        name.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-            .map(|c| format!("'{c}' is not allowed; use letters, digits, '_' and '-'"))
-    };
-    match reason {
-        Some(reason) => Err(ToolError::InvalidName {
-            name: name.to_owned(),
-            reason,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Parse call arguments: empty text means `{}`.
-fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
-    if text.trim().is_empty() {
-        Ok(Value::Object(Default::default()))
-    } else {
-        serde_json::from_str(text)
-    }
-}
-
-fn compile_schema(name: &str, schema: &Value) -> Result<Option<jsonschema::Validator>, ToolError> {
-    if schema.is_null() || schema.as_object().is_some_and(|o| o.is_empty()) {
-        return Ok(None);
-    }
-    jsonschema::validator_for(schema)
-        .map(Some)
-        .map_err(|error| {
-            ToolError::InvalidArguments(
-                name.to_owned(),
-                format!("the tool's parameters are not a valid JSON Schema: {error}"),
-            )
-        })
-}
-
-fn validate(name: &str, validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
-    let problems: Vec<String> = validator
-        .iter_errors(input)
-        .take(5)
-        .map(|error| {
-            let path = error.instance_path().to_string();
-            let at = if path.is_empty() {
-                "the arguments".to_owned()
-            } else {
-                format!("'{path}'")
-            };
-            format!("{at}: {error}")
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(ToolError::InvalidArguments(
-            name.to_owned(),
-            problems.join("; "),
-        ))
-    }
-}
-
-fn not_found<'a>(name: &str, known: impl Iterator<Item = &'a String>) -> ToolError {
-    let _ = known;
-    ToolError::NotFound(name.to_owned())
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -445,44 +561,4 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_owned())
-}
-
-// --- Used by the tool loop (src/llm/tool_loop.rs). ---
-impl ToolRegistry {
-    /// Run `calls` concurrently (bounded by the concurrency limit) and yield each result as it
-    /// finishes, with its position in `calls`.
-    pub fn invoke_stream(
-        &self,
-        calls: Vec<ToolCallRequest>,
-    ) -> impl futures::Stream<Item = (usize, ToolInvocation)> + Send + '_ {
-        let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
-        stream::iter(
-            calls
-                .into_iter()
-                .enumerate()
-                .map(|(position, call)| self.invoke_call(call).map(move |done| (position, done))),
-        )
-        .buffer_unordered(limit)
-    }
-
-    /// What the model reads for an invocation: the tool's view of its output, or an error
-    /// text starting with `Error: `.
-    pub fn model_content(&self, invocation: &ToolInvocation) -> String {
-        match &invocation.output {
-            Ok(output) => match self.tools.get(&invocation.tool_name) {
-                Some(entry) => entry.tool.model_content(output),
-                None => crate::tools::base::default_model_content(output),
-            },
-            Err(error) => format!("Error: {error}"),
-        }
-    }
-
-    /// The definitions the loop sends: tools that pass every exposure gate.
-    pub fn exposed_definitions(&self, provider: &str, model: &str) -> Vec<ToolDefinition> {
-        self.tools
-            .values()
-            .filter(|entry| entry.tool.supports_provider(provider, model))
-            .map(|entry| definition_of(entry.tool.as_ref()))
-            .collect()
-    }
 }

@@ -122,8 +122,9 @@ pub trait Tool: Send + Sync + Sized + 'static {
 }
 
 /// The JSON Schema of `T` as OpenAI-compatible servers accept it — an object at the root, no
-/// `$schema`, sub-schemas inlined — and the type's description (its doc comment), which is
-/// moved out of the schema into the tool description.
+/// `$schema`, sub-schemas inlined (only recursive types keep `$ref`s into a root `$defs`),
+/// `oneOf` written as `anyOf` — and the type's description (its doc comment), which is moved
+/// out of the schema into the tool description.
 pub fn input_schema<T: JsonSchema>() -> (Value, Option<String>) {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|settings| {
         settings.inline_subschemas = true;
@@ -131,6 +132,7 @@ pub fn input_schema<T: JsonSchema>() -> (Value, Option<String>) {
     });
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = schema.to_value();
+    one_of_to_any_of(&mut value);
     let mut description = None;
     if let Some(object) = value.as_object_mut() {
         object.remove("$schema");
@@ -195,7 +197,7 @@ impl<T: Tool> BaseTool for TypedTool<T> {
     }
 
     async fn execute(&self, args: Value) -> Result<Value, ToolError> {
-        let input: T::Input = serde_path_to_error_like(T::NAME, args)?;
+        let input: T::Input = deserialize_input(T::NAME, args)?;
         let output = self.tool.run(input).await?;
         serde_json::to_value(&output).map_err(|error| {
             ToolError::ExecutionFailed(
@@ -240,8 +242,67 @@ impl<T: Tool> BaseTool for TypedTool<T> {
     }
 }
 
-/// Deserialise the input; the error names the path of the offending field.
-fn serde_path_to_error_like<I: DeserializeOwned>(tool: &str, args: Value) -> Result<I, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|error| ToolError::InvalidArguments(tool.to_owned(), error.to_string()))
+/// Deserialise the input; the error names the path of the offending field (`opts.unit`).
+pub(crate) fn deserialize_input<I: DeserializeOwned>(
+    tool: &str,
+    args: Value,
+) -> Result<I, ToolError> {
+    serde_path_to_error::deserialize(args).map_err(|error| {
+        let path = error.path().to_string();
+        let at = if path == "." {
+            "the arguments".to_owned()
+        } else {
+            format!("field `{path}`")
+        };
+        ToolError::InvalidArguments(tool.to_owned(), format!("{at}: {}", error.into_inner()))
+    })
+}
+
+/// Keywords whose value is a map from names to schemas.
+const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+];
+/// Keywords whose value is one schema or a list of schemas.
+const SCHEMA_SLOTS: &[&str] = &[
+    "items",
+    "prefixItems",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "anyOf",
+    "allOf",
+    "propertyNames",
+];
+
+/// Rewrite `oneOf` as `anyOf` everywhere: serde picks the first matching alternative (like
+/// `anyOf`), and OpenAI's strict mode and many local servers accept only `anyOf`.
+fn one_of_to_any_of(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    if !object.contains_key("anyOf")
+        && let Some(alternatives) = object.remove("oneOf")
+    {
+        object.insert("anyOf".to_owned(), alternatives);
+    }
+    for (key, value) in object.iter_mut() {
+        if SCHEMA_MAPS.contains(&key.as_str()) {
+            if let Some(map) = value.as_object_mut() {
+                map.values_mut().for_each(one_of_to_any_of);
+            }
+        } else if SCHEMA_SLOTS.contains(&key.as_str()) {
+            match value {
+                Value::Array(list) => list.iter_mut().for_each(one_of_to_any_of),
+                other => one_of_to_any_of(other),
+            }
+        }
+    }
 }

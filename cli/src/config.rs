@@ -1,0 +1,214 @@
+//! `agcore.toml`: provider, permissions, profiles, built-in tools and MCP servers in one file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use agcore::tools::ToolsConfig;
+use agcore::tools::mcp::{McpServerConfig, McpServersConfig};
+use serde::Deserialize;
+
+/// The file `agcore` reads when `--config` is not given and it exists.
+pub const DEFAULT_CONFIG_FILE: &str = "agcore.toml";
+
+/// Why the config file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("could not read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown or mistyped keys.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with line and column.
+        message: String,
+    },
+    /// The `mcpServers` JSON it points to could not be used.
+    #[error("config file {path}: {source}")]
+    Mcp {
+        /// The config file.
+        path: PathBuf,
+        /// The MCP config error.
+        source: agcore::tools::mcp::McpConfigError,
+    },
+}
+
+/// The whole file. Every section is optional; unknown keys are errors.
+///
+/// ```toml
+/// [model]
+/// base_url = "http://127.0.0.1:8080/v1"   # any OpenAI-compatible server
+/// model = "qwen2.5-7b-instruct"
+/// api_key_env = "OPENAI_API_KEY"          # the variable holding the key (optional)
+/// system = "You are a careful coding assistant."
+/// max_turns = 10
+///
+/// [builtin]
+/// enabled = true                          # read_file, list_directory, search_files, write_file, ...
+/// root = "."                              # the workspace the built-in tools are confined to
+///
+/// [tools]                                 # permissions, approvals, profiles, restricted mode
+/// profile = "write"
+/// ask = ["write"]
+/// [tools.permissions]
+/// allowed = ["read", "network"]
+/// denied = ["delete", "shell"]
+///
+/// [mcp]
+/// config = "mcp.json"                     # an mcpServers JSON file (relative to this file)
+/// [mcp.servers.time]                      # or servers inline, same fields as mcpServers entries
+/// command = "uvx"
+/// args = ["mcp-server-time"]
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgcoreConfig {
+    /// Where the model is.
+    #[serde(default)]
+    pub model: ModelSection,
+    /// Built-in tools.
+    #[serde(default)]
+    pub builtin: BuiltinSection,
+    /// Permissions, approvals, profiles, restricted mode, flags.
+    #[serde(default)]
+    pub tools: ToolsConfig,
+    /// MCP servers.
+    #[serde(default)]
+    pub mcp: McpSection,
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// Base URL of the OpenAI-compatible server.
+    pub base_url: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// The environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// System prompt.
+    pub system: Option<String>,
+    /// Most model requests per prompt.
+    pub max_turns: Option<u32>,
+    /// Provider name for tools that support only some providers (default `openai`).
+    pub provider: Option<String>,
+}
+
+/// `[builtin]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinSection {
+    /// Register the built-in tools.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The workspace root (default: the current directory).
+    pub root: Option<PathBuf>,
+}
+
+/// `[mcp]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// An `mcpServers` JSON file, relative to the config file.
+    pub config: Option<PathBuf>,
+    /// Servers given inline.
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+impl AgcoreConfig {
+    /// Read `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config = Self::parse(&text).map_err(|message| ConfigError::Parse {
+            path: path.to_owned(),
+            message,
+        })?;
+        // Paths inside the file are relative to the file.
+        let base = path.parent().unwrap_or(Path::new("."));
+        if let Some(mcp) = &mut config.mcp.config {
+            *mcp = base.join(&*mcp);
+        }
+        if let Some(root) = &mut config.builtin.root {
+            *root = base.join(&*root);
+        }
+        Ok(config)
+    }
+
+    /// Parse TOML text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|error| error.to_string().trim().to_owned())
+    }
+
+    /// `--config FILE`, else `./agcore.toml` when it exists, else the defaults.
+    pub fn discover(explicit: Option<&Path>) -> Result<(Self, Option<PathBuf>), ConfigError> {
+        match explicit {
+            Some(path) => Ok((Self::load(path)?, Some(path.to_owned()))),
+            None => {
+                let default = Path::new(DEFAULT_CONFIG_FILE);
+                if default.is_file() {
+                    Ok((Self::load(default)?, Some(default.to_owned())))
+                } else {
+                    Ok((Self::default(), None))
+                }
+            }
+        }
+    }
+
+    /// Every MCP server of the config: the referenced JSON file's, then the inline ones.
+    pub fn mcp_servers(&self, origin: Option<&Path>) -> Result<McpServersConfig, ConfigError> {
+        let mut servers = match &self.mcp.config {
+            Some(file) => McpServersConfig::load(file).map_err(|source| ConfigError::Mcp {
+                path: origin.unwrap_or(file).to_owned(),
+                source,
+            })?,
+            None => McpServersConfig::default(),
+        };
+        for (name, server) in &self.mcp.servers {
+            servers.servers.insert(name.clone(), server.clone());
+        }
+        Ok(servers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let text = include_str!("../../agcore.example.toml");
+        let config = AgcoreConfig::parse(text).unwrap();
+        assert!(config.builtin.enabled);
+        assert!(config.model.base_url.is_some());
+        assert!(!config.mcp.servers.is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_a_location() {
+        let error = AgcoreConfig::parse("[model]\nmodle = \"x\"\n").unwrap_err();
+        assert!(error.contains("modle"), "{error}");
+        let error = AgcoreConfig::parse("[tools]\nrestricted = \"yes\"\n").unwrap_err();
+        assert!(
+            error.contains("restricted") || error.contains("bool"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_empty_file_is_the_default() {
+        let config = AgcoreConfig::parse("").unwrap();
+        assert!(!config.builtin.enabled);
+        assert!(config.tools.permissions.is_none());
+    }
+}

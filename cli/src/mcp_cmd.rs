@@ -1,0 +1,94 @@
+//! `agcore mcp list` and `agcore mcp call`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use agcore::tools::mcp::{McpServerStatus, McpServersConfig};
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::cli::{McpCallArgs, McpCommand, McpListArgs};
+use crate::config::AgcoreConfig;
+
+/// Run `agcore mcp ...`.
+pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        McpCommand::List(args) => list(args).await,
+        McpCommand::Call(args) => call(args).await,
+    }
+}
+
+fn servers(mcp_config: Option<&Path>, config: Option<&Path>) -> anyhow::Result<McpServersConfig> {
+    let (loaded, path) = AgcoreConfig::discover(config)?;
+    let mut servers = loaded.mcp_servers(path.as_deref())?;
+    if let Some(file) = mcp_config {
+        servers
+            .servers
+            .extend(McpServersConfig::load(file)?.servers);
+    }
+    if servers.servers.is_empty() {
+        bail!(
+            "no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml"
+        );
+    }
+    Ok(servers)
+}
+
+async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
+    let servers = servers(args.mcp_config.as_deref(), args.config.as_deref())?;
+    let mut statuses = Vec::new();
+    let mut clients = Vec::new();
+    for (name, result) in servers.connect_all().await {
+        statuses.push(McpServerStatus::of(&name, &result));
+        clients.extend(result.ok());
+    }
+    for mut client in clients {
+        let _ = client.close().await;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&statuses)?);
+    } else {
+        for status in &statuses {
+            match &status.error {
+                Some(error) => println!("{}: unavailable — {error}", status.name),
+                None => {
+                    println!("{}: connected, {} tool(s)", status.name, status.tools.len());
+                    for tool in &status.tools {
+                        println!("  {:<28} {}", tool.name, first_line(&tool.description));
+                    }
+                }
+            }
+        }
+    }
+    let all_failed = statuses.iter().all(|s| s.error.is_some());
+    Ok(if all_failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {
+    let servers = servers(args.mcp_config.as_deref(), args.config.as_deref())?;
+    let arguments: Value = match &args.args {
+        Some(text) => serde_json::from_str(text).context("ARGS_JSON is not valid JSON")?,
+        None => Value::Object(Default::default()),
+    };
+    let mut client = servers.client(&args.server)?;
+    client
+        .connect()
+        .await
+        .with_context(|| format!("MCP server '{}' is unavailable", args.server))?;
+    let result = client.call_tool(&args.tool, arguments).await;
+    let _ = client.close().await;
+    let value = result?;
+    match (&value, args.json) {
+        (Value::String(text), false) => println!("{text}"),
+        _ => println!("{}", serde_json::to_string_pretty(&value)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}

@@ -1,0 +1,135 @@
+//! Builds what every command needs from arguments and `agcore.toml`: the model cycle and the
+//! tool registry (built-in tools, MCP servers, permissions, profiles, approvals).
+
+use std::path::PathBuf;
+
+use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
+use agcore::tools::ToolRegistry;
+use agcore::tools::builtin::{Workspace, builtin_tools};
+use agcore::tools::mcp::{McpServerStatus, McpServersConfig, register_mcp_tools};
+use anyhow::{Context, bail};
+
+use crate::approve::approver_for;
+use crate::cli::{ModelArgs, ToolArgs};
+use crate::config::AgcoreConfig;
+
+/// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The loaded config and where it came from.
+pub struct Loaded {
+    /// The config (defaults when there is no file).
+    pub config: AgcoreConfig,
+    /// The file, if any.
+    pub path: Option<PathBuf>,
+}
+
+/// Read `--config` or `./agcore.toml`.
+pub fn load_config(tool_args: &ToolArgs) -> anyhow::Result<Loaded> {
+    let (config, path) = AgcoreConfig::discover(tool_args.config.as_deref())?;
+    Ok(Loaded { config, path })
+}
+
+/// The provider name tools are checked against.
+pub fn provider(config: &AgcoreConfig) -> String {
+    config
+        .model
+        .provider
+        .clone()
+        .unwrap_or_else(|| "openai".to_owned())
+}
+
+/// A cycle for the model the arguments (then the config, then the environment) describe.
+pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<LlmCycle> {
+    let section = &config.model;
+    let base_url = args
+        .base_url
+        .clone()
+        .or_else(|| section.base_url.clone())
+        .or_else(|| env("OPENAI_BASE_URL"))
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+    let Some(model) = args
+        .model
+        .clone()
+        .or_else(|| section.model.clone())
+        .or_else(|| env("AGCORE_MODEL"))
+    else {
+        bail!("no model: pass --model NAME, set AGCORE_MODEL, or set model in agcore.toml");
+    };
+    let key_variable = args
+        .api_key_env
+        .clone()
+        .or_else(|| section.api_key_env.clone())
+        .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+    let mut client_config = OpenAiConfig::new(base_url).with_provider(provider(config));
+    if let Some(key) = env(&key_variable) {
+        client_config = client_config.with_api_key(key);
+    }
+    let client = OpenAiClient::new(client_config).context("could not create the HTTP client")?;
+    let mut cycle_config = CycleConfig::new(model);
+    cycle_config.max_turns = args.max_turns.or(section.max_turns);
+    let mut cycle = LlmCycle::new(client, cycle_config);
+    if let Some(system) = args.system.clone().or_else(|| section.system.clone()) {
+        cycle.set_system_prompt(system);
+    }
+    Ok(cycle)
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+/// The registry the arguments and config describe, and the status of each MCP server
+/// (a server that fails is reported, not fatal). `check_profiles` makes profile problems
+/// errors (`agcore tools` shows them in its report instead).
+pub async fn build_registry(
+    tool_args: &ToolArgs,
+    loaded: &Loaded,
+    check_profiles: bool,
+) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>)> {
+    let config = &loaded.config;
+    let mut tools = config.tools.clone();
+    if let Some(profile) = &tool_args.profile {
+        tools.profile = Some(profile.clone());
+    }
+    if tool_args.restricted {
+        tools.restricted = true;
+    }
+    tools.flags.extend(tool_args.flags.iter().cloned());
+    let approver = approver_for(tool_args.yes);
+    let mut registry = tools.apply(ToolRegistry::new())?.with_approver(approver);
+
+    let builtin = tool_args.tools.iter().any(|t| t == "builtin") || config.builtin.enabled;
+    if builtin && !tool_args.tools.iter().any(|t| t == "none") {
+        let root = tool_args
+            .workspace
+            .clone()
+            .or_else(|| config.builtin.root.clone())
+            .map(Ok)
+            .unwrap_or_else(std::env::current_dir)?;
+        let workspace = Workspace::new(&root)
+            .with_context(|| format!("cannot use {} as the workspace", root.display()))?;
+        registry.register_all(builtin_tools(&workspace))?;
+    }
+
+    let mut servers = config.mcp_servers(loaded.path.as_deref())?;
+    if let Some(file) = &tool_args.mcp_config {
+        let extra = McpServersConfig::load(file)?;
+        servers.servers.extend(extra.servers);
+    }
+    let mut statuses = Vec::new();
+    let mut connected = Vec::new();
+    for (name, result) in servers.connect_all().await {
+        statuses.push(McpServerStatus::of(&name, &result));
+        match result {
+            Ok(client) => connected.push(client),
+            Err(error) => eprintln!("warning: MCP server '{name}' is unavailable: {error}"),
+        }
+    }
+    register_mcp_tools(&mut registry, connected)?;
+    if check_profiles {
+        // A typo in a profile, or a tool no profile reaches, is an error, not a silent no-op.
+        registry.check_exposure()?;
+    }
+    Ok((registry, statuses))
+}

@@ -1,0 +1,325 @@
+//! `mcp-demo-server`: a small MCP server over stdio, built on rmcp's server side.
+//!
+//! Normal tools (for `agcore demo` and examples): `get_weather {city}` (read-only, structured
+//! content), `echo {message}` → `Echo: <message>`, `add {a, b}`.
+//!
+//! For agcore's test suite it can misbehave on purpose:
+//! - `--test-tools` adds tools that fail on call: `crash` (exits mid-call), `hang` (never
+//!   answers), `big {bytes}` (a huge text), `fail` (an `isError` result), `image` (image content),
+//!   `multi_text` (two text blocks), `change_tools` (adds a tool and sends `tools/list_changed`),
+//!   `slow {ms}` (answers after a delay).
+//! - `--page-size N`: `tools/list` answers in pages of N tools.
+//! - `--fault MODE` (or env `MCP_DEMO_FAULT`): `exit-during-init` (exits with code 7 when the
+//!   `initialize` request arrives), `hang-init` (never answers `initialize`), `slow-init=MS`
+//!   (sleeps before serving), `garbage` (writes non-JSON lines to stdout before serving),
+//!   `stderr-flood` (writes stderr lines without pause for as long as it runs).
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+
+#[derive(Clone)]
+struct Demo {
+    test_tools: bool,
+    page_size: usize,
+    extra_tool: Arc<AtomicBool>,
+}
+
+fn schema(value: Value) -> Arc<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+fn object_schema(properties: Value, required: &[&str]) -> Arc<Map<String, Value>> {
+    schema(json!({"type": "object", "properties": properties, "required": required}))
+}
+
+impl Demo {
+    fn tools(&self) -> Vec<Tool> {
+        let mut tools = vec![
+            Tool::new(
+                "get_weather",
+                "Current weather for a city (demo data)",
+                object_schema(
+                    json!({"city": {"type": "string", "description": "City name"}}),
+                    &["city"],
+                ),
+            )
+            .with_title("Get weather")
+            .with_raw_output_schema(object_schema(
+                json!({"city": {"type": "string"}, "temperature_c": {"type": "number"}, "conditions": {"type": "string"}}),
+                &["city", "temperature_c", "conditions"],
+            ))
+            .with_annotations(
+                ToolAnnotations::with_title("Get weather")
+                    .read_only(true)
+                    .open_world(false),
+            ),
+            Tool::new(
+                "echo",
+                "Echo the message back as text",
+                object_schema(
+                    json!({"message": {"type": "string", "description": "Text to echo back"}}),
+                    &["message"],
+                ),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+            Tool::new(
+                "add",
+                "Add two numbers",
+                object_schema(
+                    json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+                    &["a", "b"],
+                ),
+            ),
+        ];
+        if self.test_tools {
+            let empty = || object_schema(json!({}), &[]);
+            tools.extend([
+                Tool::new("crash", "Exit the server process mid-call", empty())
+                    .with_annotations(ToolAnnotations::new().destructive(true)),
+                Tool::new("hang", "Never answer", empty()),
+                Tool::new(
+                    "big",
+                    "Return a large text",
+                    object_schema(json!({"bytes": {"type": "integer"}}), &["bytes"]),
+                ),
+                Tool::new("fail", "Return an isError result", empty()),
+                Tool::new("image", "Return an image and a text", empty()),
+                Tool::new("multi_text", "Return two text blocks", empty()),
+                Tool::new(
+                    "change_tools",
+                    "Add the tool `extra` and send tools/list_changed",
+                    empty(),
+                ),
+                Tool::new(
+                    "slow",
+                    "Answer after a delay",
+                    object_schema(json!({"ms": {"type": "integer"}}), &["ms"]),
+                ),
+                Tool::new("open_world", "A tool that reaches the internet", empty())
+                    .with_annotations(ToolAnnotations::new().open_world(true)),
+            ]);
+            if self.extra_tool.load(Ordering::SeqCst) {
+                tools.push(Tool::new("extra", "Appeared after change_tools", empty()));
+            }
+        }
+        tools
+    }
+}
+
+fn text(value: impl Into<String>) -> Result<CallToolResponse, ErrorData> {
+    Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+        ContentBlock::text(value),
+    ])))
+}
+
+fn arg<'a>(args: &'a Option<Map<String, Value>>, key: &str) -> Option<&'a Value> {
+    args.as_ref().and_then(|map| map.get(key))
+}
+
+/// A 1×1 transparent PNG.
+const PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+
+impl ServerHandler for Demo {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("mcp-demo-server", "0.1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.tools();
+        if self.page_size == 0 {
+            return Ok(ListToolsResult::with_all_items(tools));
+        }
+        let start: usize = request
+            .and_then(|params| params.cursor)
+            .and_then(|cursor| cursor.parse().ok())
+            .unwrap_or(0);
+        let end = (start + self.page_size).min(tools.len());
+        let mut page = ListToolsResult::with_all_items(tools[start.min(end)..end].to_vec());
+        if end < tools.len() {
+            page.next_cursor = Some(end.to_string());
+        }
+        Ok(page)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = &request.arguments;
+        match request.name.as_ref() {
+            "get_weather" => {
+                let city = arg(args, "city").and_then(Value::as_str).unwrap_or("Paris");
+                let weather = json!({"city": city, "temperature_c": 21.5, "conditions": "sunny"});
+                Ok(CallToolResponse::Complete(CallToolResult::structured(
+                    weather,
+                )))
+            }
+            "echo" => {
+                let message = arg(args, "message").and_then(Value::as_str).unwrap_or("");
+                text(format!("Echo: {message}"))
+            }
+            "add" => {
+                let a = arg(args, "a").and_then(Value::as_f64).unwrap_or(0.0);
+                let b = arg(args, "b").and_then(Value::as_f64).unwrap_or(0.0);
+                text(format!("{}", a + b))
+            }
+            "crash" if self.test_tools => {
+                eprintln!("demo server: crashing on purpose");
+                std::process::exit(3);
+            }
+            "hang" if self.test_tools => {
+                // Never answers; says on stderr when the client cancels the request.
+                context.ct.cancelled().await;
+                eprintln!("demo server: hang was cancelled by the client");
+                text("cancelled")
+            }
+            "big" if self.test_tools => {
+                let bytes = arg(args, "bytes").and_then(Value::as_u64).unwrap_or(0);
+                text("x".repeat(usize::try_from(bytes).unwrap_or(0)))
+            }
+            "fail" if self.test_tools => {
+                Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                    ContentBlock::text("the demo tool failed on purpose"),
+                ])))
+            }
+            "image" if self.test_tools => {
+                Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+                    ContentBlock::text("a pixel"),
+                    ContentBlock::image(PIXEL_PNG, "image/png"),
+                ])))
+            }
+            "multi_text" if self.test_tools => {
+                Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+                    ContentBlock::text("first"),
+                    ContentBlock::text("second"),
+                ])))
+            }
+            "change_tools" if self.test_tools => {
+                self.extra_tool.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                text("tools changed")
+            }
+            "slow" if self.test_tools => {
+                let ms = arg(args, "ms").and_then(Value::as_u64).unwrap_or(100);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                text("done")
+            }
+            "open_world" | "extra" if self.test_tools => text("ok"),
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool '{other}'"),
+                None,
+            )),
+        }
+    }
+}
+
+fn parse_args(cli_args: Vec<String>) -> Result<(Demo, Option<String>), String> {
+    let mut demo = Demo {
+        test_tools: false,
+        page_size: 0,
+        extra_tool: Arc::new(AtomicBool::new(false)),
+    };
+    let mut fault = std::env::var("MCP_DEMO_FAULT").ok();
+    let mut args = cli_args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--test-tools" => demo.test_tools = true,
+            "--page-size" => {
+                demo.page_size = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or("--page-size needs a number")?;
+            }
+            "--fault" => fault = Some(args.next().ok_or("--fault needs a mode")?),
+            "-h" | "--help" => {
+                return Err(
+                    "usage: mcp-demo-server [--test-tools] [--page-size N] [--fault MODE]".into(),
+                );
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok((demo, fault))
+}
+
+/// Read stdin until the first line (the `initialize` request), then exit with code 7.
+fn exit_during_init() -> ! {
+    eprintln!("demo server: exiting during initialize");
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    eprintln!("demo server: got {} bytes, exiting", line.len());
+    std::process::exit(7);
+}
+
+/// Serve the demo server on stdin/stdout with these command-line arguments (program name
+/// excluded): `[--test-tools] [--page-size N] [--fault MODE]`. Returns when the client goes away.
+pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
+    let (demo, fault) = match parse_args(cli_args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("{message}");
+            std::process::exit(2);
+        }
+    };
+    match fault.as_deref() {
+        Some("exit-during-init") => exit_during_init(),
+        Some("hang-init") => {
+            eprintln!("demo server: will never answer initialize");
+            std::future::pending::<()>().await;
+        }
+        Some(mode) if mode.starts_with("slow-init=") => {
+            let ms = mode["slow-init=".len()..].parse().unwrap_or(1000);
+            eprintln!("demo server: sleeping {ms} ms before serving");
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        Some("garbage") => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "this is not JSON")?;
+            writeln!(out, "{{\"neither\": is this")?;
+            writeln!(out, "\u{1b}[31mcolour codes\u{1b}[0m")?;
+            out.flush()?;
+        }
+        Some("stderr-flood") => {
+            std::thread::spawn(|| {
+                let mut err = std::io::stderr().lock();
+                let mut i: u64 = 0;
+                loop {
+                    i += 1;
+                    if writeln!(err, "flood line {i} {}", "#".repeat(100)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        _ => {}
+    }
+    let service = demo.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

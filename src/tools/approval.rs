@@ -1,0 +1,256 @@
+//! Approvals (human in the loop): a permission can be configured as *ask*; before such a call
+//! runs, an [`Approver`] is asked with the tool, its arguments and the reason.
+//!
+//! Precedence per declared permission: `denied` (in [`crate::tools::PermissionConfig`]) always
+//! refuses; otherwise a permission listed in [`ApprovalPolicy::ask`] is asked — also when the
+//! checker alone would refuse it as not allowed; otherwise the checker decides. No approver
+//! configured + *ask* = the call is denied with a message saying so.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tools::kind::ToolKind;
+use crate::tools::permission::{DenialReason, Permission, PermissionChecker, PermissionDenial};
+
+/// Which permissions need a human's approval instead of a plain allow.
+///
+/// Kept apart from [`crate::tools::PermissionConfig`] so the design's struct literal
+/// `PermissionConfig { allowed, denied, allow_unspecified }` keeps compiling.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalPolicy {
+    /// Permissions whose calls must be approved (e.g. `["write"]`).
+    #[serde(default)]
+    pub ask: Vec<Permission>,
+}
+
+impl ApprovalPolicy {
+    /// Ask before calls needing any of `ask`.
+    pub fn ask(ask: impl IntoIterator<Item = Permission>) -> Self {
+        ApprovalPolicy {
+            ask: ask.into_iter().collect(),
+        }
+    }
+
+    /// The decision for a tool declaring `declared`, under `checker` (none = allow everything).
+    pub fn decide(
+        &self,
+        checker: Option<&PermissionChecker>,
+        declared: &[Permission],
+    ) -> PermissionDecision {
+        let mut refused = Vec::new();
+        if let Some(checker) = checker {
+            for (permission, reason) in checker.denials(declared) {
+                // An explicit deny always wins; "not allowed"/"unspecified" become a question
+                // when the permission is configured as ask.
+                let askable = reason != DenialReason::Denied && self.ask.contains(&permission);
+                if !askable {
+                    refused.push(PermissionDenial { permission, reason });
+                }
+            }
+        }
+        let mut ask: Vec<Permission> = Vec::new();
+        for permission in declared {
+            if self.ask.contains(permission) && !ask.contains(permission) {
+                ask.push(permission.clone());
+            }
+        }
+        PermissionDecision { refused, ask }
+    }
+}
+
+/// What the permission rules say about one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionDecision {
+    /// Permissions refused outright (the tool can never run while this is not empty).
+    pub refused: Vec<PermissionDenial>,
+    /// Permissions that need approval before each call (unless granted for the session).
+    pub ask: Vec<Permission>,
+}
+
+/// What an [`Approver`] is asked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    /// The tool.
+    pub tool: String,
+    /// The call id.
+    pub call_id: String,
+    /// A human title for the call ([`crate::tools::BaseTool::title`]).
+    pub title: String,
+    /// The tool's kind.
+    pub kind: ToolKind,
+    /// The (validated) arguments.
+    pub arguments: Value,
+    /// The permissions configured as *ask* that this call needs.
+    pub permissions: Vec<Permission>,
+    /// Why approval is needed, in words.
+    pub reason: String,
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call and every later call of this tool in the session.
+    AllowForSession,
+    /// Run this call and later calls of this tool with the same arguments in the session.
+    AllowForSessionWithArgs,
+    /// Do not run it; `message` (if any) is passed to the model.
+    Deny {
+        /// A message for the model (e.g. "use the staging database instead").
+        message: Option<String>,
+    },
+}
+
+/// Decides whether a call that needs approval may run (a terminal prompt, a UI, a policy).
+///
+/// ```
+/// use agcore::tools::prelude::*;
+/// use agcore::tools::approval::{ApprovalDecision, ApprovalRequest, Approver};
+///
+/// struct OnlyTmp;
+///
+/// #[async_trait]
+/// impl Approver for OnlyTmp {
+///     async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+///         match request.arguments["path"].as_str() {
+///             Some(path) if path.starts_with("/tmp/") => ApprovalDecision::AllowOnce,
+///             _ => ApprovalDecision::Deny { message: Some("only /tmp is writable".into()) },
+///         }
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Answer one request. Called concurrently for parallel calls.
+    async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision;
+}
+
+/// Approves everything once (the CLI's `--yes`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproveAll;
+
+#[async_trait]
+impl Approver for ApproveAll {
+    async fn approve(&self, _request: &ApprovalRequest) -> ApprovalDecision {
+        ApprovalDecision::AllowOnce
+    }
+}
+
+/// Denies everything with the same message (non-interactive runs without `--yes`).
+#[derive(Debug, Clone, Default)]
+pub struct DenyAll {
+    /// The message for the model.
+    pub message: Option<String>,
+}
+
+#[async_trait]
+impl Approver for DenyAll {
+    async fn approve(&self, _request: &ApprovalRequest) -> ApprovalDecision {
+        ApprovalDecision::Deny {
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// Approvals granted for the rest of the session (kept by the registry).
+#[derive(Debug, Default)]
+pub(crate) struct SessionGrants {
+    inner: Mutex<Grants>,
+}
+
+#[derive(Debug, Default)]
+struct Grants {
+    tools: Vec<String>,
+    calls: Vec<(String, Value)>,
+}
+
+impl SessionGrants {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Grants> {
+        // A panic while holding the lock cannot leave the lists half-updated; keep using them.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether `tool` (or `tool` with exactly these arguments) was granted for the session.
+    pub(crate) fn covers(&self, tool: &str, arguments: &Value) -> bool {
+        let grants = self.lock();
+        // `Value` equality ignores object key order, so `{"a":1,"b":2}` matches `{"b":2,"a":1}`.
+        grants.tools.iter().any(|granted| granted == tool)
+            || grants
+                .calls
+                .iter()
+                .any(|(granted, args)| granted == tool && args == arguments)
+    }
+
+    /// Remember a session-wide answer.
+    pub(crate) fn remember(&self, tool: &str, arguments: &Value, decision: &ApprovalDecision) {
+        let mut grants = self.lock();
+        match decision {
+            ApprovalDecision::AllowForSession => grants.tools.push(tool.to_owned()),
+            ApprovalDecision::AllowForSessionWithArgs => {
+                grants.calls.push((tool.to_owned(), arguments.clone()));
+            }
+            ApprovalDecision::AllowOnce | ApprovalDecision::Deny { .. } => {}
+        }
+    }
+
+    /// Forget every grant.
+    pub(crate) fn clear(&self) {
+        let mut grants = self.lock();
+        grants.tools.clear();
+        grants.calls.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::permission::PermissionConfig;
+
+    #[test]
+    fn ask_turns_a_not_allowed_permission_into_a_question() {
+        let checker = PermissionChecker::new(PermissionConfig::default());
+        let policy = ApprovalPolicy::ask([Permission::Write]);
+        let decision = policy.decide(Some(&checker), &[Permission::Read, Permission::Write]);
+        assert!(decision.refused.is_empty());
+        assert_eq!(decision.ask, [Permission::Write]);
+    }
+
+    #[test]
+    fn an_explicit_deny_wins_over_ask() {
+        let checker = PermissionChecker::new(PermissionConfig::default());
+        let policy = ApprovalPolicy::ask([Permission::Shell]);
+        let decision = policy.decide(Some(&checker), &[Permission::Shell]);
+        assert_eq!(decision.refused.len(), 1);
+        assert_eq!(decision.refused[0].reason, DenialReason::Denied);
+    }
+
+    #[test]
+    fn an_allowed_permission_listed_as_ask_is_still_asked() {
+        let checker = PermissionChecker::new(PermissionConfig::default());
+        let decision = ApprovalPolicy::ask([Permission::Network])
+            .decide(Some(&checker), &[Permission::Network]);
+        assert!(decision.refused.is_empty());
+        assert_eq!(decision.ask, [Permission::Network]);
+    }
+
+    #[test]
+    fn session_grants_match_arguments_regardless_of_key_order() {
+        let grants = SessionGrants::default();
+        let args: Value = serde_json::from_str(r#"{"a":1,"b":2}"#).unwrap();
+        grants.remember("t", &args, &ApprovalDecision::AllowForSessionWithArgs);
+        let reordered: Value = serde_json::from_str(r#"{"b":2,"a":1}"#).unwrap();
+        assert!(grants.covers("t", &reordered));
+        assert!(!grants.covers("t", &serde_json::json!({"a": 1})));
+        assert!(!grants.covers("u", &args));
+        grants.clear();
+        assert!(!grants.covers("t", &args));
+    }
+}

@@ -1,0 +1,94 @@
+//! [`ToolsConfig`]: the `[tools]` section of `agcore.toml` — permissions, approvals, profiles,
+//! restricted mode and flags — and how it configures a [`ToolRegistry`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::approval::ApprovalPolicy;
+use crate::tools::exposure::{ExposureError, ExposurePolicy};
+use crate::tools::permission::{Permission, PermissionChecker, PermissionConfig};
+use crate::tools::profile::Profile;
+use crate::tools::registry::ToolRegistry;
+
+/// The tool settings of a config file. Unknown keys are errors (a typo must not be ignored).
+///
+/// ```toml
+/// [tools]
+/// profile = "ask"            # ask | write | minimal | a profile defined below
+/// restricted = false         # untrusted workspace: no Network/Shell tools
+/// flags = ["lsp"]            # feature flags tools may require
+/// ask = ["write"]            # permissions that need approval instead of allow
+///
+/// [tools.permissions]        # the design's PermissionConfig; default shown
+/// allowed = ["read", "network"]
+/// denied = ["delete", "shell"]
+/// allow_unspecified = true
+///
+/// [tools.profiles.review]    # adds a profile (or replaces a built-in one of the same name)
+/// description = "Read code, comment on GitHub"
+/// tools = ["kind:read", "kind:search", "mcp:github"]
+/// ```
+///
+/// Command-line flags override it: set the fields before calling [`ToolsConfig::apply`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Permission rules (default: [`PermissionConfig::default`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<PermissionConfig>,
+    /// Permissions that need approval instead of allow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ask: Vec<Permission>,
+    /// The active profile (none: no profile gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Extra profiles, added to the built-in `ask`, `write` and `minimal`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, Profile>,
+    /// Restricted mode (untrusted workspace).
+    #[serde(default)]
+    pub restricted: bool,
+    /// Enabled feature flags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
+impl ToolsConfig {
+    /// The permission checker these settings describe.
+    pub fn permission_checker(&self) -> PermissionChecker {
+        PermissionChecker::new(self.permissions.clone().unwrap_or_default())
+    }
+
+    /// The approval policy these settings describe.
+    pub fn approval_policy(&self) -> ApprovalPolicy {
+        ApprovalPolicy::ask(self.ask.iter().cloned())
+    }
+
+    /// The exposure policy: built-in plus configured profiles, the selected profile (an unknown
+    /// name is an error), restricted mode and flags.
+    pub fn exposure_policy(&self) -> Result<ExposurePolicy, ExposureError> {
+        let mut policy = self
+            .profiles
+            .iter()
+            .fold(ExposurePolicy::default(), |policy, (name, profile)| {
+                policy.with_profile_definition(name.clone(), profile.clone())
+            })
+            .with_restricted_mode(self.restricted)
+            .with_flags(self.flags.iter().cloned());
+        if let Some(profile) = &self.profile {
+            policy = policy.with_profile(profile)?;
+        }
+        Ok(policy)
+    }
+
+    /// Configure `registry` with these settings (checker, approval policy, exposure policy).
+    /// Check the profiles against the registered tools afterwards with
+    /// [`ToolRegistry::check_exposure`].
+    pub fn apply(&self, registry: ToolRegistry) -> Result<ToolRegistry, ExposureError> {
+        Ok(registry
+            .with_permission_checker(self.permission_checker())
+            .with_approval_policy(self.approval_policy())
+            .with_exposure(self.exposure_policy()?))
+    }
+}

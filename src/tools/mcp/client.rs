@@ -1,0 +1,472 @@
+//! [`McpClient`] (the design's API) and [`McpHandle`] (a shareable view of it for concurrent
+//! calls and for tool adapters).
+
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, Tool};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::llm::types::ToolDefinition;
+use crate::tools::base::BaseTool;
+use crate::tools::error::ToolError;
+use crate::tools::mcp::adapter::McpToolAdapter;
+use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
+use crate::tools::mcp::handler::ToolCache;
+use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
+use crate::tools::mcp::result::call_result_to_value;
+use crate::tools::mcp::transport::McpTransport;
+use crate::tools::mcp::{
+    DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
+};
+use crate::tools::permission::Permission;
+use crate::tools::registry::{ToolRegistry, definition_of};
+
+/// A progress notification from a server (`notifications/progress`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpProgress {
+    /// The server's name.
+    pub server: String,
+    /// Progress so far.
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// A message, when given.
+    pub message: Option<String>,
+}
+
+/// Called for every progress notification of a client's server.
+pub type ProgressCallback = Arc<dyn Fn(McpProgress) + Send + Sync>;
+
+/// A client of one MCP server.
+///
+/// Build it with [`McpClient::new`] and the `with_*` methods, [`connect`](Self::connect), then
+/// call tools directly or turn them into registry tools with [`into_tools`](Self::into_tools).
+/// Calls take `&self` and share one connection (requests are multiplexed); for calls from
+/// several tasks take a [`handle`](Self::handle).
+///
+/// Every operation is bounded: `connect` by the connect timeout (default 60 s), each request by
+/// the request timeout (default 30 s). When a stdio server exits or closes its stdout, every
+/// pending and later call fails at once with [`ToolError::McpError`] naming the exit status and
+/// the server's last stderr lines; [`is_connected`](Self::is_connected) turns false and
+/// `connect()` starts the server again.
+///
+/// Dropping the client (and every handle and adapter) shuts the server down in the
+/// background; [`close`](Self::close) does it now and waits.
+pub struct McpClient {
+    settings: Settings,
+    shared: Arc<Shared>,
+    default_permissions: Vec<Permission>,
+    naming: McpToolNaming,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.settings.server)
+            .field("transport", &self.settings.transport)
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
+
+impl McpClient {
+    /// A client for the server `server_name` (used in tool sources, qualified tool names and
+    /// error messages), reached through `transport`. Nothing starts until `connect()`.
+    pub fn new(server_name: impl Into<String>, transport: McpTransport) -> Self {
+        let server: Arc<str> = Arc::from(server_name.into());
+        McpClient {
+            shared: Arc::new(Shared {
+                server: server.clone(),
+                conn: RwLock::new(None),
+                cache: ToolCache::new(),
+            }),
+            settings: Settings {
+                server,
+                transport,
+                env: Vec::new(),
+                cwd: None,
+                request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
+                connect_timeout: Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_SECS),
+                protocol_version: DEFAULT_PROTOCOL_VERSION.to_owned(),
+                progress: None,
+            },
+            default_permissions: Vec::new(),
+            naming: McpToolNaming::Raw,
+        }
+    }
+
+    /// Limit every request (`tools/list`, `tools/call`) to `secs` seconds (default 30). Takes
+    /// effect at the next `connect()`.
+    pub fn with_timeout(self, secs: u64) -> Self {
+        self.with_request_timeout(Duration::from_secs(secs))
+    }
+
+    /// Limit every request to `limit` (default 30 s). Takes effect at the next `connect()`.
+    pub fn with_request_timeout(mut self, limit: Duration) -> Self {
+        self.settings.request_timeout = limit;
+        self
+    }
+
+    /// Limit starting the server and the initialize handshake to `limit` (default 60 s).
+    pub fn with_connect_timeout(mut self, limit: Duration) -> Self {
+        self.settings.connect_timeout = limit;
+        self
+    }
+
+    /// Set an environment variable for a stdio server (added to agcore's environment).
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.settings.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Set several environment variables for a stdio server.
+    pub fn with_envs<I, K, V>(mut self, vars: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.settings
+            .env
+            .extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
+        self
+    }
+
+    /// Run a stdio server in `dir`.
+    pub fn with_cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.settings.cwd = Some(dir.into());
+        self
+    }
+
+    /// Ask for another protocol version than [`DEFAULT_PROTOCOL_VERSION`] (e.g. `2025-06-18`).
+    pub fn with_protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.settings.protocol_version = version.into();
+        self
+    }
+
+    /// The permissions of tools whose annotations say nothing (default: none). See
+    /// [`McpToolAdapter`] for how annotations map to permissions.
+    pub fn with_default_permissions(mut self, permissions: Vec<Permission>) -> Self {
+        self.default_permissions = permissions;
+        self
+    }
+
+    /// How [`into_tools`](Self::into_tools) names the adapters (default: the raw tool name).
+    pub fn with_naming(mut self, naming: McpToolNaming) -> Self {
+        self.naming = naming;
+        self
+    }
+
+    /// Call `callback` for every progress notification of this server.
+    pub fn with_progress_callback(
+        mut self,
+        callback: impl Fn(McpProgress) + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.progress = Some(Arc::new(callback));
+        self
+    }
+
+    /// The server's name.
+    pub fn server_name(&self) -> &str {
+        &self.settings.server
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &McpTransport {
+        &self.settings.transport
+    }
+
+    /// The default permissions of tools without annotations.
+    pub fn default_permissions(&self) -> &[Permission] {
+        &self.default_permissions
+    }
+
+    /// The naming of adapters.
+    pub fn naming(&self) -> McpToolNaming {
+        self.naming
+    }
+
+    /// Start the server (stdio) or open the session (HTTP) and run initialize → initialized,
+    /// within the connect timeout; then fetch the tool list. A connected client is closed and
+    /// started again.
+    ///
+    /// # Errors
+    /// [`ToolError::McpError`] when the server cannot start, exits or fails the handshake (with
+    /// its exit status and last stderr lines); [`ToolError::McpTimeout`] when the handshake
+    /// takes longer than the connect timeout.
+    pub async fn connect(&mut self) -> Result<(), ToolError> {
+        self.close_connection().await;
+        let conn = Connection::open(&self.settings, self.shared.cache.clone()).await?;
+        let has_tools = conn.info.has_tools;
+        *self
+            .shared
+            .conn
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(conn));
+        if has_tools && let Err(error) = self.shared.list(true).await {
+            tracing::warn!(target: "agcore::mcp", server = %self.settings.server, %error, "listing tools after connect failed");
+        }
+        Ok(())
+    }
+
+    /// Whether the client is connected and the server still runs.
+    pub fn is_connected(&self) -> bool {
+        self.shared.is_connected()
+    }
+
+    /// What the server said about itself in `initialize` (`None` before `connect()`).
+    pub fn server_info(&self) -> Option<McpServerInfo> {
+        self.shared.connection().ok().map(|conn| conn.info.clone())
+    }
+
+    /// The process id of a stdio server (`None` before `connect()` or for HTTP).
+    pub fn pid(&self) -> Option<u32> {
+        self.shared.connection().ok().and_then(|conn| conn.pid())
+    }
+
+    /// The last lines a stdio server wrote to stderr (at most
+    /// [`STDERR_TAIL_LINES`](crate::tools::mcp::STDERR_TAIL_LINES)).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.shared
+            .connection()
+            .map(|conn| conn.stderr_lines())
+            .unwrap_or_default()
+    }
+
+    /// The server's tools as definitions for the model, named as [`into_tools`](Self::into_tools)
+    /// names them (all pages of `tools/list`; cached until the server sends
+    /// `notifications/tools/list_changed`).
+    ///
+    /// # Errors
+    /// [`ToolError::McpNotInitialized`] before `connect()`; otherwise as for requests.
+    pub async fn list_tools(&mut self) -> Result<Vec<ToolDefinition>, ToolError> {
+        self.handle().list_tools().await
+    }
+
+    /// Call the tool `name` with `args` (a JSON object, or `null` for none). See the module
+    /// docs for how the result maps to a value.
+    ///
+    /// # Errors
+    /// [`ToolError::ExecutionFailed`] with the server's text when the tool reports an error;
+    /// [`ToolError::McpTimeout`] after the request timeout (the request is cancelled);
+    /// [`ToolError::McpError`] when the server rejects the call or is gone;
+    /// [`ToolError::McpNotInitialized`] before `connect()`.
+    pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.shared.call_tool(name, args).await
+    }
+
+    /// A cheap, clonable handle sharing this client's connection.
+    pub fn handle(&self) -> McpHandle {
+        McpHandle {
+            shared: self.shared.clone(),
+            naming: self.naming,
+            default_permissions: self.default_permissions.clone(),
+        }
+    }
+
+    /// Shut the server down (close its stdin, wait briefly, then SIGTERM and SIGKILL its
+    /// process group) and wait until it is gone. Later calls fail with `McpNotInitialized`
+    /// until `connect()`. Handles and adapters are disconnected too.
+    pub async fn close(&mut self) -> Result<(), ToolError> {
+        self.close_connection().await;
+        Ok(())
+    }
+
+    async fn close_connection(&self) {
+        let old = self
+            .shared
+            .conn
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        self.shared.cache.invalidate();
+        if let Some(old) = old {
+            old.close().await;
+        }
+    }
+
+    /// The server's tools (as last listed) as registry tools. Call after `connect()` (which
+    /// lists them) — a client that never listed yields none.
+    pub fn into_tools(self) -> Vec<Arc<dyn BaseTool>> {
+        self.adapters()
+            .into_iter()
+            .map(|adapter| Arc::new(adapter) as Arc<dyn BaseTool>)
+            .collect()
+    }
+
+    /// The adapters [`into_tools`](Self::into_tools) returns, before erasing their type.
+    pub fn adapters(&self) -> Vec<McpToolAdapter> {
+        let handle = self.handle();
+        let tools = self.shared.cache.get().unwrap_or_default();
+        tools.iter().map(|tool| handle.adapter(tool)).collect()
+    }
+}
+
+/// A shareable view of a connected [`McpClient`]: clone it into tasks to call tools
+/// concurrently over the one connection. It follows the client: after `close()` it fails with
+/// `McpNotInitialized`, after a new `connect()` it uses the new session.
+#[derive(Clone)]
+pub struct McpHandle {
+    shared: Arc<Shared>,
+    naming: McpToolNaming,
+    default_permissions: Vec<Permission>,
+}
+
+impl std::fmt::Debug for McpHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHandle")
+            .field("server", &self.shared.server)
+            .finish()
+    }
+}
+
+impl McpHandle {
+    /// The server's name.
+    pub fn server_name(&self) -> &str {
+        &self.shared.server
+    }
+
+    /// Whether the client is connected and the server still runs.
+    pub fn is_connected(&self) -> bool {
+        self.shared.is_connected()
+    }
+
+    /// Call a tool; see [`McpClient::call_tool`].
+    pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.shared.call_tool(name, args).await
+    }
+
+    /// The tool definitions; see [`McpClient::list_tools`].
+    pub async fn list_tools(&self) -> Result<Vec<ToolDefinition>, ToolError> {
+        let tools = self.shared.list(false).await?;
+        Ok(tools
+            .iter()
+            .map(|tool| definition_of(&self.adapter(tool)))
+            .collect())
+    }
+
+    /// The raw MCP tool descriptions from the cache (as last listed).
+    pub fn cached_tools(&self) -> Vec<Tool> {
+        self.shared
+            .cache
+            .get()
+            .map(|tools| tools.as_ref().clone())
+            .unwrap_or_default()
+    }
+
+    /// A receiver whose value changes whenever the tool list is replaced (after
+    /// `notifications/tools/list_changed` or a new listing).
+    pub fn tool_changes(&self) -> watch::Receiver<u64> {
+        self.shared.cache.subscribe()
+    }
+
+    /// Bring `registry` in line with the server's current tool list (e.g. after
+    /// `notifications/tools/list_changed`, see [`tool_changes`](Self::tool_changes)): register
+    /// adapters for new tools, unregister those of tools the server no longer lists.
+    ///
+    /// # Errors
+    /// The first registration error; the registry keeps the changes made before it.
+    pub fn sync_registry(&self, registry: &mut ToolRegistry) -> Result<McpRegistrySync, ToolError> {
+        sync_mcp_tools(registry, self)
+    }
+
+    /// An adapter for `tool` with this client's naming and default permissions.
+    pub(crate) fn adapter(&self, tool: &Tool) -> McpToolAdapter {
+        McpToolAdapter::new(
+            self.clone(),
+            tool,
+            self.naming,
+            self.default_permissions.clone(),
+        )
+    }
+
+    pub(crate) fn cached_tool(&self, name: &str) -> Option<Tool> {
+        let tools = self.shared.cache.get()?;
+        tools.iter().find(|tool| tool.name == name).cloned()
+    }
+}
+
+/// What a client, its handles and its adapters share.
+struct Shared {
+    server: Arc<str>,
+    conn: RwLock<Option<Arc<Connection>>>,
+    cache: Arc<ToolCache>,
+}
+
+impl Shared {
+    fn connection(&self) -> Result<Arc<Connection>, ToolError> {
+        self.conn
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| {
+                ToolError::McpNotInitialized(format!(
+                    "MCP server '{}' is not connected; call connect() first",
+                    self.server
+                ))
+            })
+    }
+
+    fn is_connected(&self) -> bool {
+        self.connection().is_ok_and(|conn| conn.is_alive())
+    }
+
+    async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let arguments = match args {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(ToolError::InvalidArguments(
+                    name.to_owned(),
+                    format!("MCP tool arguments must be a JSON object, not {other}"),
+                ));
+            }
+        };
+        let conn = self.connection()?;
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        let result = conn
+            .request("tools/call", name, conn.peer.call_tool(params))
+            .await?;
+        call_result_to_value(name, result)
+    }
+
+    /// The tool list: from the cache unless `refresh`, else all pages from the server.
+    async fn list(&self, refresh: bool) -> Result<Arc<Vec<Tool>>, ToolError> {
+        if !refresh && let Some(tools) = self.cache.get() {
+            return Ok(tools);
+        }
+        let conn = self.connection()?;
+        let tools = conn
+            .request("tools/list", "", conn.peer.list_all_tools())
+            .await?;
+        Ok(self.cache.store(tools))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_and_handles_can_move_between_tasks() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<McpClient>();
+        send_sync::<McpHandle>();
+        send_sync::<McpToolAdapter>();
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let client = McpClient::new("s", McpTransport::stdio("x", Vec::<String>::new()));
+        assert_eq!(client.settings.request_timeout, Duration::from_secs(30));
+        assert_eq!(client.settings.connect_timeout, Duration::from_secs(60));
+        assert_eq!(client.settings.protocol_version, "2025-11-25");
+        assert_eq!(client.naming(), McpToolNaming::Raw);
+        assert!(client.default_permissions().is_empty());
+        assert!(!client.is_connected());
+    }
+}

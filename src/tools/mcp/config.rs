@@ -1,0 +1,289 @@
+//! [`McpServersConfig`]: the de-facto standard `mcpServers` JSON (Claude Desktop, Cursor, VS
+//! Code) as clients, started concurrently.
+//!
+//! ```json
+//! {"mcpServers": {
+//!   "time":  {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}, "cwd": "/tmp"},
+//!   "remote": {"type": "http", "url": "https://mcp.example.com/mcp",
+//!              "headers": {"Authorization": "Bearer s3cret"}}
+//! }}
+//! ```
+//!
+//! `type` is optional (`stdio` when there is a `command`, `http` when there is a `url`);
+//! `streamable-http` and `streamableHttp` mean `http`. Servers with `"disabled": true` are
+//! skipped. agcore also reads `timeout` (seconds per request) and `connectTimeout` (seconds).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use crate::tools::error::ToolError;
+use crate::tools::mcp::client::McpClient;
+use crate::tools::mcp::transport::McpTransport;
+
+/// Why an `mcpServers` file could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpConfigError {
+    /// The file could not be read.
+    #[error("cannot read MCP config {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON or not an `mcpServers` object.
+    #[error("invalid MCP config{}: {source}", path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    Parse {
+        /// The file, when read from one.
+        path: Option<PathBuf>,
+        /// The JSON error (with line and column).
+        source: serde_json::Error,
+    },
+    /// One server's entry is unusable.
+    #[error("MCP server '{server}' in the config: {reason}")]
+    Invalid {
+        /// The server's name.
+        server: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl From<McpConfigError> for ToolError {
+    fn from(error: McpConfigError) -> Self {
+        ToolError::McpError(error.to_string())
+    }
+}
+
+/// One server's entry.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerConfig {
+    /// `stdio`, `http`, `streamable-http` or `streamableHttp`; inferred when absent.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// The program of a stdio server.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The working directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// The URL of an HTTP server.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Skip this server.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Per-request timeout in seconds.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// Connect timeout in seconds.
+    #[serde(default)]
+    pub connect_timeout: Option<u64>,
+}
+
+impl McpServerConfig {
+    /// A client for this entry (not yet connected).
+    ///
+    /// # Errors
+    /// [`McpConfigError::Invalid`] when the entry has neither `command` nor `url`, or an
+    /// unsupported `type` (e.g. the legacy `sse`).
+    pub fn to_client(&self, server: &str) -> Result<McpClient, McpConfigError> {
+        let invalid = |reason: &str| McpConfigError::Invalid {
+            server: server.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let kind = match self.kind.as_deref() {
+            Some(kind) => kind.to_owned(),
+            None if self.command.is_some() => "stdio".to_owned(),
+            None if self.url.is_some() => "http".to_owned(),
+            None => return Err(invalid("it has neither `command` nor `url`")),
+        };
+        let transport = match kind.as_str() {
+            "stdio" => McpTransport::Stdio {
+                command: self
+                    .command
+                    .clone()
+                    .ok_or_else(|| invalid("a stdio server needs `command`"))?,
+                args: self.args.clone(),
+            },
+            "http" | "streamable-http" | "streamableHttp" | "streamable_http" => {
+                McpTransport::Http {
+                    url: self
+                        .url
+                        .clone()
+                        .ok_or_else(|| invalid("an HTTP server needs `url`"))?,
+                    headers: self.headers.clone(),
+                }
+            }
+            other => {
+                return Err(invalid(&format!(
+                    "transport type '{other}' is not supported; use stdio or http (streamable HTTP)"
+                )));
+            }
+        };
+        let mut client = McpClient::new(server, transport).with_envs(self.env.clone());
+        if let Some(cwd) = &self.cwd {
+            client = client.with_cwd(cwd);
+        }
+        if let Some(secs) = self.timeout {
+            client = client.with_timeout(secs);
+        }
+        if let Some(secs) = self.connect_timeout {
+            client = client.with_connect_timeout(Duration::from_secs(secs));
+        }
+        Ok(client)
+    }
+}
+
+/// An `mcpServers` file: server name → entry, in file order.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+pub struct McpServersConfig {
+    /// The servers, in file order.
+    #[serde(rename = "mcpServers", alias = "servers", default)]
+    pub servers: IndexMap<String, McpServerConfig>,
+}
+
+impl McpServersConfig {
+    /// Read and parse a file.
+    ///
+    /// # Errors
+    /// [`McpConfigError::Io`] or [`McpConfigError::Parse`].
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, McpConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| McpConfigError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| McpConfigError::Parse {
+            path: Some(path.to_owned()),
+            source,
+        })
+    }
+
+    /// Parse JSON text.
+    ///
+    /// # Errors
+    /// [`McpConfigError::Parse`].
+    pub fn parse(text: &str) -> Result<Self, McpConfigError> {
+        serde_json::from_str(text).map_err(|source| McpConfigError::Parse { path: None, source })
+    }
+
+    /// The names of the enabled servers, in file order.
+    pub fn server_names(&self) -> Vec<String> {
+        self.enabled().map(|(name, _)| name.clone()).collect()
+    }
+
+    fn enabled(&self) -> impl Iterator<Item = (&String, &McpServerConfig)> {
+        self.servers.iter().filter(|(_, entry)| !entry.disabled)
+    }
+
+    /// A client for one server (not yet connected).
+    ///
+    /// # Errors
+    /// [`McpConfigError::Invalid`] for an unknown server or an unusable entry.
+    pub fn client(&self, server: &str) -> Result<McpClient, McpConfigError> {
+        self.servers
+            .get(server)
+            .ok_or_else(|| McpConfigError::Invalid {
+                server: server.to_owned(),
+                reason: format!(
+                    "no such server; the config has: {}",
+                    self.server_names().join(", ")
+                ),
+            })?
+            .to_client(server)
+    }
+
+    /// Clients for every enabled server (not yet connected), in file order.
+    pub fn clients(&self) -> Vec<(String, Result<McpClient, McpConfigError>)> {
+        self.enabled()
+            .map(|(name, entry)| (name.clone(), entry.to_client(name)))
+            .collect()
+    }
+
+    /// Start and connect every enabled server concurrently. Each gets its own result, in
+    /// file order; one failing server does not stop the others.
+    pub async fn connect_all(&self) -> Vec<(String, Result<McpClient, ToolError>)> {
+        connect_all(self.clients()).await
+    }
+}
+
+/// Connect several clients concurrently; each gets its own result, in order.
+pub async fn connect_all(
+    clients: Vec<(String, Result<McpClient, McpConfigError>)>,
+) -> Vec<(String, Result<McpClient, ToolError>)> {
+    futures::future::join_all(clients.into_iter().map(|(name, client)| async move {
+        let result = match client {
+            Ok(mut client) => client.connect().await.map(|()| client),
+            Err(error) => Err(error.into()),
+        };
+        (name, result)
+    }))
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stdio_and_http_entries() {
+        let config = McpServersConfig::parse(
+            r#"{"mcpServers": {
+                "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
+                "web": {"type": "streamable-http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer x"}},
+                "off": {"command": "x", "disabled": true}
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(config.server_names(), vec!["time", "web"]);
+        let time = config.client("time").unwrap();
+        assert_eq!(
+            time.transport(),
+            &McpTransport::Stdio {
+                command: "uvx".into(),
+                args: vec!["mcp-server-time".into()]
+            }
+        );
+        let web = config.client("web").unwrap();
+        assert!(
+            matches!(web.transport(), McpTransport::Http { url, headers } if url.ends_with("/mcp") && headers.len() == 1)
+        );
+    }
+
+    #[test]
+    fn rejects_entries_without_command_or_url_and_legacy_sse() {
+        let config = McpServersConfig::parse(
+            r#"{"mcpServers": {"a": {}, "b": {"type": "sse", "url": "http://x"}}}"#,
+        )
+        .unwrap();
+        let clients = config.clients();
+        assert!(
+            matches!(&clients[0].1, Err(McpConfigError::Invalid { server, .. }) if server == "a")
+        );
+        assert!(
+            matches!(&clients[1].1, Err(McpConfigError::Invalid { reason, .. }) if reason.contains("sse"))
+        );
+    }
+
+    #[test]
+    fn parse_errors_say_where() {
+        let error = McpServersConfig::parse("{\"mcpServers\": [").unwrap_err();
+        assert!(error.to_string().contains("line 1"));
+    }
+}

@@ -1,0 +1,363 @@
+//! One live MCP session: open it (bounded), send requests (bounded, failing fast when the
+//! server is gone), map rmcp's errors to [`ToolError`], close it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{Peer, ServiceExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::error::ToolError;
+use crate::tools::mcp::client::ProgressCallback;
+use crate::tools::mcp::handler::{Handler, ToolCache};
+use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
+use crate::tools::mcp::transport::McpTransport;
+
+/// How long a failure message waits for the exit status of a server whose stdout closed.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
+
+/// Everything needed to open a session.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub server: Arc<str>,
+    pub transport: McpTransport,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub protocol_version: String,
+    pub progress: Option<ProgressCallback>,
+}
+
+/// The server's self-description from `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct McpServerInfo {
+    /// `serverInfo.name`.
+    pub name: String,
+    /// `serverInfo.version`.
+    pub version: String,
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// The server's `instructions`, if any.
+    pub instructions: Option<String>,
+    /// Whether the server offers tools.
+    pub has_tools: bool,
+}
+
+/// A live session.
+pub(crate) struct Connection {
+    server: Arc<str>,
+    pub(crate) peer: Peer<RoleClient>,
+    service: Mutex<Option<Service>>,
+    /// Fires when the server's stdout ends or the process exits (stdio only).
+    closed: CancellationToken,
+    child: Option<ChildHandle>,
+    pub(crate) request_timeout: Duration,
+    pub(crate) info: McpServerInfo,
+}
+
+impl Connection {
+    /// Start the transport and run initialize → initialized within the connect timeout.
+    pub(crate) async fn open(
+        settings: &Settings,
+        cache: Arc<ToolCache>,
+    ) -> Result<Self, ToolError> {
+        let server = settings.server.clone();
+        let protocol_version: ProtocolVersion =
+            serde_json::from_value(serde_json::Value::String(settings.protocol_version.clone()))
+                .map_err(|error| {
+                    ToolError::McpError(format!(
+                        "MCP server '{server}': invalid protocol version '{}': {error}",
+                        settings.protocol_version
+                    ))
+                })?;
+        let handler = Handler {
+            info: ClientConfig::new(
+                ClientCapabilities::default(),
+                Implementation::new("agcore", env!("CARGO_PKG_VERSION")),
+            )
+            .with_protocol_version(protocol_version),
+            server: server.clone(),
+            cache,
+            progress: settings.progress.clone(),
+            request_timeout: settings.request_timeout,
+        };
+        let closed = CancellationToken::new();
+        let (service, child) = match &settings.transport {
+            McpTransport::Stdio { command, args } => {
+                let spec = StdioSpec {
+                    command: command.clone(),
+                    args: args.clone(),
+                    env: settings.env.clone(),
+                    cwd: settings.cwd.clone(),
+                };
+                let (service, child) = open_stdio(settings, &spec, handler, &closed).await?;
+                (service, Some(child))
+            }
+            McpTransport::Http { url, headers } => {
+                (open_http(settings, url, headers, handler).await?, None)
+            }
+        };
+        let info = match service.peer_info() {
+            Some(init) => McpServerInfo {
+                name: init
+                    .server_info
+                    .as_ref()
+                    .map(|i| i.name.clone())
+                    .unwrap_or_default(),
+                version: init
+                    .server_info
+                    .as_ref()
+                    .map(|i| i.version.clone())
+                    .unwrap_or_default(),
+                protocol_version: init.protocol_version.to_string(),
+                instructions: init.instructions.clone(),
+                has_tools: init.capabilities.tools.is_some(),
+            },
+            None => McpServerInfo {
+                name: server.to_string(),
+                version: String::new(),
+                protocol_version: settings.protocol_version.clone(),
+                instructions: None,
+                has_tools: true,
+            },
+        };
+        Ok(Connection {
+            server,
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
+            closed,
+            child,
+            request_timeout: settings.request_timeout,
+            info,
+        })
+    }
+
+    /// Whether the session still works.
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.closed.is_cancelled() && !self.peer.is_transport_closed()
+    }
+
+    /// The child's process id (stdio only).
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(ChildHandle::pid)
+    }
+
+    /// The server's last stderr lines (stdio only).
+    pub(crate) fn stderr_lines(&self) -> Vec<String> {
+        self.child
+            .as_ref()
+            .map(|child| child.stderr().lines())
+            .unwrap_or_default()
+    }
+
+    /// Run one request within the request timeout. `method` and `target` name it in errors
+    /// (`tools/call`, `'echo'`). A timed-out request is dropped, which makes rmcp send
+    /// `notifications/cancelled`.
+    ///
+    /// Fails as soon as the server is gone without a per-call watch: when its stdout ends,
+    /// rmcp's loop stops and drops every pending responder (`TransportClosed`, mapped to the
+    /// exit status and stderr tail); when the process exits first, the supervisor kills its
+    /// process group, which closes stdout.
+    pub(crate) async fn request<T>(
+        &self,
+        method: &str,
+        target: &str,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, ToolError> {
+        if self.closed.is_cancelled() {
+            return Err(self.failure(method, target).await);
+        }
+        let limit = self.request_timeout;
+        match tokio::time::timeout(limit, request).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(self.map_error(method, target, error).await),
+            Err(_) => Err(ToolError::McpTimeout(format!(
+                "MCP server '{}' did not answer {method}{} within {}; the request was cancelled",
+                self.server,
+                quoted(target),
+                seconds(limit)
+            ))),
+        }
+    }
+
+    async fn map_error(&self, method: &str, target: &str, error: ServiceError) -> ToolError {
+        let server = &self.server;
+        let target_q = quoted(target);
+        match error {
+            ServiceError::McpError(data) => ToolError::McpError(format!(
+                "MCP server '{server}' rejected {method}{target_q}: {} (code {})",
+                data.message, data.code.0
+            )),
+            ServiceError::Timeout { timeout } => ToolError::McpTimeout(format!(
+                "MCP server '{server}' did not answer {method}{target_q} within {}",
+                seconds(timeout)
+            )),
+            ServiceError::Cancelled { reason } if method == "tools/call" => {
+                tracing::debug!(target: "agcore::mcp", %server, ?reason, "request cancelled");
+                ToolError::Cancelled(target.to_owned())
+            }
+            ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                if self.child.is_some() =>
+            {
+                self.failure(method, target).await
+            }
+            other => ToolError::McpError(format!(
+                "MCP server '{server}': {method}{target_q} failed: {other}"
+            )),
+        }
+    }
+
+    /// The error for a request made to a server that is gone: how it ended and its last
+    /// stderr lines.
+    async fn failure(&self, method: &str, target: &str) -> ToolError {
+        match &self.child {
+            Some(child) => ended(&self.server, child, &format!("{method}{}", quoted(target))).await,
+            None => ToolError::McpError(format!(
+                "MCP server '{}': the connection closed during {method}{}",
+                self.server,
+                quoted(target)
+            )),
+        }
+    }
+
+    /// Close the session: stop rmcp's loop (which closes the server's stdin), then wait for
+    /// the process to exit — SIGTERM, then SIGKILL, if it does not.
+    pub(crate) async fn close(&self) {
+        let service = self
+            .service
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(mut service) = service {
+            let _ = service.close_with_timeout(Duration::from_secs(5)).await;
+        }
+        if let Some(child) = &self.child {
+            child.shutdown().await;
+        }
+        self.closed.cancel();
+    }
+}
+
+type Service = RunningService<RoleClient, Handler>;
+
+/// Spawn a stdio server and run the handshake: bounded by the connect timeout, failing at once
+/// (exit status, stderr tail) when the server exits or closes stdout first.
+async fn open_stdio(
+    settings: &Settings,
+    spec: &StdioSpec,
+    handler: Handler,
+    closed: &CancellationToken,
+) -> Result<(Service, ChildHandle), ToolError> {
+    let server = &settings.server;
+    let (transport, child) = stdio::spawn(server, spec, closed.clone()).map_err(|error| {
+        ToolError::McpError(format!(
+            "MCP server '{server}': cannot start `{}`: {error}",
+            settings.transport.describe()
+        ))
+    })?;
+    let limit = settings.connect_timeout;
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout(limit, handler.serve(transport)) => outcome,
+        () = closed.cancelled() => return Err(ended(server, &child, "initialize").await),
+    };
+    match outcome {
+        Ok(Ok(service)) => Ok((service, child)),
+        Ok(Err(error)) if closed.is_cancelled() => {
+            tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
+            Err(ended(server, &child, "initialize").await)
+        }
+        Ok(Err(error)) => Err(ToolError::McpError(format!(
+            "MCP server '{server}' failed to initialize: {error}{}",
+            child.stderr().quote()
+        ))),
+        Err(_) => Err(ToolError::McpTimeout(format!(
+            "MCP server '{server}' did not finish initialize within {}{}",
+            seconds(limit),
+            child.stderr().quote()
+        ))),
+    }
+}
+
+/// Open a streamable HTTP session and run the handshake within the connect timeout.
+async fn open_http(
+    settings: &Settings,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    handler: Handler,
+) -> Result<Service, ToolError> {
+    let server = &settings.server;
+    let transport = http_transport(server, url, headers)?;
+    let limit = settings.connect_timeout;
+    match tokio::time::timeout(limit, handler.serve(transport)).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(error)) => Err(ToolError::McpError(format!(
+            "MCP server '{server}' at {url} failed to initialize: {error}"
+        ))),
+        Err(_) => Err(ToolError::McpTimeout(format!(
+            "MCP server '{server}' at {url} did not finish initialize within {}",
+            seconds(limit)
+        ))),
+    }
+}
+
+/// `MCP server 'x' exited (exit status: 3) during initialize; last stderr lines: ...`.
+async fn ended(server: &str, child: &ChildHandle, during: &str) -> ToolError {
+    let end = child.describe_end(EXIT_STATUS_WAIT).await;
+    ToolError::McpError(format!(
+        "MCP server '{server}' {end} during {during}{}",
+        child.stderr().quote()
+    ))
+}
+
+fn http_transport(
+    server: &str,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, ToolError> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization")
+            && let Some(token) = value.strip_prefix("Bearer ")
+        {
+            config = config.auth_header(token);
+            continue;
+        }
+        let invalid = |what: &str| {
+            ToolError::McpError(format!(
+                "MCP server '{server}': invalid HTTP header {what} '{name}'"
+            ))
+        };
+        let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid("name"))?;
+        let header_value = HeaderValue::from_str(value).map_err(|_| invalid("value for"))?;
+        custom.insert(header_name, header_value);
+    }
+    Ok(StreamableHttpClientTransport::from_config(
+        config.custom_headers(custom),
+    ))
+}
+
+fn quoted(target: &str) -> String {
+    if target.is_empty() {
+        String::new()
+    } else {
+        format!(" '{target}'")
+    }
+}
+
+fn seconds(limit: Duration) -> String {
+    let secs = limit.as_secs_f64();
+    if secs.fract() == 0.0 {
+        format!("{secs:.0}s")
+    } else {
+        format!("{secs:.3}s")
+    }
+}

@@ -1,0 +1,130 @@
+//! The client side of the session: what agcore tells the server about itself, and what it does
+//! with the server's notifications (tool list changes, progress, log messages).
+
+// Logging is deprecated by SEP-2577 for the 2026 protocol; released servers still send it.
+#![allow(deprecated)]
+
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    ClientConfig, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, Tool,
+};
+use rmcp::service::{NotificationContext, RoleClient};
+use tokio::sync::watch;
+
+use crate::tools::mcp::client::{McpProgress, ProgressCallback};
+
+/// The cached `tools/list` of one server, shared by the client, its handles and its adapters.
+#[derive(Debug)]
+pub(crate) struct ToolCache {
+    tools: RwLock<Option<Arc<Vec<Tool>>>>,
+    generation: watch::Sender<u64>,
+}
+
+impl ToolCache {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(ToolCache {
+            tools: RwLock::new(None),
+            generation: watch::Sender::new(0),
+        })
+    }
+
+    /// The cached list, `None` when never listed or invalidated.
+    pub(crate) fn get(&self) -> Option<Arc<Vec<Tool>>> {
+        self.tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replace the list and tell subscribers.
+    pub(crate) fn store(&self, tools: Vec<Tool>) -> Arc<Vec<Tool>> {
+        let tools = Arc::new(tools);
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Some(tools.clone());
+        self.generation.send_modify(|generation| *generation += 1);
+        tools
+    }
+
+    /// Forget the list (the next `list_tools` asks the server again).
+    pub(crate) fn invalidate(&self) {
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// A receiver that changes whenever the list is replaced.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+}
+
+/// agcore's `ClientHandler`.
+pub(crate) struct Handler {
+    pub(crate) info: ClientConfig,
+    pub(crate) server: Arc<str>,
+    pub(crate) cache: Arc<ToolCache>,
+    pub(crate) progress: Option<ProgressCallback>,
+    pub(crate) request_timeout: Duration,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.cache.invalidate();
+        let listed =
+            tokio::time::timeout(self.request_timeout, context.peer.list_all_tools()).await;
+        match listed {
+            Ok(Ok(tools)) => {
+                tracing::debug!(target: "agcore::mcp", server = %self.server, count = tools.len(), "tool list changed");
+                self.cache.store(tools);
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(target: "agcore::mcp", server = %self.server, %error, "refreshing the tool list failed");
+            }
+            Err(_) => {
+                tracing::warn!(target: "agcore::mcp", server = %self.server, "refreshing the tool list timed out");
+            }
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(target: "agcore::mcp", server = %self.server, progress = params.progress, total = ?params.total, message = ?params.message, "progress");
+        if let Some(callback) = &self.progress {
+            callback(McpProgress {
+                server: self.server.to_string(),
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let server = &*self.server;
+        let logger = params.logger.as_deref().unwrap_or("");
+        let data = &params.data;
+        match params.level {
+            LoggingLevel::Debug => {
+                tracing::debug!(target: "agcore::mcp::log", server, logger, %data)
+            }
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "agcore::mcp::log", server, logger, %data)
+            }
+            LoggingLevel::Warning => {
+                tracing::warn!(target: "agcore::mcp::log", server, logger, %data)
+            }
+            _ => tracing::error!(target: "agcore::mcp::log", server, logger, %data),
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! The stdio transport: spawn the server in its own process group, speak JSON-RPC over its
+//! stdin/stdout (rmcp's line codec), pump its stderr, notice at once when it exits or closes
+//! stdout, and shut it down without leaving zombies or orphans.
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::mcp::stderr::{StderrTail, pump_stderr};
+
+/// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub(crate) struct StdioSpec {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+/// rmcp's stdio line transport over the child's pipes, firing `closed` when stdout ends.
+pub(crate) struct StdioTransport {
+    inner: AsyncRwTransport<RoleClient, ChildStdout, ChildStdin>,
+    closed: CancellationToken,
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if message.is_none() {
+            self.closed.cancel();
+        }
+        message
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // Drops the writer: the server sees EOF on stdin, the spec's shutdown signal.
+        self.inner.close().await
+    }
+}
+
+/// The running child: its pid, exit status (once known), stderr tail, and the supervisor that
+/// reaps it. Dropping the handle shuts the child down in the background.
+#[derive(Debug)]
+pub(crate) struct ChildHandle {
+    pid: Option<u32>,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    stderr: Arc<StderrTail>,
+    shutdown: Mutex<Option<oneshot::Sender<()>>>,
+    supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl ChildHandle {
+    /// The child's process id.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The stderr tail.
+    pub(crate) fn stderr(&self) -> &Arc<StderrTail> {
+        &self.stderr
+    }
+
+    /// What happened to the server, waiting up to `wait` for its exit status:
+    /// `exited with exit status: 3`, or `closed its stdout` while it still runs.
+    pub(crate) async fn describe_end(&self, wait: Duration) -> String {
+        let mut exit = self.exit.clone();
+        let status = tokio::time::timeout(wait, exit.wait_for(Option::is_some))
+            .await
+            .ok()
+            .and_then(|status| status.ok().and_then(|status| *status));
+        match status {
+            Some(status) => {
+                // The process is gone: its stderr ends now; take the last lines with it.
+                self.stderr.wait_for_end(Duration::from_millis(300)).await;
+                format!("exited ({status})")
+            }
+            None => "closed its stdout".to_owned(),
+        }
+    }
+
+    /// Shut the child down: (its stdin is already closed by the transport) wait briefly, then
+    /// SIGTERM its process group, wait again, then SIGKILL. Returns once it is reaped.
+    pub(crate) async fn shutdown(&self) {
+        let shutdown = self
+            .shutdown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(shutdown) = shutdown {
+            let _ = shutdown.send(());
+        }
+        let supervisor = self
+            .supervisor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(supervisor) = supervisor {
+            let _ = supervisor.await;
+        }
+    }
+}
+
+/// Spawn the server. `closed` fires when its stdout ends or it exits.
+pub(crate) fn spawn(
+    server: &Arc<str>,
+    spec: &StdioSpec,
+    closed: CancellationToken,
+) -> std::io::Result<(StdioTransport, ChildHandle)> {
+    let mut command = Command::new(&spec.command);
+    command
+        .args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    // Its own process group, so shutdown also reaches what a launcher (npx, uvx, sh) started.
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = command.spawn()?;
+    let pid = child.id();
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(std::io::Error::other(
+            "the child's stdin/stdout were not piped",
+        ));
+    };
+    let stderr = StderrTail::new(crate::tools::mcp::STDERR_TAIL_LINES);
+    if let Some(stream) = child.stderr.take() {
+        tokio::spawn(pump_stderr(server.clone(), stream, stderr.clone()));
+    }
+    let (exit_tx, exit) = watch::channel(None);
+    let (shutdown_tx, shutdown_rx) = oneshot::channel();
+    let supervisor = tokio::spawn(supervise(child, pid, exit_tx, shutdown_rx, closed.clone()));
+    let transport = StdioTransport {
+        inner: AsyncRwTransport::new_client(stdout, stdin),
+        closed,
+    };
+    Ok((
+        transport,
+        ChildHandle {
+            pid,
+            exit,
+            stderr,
+            shutdown: Mutex::new(Some(shutdown_tx)),
+            supervisor: Mutex::new(Some(supervisor)),
+        },
+    ))
+}
+
+/// Wait for the child to exit or for a shutdown request (an explicit one, or the handle being
+/// dropped); record the exit status; kill what is left of its process group.
+async fn supervise(
+    mut child: Child,
+    pid: Option<u32>,
+    exit_tx: watch::Sender<Option<ExitStatus>>,
+    mut shutdown: oneshot::Receiver<()>,
+    closed: CancellationToken,
+) {
+    let group = GroupGuard { pgid: pid };
+    let status = tokio::select! {
+        status = child.wait() => status.ok(),
+        _ = &mut shutdown => stop(&mut child, &group).await,
+    };
+    if let Some(status) = status {
+        tracing::debug!(target: "agcore::mcp", ?pid, %status, "MCP server process ended");
+        exit_tx.send_replace(Some(status));
+    }
+    closed.cancel();
+    drop(group);
+}
+
+async fn stop(child: &mut Child, group: &GroupGuard) -> Option<ExitStatus> {
+    if let Ok(status) = tokio::time::timeout(SHUTDOWN_GRACE, child.wait()).await {
+        return status.ok();
+    }
+    group.signal(Signal::Term);
+    if let Ok(status) = tokio::time::timeout(SHUTDOWN_GRACE, child.wait()).await {
+        return status.ok();
+    }
+    group.signal(Signal::Kill);
+    let _ = child.start_kill();
+    child.wait().await.ok()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    Term,
+    Kill,
+}
+
+/// Kills the process group when dropped — also when the runtime drops the supervisor task.
+struct GroupGuard {
+    pgid: Option<u32>,
+}
+
+impl GroupGuard {
+    #[cfg(unix)]
+    fn signal(&self, signal: Signal) {
+        use nix::sys::signal::{Signal as Nix, killpg};
+        use nix::unistd::Pid;
+        let Some(pgid) = self.pgid.and_then(|pid| i32::try_from(pid).ok()) else {
+            return;
+        };
+        let signal = match signal {
+            Signal::Term => Nix::SIGTERM,
+            Signal::Kill => Nix::SIGKILL,
+        };
+        // ESRCH (the group is already gone) is the normal case.
+        let _ = killpg(Pid::from_raw(pgid), signal);
+    }
+
+    #[cfg(not(unix))]
+    fn signal(&self, _signal: Signal) {}
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(Signal::Kill);
+    }
+}

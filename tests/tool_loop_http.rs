@@ -651,7 +651,7 @@ async fn parallel_calls_in_one_turn_are_answered_in_call_order() {
         assert_eq!(sent[3]["tool_call_id"], "call_2");
         assert_eq!(
             sent[3]["content"],
-            "Error: tool 'get_weather' failed: no such city"
+            "Error: tool 'get_weather' failed: no such city."
         );
         assert_eq!(sent[4], weather_result("call_3", "Rome"));
         if let Mode::Streaming = mode {
@@ -752,7 +752,7 @@ async fn a_failing_tool_is_reported_and_the_model_recovers_next_turn() {
             .map(|m| m["content"].as_str().unwrap())
             .collect();
         assert_eq!(answers.len(), 5);
-        assert_eq!(answers[0], "Error: tool 'get_weather' failed: no such city");
+        assert_eq!(answers[0], "Error: tool 'get_weather' failed: no such city.");
         for (answer, says) in answers[1..4].iter().zip(["city", "JSON", "no_such_tool"]) {
             assert!(
                 answer.starts_with("Error: ") && answer.contains(says),

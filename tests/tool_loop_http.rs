@@ -752,7 +752,10 @@ async fn a_failing_tool_is_reported_and_the_model_recovers_next_turn() {
             .map(|m| m["content"].as_str().unwrap())
             .collect();
         assert_eq!(answers.len(), 5);
-        assert_eq!(answers[0], "Error: tool 'get_weather' failed: no such city.");
+        assert_eq!(
+            answers[0],
+            "Error: tool 'get_weather' failed: no such city."
+        );
         for (answer, says) in answers[1..4].iter().zip(["city", "JSON", "no_such_tool"]) {
             assert!(
                 answer.starts_with("Error: ") && answer.contains(says),

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::llm::config::{CycleConfig, RepeatedCallAction};
 use crate::llm::cycle::LlmCycle;
-use crate::llm::error::LlmError;
+use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::stream::StreamAssembler;
@@ -347,7 +347,7 @@ async fn with_deadline<T>(
 
 fn request_timeout(limit: Duration) -> LlmError {
     LlmError::Timeout {
-        what: "request".to_owned(),
+        what: TimeoutKind::Request,
         limit,
     }
 }

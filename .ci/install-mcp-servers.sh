@@ -8,5 +8,5 @@ npm install --no-audit --no-fund --prefix npm \
   @modelcontextprotocol/server-everything@2026.8.31 \
   @modelcontextprotocol/server-filesystem@2026.8.31 \
   @modelcontextprotocol/conformance@0.1.13
-python3 -m venv venv
-venv/bin/pip install --quiet mcp-server-time==2026.10.19
+[ -x venv/bin/python ] || python3 -m venv venv
+venv/bin/pip install --quiet --disable-pip-version-check mcp-server-time==2026.10.19

@@ -14,3 +14,8 @@
 pub mod llm;
 pub mod prompt;
 pub mod tools;
+
+// The README's library example is compiled as a doc test, so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

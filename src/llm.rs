@@ -21,7 +21,7 @@ pub mod types;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
 pub use cycle::LlmCycle;
-pub use error::{ErrorKind, LlmError};
+pub use error::{ErrorKind, LlmError, TimeoutKind};
 pub use event::StreamEvent;
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
 pub use openai::{OpenAiClient, OpenAiConfig};

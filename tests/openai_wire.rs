@@ -8,8 +8,8 @@ use agcore::llm::openai::decode_stream;
 use agcore::llm::types::{RequestOptions, ToolChoice};
 use agcore::llm::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, LlmError, ModelStream, OpenAiClient,
-    OpenAiConfig, OpenaiChatMessage, RetryPolicy, StreamAssembler, StreamEvent, ToolCall,
-    ToolDefinition,
+    OpenAiConfig, OpenaiChatMessage, RetryPolicy, StreamAssembler, StreamEvent, TimeoutKind,
+    ToolCall, ToolDefinition,
 };
 use bytes::Bytes;
 use futures::StreamExt;
@@ -346,7 +346,7 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     assert!(matches!(stream.next().await, Some(Ok(_))));
     match stream.next().await {
         Some(Err(LlmError::Timeout { what, limit })) => {
-            assert_eq!(what, "stream idle");
+            assert_eq!(what, TimeoutKind::StreamIdle);
             assert_eq!(limit, Duration::from_secs(30));
         }
         other => panic!("expected an idle timeout, got {other:?}"),
@@ -564,7 +564,13 @@ async fn a_slow_server_hits_the_request_timeout() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, LlmError::Timeout { what, .. } if what == "request"),
+        matches!(
+            &error,
+            LlmError::Timeout {
+                what: TimeoutKind::Request,
+                ..
+            }
+        ),
         "{error:?}"
     );
 }
@@ -826,7 +832,7 @@ async fn a_stalled_http_stream_ends_with_an_idle_timeout() {
     assert_eq!(text_deltas(&outcome.events), "a");
     assert_eq!(
         outcome.response,
-        Err("timed out: stream idle took longer than 200ms".to_owned())
+        Err("timed out: waiting for the next stream chunk took longer than 200ms".to_owned())
     );
 }
 

@@ -131,7 +131,9 @@ impl LlmCycle {
     }
 
     /// Send `prompt` and wait for the reply. No tools are offered; tool calls in the reply are
-    /// returned, not run (see [`LlmCycle::submit_with_tools`]).
+    /// returned, not run (see [`LlmCycle::submit_with_tools`]). They stay in the history:
+    /// [`LlmCycle::resume_with_tools`] runs them and continues; a new prompt instead answers
+    /// each with an error text saying it was not run, so the next request stays valid.
     pub async fn submit(&mut self, prompt: String) -> Result<ChatResponse, LlmError> {
         drain(self.run_loop(Some(prompt), None, Mode::Blocking)).await
     }
@@ -145,7 +147,9 @@ impl LlmCycle {
 
     /// Send `prompt` with the registry's tools and run the tool loop until the model answers
     /// without tool calls (or `max_turns` requests were made). Tool failures are fed back to
-    /// the model; the returned usage is the sum over all turns.
+    /// the model; the returned usage is the sum over all turns. A forced `tool_choice`
+    /// (`required` or a named function) applies to the first request only; later turns send
+    /// `auto`, so the model can give its final answer.
     pub async fn submit_with_tools(
         &mut self,
         prompt: String,
@@ -166,7 +170,8 @@ impl LlmCycle {
     }
 
     /// Continue the tool loop from the current history without a new user message — e.g.
-    /// after [`LlmError::MaxTurnsExceeded`] or a restored history that ends with tool results.
+    /// after [`LlmError::MaxTurnsExceeded`], a restored history that ends with tool results, or
+    /// a [`LlmCycle::submit`] whose reply called tools (those calls are run first).
     pub async fn resume_with_tools(
         &mut self,
         registry: &ToolRegistry,

@@ -64,8 +64,8 @@ pub enum LlmError {
     /// Connecting, the whole request, or the wait for the next stream chunk took too long.
     #[error("timed out: {what} took longer than {limit:?}")]
     Timeout {
-        /// What timed out (`connect`, `request`, `stream idle`).
-        what: String,
+        /// What timed out.
+        what: TimeoutKind,
         /// The limit.
         limit: Duration,
     },
@@ -111,6 +111,28 @@ pub enum LlmError {
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+/// What an [`LlmError::Timeout`] was waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutKind {
+    /// Establishing the connection.
+    Connect,
+    /// The whole request (headers, or the whole reply when not streaming).
+    Request,
+    /// The wait between two chunks of a stream.
+    StreamIdle,
+}
+
+impl std::fmt::Display for TimeoutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimeoutKind::Connect => "connecting",
+            TimeoutKind::Request => "the request",
+            TimeoutKind::StreamIdle => "waiting for the next stream chunk",
+        })
+    }
 }
 
 /// The kind of an [`LlmError`], as carried by [`crate::llm::StreamEvent::Error`].

@@ -38,7 +38,7 @@ use async_trait::async_trait;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use crate::llm::error::LlmError;
+use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::model::{ChatModel, ChatRequest, ModelStream};
 use crate::llm::types::ChatResponse;
 
@@ -265,7 +265,7 @@ impl OpenAiClient {
             Ok(result) => result.map_err(|error| self.send_error(&error))?,
             Err(_) => {
                 return Err(LlmError::Timeout {
-                    what: "request".to_owned(),
+                    what: TimeoutKind::Request,
                     limit: self.config.request_timeout,
                 });
             }
@@ -331,7 +331,7 @@ impl ChatModel for OpenAiClient {
             Ok(result) => result.map_err(|error| self.send_error(&error))?,
             Err(_) => {
                 return Err(LlmError::Timeout {
-                    what: "request".to_owned(),
+                    what: TimeoutKind::Request,
                     limit: self.config.request_timeout,
                 });
             }

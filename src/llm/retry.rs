@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::llm::error::LlmError;
+use crate::llm::error::{LlmError, TimeoutKind};
 
 /// When and how often a failed model request is retried.
 ///
@@ -45,7 +45,7 @@ impl RetryPolicy {
             | LlmError::Server { .. }
             | LlmError::Connection { .. } => true,
             LlmError::Http { status, .. } => matches!(status, 408 | 409),
-            LlmError::Timeout { what, .. } => what != "stream idle",
+            LlmError::Timeout { what, .. } => *what != TimeoutKind::StreamIdle,
             _ => false,
         }
     }

@@ -10,11 +10,13 @@ use serde_json::Value;
 
 use crate::llm::config::{CycleConfig, RepeatedCallAction};
 use crate::llm::cycle::LlmCycle;
-use crate::llm::error::LlmError;
+use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::stream::StreamAssembler;
-use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ToolCall, Usage};
+use crate::llm::types::{
+    ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolCall, ToolChoice, Usage,
+};
 use crate::tools::registry::{ToolCallRequest, ToolInvocation, ToolRegistry, generate_call_id};
 
 /// How a turn talks to the model.
@@ -73,11 +75,49 @@ impl LlmCycle {
         async_stream::stream! {
             let committed = messages.len();
             let mut history = History { messages, committed };
+            // Calls left unanswered by an earlier `submit` (which returns tool calls without running
+            // them) would make every later request invalid: resuming with a registry runs them;
+            // anything else answers them as not run.
+            let pending = unanswered_calls(history.messages);
+            if !pending.is_empty() {
+                match (&prompt, registry) {
+                    (None, Some(registry)) => {
+                        for call in &pending {
+                            yield LoopItem::Event(StreamEvent::ToolExecutionStarted {
+                                id: call.id.clone(),
+                                tool_name: call.function.name.clone(),
+                                input: parse_input(&call.function.arguments),
+                            });
+                        }
+                        let mut answers: Vec<Option<String>> = vec![None; pending.len()];
+                        {
+                            let mut completed = registry.invoke_stream(pending.iter().map(ToolCallRequest::from).collect());
+                            while let Some((index, invocation)) = completed.next().await {
+                                let content = registry.model_content(&invocation);
+                                yield LoopItem::Event(completed_event(&invocation, &content));
+                                answers[index] = Some(truncate_for_model(content, config.tool_output_limit));
+                            }
+                        }
+                        for (call, answer) in pending.iter().zip(answers) {
+                            let answer = answer.unwrap_or_else(|| "Error: the tool produced no result".to_owned());
+                            history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
+                        }
+                        // The earlier turn is now complete.
+                        history.commit();
+                    }
+                    _ => {
+                        for call in &pending {
+                            history.push(OpenaiChatMessage::tool_result(call.id.clone(), NOT_RUN));
+                        }
+                    }
+                }
+            }
             // Reasoning text is sent back only within the current user turn.
             let reasoning_from = match prompt {
                 Some(prompt) => {
+                    let at = history.messages.len();
                     history.push(OpenaiChatMessage::user_text(prompt));
-                    committed
+                    at
                 }
                 None => history
                     .messages
@@ -89,16 +129,21 @@ impl LlmCycle {
             let mut total_usage: Option<Usage> = None;
             let mut repeats = RepeatTracker::default();
 
+            // Built once per call, not per turn: a registry's schemas can be large.
+            let tools = match registry {
+                Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
+                None => Vec::new(),
+            };
+            // A forced tool choice (`required`, or one named function) applies to the first
+            // request only: forced on every turn the model could never give its final answer.
+            let relaxed = forced_tool_choice_relaxed(&config.options);
+            let mut options = &config.options;
             for _turn in 0..max_turns {
-                let tools = match registry {
-                    Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
-                    None => Vec::new(),
-                };
                 let request = ChatRequest {
                     model: &config.model,
                     messages: history.messages.as_slice(),
                     tools: &tools,
-                    options: &config.options,
+                    options,
                     reasoning_from,
                 };
 
@@ -112,10 +157,14 @@ impl LlmCycle {
                         }
                     },
                     Mode::Streaming => {
-                        let deadline = config.request_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
-                        let opened = config.retry.run(|| with_deadline(deadline, model.chat_stream(request))).await;
-                        let mut deltas = match opened {
-                            Ok(deltas) => deltas,
+                        // Each attempt gets its own deadline (a backoff may be longer than the
+                        // limit); the successful attempt's deadline then covers the whole reply.
+                        let opened = config.retry.run(|| async move {
+                            let deadline = config.request_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
+                            with_deadline(deadline, model.chat_stream(request)).await.map(|deltas| (deltas, deadline))
+                        }).await;
+                        let (mut deltas, deadline) = match opened {
+                            Ok(opened) => opened,
                             Err(error) => {
                                 yield LoopItem::Failed(error);
                                 return;
@@ -255,6 +304,9 @@ impl LlmCycle {
                     history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
                 }
                 history.commit();
+                if let Some(relaxed) = &relaxed {
+                    options = relaxed;
+                }
             }
 
             let snapshot = history.messages.clone();
@@ -295,9 +347,49 @@ async fn with_deadline<T>(
 
 fn request_timeout(limit: Duration) -> LlmError {
     LlmError::Timeout {
-        what: "request".to_owned(),
+        what: TimeoutKind::Request,
         limit,
     }
+}
+
+/// `options` with a forced `tool_choice` turned into `auto`, or `None` when none is forced.
+fn forced_tool_choice_relaxed(options: &RequestOptions) -> Option<RequestOptions> {
+    match options.tool_choice {
+        Some(ToolChoice::Required | ToolChoice::Function(_)) => Some(RequestOptions {
+            tool_choice: Some(ToolChoice::Auto),
+            ..options.clone()
+        }),
+        _ => None,
+    }
+}
+
+/// The answer given to a call that was never run because the conversation went on without it.
+const NOT_RUN: &str = "Error: this tool call was not run; the conversation continued without it.";
+
+/// The calls of the last assistant message that no `tool` message answers yet, in call order
+/// (empty when the history does not end with such a message and its answers).
+fn unanswered_calls(messages: &[OpenaiChatMessage]) -> Vec<ToolCall> {
+    let answers = messages
+        .iter()
+        .rev()
+        .take_while(|m| matches!(m, OpenaiChatMessage::Tool { .. }))
+        .count();
+    let Some(assistant) = messages.len().checked_sub(answers + 1) else {
+        return Vec::new();
+    };
+    let answered: HashSet<&str> = messages[assistant + 1..]
+        .iter()
+        .filter_map(|m| match m {
+            OpenaiChatMessage::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    messages[assistant]
+        .tool_calls()
+        .iter()
+        .filter(|call| !answered.contains(call.id.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// Every call gets a unique, non-empty id and arguments that are JSON text (`""` → `{}`).
@@ -418,6 +510,23 @@ mod tests {
             tracker.observe(&ToolCall::new("c", "g", r#"{"x":1,"y":2}"#)),
             1
         );
+    }
+
+    #[test]
+    fn unanswered_calls_are_those_of_the_last_assistant_message_without_a_tool_message() {
+        let calls = vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "f", "{}")];
+        let mut messages = vec![
+            OpenaiChatMessage::user_text("q"),
+            OpenaiChatMessage::assistant_tool_calls(None, calls.clone()),
+        ];
+        assert_eq!(unanswered_calls(&messages), calls);
+        messages.push(OpenaiChatMessage::tool_result("a", "ok"));
+        assert_eq!(unanswered_calls(&messages), calls[1..]);
+        messages.push(OpenaiChatMessage::tool_result("b", "ok"));
+        assert!(unanswered_calls(&messages).is_empty());
+        messages.push(OpenaiChatMessage::assistant_text("done"));
+        assert!(unanswered_calls(&messages).is_empty());
+        assert!(unanswered_calls(&[]).is_empty());
     }
 
     #[test]

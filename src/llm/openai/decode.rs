@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use sse_stream::{Sse, SseStream};
 
-use crate::llm::error::LlmError;
+use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::model::{ModelDelta, ModelStream};
 use crate::llm::openai::body::{BodyError, BodyReader};
 use crate::llm::openai::chunk::ChunkDecoder;
@@ -19,7 +19,7 @@ use crate::llm::openai::errors::{error_chain, error_object_message, truncate};
 /// Decode an OpenAI-compatible SSE body into a [`ModelStream`].
 ///
 /// `bytes` is the raw response body in any chunking (events and UTF-8 characters may be split
-/// anywhere). `idle_timeout` ends the stream with [`LlmError::Timeout`] (`what: "stream idle"`)
+/// anywhere). `idle_timeout` ends the stream with [`LlmError::Timeout`] (`what: TimeoutKind::StreamIdle`)
 /// when no bytes arrive for that long (SSE comments such as `: ping` count as bytes); `None`
 /// waits forever. The stream ends cleanly after `[DONE]`, or at the end of the body when a
 /// `finish_reason` was seen; a body that ends before either yields a final
@@ -103,7 +103,7 @@ fn sse_error(error: sse_stream::Error) -> LlmError {
         sse_stream::Error::Body(body) => match body.downcast::<BodyError>() {
             Ok(body) => match *body {
                 BodyError::Idle(limit) => LlmError::Timeout {
-                    what: "stream idle".to_owned(),
+                    what: TimeoutKind::StreamIdle,
                     limit,
                 },
                 BodyError::Transport(message) => {

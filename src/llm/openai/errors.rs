@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::llm::error::LlmError;
+use crate::llm::error::{LlmError, TimeoutKind};
 
 /// The longest server message kept in an error (the body of an HTML error page can be huge).
 const MAX_MESSAGE_CHARS: usize = 500;
@@ -154,12 +154,12 @@ pub(crate) fn send_error(
     if error.is_timeout() {
         if error.is_connect() {
             return LlmError::Timeout {
-                what: "connect".to_owned(),
+                what: TimeoutKind::Connect,
                 limit: connect_timeout,
             };
         }
         return LlmError::Timeout {
-            what: "request".to_owned(),
+            what: TimeoutKind::Request,
             limit: request_timeout,
         };
     }

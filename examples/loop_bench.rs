@@ -1,0 +1,361 @@
+//! Client CPU per tool-loop turn against a local fake OpenAI server (PERFORMANCE.md, "Tool loop").
+//!
+//! ```text
+//! cargo run --release --example loop_bench -- [--runs 20] [--turns 50] [--runtime current|multi]
+//!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
+//!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
+//! cargo run --release --example loop_bench -- serve   # only the fake server; prints its port
+//! ```
+//!
+//! The fake server is this binary in `serve` mode, a separate process, so the CPU measured here
+//! (`CLOCK_PROCESS_CPUTIME_ID`, all threads of the client process) is the client's alone. It
+//! answers statelessly from the request body: while fewer than `--turns` assistant messages
+//! follow the last user message it calls the no-op tool, then it answers with text — as SSE
+//! chunks when the request says `"stream": true`, else as one JSON body.
+//!
+//! A turn is one model request: turn k's CPU runs from the start of request k to the start of
+//! request k+1 (HTTP, JSON both ways, the tool, history), the last turn to the end of the call.
+//! Each configuration runs `--runs` times after two warm-up runs; figures are medians over runs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agcore::llm::{
+    ChatModel, ChatRequest, ChatResponse, CycleConfig, LlmCycle, LlmError, ModelStream,
+    OpenAiClient, OpenAiConfig,
+};
+use agcore::tools::prelude::*;
+use futures::StreamExt;
+use nix::time::{ClockId, clock_gettime};
+
+fn cpu_now() -> Duration {
+    Duration::from(clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).unwrap())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fake server (`serve` mode): HTTP/1.1 keep-alive, a thread per connection.
+
+fn serve(turns: usize) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    println!("{}", listener.local_addr().unwrap().port());
+    std::io::stdout().flush().unwrap();
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        std::thread::spawn(move || {
+            let _ = handle_connection(stream, turns);
+        });
+    }
+}
+
+fn handle_connection(stream: TcpStream, turns: usize) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    let mut seq = 0usize;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let mut length = 0usize;
+        loop {
+            line.clear();
+            reader.read_line(&mut line)?;
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        seq += 1;
+        let (content_type, reply) = answer(&body, turns, seq);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+            reply.len()
+        );
+        let mut out = head.into_bytes();
+        out.extend_from_slice(reply.as_bytes());
+        writer.write_all(&out)?;
+    }
+}
+
+/// The reply to one request body: a call of `noop` until `turns` tool turns were made.
+fn answer(body: &[u8], turns: usize, seq: usize) -> (&'static str, String) {
+    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let last_user = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .unwrap_or(0);
+    let turn = messages[last_user..]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    let stream = request["stream"] == json!(true);
+    let id = format!("chatcmpl-{seq}");
+    let usage = json!({"prompt_tokens": 100 + 20 * turn, "completion_tokens": 10, "total_tokens": 110 + 20 * turn});
+    let call_id = format!("call_{turn:04}_{seq}");
+    if !stream {
+        let message = if turn < turns {
+            json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "noop", "arguments": "{}"}}]})
+        } else {
+            json!({"role": "assistant", "content": "All done.", "refusal": null})
+        };
+        let finish = if turn < turns { "tool_calls" } else { "stop" };
+        let body = json!({"id": id, "object": "chat.completion", "created": 1_732_963_500,
+            "model": "fake-model", "system_fingerprint": "fp_fake",
+            "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+            "usage": usage});
+        return ("application/json", body.to_string());
+    }
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": 1_732_963_500,
+            "model": "fake-model", "system_fingerprint": "fp_fake",
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": null}),
+        Value::Null,
+    )];
+    if turn < turns {
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                "function": {"name": "noop", "arguments": ""}}]}),
+            Value::Null,
+        ));
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+            Value::Null,
+        ));
+        chunks.push(chunk(json!({}), json!("tool_calls")));
+    } else {
+        chunks.push(chunk(json!({"content": "All"}), Value::Null));
+        chunks.push(chunk(json!({"content": " done."}), Value::Null));
+        chunks.push(chunk(json!({}), json!("stop")));
+    }
+    chunks.push(
+        json!({"id": id, "object": "chat.completion.chunk", "created": 1_732_963_500,
+        "model": "fake-model", "choices": [], "usage": usage}),
+    );
+    let mut sse = String::new();
+    for chunk in chunks {
+        sse.push_str("data: ");
+        sse.push_str(&chunk.to_string());
+        sse.push_str("\n\n");
+    }
+    sse.push_str("data: [DONE]\n\n");
+    ("text/event-stream", sse)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client side.
+
+/// The no-op tool the fake model calls.
+struct Noop;
+
+#[async_trait]
+impl BaseTool for Noop {
+    fn name(&self) -> &str {
+        "noop"
+    }
+    fn description(&self) -> &str {
+        "Does nothing"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
+        Ok(json!("ok"))
+    }
+}
+
+/// Records the process CPU clock at the start of every model request.
+struct Timed {
+    inner: OpenAiClient,
+    starts: Arc<Mutex<Vec<Duration>>>,
+}
+
+#[async_trait]
+impl ChatModel for Timed {
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        self.starts.lock().unwrap().push(cpu_now());
+        self.inner.chat(request).await
+    }
+
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
+        self.starts.lock().unwrap().push(cpu_now());
+        self.inner.chat_stream(request).await
+    }
+}
+
+/// CPU per turn of one whole tool-loop call.
+async fn one_call(
+    client: &OpenAiClient,
+    registry: &ToolRegistry,
+    turns: usize,
+    streaming: bool,
+) -> Vec<Duration> {
+    let starts = Arc::new(Mutex::new(Vec::new()));
+    let model = Timed {
+        inner: client.clone(),
+        starts: starts.clone(),
+    };
+    let mut config = CycleConfig::new("fake-model");
+    config.max_turns = Some(u32::try_from(turns).unwrap() + 1);
+    config.repeated_call_guard.limit = None;
+    let mut cycle = LlmCycle::new(model, config).with_system_prompt("You are a benchmark.");
+    let begin = cpu_now();
+    if streaming {
+        let mut stream = cycle
+            .submit_stream_with_tools("Go".into(), registry)
+            .await
+            .unwrap();
+        while let Some(event) = stream.next().await {
+            if let agcore::llm::StreamEvent::Error { message, .. } = event {
+                panic!("{message}");
+            }
+        }
+    } else {
+        cycle
+            .submit_with_tools("Go".into(), registry)
+            .await
+            .unwrap();
+    }
+    let end = cpu_now();
+    assert_eq!(cycle.messages().len(), 3 + 2 * turns);
+    let mut marks = starts.lock().unwrap().clone();
+    assert_eq!(marks.len(), turns + 1);
+    marks[0] = begin;
+    marks.push(end);
+    marks.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn mean_ms(turns: &[Duration]) -> f64 {
+    turns.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / turns.len() as f64
+}
+
+async fn bench(base_url: &str, runs: usize, turns: usize, streaming: bool, runtime: &str) {
+    let client = OpenAiClient::new(OpenAiConfig::new(base_url)).unwrap();
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(Noop)).unwrap();
+    let mut per_run = Vec::new();
+    for run in 0..runs + 2 {
+        let cpu = one_call(&client, &registry, turns, streaming).await;
+        if run >= 2 {
+            per_run.push(cpu);
+        }
+    }
+    let mean = median(per_run.iter().map(|c| mean_ms(c)).collect());
+    let first = median(per_run.iter().map(|c| mean_ms(&c[..10])).collect());
+    let last = median(
+        per_run
+            .iter()
+            .map(|c| mean_ms(&c[turns - 10..turns]))
+            .collect(),
+    );
+    println!(
+        "{}",
+        json!({
+            "client": format!("agcore ({runtime}-thread runtime)"),
+            "mode": if streaming { "stream" } else { "blocking" },
+            "runs": runs, "tool_turns": turns,
+            "cpu_ms_per_turn_mean": round(mean),
+            "cpu_ms_turns_1_10": round(first),
+            "cpu_ms_turns_last_10": round(last),
+            "growth_last_vs_first": round(last / first),
+        })
+    );
+}
+
+fn round(value: f64) -> f64 {
+    (value * 1000.0).round() / 1000.0
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let turns: usize = arg(&args, "--turns").map_or(50, |v| v.parse().unwrap());
+    if args.get(1).map(String::as_str) == Some("serve") {
+        serve(turns);
+        return;
+    }
+    let runs: usize = arg(&args, "--runs").map_or(20, |v| v.parse().unwrap());
+    let runtime = arg(&args, "--runtime").unwrap_or_else(|| "current".into());
+    assert!(turns >= 10, "--turns must be at least 10");
+
+    // `--base-url` uses a server started with `loop_bench serve` (e.g. to profile the client alone).
+    let mut server = None;
+    let base_url = match arg(&args, "--base-url") {
+        Some(url) => url,
+        None => {
+            let mut child = Command::new(std::env::current_exe().unwrap())
+                .args(["serve", "--turns", &turns.to_string()])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut port = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut port)
+                .unwrap();
+            server = Some(child);
+            format!("http://127.0.0.1:{}/v1", port.trim())
+        }
+    };
+
+    let rt = match runtime.as_str() {
+        "multi" => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build()
+    .unwrap();
+    for streaming in [false, true] {
+        rt.block_on(bench(&base_url, runs, turns, streaming, &runtime));
+    }
+
+    if let Some(python) = arg(&args, "--peer") {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/peers/agents_sdk_loop.py"
+        );
+        let peer_runs = arg(&args, "--peer-runs").unwrap_or_else(|| "5".into());
+        let status = Command::new(python)
+            .args([
+                script,
+                "--base-url",
+                &base_url,
+                "--turns",
+                &turns.to_string(),
+            ])
+            .args(["--runs", &peer_runs])
+            .status()
+            .unwrap();
+        assert!(status.success(), "the peer failed");
+    }
+    if let Some(mut server) = server {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+}

@@ -143,32 +143,34 @@ pub enum McpCommand {
     Call(McpCallArgs),
 }
 
-/// `agcore mcp list`.
+/// Where the MCP servers are configured.
 #[derive(Debug, Args)]
-pub struct McpListArgs {
+pub struct McpSourceArgs {
     /// The mcpServers JSON file.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
     /// Config file with [mcp] servers (default: ./agcore.toml when it exists).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// JSON output.
+    /// JSON output (for `call`: the result value as JSON even when it is a string).
     #[arg(long)]
     pub json: bool,
+}
+
+/// `agcore mcp list`.
+#[derive(Debug, Args)]
+pub struct McpListArgs {
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
 }
 
 /// `agcore mcp call`.
 #[derive(Debug, Args)]
 pub struct McpCallArgs {
-    /// The mcpServers JSON file.
-    #[arg(long, value_name = "FILE")]
-    pub mcp_config: Option<PathBuf>,
-    /// Config file with [mcp] servers (default: ./agcore.toml when it exists).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// JSON output (the result value as JSON even when it is a string).
-    #[arg(long)]
-    pub json: bool,
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
     /// The server's name in the config.
     pub server: String,
     /// The tool's name on the server.

@@ -1,13 +1,12 @@
 //! `agcore mcp list` and `agcore mcp call`.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use agcore::tools::mcp::{McpServerStatus, McpServersConfig};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use crate::cli::{McpCallArgs, McpCommand, McpListArgs};
+use crate::cli::{McpCallArgs, McpCommand, McpListArgs, McpSourceArgs};
 use crate::config::AgcoreConfig;
 
 /// Run `agcore mcp ...`.
@@ -18,10 +17,10 @@ pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn servers(mcp_config: Option<&Path>, config: Option<&Path>) -> anyhow::Result<McpServersConfig> {
-    let (loaded, path) = AgcoreConfig::discover(config)?;
+fn servers(source: &McpSourceArgs) -> anyhow::Result<McpServersConfig> {
+    let (loaded, path) = AgcoreConfig::discover(source.config.as_deref())?;
     let mut servers = loaded.mcp_servers(path.as_deref())?;
-    if let Some(file) = mcp_config {
+    if let Some(file) = &source.mcp_config {
         servers
             .servers
             .extend(McpServersConfig::load(file)?.servers);
@@ -35,7 +34,7 @@ fn servers(mcp_config: Option<&Path>, config: Option<&Path>) -> anyhow::Result<M
 }
 
 async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
-    let servers = servers(args.mcp_config.as_deref(), args.config.as_deref())?;
+    let servers = servers(&args.source)?;
     let mut statuses = Vec::new();
     let mut clients = Vec::new();
     for (name, result) in servers.connect_all().await {
@@ -45,7 +44,7 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
     for mut client in clients {
         let _ = client.close().await;
     }
-    if args.json {
+    if args.source.json {
         println!("{}", serde_json::to_string_pretty(&statuses)?);
     } else {
         for status in &statuses {
@@ -69,7 +68,7 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {
-    let servers = servers(args.mcp_config.as_deref(), args.config.as_deref())?;
+    let servers = servers(&args.source)?;
     let arguments: Value = match &args.args {
         Some(text) => serde_json::from_str(text).context("ARGS_JSON is not valid JSON")?,
         None => Value::Object(Default::default()),
@@ -82,7 +81,7 @@ async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {
     let result = client.call_tool(&args.tool, arguments).await;
     let _ = client.close().await;
     let value = result?;
-    match (&value, args.json) {
+    match (&value, args.source.json) {
         (Value::String(text), false) => println!("{text}"),
         _ => println!("{}", serde_json::to_string_pretty(&value)?),
     }

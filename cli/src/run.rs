@@ -17,7 +17,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_config(&args.tools)?;
     let mut cycle = build_cycle(&args.model, &loaded.config)?;
     let (registry, _) = build_registry(&args.tools, &loaded, true).await?;
-    let outcome = execute(&mut cycle, &registry, &args).await;
+    // Ctrl-C drops the running turn (request and tools); the transcript is still written.
+    let outcome = tokio::select! {
+        outcome = execute(&mut cycle, &registry, &args) => outcome,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("^C cancelled");
+            Ok(ExitCode::from(130))
+        }
+    };
     if let Some(path) = &args.transcript {
         let json = serde_json::to_string_pretty(cycle.messages())?;
         std::fs::write(path, json)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
 use agcore::tools::ToolRegistry;
-use agcore::tools::builtin::{Workspace, builtin_tools};
+use agcore::tools::builtin::{Workspace, builtin_tools_withholding};
 use agcore::tools::mcp::{McpServerStatus, McpServersConfig, register_mcp_tools};
 use anyhow::{Context, bail};
 
@@ -113,7 +113,10 @@ pub async fn build_registry(
             .unwrap_or_else(std::env::current_dir)?;
         let workspace = Workspace::new(&root)
             .with_context(|| format!("cannot use {} as the workspace", root.display()))?;
-        registry.register_all(builtin_tools(&workspace))?;
+        // Commands the model runs must not see the model's API key.
+        let mut secrets = vec!["OPENAI_API_KEY".to_owned()];
+        secrets.extend(config.model.api_key_env.clone());
+        registry.register_all(builtin_tools_withholding(&workspace, &secrets))?;
     }
 
     let mut servers = config.mcp_servers(loaded.path.as_deref())?;

@@ -82,11 +82,25 @@ pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
 /// [`crate::tools::ToolRegistry::register_all`]. The permission checker and restricted mode
 /// decide which of them may run.
 pub fn builtin_tools(workspace: &Workspace) -> Vec<Arc<dyn BaseTool>> {
+    builtin_tools_withholding(workspace, &[])
+}
+
+/// Like [`builtin_tools`], but `run_command` does not pass the environment variables named in
+/// `withheld_env` to its commands (e.g. the model's API key, so a command cannot leak it).
+pub fn builtin_tools_withholding(
+    workspace: &Workspace,
+    withheld_env: &[String],
+) -> Vec<Arc<dyn BaseTool>> {
+    let run_command = withheld_env
+        .iter()
+        .fold(RunCommand::new(workspace.clone()), |tool, name| {
+            tool.without_env(name.clone())
+        });
     let mut tools = read_only_tools(workspace);
     tools.extend([
         WriteFile::new(workspace.clone()).erase(),
         EditFile::new(workspace.clone()).erase(),
-        RunCommand::new(workspace.clone()).erase(),
+        run_command.erase(),
         FetchUrl::new().erase(),
     ]);
     tools

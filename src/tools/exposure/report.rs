@@ -79,7 +79,11 @@ impl fmt::Display for ExposureReport {
             f,
             "provider: {}/{} · profile: {} · restricted: {} · flags: {}",
             self.provider,
-            self.model,
+            if self.model.is_empty() {
+                "(any model)"
+            } else {
+                &self.model
+            },
             self.profile.as_deref().unwrap_or("(none)"),
             if self.restricted { "yes" } else { "no" },
             if self.flags.is_empty() {

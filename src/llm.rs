@@ -24,11 +24,11 @@ pub use cycle::LlmCycle;
 pub use error::{ErrorKind, LlmError, TimeoutKind};
 pub use event::StreamEvent;
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
-pub use openai::{OpenAiClient, OpenAiConfig};
+pub use openai::{OpenAiClient, OpenAiConfig, ReasoningEcho};
 pub use replay::replay;
 pub use retry::RetryPolicy;
 pub use stream::StreamAssembler;
 pub use types::{
-    ChatResponse, FinishReason, OpenaiChatMessage, OpenaiToolDefinition, ToolCall, ToolDefinition,
-    Usage,
+    ChatResponse, FinishReason, OpenaiChatMessage, OpenaiToolDefinition, ReasoningField, ToolCall,
+    ToolDefinition, Usage,
 };

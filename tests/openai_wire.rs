@@ -95,7 +95,6 @@ fn request<'a>(
         messages,
         tools,
         options,
-        reasoning_from: 0,
     }
 }
 
@@ -630,6 +629,7 @@ async fn the_request_body_and_headers_are_in_openai_shape() {
             content: None,
             refusal: None,
             reasoning_content: Some("old turn's thoughts".into()),
+            reasoning: None,
             tool_calls: vec![ToolCall::new(
                 "call_1",
                 "get_weather",
@@ -643,6 +643,7 @@ async fn the_request_body_and_headers_are_in_openai_shape() {
             content: None,
             refusal: None,
             reasoning_content: Some("this turn's thoughts".into()),
+            reasoning: None,
             tool_calls: vec![ToolCall::new("call_2", "get_weather", r#"{"day":1}"#)],
             name: None,
         },
@@ -668,7 +669,6 @@ async fn the_request_body_and_headers_are_in_openai_shape() {
         messages: &messages,
         tools: &tools,
         options: &options,
-        reasoning_from: 4,
     };
     let outcome = assemble(client.chat_stream(request).await.unwrap()).await;
     assert!(outcome.response.is_ok());
@@ -702,7 +702,8 @@ async fn the_request_body_and_headers_are_in_openai_shape() {
     assert_eq!(sent_messages.len(), messages.len());
     assert_eq!(
         sent_messages[2],
-        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        json!({"role": "assistant", "content": null, "reasoning_content": "old turn's thoughts",
+            "tool_calls": [{"id": "call_1", "type": "function",
             "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]})
     );
     assert_eq!(

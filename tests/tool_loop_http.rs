@@ -51,6 +51,8 @@ enum Style {
 struct Turn {
     text: Option<&'static str>,
     reasoning: Option<&'static str>,
+    /// The field the reasoning is sent in (`reasoning_content` or `reasoning`).
+    reasoning_field: &'static str,
     calls: Vec<Call>,
     style: Style,
     usage: (u64, u64),
@@ -61,6 +63,7 @@ impl Turn {
         Turn {
             text: Some(text),
             reasoning: None,
+            reasoning_field: "reasoning_content",
             calls: Vec::new(),
             style: Style::OpenAi,
             usage: (10, 5),
@@ -82,6 +85,13 @@ impl Turn {
 
     fn with_reasoning(mut self, reasoning: &'static str) -> Self {
         self.reasoning = Some(reasoning);
+        self
+    }
+
+    /// Reasoning in the `reasoning` field (Groq, Cerebras, OpenRouter, Ollama).
+    fn with_reasoning_field(mut self, reasoning: &'static str) -> Self {
+        self.reasoning = Some(reasoning);
+        self.reasoning_field = "reasoning";
         self
     }
 
@@ -122,7 +132,7 @@ impl Turn {
     fn json(&self, seq: usize) -> String {
         let mut message = json!({"role": "assistant", "content": self.text, "refusal": null});
         if let Some(reasoning) = self.reasoning {
-            message["reasoning_content"] = json!(reasoning);
+            message[self.reasoning_field] = json!(reasoning);
         }
         if !self.calls.is_empty() {
             let calls: Vec<Value> = self
@@ -158,7 +168,7 @@ impl Turn {
         if let Some(reasoning) = self.reasoning {
             for piece in pieces(reasoning) {
                 chunks.push(chunk(
-                    json!({"content": null, "reasoning_content": piece}),
+                    json!({"content": null, self.reasoning_field: piece}),
                     None,
                 ));
             }
@@ -936,9 +946,12 @@ async fn an_ollama_style_reply_still_runs_the_tool() {
 }
 
 #[tokio::test]
-async fn deepseek_reasoning_goes_back_within_the_turn_but_not_into_the_next_user_turn() {
+async fn deepseek_reasoning_of_a_tool_calling_turn_goes_back_in_every_later_request() {
+    // DeepSeek's thinking mode answers 400 ("Missing `reasoning_content` field in the assistant
+    // message at message index N") when a tool-calling turn's reasoning is left out of any later
+    // request, including requests of later user turns.
     for mode in MODES {
-        let server = FakeOpenAi::by_turn(vec![
+        let turns = [
             Turn::calls(vec![call(
                 "call_r",
                 "get_weather",
@@ -946,8 +959,11 @@ async fn deepseek_reasoning_goes_back_within_the_turn_but_not_into_the_next_user
             )])
             .with_reasoning("I need the weather first."),
             Turn::text("Hangzhou: 22.").with_reasoning("Now I can answer."),
-        ])
-        .await;
+            Turn::text("Plain answer.").with_reasoning("No tools needed."),
+            Turn::text("Another.").with_reasoning("Still none."),
+        ];
+        // One reply per request, in order.
+        let server = FakeOpenAi::start(move |_, seq| Reply::Model(turns[seq].clone())).await;
         let mut cycle = server.cycle();
         let registry = registry();
         run(&mut cycle, "Hangzhou?", &registry, mode)
@@ -960,30 +976,52 @@ async fn deepseek_reasoning_goes_back_within_the_turn_but_not_into_the_next_user
             turn_2[1]["reasoning_content"], "I need the weather first.",
             "{mode:?}"
         );
-        // The history keeps both.
         assert_eq!(
             cycle.messages()[1].reasoning(),
             Some("I need the weather first.")
         );
         assert_eq!(cycle.messages()[3].reasoning(), Some("Now I can answer."));
-        // The next user turn: no earlier reasoning goes back.
+        // The next user turns: the tool-calling turn's reasoning still goes back, under the
+        // field name DeepSeek used and no other.
         run(&mut cycle, "And tomorrow?", &registry, mode)
             .await
             .0
             .unwrap();
-        let next = server.messages(2);
-        assert_eq!(next.as_array().unwrap().len(), 5);
-        for message in next.as_array().unwrap() {
-            assert!(
-                message.get("reasoning_content").is_none(),
-                "{mode:?}: {message}"
-            );
-            assert!(message.get("reasoning").is_none());
+        run(&mut cycle, "And then?", &registry, mode)
+            .await
+            .0
+            .unwrap();
+        let last = server.messages(3);
+        let last = last.as_array().unwrap();
+        assert_eq!(last.len(), 7, "{mode:?}");
+        assert_eq!(last[1]["reasoning_content"], "I need the weather first.");
+        assert_eq!(last[3]["reasoning_content"], "Now I can answer.");
+        // A finished earlier turn without tool calls is sent without its reasoning.
+        assert_eq!(
+            last[5],
+            json!({"role": "assistant", "content": "Plain answer."})
+        );
+        for message in last {
+            assert!(message.get("reasoning").is_none(), "{mode:?}: {message}");
         }
-        // Within that new user turn, its own reasoning goes back again.
-        let within = server.messages(3);
-        assert_eq!(within[5]["reasoning_content"], "I need the weather first.");
-        assert!(within[1].get("reasoning_content").is_none());
+    }
+}
+
+#[tokio::test]
+async fn reasoning_sent_as_reasoning_goes_back_as_reasoning_never_as_reasoning_content() {
+    // Groq and Cerebras name it `reasoning` and answer 400 to an unknown `reasoning_content`.
+    for mode in MODES {
+        let server = FakeOpenAi::by_turn(vec![
+            Turn::calls(vec![call("call_g", "get_weather", r#"{"city":"Oslo"}"#)])
+                .with_reasoning_field("Weather first."),
+            Turn::text("Oslo: 22."),
+        ])
+        .await;
+        let mut cycle = server.cycle();
+        run(&mut cycle, "Oslo?", &registry(), mode).await.0.unwrap();
+        let turn_2 = server.messages(1);
+        assert_eq!(turn_2[1]["reasoning"], "Weather first.", "{mode:?}");
+        assert!(turn_2[1].get("reasoning_content").is_none(), "{mode:?}");
     }
 }
 

@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use crate::llm::error::LlmError;
 use crate::llm::types::{
-    ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolDefinition, Usage,
+    ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, RequestOptions, ToolDefinition,
+    Usage,
 };
 
 /// One model request. Borrowed, so a long history is not copied per turn.
@@ -24,10 +25,6 @@ pub struct ChatRequest<'a> {
     /// Sampling and vendor options.
     #[serde(flatten)]
     pub options: &'a RequestOptions,
-    /// Assistant messages before this index are sent without their reasoning text. DeepSeek
-    /// wants reasoning back only within the current user turn (and rejects it otherwise).
-    #[serde(skip)]
-    pub reasoning_from: usize,
 }
 
 /// One normalised piece of a streaming reply. Providers translate their wire chunks into these;
@@ -44,7 +41,12 @@ pub enum ModelDelta {
     /// Assistant text.
     Text(String),
     /// Reasoning text.
-    Reasoning(String),
+    Reasoning {
+        /// The text.
+        text: String,
+        /// The field it arrived in; the assembled message keeps it there.
+        field: ReasoningField,
+    },
     /// Refusal text.
     Refusal(String),
     /// A piece of a tool call.

@@ -18,7 +18,6 @@
 //!     messages: &messages,
 //!     tools: &[],
 //!     options: &options,
-//!     reasoning_from: 0,
 //! };
 //! let response = client.chat(request).await?;
 //! println!("{}", response.text());
@@ -77,6 +76,25 @@ pub struct OpenAiConfig {
     pub stream_idle_timeout: Duration,
     /// The provider name reported by [`ChatModel::provider`].
     pub provider: String,
+    /// Which reasoning text of earlier replies is sent back.
+    pub reasoning_echo: ReasoningEcho,
+}
+
+/// Which reasoning text of earlier replies an [`OpenAiClient`] sends back to the server.
+///
+/// Servers name the reasoning field differently (`reasoning_content`: DeepSeek, llama.cpp;
+/// `reasoning`: OpenRouter, Groq, Cerebras, Ollama) and some reject a field they do not know
+/// (Groq and Cerebras answer 400 to `reasoning_content`). Each assistant message keeps its
+/// reasoning in the field it arrived in, so a server only ever gets back a field it produced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ReasoningEcho {
+    /// Send reasoning back in the field it arrived in, for the current user turn and for every
+    /// earlier user turn that called tools (DeepSeek's thinking mode requires those and
+    /// answers 400 without them); earlier turns without tool calls are sent without it.
+    #[default]
+    AsReceived,
+    /// Never send reasoning back (for a server that rejects even the field it produced).
+    Never,
 }
 
 impl Default for OpenAiConfig {
@@ -99,6 +117,7 @@ impl OpenAiConfig {
             request_timeout: Duration::from_secs(600),
             stream_idle_timeout: Duration::from_secs(300),
             provider: "openai".to_owned(),
+            reasoning_echo: ReasoningEcho::AsReceived,
         }
     }
 
@@ -151,6 +170,12 @@ impl OpenAiConfig {
     /// Set the limit for the wait between two chunks of a stream.
     pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
         self.stream_idle_timeout = limit;
+        self
+    }
+
+    /// Set which reasoning text of earlier replies is sent back (see [`ReasoningEcho`]).
+    pub fn with_reasoning_echo(mut self, echo: ReasoningEcho) -> Self {
+        self.reasoning_echo = echo;
         self
     }
 
@@ -320,7 +345,7 @@ fn is_json(response: &reqwest::Response) -> bool {
 #[async_trait]
 impl ChatModel for OpenAiClient {
     async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        let body = request::request_body(&request, false)?;
+        let body = request::request_body(&request, false, self.config.reasoning_echo)?;
         let started = tokio::time::Instant::now();
         let response = self.send(body, "application/json").await?;
         let remaining = self
@@ -340,7 +365,7 @@ impl ChatModel for OpenAiClient {
     }
 
     async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
-        let body = request::request_body(&request, true)?;
+        let body = request::request_body(&request, true, self.config.reasoning_echo)?;
         let response = self.send(body, "text/event-stream").await?;
         if is_json(&response) {
             // The server ignored `"stream": true` and sent one JSON reply; replay it as deltas.

@@ -21,12 +21,13 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
         match message {
             OpenaiChatMessage::Assistant {
                 content,
-                reasoning_content,
                 tool_calls,
                 ..
             } => {
-                if let Some(text) = reasoning_content.as_ref().filter(|t| !t.is_empty()) {
-                    events.push(StreamEvent::ReasoningDelta { text: text.clone() });
+                if let Some(text) = message.reasoning().filter(|t| !t.is_empty()) {
+                    events.push(StreamEvent::ReasoningDelta {
+                        text: text.to_owned(),
+                    });
                 }
                 if let Some(text) = content.as_ref().filter(|t| !t.is_empty()) {
                     events.push(StreamEvent::AssistantTextDelta { text: text.clone() });

@@ -10,7 +10,9 @@
 use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ModelDelta;
-use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ToolCall, Usage};
+use crate::llm::types::{
+    ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, ToolCall, Usage,
+};
 use crate::tools::registry::generate_call_id;
 
 #[derive(Debug)]
@@ -29,6 +31,8 @@ pub struct StreamAssembler {
     model: Option<String>,
     text: String,
     reasoning: String,
+    /// The field the first reasoning piece arrived in.
+    reasoning_field: ReasoningField,
     refusal: String,
     calls: Vec<PartialCall>,
     current: Option<usize>,
@@ -61,8 +65,11 @@ impl StreamAssembler {
                     out.push(StreamEvent::AssistantTextDelta { text });
                 }
             }
-            ModelDelta::Reasoning(text) => {
+            ModelDelta::Reasoning { text, field } => {
                 if !text.is_empty() {
+                    if self.reasoning.is_empty() {
+                        self.reasoning_field = field;
+                    }
                     self.reasoning.push_str(&text);
                     out.push(StreamEvent::ReasoningDelta { text });
                 }
@@ -187,11 +194,17 @@ impl StreamAssembler {
             }
             other => other,
         };
+        let reasoning = (!self.reasoning.is_empty()).then_some(self.reasoning);
+        let (reasoning_content, reasoning) = match self.reasoning_field {
+            ReasoningField::ReasoningContent => (reasoning, None),
+            ReasoningField::Reasoning => (None, reasoning),
+        };
         Ok(ChatResponse {
             message: OpenaiChatMessage::Assistant {
                 content: (!self.text.is_empty()).then_some(self.text),
                 refusal: (!self.refusal.is_empty()).then_some(self.refusal),
-                reasoning_content: (!self.reasoning.is_empty()).then_some(self.reasoning),
+                reasoning_content,
+                reasoning,
                 tool_calls,
                 name: None,
             },
@@ -281,6 +294,41 @@ mod tests {
             ModelDelta::Finish(FinishReason::ToolCalls),
         ]);
         assert_eq!(response.tool_calls()[0].function.arguments, "{}");
+    }
+
+    #[test]
+    fn reasoning_stays_in_the_field_it_arrived_in() {
+        for field in [ReasoningField::Reasoning, ReasoningField::ReasoningContent] {
+            let response = assemble(vec![
+                ModelDelta::Reasoning {
+                    text: "th".into(),
+                    field,
+                },
+                ModelDelta::Reasoning {
+                    text: "ink".into(),
+                    field,
+                },
+                ModelDelta::Text("hi".into()),
+                ModelDelta::Finish(FinishReason::Stop),
+            ]);
+            let OpenaiChatMessage::Assistant {
+                reasoning_content,
+                reasoning,
+                ..
+            } = &response.message
+            else {
+                panic!("not an assistant message");
+            };
+            let expected = Some("think".to_owned());
+            match field {
+                ReasoningField::Reasoning => {
+                    assert_eq!((reasoning_content, reasoning), (&None, &expected))
+                }
+                ReasoningField::ReasoningContent => {
+                    assert_eq!((reasoning_content, reasoning), (&expected, &None))
+                }
+            }
+        }
     }
 
     #[test]

@@ -28,7 +28,8 @@ use futures::StreamExt;
 use crate::llm::error::LlmError;
 use crate::llm::model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
 use crate::llm::types::{
-    ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolCall, ToolDefinition, Usage,
+    ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, RequestOptions, ToolCall,
+    ToolDefinition, Usage,
 };
 
 /// One scripted reply.
@@ -253,7 +254,10 @@ impl ScriptedModel {
                     model: Some("scripted".to_owned()),
                 })];
                 for piece in chunks(reasoning.as_deref().unwrap_or(""), self.chunk_size) {
-                    deltas.push(Ok(ModelDelta::Reasoning(piece)));
+                    deltas.push(Ok(ModelDelta::Reasoning {
+                        text: piece,
+                        field: ReasoningField::ReasoningContent,
+                    }));
                 }
                 for piece in chunks(text.as_deref().unwrap_or(""), self.chunk_size) {
                     deltas.push(Ok(ModelDelta::Text(piece)));

@@ -112,19 +112,9 @@ impl LlmCycle {
                     }
                 }
             }
-            // Reasoning text is sent back only within the current user turn.
-            let reasoning_from = match prompt {
-                Some(prompt) => {
-                    let at = history.messages.len();
-                    history.push(OpenaiChatMessage::user_text(prompt));
-                    at
-                }
-                None => history
-                    .messages
-                    .iter()
-                    .rposition(|m| matches!(m, OpenaiChatMessage::User { .. }))
-                    .unwrap_or(0),
-            };
+            if let Some(prompt) = prompt {
+                history.push(OpenaiChatMessage::user_text(prompt));
+            }
             let max_turns = config.effective_max_turns();
             let mut total_usage: Option<Usage> = None;
             let mut repeats = RepeatTracker::default();
@@ -144,7 +134,6 @@ impl LlmCycle {
                     messages: history.messages.as_slice(),
                     tools: &tools,
                     options,
-                    reasoning_from,
                 };
 
                 // One model request.

@@ -123,10 +123,16 @@ pub enum OpenaiChatMessage {
         /// A refusal message, if the model refused.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         refusal: Option<String>,
-        /// Reasoning text (DeepSeek's `reasoning_content`; `reasoning` on some servers), kept
-        /// so it can be sent back while the same user turn continues with tool calls.
-        #[serde(default, alias = "reasoning", skip_serializing_if = "Option::is_none")]
+        /// Reasoning text the server sent as `reasoning_content` (DeepSeek, llama.cpp, older
+        /// vLLM). Kept so it can be sent back under the same name: DeepSeek's thinking mode
+        /// rejects a later request whose tool-calling assistant messages lack it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning_content: Option<String>,
+        /// Reasoning text the server sent as `reasoning` (OpenRouter, Groq, Cerebras, Ollama,
+        /// newer vLLM). Kept apart from `reasoning_content` so each server gets back only the
+        /// field it produced: Groq and Cerebras reject a `reasoning_content` they never sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
         /// The tool calls the model asked for.
         #[serde(
             default,
@@ -178,6 +184,7 @@ impl OpenaiChatMessage {
             content: Some(content.into()),
             refusal: None,
             reasoning_content: None,
+            reasoning: None,
             tool_calls: Vec::new(),
             name: None,
         }
@@ -189,6 +196,7 @@ impl OpenaiChatMessage {
             content,
             refusal: None,
             reasoning_content: None,
+            reasoning: None,
             tool_calls,
             name: None,
         }
@@ -232,15 +240,28 @@ impl OpenaiChatMessage {
         }
     }
 
-    /// The reasoning text of an assistant message, if any.
+    /// The reasoning text of an assistant message, whichever field the server used.
     pub fn reasoning(&self) -> Option<&str> {
         match self {
             OpenaiChatMessage::Assistant {
-                reasoning_content, ..
-            } => reasoning_content.as_deref(),
+                reasoning_content,
+                reasoning,
+                ..
+            } => reasoning_content.as_deref().or(reasoning.as_deref()),
             _ => None,
         }
     }
+}
+
+/// The response field a server put its reasoning text in. The text is sent back under the
+/// same name, so a server never receives a field it did not produce.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ReasoningField {
+    /// `reasoning_content` (DeepSeek, llama.cpp, older vLLM).
+    #[default]
+    ReasoningContent,
+    /// `reasoning` (OpenRouter, Groq, Cerebras, Ollama, newer vLLM).
+    Reasoning,
 }
 
 /// One tool call requested by the model.
@@ -666,6 +687,16 @@ mod tests {
         .unwrap_or_else(|e| OpenaiChatMessage::system(e.to_string()));
         assert_eq!(message.text().as_deref(), Some("hi"));
         assert_eq!(message.reasoning(), Some("think"));
+    }
+
+    #[test]
+    fn reasoning_goes_back_under_the_field_name_it_arrived_in() {
+        for field in ["reasoning", "reasoning_content"] {
+            let wire = json!({"role": "assistant", "content": "hi", field: "think"});
+            let message: OpenaiChatMessage = serde_json::from_value(wire.clone()).unwrap();
+            assert_eq!(message.reasoning(), Some("think"));
+            assert_eq!(serde_json::to_value(&message).unwrap(), wire);
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{error_object_message, truncate};
-use crate::llm::types::{FinishReason, Usage};
+use crate::llm::types::{FinishReason, ReasoningField, Usage};
 
 /// Per-stream state of the chunk decoder.
 #[derive(Debug, Default)]
@@ -160,12 +160,13 @@ impl ChunkDecoder {
 }
 
 fn push_delta(delta: Delta, out: &mut VecDeque<ModelDelta>) {
-    if let Some(reasoning) = delta
-        .reasoning_content
-        .or(delta.reasoning)
-        .filter(|text| !text.is_empty())
-    {
-        out.push_back(ModelDelta::Reasoning(reasoning));
+    let reasoning = match (delta.reasoning_content, delta.reasoning) {
+        (Some(text), _) if !text.is_empty() => Some((text, ReasoningField::ReasoningContent)),
+        (_, Some(text)) if !text.is_empty() => Some((text, ReasoningField::Reasoning)),
+        _ => None,
+    };
+    if let Some((text, field)) = reasoning {
+        out.push_back(ModelDelta::Reasoning { text, field });
     }
     if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
         out.push_back(ModelDelta::Text(text));
@@ -297,10 +298,25 @@ mod tests {
                     id: Some("c1".into()),
                     model: Some("m".into())
                 },
-                ModelDelta::Reasoning("think".into()),
+                ModelDelta::Reasoning {
+                    text: "think".into(),
+                    field: ReasoningField::ReasoningContent
+                },
                 ModelDelta::Text("Hi \"there\"".into()),
                 ModelDelta::Finish(FinishReason::Stop),
             ]
+        );
+    }
+
+    #[test]
+    fn reasoning_named_reasoning_is_tagged_with_its_field() {
+        let deltas = decode(&[r#"{"choices":[{"index":0,"delta":{"reasoning":"r"}}]}"#]).unwrap();
+        assert_eq!(
+            deltas,
+            vec![ModelDelta::Reasoning {
+                text: "r".into(),
+                field: ReasoningField::Reasoning
+            }]
         );
     }
 

@@ -1,5 +1,5 @@
 //! The request body: a [`ChatRequest`] serialised once, straight into bytes, with the changes the
-//! wire needs (reasoning stripped from earlier turns, `stream`, `stream_options`) made while
+//! wire needs (reasoning left out where it is not wanted, `stream`, `stream_options`) made while
 //! serialising instead of on a copy of the history.
 
 use std::borrow::Cow;
@@ -9,18 +9,29 @@ use serde::ser::{SerializeSeq, Serializer};
 
 use crate::llm::error::LlmError;
 use crate::llm::model::ChatRequest;
+use crate::llm::openai::ReasoningEcho;
 use crate::llm::types::{OpenaiChatMessage, RequestOptions, ToolCall, ToolDefinition};
 
 /// The JSON body of a `/chat/completions` request.
-pub(crate) fn request_body(request: &ChatRequest<'_>, stream: bool) -> Result<Vec<u8>, LlmError> {
-    // `tool_choice` and `parallel_tool_calls` without tools are rejected by OpenAI; dropping them
-    // needs a copy of the (small) options, made only in that case.
-    let options = if request.tools.is_empty()
-        && (request.options.tool_choice.is_some() || request.options.parallel_tool_calls.is_some())
-    {
+pub(crate) fn request_body(
+    request: &ChatRequest<'_>,
+    stream: bool,
+    echo: ReasoningEcho,
+) -> Result<Vec<u8>, LlmError> {
+    // OpenAI rejects `tool_choice` and `parallel_tool_calls` without tools, and `stream_options`
+    // without `stream`; dropping them needs a copy of the (small) options, made only then.
+    let drop_tool_options = request.tools.is_empty()
+        && (request.options.tool_choice.is_some() || request.options.parallel_tool_calls.is_some());
+    let drop_stream_options = !stream && request.options.stream_options.is_some();
+    let options = if drop_tool_options || drop_stream_options {
         let mut options = request.options.clone();
-        options.tool_choice = None;
-        options.parallel_tool_calls = None;
+        if drop_tool_options {
+            options.tool_choice = None;
+            options.parallel_tool_calls = None;
+        }
+        if drop_stream_options {
+            options.stream_options = None;
+        }
         Cow::Owned(options)
     } else {
         Cow::Borrowed(request.options)
@@ -32,7 +43,7 @@ pub(crate) fn request_body(request: &ChatRequest<'_>, stream: bool) -> Result<Ve
         model: request.model,
         messages: WireMessages {
             messages: request.messages,
-            reasoning_from: request.reasoning_from,
+            echo,
         },
         tools: request.tools,
         options: &options,
@@ -62,40 +73,63 @@ struct IncludeUsage {
     include_usage: bool,
 }
 
-/// The history, with assistant messages before `reasoning_from` sent without their reasoning.
+/// The history, with reasoning sent back only where it is needed.
+///
+/// The history is split into user turns (a user message and what follows it up to the next
+/// one). Reasoning is sent back, in the field it arrived in, for the current (last) turn and for
+/// every earlier turn that called tools: DeepSeek's thinking mode answers 400 ("Missing
+/// `reasoning_content` field") when a tool-calling turn's reasoning is missing from any later
+/// request. Earlier turns without tool calls are sent without it: servers ignore it there, and
+/// it can be most of the request's size.
 struct WireMessages<'a> {
     messages: &'a [OpenaiChatMessage],
-    reasoning_from: usize,
+    echo: ReasoningEcho,
 }
 
 impl Serialize for WireMessages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.messages.len()))?;
-        for (position, message) in self.messages.iter().enumerate() {
-            match message {
-                OpenaiChatMessage::Assistant {
-                    content,
-                    refusal,
-                    reasoning_content: Some(_),
-                    tool_calls,
-                    name,
-                } if position < self.reasoning_from => {
-                    seq.serialize_element(&AssistantWithoutReasoning {
-                        role: "assistant",
-                        content: content.as_deref(),
-                        refusal: refusal.as_deref(),
-                        tool_calls,
-                        name: name.as_deref(),
-                    })?;
+        let messages = self.messages;
+        let mut seq = serializer.serialize_seq(Some(messages.len()))?;
+        let mut start = 0;
+        while start < messages.len() {
+            let end = messages[start + 1..]
+                .iter()
+                .position(|m| matches!(m, OpenaiChatMessage::User { .. }))
+                .map_or(messages.len(), |offset| start + 1 + offset);
+            let turn = &messages[start..end];
+            let keep_reasoning = match self.echo {
+                ReasoningEcho::Never => false,
+                ReasoningEcho::AsReceived => {
+                    end == messages.len() || turn.iter().any(|m| !m.tool_calls().is_empty())
                 }
-                other => seq.serialize_element(other)?,
+            };
+            for message in turn {
+                match message {
+                    OpenaiChatMessage::Assistant {
+                        content,
+                        refusal,
+                        tool_calls,
+                        name,
+                        ..
+                    } if !keep_reasoning && message.reasoning().is_some() => {
+                        seq.serialize_element(&AssistantWithoutReasoning {
+                            role: "assistant",
+                            content: content.as_deref(),
+                            refusal: refusal.as_deref(),
+                            tool_calls,
+                            name: name.as_deref(),
+                        })?;
+                    }
+                    other => seq.serialize_element(other)?,
+                }
             }
+            start = end;
         }
         seq.end()
     }
 }
 
-/// The wire form of [`OpenaiChatMessage::Assistant`] minus `reasoning_content`.
+/// The wire form of [`OpenaiChatMessage::Assistant`] without its reasoning fields.
 #[derive(Serialize)]
 struct AssistantWithoutReasoning<'a> {
     role: &'static str,
@@ -114,47 +148,97 @@ mod tests {
     use crate::llm::types::{StreamOptions, ToolChoice};
     use serde_json::{Value, json};
 
-    fn assistant_with_reasoning(text: &str, reasoning: &str) -> OpenaiChatMessage {
-        OpenaiChatMessage::Assistant {
-            content: Some(text.to_owned()),
-            refusal: None,
-            reasoning_content: Some(reasoning.to_owned()),
-            tool_calls: vec![ToolCall::new("c1", "f", "{}")],
-            name: None,
+    fn assistant(text: &str, reasoning: &str, field: &str, calls: bool) -> OpenaiChatMessage {
+        let mut wire = json!({"role": "assistant", "content": text, field: reasoning});
+        if calls {
+            wire["tool_calls"] = json!([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]);
         }
+        serde_json::from_value(wire).unwrap()
     }
 
     fn body(request: &ChatRequest<'_>, stream: bool) -> Value {
-        serde_json::from_slice(&request_body(request, stream).unwrap()).unwrap()
+        body_with(request, stream, ReasoningEcho::AsReceived)
+    }
+
+    fn body_with(request: &ChatRequest<'_>, stream: bool, echo: ReasoningEcho) -> Value {
+        serde_json::from_slice(&request_body(request, stream, echo).unwrap()).unwrap()
+    }
+
+    fn history() -> Vec<OpenaiChatMessage> {
+        vec![
+            OpenaiChatMessage::user_text("q1"),
+            assistant("a1", "r1", "reasoning_content", true),
+            OpenaiChatMessage::tool_result("c1", "out"),
+            assistant("a1 done", "r1b", "reasoning_content", false),
+            OpenaiChatMessage::user_text("q2"),
+            assistant("a2", "r2", "reasoning_content", false),
+            OpenaiChatMessage::user_text("q3"),
+            assistant("a3", "r3", "reasoning", true),
+        ]
     }
 
     #[test]
-    fn reasoning_is_stripped_only_before_reasoning_from() {
-        let messages = vec![
-            OpenaiChatMessage::user_text("q1"),
-            assistant_with_reasoning("a1", "r1"),
-            OpenaiChatMessage::tool_result("c1", "out"),
-            OpenaiChatMessage::user_text("q2"),
-            assistant_with_reasoning("a2", "r2"),
-        ];
+    fn reasoning_goes_back_for_tool_turns_and_the_current_turn_in_its_own_field() {
+        let messages = history();
         let options = RequestOptions::default();
         let request = ChatRequest {
             model: "m",
             messages: &messages,
             tools: &[],
             options: &options,
-            reasoning_from: 3,
         };
         let body = body(&request, false);
         let sent = body["messages"].as_array().unwrap();
-        assert_eq!(
-            sent[1],
-            json!({"role": "assistant", "content": "a1", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
-        );
-        assert_eq!(sent[4]["reasoning_content"], "r2");
-        assert_eq!(sent[4], serde_json::to_value(&messages[4]).unwrap());
+        // The turn that called tools keeps all its reasoning (DeepSeek requires it).
+        assert_eq!(sent[1], serde_json::to_value(&messages[1]).unwrap());
+        assert_eq!(sent[3]["reasoning_content"], "r1b");
+        // An earlier turn without tool calls is sent without it.
+        assert_eq!(sent[5], json!({"role": "assistant", "content": "a2"}));
+        // The current turn keeps it, under the name the server used, and only that name.
+        assert_eq!(sent[7]["reasoning"], "r3");
+        assert!(sent[7].get("reasoning_content").is_none());
         assert_eq!(body["stream"], false);
         assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn reasoning_echo_never_sends_no_reasoning() {
+        let messages = history();
+        let options = RequestOptions::default();
+        let request = ChatRequest {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        let body = body_with(&request, false, ReasoningEcho::Never);
+        for message in body["messages"].as_array().unwrap() {
+            assert!(message.get("reasoning").is_none(), "{message}");
+            assert!(message.get("reasoning_content").is_none(), "{message}");
+        }
+        assert_eq!(body["messages"][1]["tool_calls"][0]["id"], "c1");
+    }
+
+    #[test]
+    fn stream_options_are_not_sent_without_stream() {
+        let messages = vec![OpenaiChatMessage::user_text("q")];
+        let options = RequestOptions {
+            stream_options: Some(StreamOptions {
+                include_usage: Some(true),
+            }),
+            ..RequestOptions::default()
+        };
+        let request = ChatRequest {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        assert!(body(&request, false).get("stream_options").is_none());
+        assert_eq!(
+            body(&request, true)["stream_options"],
+            json!({"include_usage": true})
+        );
     }
 
     #[test]
@@ -166,7 +250,6 @@ mod tests {
             messages: &messages,
             tools: &[],
             options: &options,
-            reasoning_from: 0,
         };
         let sent = body(&request, true);
         assert_eq!(sent["stream"], true);
@@ -179,7 +262,6 @@ mod tests {
             messages: &messages,
             tools: &[],
             options: &options,
-            reasoning_from: 0,
         };
         assert_eq!(
             body(&request, true)["stream_options"],
@@ -201,7 +283,6 @@ mod tests {
             messages: &messages,
             tools: &[],
             options: &options,
-            reasoning_from: 0,
         };
         let sent = body(&request, false);
         assert!(sent.get("tool_choice").is_none());

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{error_object_message, status_error, truncate};
-use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, Usage};
+use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
 use crate::tools::registry::generate_call_id;
 
 /// Parse a successful (HTTP 200) completion body.
@@ -74,11 +74,17 @@ pub(crate) fn response_deltas(response: ChatResponse) -> Vec<ModelDelta> {
         content,
         refusal,
         reasoning_content,
+        reasoning,
         tool_calls,
         ..
     } = response.message
     {
-        deltas.extend(reasoning_content.map(ModelDelta::Reasoning));
+        let reasoning = match (reasoning_content, reasoning) {
+            (Some(text), _) => Some((text, ReasoningField::ReasoningContent)),
+            (None, Some(text)) => Some((text, ReasoningField::Reasoning)),
+            (None, None) => None,
+        };
+        deltas.extend(reasoning.map(|(text, field)| ModelDelta::Reasoning { text, field }));
         deltas.extend(content.map(ModelDelta::Text));
         deltas.extend(refusal.map(ModelDelta::Refusal));
         for (index, call) in (0u32..).zip(tool_calls) {

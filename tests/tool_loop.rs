@@ -316,6 +316,26 @@ async fn criterion_11_max_turns_ends_with_a_typed_error_and_a_history_valid_to_c
 }
 
 #[tokio::test]
+async fn max_turns_zero_makes_no_request_and_the_error_history_matches_messages() {
+    let model = ScriptedModel::new().reply_text("never asked");
+    let mut config = CycleConfig::new("m");
+    config.max_turns = Some(0);
+    let mut cycle = LlmCycle::new(model.clone(), config).with_system_prompt("sys");
+    let error = cycle
+        .submit_with_tools("hi".into(), &registry())
+        .await
+        .unwrap_err();
+    match &error {
+        LlmError::MaxTurnsExceeded { turns: 0, history } => {
+            assert_eq!(history.as_slice(), cycle.messages());
+        }
+        other => panic!("expected MaxTurnsExceeded, got {other}"),
+    }
+    assert_eq!(cycle.messages().len(), 1);
+    assert!(model.requests().is_empty());
+}
+
+#[tokio::test]
 async fn max_turns_defaults_to_ten() {
     let model = ScriptedModel::from_fn(|request| {
         let n = request.messages.len();

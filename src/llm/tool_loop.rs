@@ -298,7 +298,9 @@ impl LlmCycle {
                 }
             }
 
-            let snapshot = history.messages.clone();
+            // What the history holds once the guard drops the uncommitted rest (with
+            // `max_turns: Some(0)` that is the prompt): the error and `messages()` agree.
+            let snapshot = history.messages[..history.committed].to_vec();
             yield LoopItem::Failed(LlmError::MaxTurnsExceeded { turns: max_turns, history: snapshot });
         }
     }
@@ -310,13 +312,13 @@ async fn blocking_request(
     config: &CycleConfig,
     request: ChatRequest<'_>,
 ) -> Result<ChatResponse, LlmError> {
-    let deadline = config
-        .request_timeout
-        .map(|limit| (tokio::time::Instant::now() + limit, limit));
+    // Each attempt gets its own deadline: a backoff may be longer than the limit.
     config
         .retry
         .run(|| async move {
-            let deadline = deadline.map(|(_, limit)| (tokio::time::Instant::now() + limit, limit));
+            let deadline = config
+                .request_timeout
+                .map(|limit| (tokio::time::Instant::now() + limit, limit));
             with_deadline(deadline, model.chat(request)).await
         })
         .await

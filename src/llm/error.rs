@@ -58,6 +58,8 @@ pub enum LlmError {
         status: u16,
         /// How many retries were made.
         retries: u32,
+        /// The last `Retry-After` the server asked for (503 "overloaded" replies send one).
+        retry_after: Option<Duration>,
         /// The server's error message.
         message: String,
     },

@@ -51,9 +51,13 @@ impl RetryPolicy {
     }
 
     /// The wait before retry number `attempt` (1-based): the server's `Retry-After` if it gave
-    /// one (capped at `max_backoff`), else exponential backoff with full jitter.
+    /// one with a 429 or 5xx (capped at `max_backoff`), else exponential backoff with full jitter.
     pub fn backoff(&self, attempt: u32, error: &LlmError) -> Duration {
         if let LlmError::RateLimited {
+            retry_after: Some(after),
+            ..
+        }
+        | LlmError::Server {
             retry_after: Some(after),
             ..
         } = error
@@ -105,10 +109,14 @@ fn with_retries(error: LlmError, count: u32) -> LlmError {
             message,
         },
         LlmError::Server {
-            status, message, ..
+            status,
+            retry_after,
+            message,
+            ..
         } => LlmError::Server {
             status,
             retries: count,
+            retry_after,
             message,
         },
         LlmError::Connection { message, .. } => LlmError::Connection {
@@ -138,6 +146,20 @@ mod tests {
             message: String::new(),
         };
         assert_eq!(policy.backoff(1, &error), policy.max_backoff);
+    }
+
+    #[test]
+    fn a_5xx_retry_after_is_honoured() {
+        let error = LlmError::Server {
+            status: 503,
+            retries: 0,
+            retry_after: Some(Duration::from_secs(7)),
+            message: String::new(),
+        };
+        assert_eq!(
+            RetryPolicy::default().backoff(1, &error),
+            Duration::from_secs(7)
+        );
     }
 
     #[test]
@@ -194,6 +216,7 @@ mod tests {
                     Err(LlmError::Server {
                         status: 503,
                         retries: 0,
+                        retry_after: None,
                         message: "down".into(),
                     })
                 }

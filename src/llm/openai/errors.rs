@@ -43,6 +43,7 @@ pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &[u8]) -> Llm
         500..=599 => LlmError::Server {
             status,
             retries: 0,
+            retry_after: retry_after(headers),
             message,
         },
         _ => LlmError::Http { status, message },
@@ -231,6 +232,18 @@ mod tests {
                 retries: 0,
                 ..
             }
+        ));
+    }
+
+    #[test]
+    fn a_503_keeps_its_retry_after() {
+        assert!(matches!(
+            status_error(503, &headers(&[("retry-after", "5")]), b"overloaded"),
+            LlmError::Server {
+                status: 503,
+                retry_after: Some(wait),
+                ..
+            } if wait == Duration::from_secs(5)
         ));
     }
 

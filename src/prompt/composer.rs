@@ -68,23 +68,28 @@ impl PromptComposer {
         Ok(())
     }
 
-    /// Insert a new section before the section `before`.
+    /// Insert a section right before the section `before`; a section already named `name`
+    /// moves there. On error the composer is unchanged.
     pub fn insert_before(
         &mut self,
         before: &str,
         name: impl Into<String>,
         template: &str,
     ) -> Result<(), PromptError> {
-        let index = self
-            .position(before)
-            .ok_or_else(|| PromptError::UnknownSection(before.to_owned()))?;
+        let unknown = || PromptError::UnknownSection(before.to_owned());
         let name = name.into();
+        let template = PromptTemplate::new(template)?;
+        let at = self.position(before).ok_or_else(unknown)?;
+        if name == before {
+            self.sections[at].1 = template;
+            return Ok(());
+        }
         if let Some(existing) = self.position(&name) {
             self.sections.remove(existing);
         }
-        let index = index.min(self.sections.len());
-        self.sections
-            .insert(index, (name, PromptTemplate::new(template)?));
+        // Looked up after the removal, which may have shifted it.
+        let index = self.position(before).ok_or_else(unknown)?;
+        self.sections.insert(index, (name, template));
         Ok(())
     }
 
@@ -110,15 +115,18 @@ impl PromptComposer {
     /// Render every section with `variables` and join them. Pass the result to
     /// [`crate::llm::LlmCycle::set_system_prompt`].
     pub fn render<S: Serialize>(&self, variables: &S) -> Result<String, PromptError> {
-        let mut parts = Vec::with_capacity(self.sections.len());
+        let mut prompt = String::new();
         for (_, template) in &self.sections {
             let text = template.render(variables)?;
             let text = text.trim();
             if !text.is_empty() {
-                parts.push(text.to_owned());
+                if !prompt.is_empty() {
+                    prompt.push_str(&self.separator);
+                }
+                prompt.push_str(text);
             }
         }
-        Ok(parts.join(&self.separator))
+        Ok(prompt)
     }
 
     fn position(&self, name: &str) -> Option<usize> {
@@ -155,6 +163,42 @@ mod tests {
         assert!(
             matches!(composer.replace("x", "y"), Err(PromptError::UnknownSection(name)) if name == "x")
         );
+    }
+
+    #[test]
+    fn insert_before_moves_an_existing_section_right_before_the_other() {
+        let mut composer = PromptComposer::new()
+            .section("a", "A")
+            .unwrap()
+            .section("b", "B")
+            .unwrap()
+            .section("c", "C")
+            .unwrap();
+        composer.insert_before("c", "a", "A2").unwrap();
+        assert_eq!(composer.names(), vec!["b", "a", "c"]);
+        composer.insert_before("b", "c", "C").unwrap();
+        assert_eq!(composer.names(), vec!["c", "b", "a"]);
+        assert_eq!(composer.render(&json!({})).unwrap(), "C\n\nB\n\nA2");
+    }
+
+    #[test]
+    fn a_failed_insert_before_leaves_the_composer_unchanged() {
+        let mut composer = PromptComposer::new()
+            .section("a", "A")
+            .unwrap()
+            .section("b", "B")
+            .unwrap();
+        assert!(matches!(
+            composer.insert_before("b", "a", "{{ unclosed"),
+            Err(PromptError::Syntax(_))
+        ));
+        assert!(matches!(
+            composer.insert_before("x", "a", "A"),
+            Err(PromptError::UnknownSection(name)) if name == "x"
+        ));
+        assert_eq!(composer.names(), vec!["a", "b"]);
+        composer.insert_before("b", "b", "B2").unwrap();
+        assert_eq!(composer.render(&json!({})).unwrap(), "A\n\nB2");
     }
 
     #[test]

@@ -108,18 +108,24 @@ impl Serialize for WireMessages<'_> {
                     OpenaiChatMessage::Assistant {
                         content,
                         refusal,
+                        reasoning_content,
+                        reasoning,
                         tool_calls,
                         name,
-                        ..
-                    } if !keep_reasoning && message.reasoning().is_some() => {
-                        seq.serialize_element(&AssistantWithoutReasoning {
-                            role: "assistant",
-                            content: content.as_deref(),
-                            refusal: refusal.as_deref(),
-                            tool_calls,
-                            name: name.as_deref(),
-                        })?;
-                    }
+                    } => seq.serialize_element(&WireAssistant {
+                        role: "assistant",
+                        // OpenAI requires `content` unless there are tool calls: a reply that
+                        // was empty (or only reasoning) goes back as "" rather than null.
+                        content: match content {
+                            None if tool_calls.is_empty() => Some(""),
+                            content => content.as_deref(),
+                        },
+                        refusal: refusal.as_deref(),
+                        reasoning_content: reasoning_content.as_deref().filter(|_| keep_reasoning),
+                        reasoning: reasoning.as_deref().filter(|_| keep_reasoning),
+                        tool_calls,
+                        name: name.as_deref(),
+                    })?,
                     other => seq.serialize_element(other)?,
                 }
             }
@@ -129,13 +135,17 @@ impl Serialize for WireMessages<'_> {
     }
 }
 
-/// The wire form of [`OpenaiChatMessage::Assistant`] without its reasoning fields.
+/// The wire form of [`OpenaiChatMessage::Assistant`], borrowed.
 #[derive(Serialize)]
-struct AssistantWithoutReasoning<'a> {
+struct WireAssistant<'a> {
     role: &'static str,
     content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     refusal: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<&'a str>,
     #[serde(skip_serializing_if = "<[ToolCall]>::is_empty")]
     tool_calls: &'a [ToolCall],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -199,6 +209,30 @@ mod tests {
         assert!(sent[7].get("reasoning_content").is_none());
         assert_eq!(body["stream"], false);
         assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn an_assistant_message_without_text_or_tool_calls_sends_empty_content_not_null() {
+        let mut empty = OpenaiChatMessage::assistant_text("");
+        if let OpenaiChatMessage::Assistant { content, .. } = &mut empty {
+            *content = None;
+        }
+        let calls =
+            OpenaiChatMessage::assistant_tool_calls(None, vec![ToolCall::new("c1", "f", "{}")]);
+        let messages = vec![OpenaiChatMessage::user_text("q"), empty, calls];
+        let options = RequestOptions::default();
+        let request = ChatRequest {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        let body = body(&request, false);
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "assistant", "content": ""})
+        );
+        assert_eq!(body["messages"][2]["content"], Value::Null);
     }
 
     #[test]

@@ -773,6 +773,15 @@ async fn a_server_that_ignores_stream_true_is_replayed_as_a_stream() {
 /// A raw HTTP/1.1 server that answers one request with the SSE `first` chunk, then either
 /// stalls (`then_close: false`) or drops the connection mid-body.
 async fn stalling_server(first: &'static str, then_close: bool) -> String {
+    stalling_server_with("text/event-stream", first, then_close).await
+}
+
+/// [`stalling_server`] with another content type.
+async fn stalling_server_with(
+    content_type: &'static str,
+    first: &'static str,
+    then_close: bool,
+) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -796,7 +805,9 @@ async fn stalling_server(first: &'static str, then_close: bool) -> String {
                 }
             }
         }
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n"
+        );
         let chunk = format!("{:x}\r\n{first}\r\n", first.len());
         socket.write_all(head.as_bytes()).await.unwrap();
         socket.write_all(chunk.as_bytes()).await.unwrap();
@@ -834,6 +845,36 @@ async fn a_stalled_http_stream_ends_with_an_idle_timeout() {
     assert_eq!(
         outcome.response,
         Err("timed out: waiting for the next stream chunk took longer than 200ms".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_json_reply_to_a_stream_request_that_stalls_hits_the_request_timeout() {
+    // The server ignores `"stream": true`, sends JSON headers and part of the body, then stalls.
+    let base_url = stalling_server_with("application/json", "{\"id\":", false).await;
+    let client = OpenAiClient::new(
+        OpenAiConfig::new(base_url).with_request_timeout(Duration::from_millis(200)),
+    )
+    .unwrap();
+    let messages = [OpenaiChatMessage::user_text("hi")];
+    let options = RequestOptions::default();
+    // The guard only turns a hang (the stall lasts 60 s) into a failure.
+    let result = tokio::time::timeout(
+        Duration::from_secs(30),
+        client.chat_stream(request(&messages, &[], &options)),
+    )
+    .await
+    .expect("the body read was not bounded by the request timeout");
+    assert!(
+        matches!(
+            result,
+            Err(LlmError::Timeout {
+                what: TimeoutKind::Request,
+                ..
+            })
+        ),
+        "{:?}",
+        result.err()
     );
 }
 

@@ -309,6 +309,23 @@ impl OpenAiClient {
         Err(errors::status_error(status.as_u16(), &headers, &body))
     }
 
+    /// Read a whole (non-streamed) body within what is left of the request limit.
+    async fn read_body(
+        &self,
+        response: reqwest::Response,
+        started: tokio::time::Instant,
+    ) -> Result<bytes::Bytes, LlmError> {
+        let limit = self.config.request_timeout;
+        match tokio::time::timeout(limit.saturating_sub(started.elapsed()), response.bytes()).await
+        {
+            Ok(result) => result.map_err(|error| self.send_error(&error)),
+            Err(_) => Err(LlmError::Timeout {
+                what: TimeoutKind::Request,
+                limit,
+            }),
+        }
+    }
+
     fn send_error(&self, error: &reqwest::Error) -> LlmError {
         errors::send_error(
             error,
@@ -348,31 +365,17 @@ impl ChatModel for OpenAiClient {
         let body = request::request_body(&request, false, self.config.reasoning_echo)?;
         let started = tokio::time::Instant::now();
         let response = self.send(body, "application/json").await?;
-        let remaining = self
-            .config
-            .request_timeout
-            .saturating_sub(started.elapsed());
-        let body = match tokio::time::timeout(remaining, response.bytes()).await {
-            Ok(result) => result.map_err(|error| self.send_error(&error))?,
-            Err(_) => {
-                return Err(LlmError::Timeout {
-                    what: TimeoutKind::Request,
-                    limit: self.config.request_timeout,
-                });
-            }
-        };
+        let body = self.read_body(response, started).await?;
         response::parse_completion(&body)
     }
 
     async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
         let body = request::request_body(&request, true, self.config.reasoning_echo)?;
+        let started = tokio::time::Instant::now();
         let response = self.send(body, "text/event-stream").await?;
         if is_json(&response) {
             // The server ignored `"stream": true` and sent one JSON reply; replay it as deltas.
-            let body = response
-                .bytes()
-                .await
-                .map_err(|error| self.send_error(&error))?;
+            let body = self.read_body(response, started).await?;
             let deltas = response::response_deltas(response::parse_completion(&body)?);
             return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
         }

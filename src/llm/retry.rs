@@ -8,7 +8,8 @@ use crate::llm::error::{LlmError, TimeoutKind};
 /// When and how often a failed model request is retried.
 ///
 /// Retried: 408, 409, 429, 5xx, connection errors and request timeouts. Never retried: 400, 401,
-/// 403, 404, 422, a context-length error, or an error after a stream has started.
+/// 403, 404, 422, a context-length error, a 429 for an exhausted quota (`insufficient_quota`),
+/// or an error after a stream has started. A `Retry-After` sent with a 429 or 5xx sets the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt (0 = no retry).

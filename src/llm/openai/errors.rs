@@ -31,6 +31,9 @@ pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &[u8]) -> Llm
     let (message, code) = server_message(body);
     match status {
         401 | 403 => LlmError::Authentication { status, message },
+        // OpenAI's "You exceeded your current quota" is a billing state, not a rate limit:
+        // retrying cannot help, so it is not a `RateLimited` (which is retried).
+        429 if code.as_deref() == Some("insufficient_quota") => LlmError::Http { status, message },
         429 => LlmError::RateLimited {
             retry_after: retry_after(headers),
             retries: 0,
@@ -232,6 +235,22 @@ mod tests {
                 retries: 0,
                 ..
             }
+        ));
+    }
+
+    #[test]
+    fn an_exhausted_quota_429_is_not_a_retryable_rate_limit() {
+        let body = br#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+        let error = status_error(429, &HeaderMap::new(), body);
+        assert!(
+            matches!(&error, LlmError::Http { status: 429, message } if message.contains("quota")),
+            "{error:?}"
+        );
+        assert!(!crate::llm::RetryPolicy::is_retryable(&error));
+        let plain = br#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#;
+        assert!(matches!(
+            status_error(429, &HeaderMap::new(), plain),
+            LlmError::RateLimited { .. }
         ));
     }
 

@@ -31,8 +31,8 @@ pub struct StreamAssembler {
     model: Option<String>,
     text: String,
     reasoning: String,
-    /// The field the first reasoning piece arrived in.
-    reasoning_field: ReasoningField,
+    /// The field reasoning arrived in (the first with text; else the first, even empty).
+    reasoning_field: Option<ReasoningField>,
     refusal: String,
     calls: Vec<PartialCall>,
     current: Option<usize>,
@@ -66,9 +66,12 @@ impl StreamAssembler {
                 }
             }
             ModelDelta::Reasoning { text, field } => {
-                if !text.is_empty() {
+                if text.is_empty() {
+                    // An empty field still says the server has one (see `finish`).
+                    self.reasoning_field.get_or_insert(field);
+                } else {
                     if self.reasoning.is_empty() {
-                        self.reasoning_field = field;
+                        self.reasoning_field = Some(field);
                     }
                     self.reasoning.push_str(&text);
                     out.push(StreamEvent::ReasoningDelta { text });
@@ -194,10 +197,15 @@ impl StreamAssembler {
             }
             other => other,
         };
-        let reasoning = (!self.reasoning.is_empty()).then_some(self.reasoning);
-        let (reasoning_content, reasoning) = match self.reasoning_field {
-            ReasoningField::ReasoningContent => (reasoning, None),
-            ReasoningField::Reasoning => (None, reasoning),
+        // A tool-calling message keeps even an empty reasoning field: DeepSeek's thinking mode
+        // answers 400 when a tool-calling assistant message comes back without it.
+        let field = self
+            .reasoning_field
+            .filter(|_| !self.reasoning.is_empty() || !tool_calls.is_empty());
+        let (reasoning_content, reasoning) = match field {
+            Some(ReasoningField::ReasoningContent) => (Some(self.reasoning), None),
+            Some(ReasoningField::Reasoning) => (None, Some(self.reasoning)),
+            None => (None, None),
         };
         Ok(ChatResponse {
             message: OpenaiChatMessage::Assistant {
@@ -329,6 +337,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_empty_reasoning_field_is_kept_on_a_tool_calling_message_only() {
+        let empty = || ModelDelta::Reasoning {
+            text: String::new(),
+            field: ReasoningField::ReasoningContent,
+        };
+        let response = assemble(vec![
+            empty(),
+            call(Some(0), Some("a"), Some("f"), "{}"),
+            ModelDelta::Finish(FinishReason::ToolCalls),
+        ]);
+        assert_eq!(response.message.reasoning(), Some(""));
+        let json = serde_json::to_value(&response.message).unwrap();
+        assert_eq!(json["reasoning_content"], "");
+        let response = assemble(vec![
+            empty(),
+            ModelDelta::Text("hi".into()),
+            ModelDelta::Finish(FinishReason::Stop),
+        ]);
+        assert_eq!(response.message.reasoning(), None);
     }
 
     #[test]

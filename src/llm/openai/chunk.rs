@@ -22,6 +22,8 @@ use crate::llm::types::{FinishReason, ReasoningField, Usage};
 pub(crate) struct ChunkDecoder {
     sent_id: bool,
     sent_model: bool,
+    /// Whether a reasoning delta (possibly empty) has been passed on.
+    sent_reasoning: bool,
     finished: bool,
 }
 
@@ -122,7 +124,7 @@ impl ChunkDecoder {
             .find(|choice| choice.index.unwrap_or(0) == 0)
         {
             if let Some(delta) = choice.delta {
-                push_delta(delta, out);
+                push_delta(delta, &mut self.sent_reasoning, out);
             }
             if let Some(reason) = choice.finish_reason.filter(|reason| !reason.is_empty()) {
                 self.finished = true;
@@ -159,13 +161,17 @@ impl ChunkDecoder {
     }
 }
 
-fn push_delta(delta: Delta, out: &mut VecDeque<ModelDelta>) {
+fn push_delta(delta: Delta, sent_reasoning: &mut bool, out: &mut VecDeque<ModelDelta>) {
     let reasoning = match (delta.reasoning_content, delta.reasoning) {
         (Some(text), _) if !text.is_empty() => Some((text, ReasoningField::ReasoningContent)),
         (_, Some(text)) if !text.is_empty() => Some((text, ReasoningField::Reasoning)),
+        // An empty field is passed on once: the field's presence matters (see StreamAssembler).
+        (Some(_), _) if !*sent_reasoning => Some((String::new(), ReasoningField::ReasoningContent)),
+        (_, Some(_)) if !*sent_reasoning => Some((String::new(), ReasoningField::Reasoning)),
         _ => None,
     };
     if let Some((text, field)) = reasoning {
+        *sent_reasoning = true;
         out.push_back(ModelDelta::Reasoning { text, field });
     }
     if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
@@ -317,6 +323,23 @@ mod tests {
                 text: "r".into(),
                 field: ReasoningField::Reasoning
             }]
+        );
+    }
+
+    #[test]
+    fn an_empty_reasoning_field_is_passed_on_once() {
+        let chunk = r#"{"choices":[{"index":0,"delta":{"content":"a","reasoning_content":""}}]}"#;
+        let deltas = decode(&[chunk, chunk]).unwrap();
+        assert_eq!(
+            deltas,
+            vec![
+                ModelDelta::Reasoning {
+                    text: String::new(),
+                    field: ReasoningField::ReasoningContent
+                },
+                ModelDelta::Text("a".into()),
+                ModelDelta::Text("a".into()),
+            ]
         );
     }
 

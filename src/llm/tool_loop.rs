@@ -95,7 +95,7 @@ impl LlmCycle {
                             let mut completed = registry.invoke_stream(pending.iter().map(ToolCallRequest::from).collect());
                             while let Some((index, invocation)) = completed.next().await {
                                 let content = registry.model_content(&invocation);
-                                let event = completed_event(&invocation, &content);
+                                let event = completed_event(invocation, &content);
                                 answers[index] = Some(truncate_for_model(content, config.tool_output_limit));
                                 unfinished -= 1;
                                 if unfinished == 0 {
@@ -298,7 +298,7 @@ impl LlmCycle {
                     let mut completed = registry.invoke_stream(runnable);
                     while let Some((index, invocation)) = completed.next().await {
                         let content = registry.model_content(&invocation);
-                        let event = completed_event(&invocation, &content);
+                        let event = completed_event(invocation, &content);
                         answers[positions[index]] = Some(truncate_for_model(content, config.tool_output_limit));
                         unfinished -= 1;
                         if unfinished == 0 {
@@ -442,15 +442,18 @@ fn parse_input(arguments: &str) -> Value {
     serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
 }
 
-fn completed_event(invocation: &ToolInvocation, content: &str) -> StreamEvent {
+/// The event for a finished call; takes the invocation so its (possibly large) output moves
+/// into the event instead of being copied.
+fn completed_event(invocation: ToolInvocation, content: &str) -> StreamEvent {
+    let is_error = invocation.is_error();
     StreamEvent::ToolExecutionCompleted {
-        id: invocation.id.clone(),
-        tool_name: invocation.tool_name.clone(),
-        output: match &invocation.output {
-            Ok(value) => value.clone(),
+        id: invocation.id,
+        tool_name: invocation.tool_name,
+        output: match invocation.output {
+            Ok(value) => value,
             Err(_) => Value::String(content.to_owned()),
         },
-        is_error: invocation.is_error(),
+        is_error,
         duration_ms: u64::try_from(invocation.duration.as_millis()).unwrap_or(u64::MAX),
     }
 }

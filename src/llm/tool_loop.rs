@@ -90,25 +90,21 @@ impl LlmCycle {
                             });
                         }
                         let mut answers: Vec<Option<String>> = vec![None; pending.len()];
-                        let mut unfinished = pending.len();
                         {
                             let mut completed = registry.invoke_stream(pending.iter().map(ToolCallRequest::from).collect());
                             while let Some((index, invocation)) = completed.next().await {
                                 let content = registry.model_content(&invocation);
                                 let event = completed_event(invocation, &content);
                                 answers[index] = Some(truncate_for_model(content, config.tool_output_limit));
-                                unfinished -= 1;
-                                if unfinished == 0 {
-                                    // The earlier turn is now complete; committed before the
-                                    // last event so a consumer that stops there keeps it.
-                                    commit_turn(&mut history, None, &pending, std::mem::take(&mut answers));
-                                }
                                 yield LoopItem::Event(event);
                             }
                         }
-                        if unfinished != 0 {
-                            commit_turn(&mut history, None, &pending, answers);
+                        for (call, answer) in pending.iter().zip(answers) {
+                            let answer = answer.unwrap_or_else(|| "Error: the tool produced no result".to_owned());
+                            history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
                         }
+                        // The earlier turn is now complete.
+                        history.commit();
                     }
                     _ => {
                         for call in &pending {
@@ -263,20 +259,19 @@ impl LlmCycle {
 
                 // Run the calls concurrently; report each as it finishes, answer in call order.
                 let mut answers: Vec<Option<String>> = vec![None; calls.len()];
-                let mut blocked_events = Vec::new();
                 let mut runnable = Vec::new();
                 let mut positions = Vec::new();
-                for (position, (call, block)) in calls.iter().zip(blocked).enumerate() {
-                    match block {
+                for (position, call) in calls.iter().enumerate() {
+                    match &blocked[position] {
                         Some(message) => {
-                            blocked_events.push(StreamEvent::ToolExecutionCompleted {
+                            answers[position] = Some(message.clone());
+                            yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
                                 id: call.id.clone(),
                                 tool_name: call.function.name.clone(),
                                 output: Value::String(message.clone()),
                                 is_error: true,
                                 duration_ms: 0,
                             });
-                            answers[position] = Some(message);
                         }
                         None => {
                             runnable.push(ToolCallRequest::from(call));
@@ -284,31 +279,22 @@ impl LlmCycle {
                         }
                     }
                 }
-                // The turn is committed before its last completion event is yielded: a consumer
-                // that stops reading after that event keeps the turn whose tools all ran.
-                let mut unfinished = runnable.len();
-                let mut assistant = Some(response.message);
-                if unfinished == 0 {
-                    commit_turn(&mut history, assistant.take(), &calls, std::mem::take(&mut answers));
-                }
-                for event in blocked_events {
-                    yield LoopItem::Event(event);
-                }
                 {
                     let mut completed = registry.invoke_stream(runnable);
                     while let Some((index, invocation)) = completed.next().await {
                         let content = registry.model_content(&invocation);
                         let event = completed_event(invocation, &content);
                         answers[positions[index]] = Some(truncate_for_model(content, config.tool_output_limit));
-                        unfinished -= 1;
-                        if unfinished == 0 {
-                            commit_turn(&mut history, assistant.take(), &calls, std::mem::take(&mut answers));
-                        }
                         yield LoopItem::Event(event);
                     }
                 }
-                // Defensive: a registry that reported fewer completions than calls.
-                commit_turn(&mut history, assistant.take(), &calls, answers);
+
+                history.push(response.message);
+                for (call, answer) in calls.iter().zip(answers) {
+                    let answer = answer.unwrap_or_else(|| "Error: the tool produced no result".to_owned());
+                    history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
+                }
+                history.commit();
                 if let Some(relaxed) = &relaxed {
                     options = relaxed;
                 }
@@ -320,28 +306,6 @@ impl LlmCycle {
             yield LoopItem::Failed(LlmError::MaxTurnsExceeded { turns: max_turns, history: snapshot });
         }
     }
-}
-
-/// Push a tool turn — the assistant message (unless already in the history) and one `tool`
-/// message per call, in call order — and commit it. Does nothing once `answers` were taken
-/// (empty) and the assistant message was pushed.
-fn commit_turn(
-    history: &mut History<'_>,
-    assistant: Option<OpenaiChatMessage>,
-    calls: &[ToolCall],
-    answers: Vec<Option<String>>,
-) {
-    if assistant.is_none() && answers.is_empty() {
-        return;
-    }
-    if let Some(assistant) = assistant {
-        history.push(assistant);
-    }
-    for (call, answer) in calls.iter().zip(answers) {
-        let answer = answer.unwrap_or_else(|| "Error: the tool produced no result".to_owned());
-        history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
-    }
-    history.commit();
 }
 
 /// A non-streaming request with retries and the request deadline.

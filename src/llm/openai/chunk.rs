@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
-use crate::llm::openai::errors::{error_object_message, truncate};
+use crate::llm::openai::errors::{stream_error, truncate};
 use crate::llm::types::{FinishReason, ReasoningField, Usage};
 
 /// Per-stream state of the chunk decoder.
@@ -113,7 +113,7 @@ impl ChunkDecoder {
             ))
         })?;
         if let Some(error) = chunk.error.as_ref().filter(|error| !error.is_null()) {
-            return Err(LlmError::Stream(error_object_message(error)));
+            return Err(stream_error(error));
         }
         self.meta(chunk.id, chunk.model, out);
         // Only the first choice is used (`n` > 1 is not supported by the assembler).

@@ -14,7 +14,7 @@ use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::model::{ModelDelta, ModelStream};
 use crate::llm::openai::body::{BodyError, BodyReader};
 use crate::llm::openai::chunk::ChunkDecoder;
-use crate::llm::openai::errors::{error_chain, error_object_message, truncate};
+use crate::llm::openai::errors::{error_chain, stream_error, truncate};
 
 /// Decode an OpenAI-compatible SSE body into a [`ModelStream`].
 ///
@@ -77,7 +77,7 @@ impl DeltaStream {
         };
         let data = data.trim();
         if event.event.as_deref() == Some("error") {
-            return Err(LlmError::Stream(error_event_message(data)));
+            return Err(error_event(data));
         }
         if data == "[DONE]" {
             return Ok(true);
@@ -90,11 +90,11 @@ impl DeltaStream {
     }
 }
 
-/// The message of an `event: error` payload (JSON error object or plain text).
-fn error_event_message(data: &str) -> String {
+/// The error of an `event: error` payload (JSON error object or plain text).
+fn error_event(data: &str) -> LlmError {
     match serde_json::from_str::<serde_json::Value>(data) {
-        Ok(value) => error_object_message(value.get("error").unwrap_or(&value)),
-        Err(_) => truncate(data),
+        Ok(value) => stream_error(value.get("error").unwrap_or(&value)),
+        Err(_) => LlmError::Stream(truncate(data)),
     }
 }
 

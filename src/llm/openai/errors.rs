@@ -66,6 +66,22 @@ pub(crate) fn error_object_message(error: &Value) -> String {
     }
 }
 
+/// The typed error for an error object inside a stream (an `{"error": ...}` chunk, an
+/// `event: error`, llama.cpp's `error:` line): [`LlmError::ContextLengthExceeded`] when it says
+/// the prompt does not fit (llama.cpp reports that mid-stream), else [`LlmError::Stream`].
+pub(crate) fn stream_error(error: &Value) -> LlmError {
+    let message = error_object_message(error);
+    let code = ["code", "type"]
+        .iter()
+        .filter_map(|key| error.get(key).and_then(Value::as_str))
+        .find(|code| is_context_length("", Some(code)));
+    if is_context_length(&message, code) {
+        LlmError::ContextLengthExceeded { message }
+    } else {
+        LlmError::Stream(message)
+    }
+}
+
 /// Whether an error message or code says the context window was exceeded.
 pub(crate) fn is_context_length(message: &str, code: Option<&str>) -> bool {
     let message = message.to_ascii_lowercase();
@@ -251,6 +267,24 @@ mod tests {
         assert!(matches!(
             status_error(429, &HeaderMap::new(), plain),
             LlmError::RateLimited { .. }
+        ));
+    }
+
+    #[test]
+    fn a_context_length_error_inside_a_stream_keeps_its_kind() {
+        let llama = serde_json::json!({"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"});
+        assert!(matches!(
+            stream_error(&llama),
+            LlmError::ContextLengthExceeded { message } if message.contains("context size")
+        ));
+        let coded = serde_json::json!({"message": "too long", "code": "context_length_exceeded"});
+        assert!(matches!(
+            stream_error(&coded),
+            LlmError::ContextLengthExceeded { .. }
+        ));
+        assert!(matches!(
+            stream_error(&serde_json::json!({"message": "overloaded"})),
+            LlmError::Stream(message) if message == "overloaded"
         ));
     }
 

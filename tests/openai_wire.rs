@@ -344,7 +344,11 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     let mut stream = decode_stream(bytes, Some(Duration::from_secs(30)));
     assert!(matches!(stream.next().await, Some(Ok(_))));
     match stream.next().await {
-        Some(Err(LlmError::Timeout { what, limit })) => {
+        Some(Err(LlmError::Timeout {
+            what,
+            limit,
+            retries: 0,
+        })) => {
             assert_eq!(what, TimeoutKind::StreamIdle);
             assert_eq!(limit, Duration::from_secs(30));
         }

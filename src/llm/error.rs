@@ -64,12 +64,14 @@ pub enum LlmError {
         message: String,
     },
     /// Connecting, the whole request, or the wait for the next stream chunk took too long.
-    #[error("timed out: {what} took longer than {limit:?}")]
+    #[error("timed out: {what} took longer than {limit:?}{}", retry_note(*.retries))]
     Timeout {
         /// What timed out.
         what: TimeoutKind,
         /// The limit.
         limit: Duration,
+        /// How many retries were made (connect and request timeouts are retried).
+        retries: u32,
     },
     /// The connection failed (after retries).
     #[error("connection failed after {retries} retries: {message}")]
@@ -113,6 +115,14 @@ pub enum LlmError {
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+/// `" after N retries"` when there were retries, else nothing.
+fn retry_note(retries: u32) -> String {
+    match retries {
+        0 => String::new(),
+        n => format!(" after {n} retries"),
+    }
 }
 
 /// What an [`LlmError::Timeout`] was waiting for.

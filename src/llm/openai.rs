@@ -292,6 +292,7 @@ impl OpenAiClient {
                 return Err(LlmError::Timeout {
                     what: TimeoutKind::Request,
                     limit: self.config.request_timeout,
+                    retries: 0,
                 });
             }
         };
@@ -322,6 +323,7 @@ impl OpenAiClient {
             Err(_) => Err(LlmError::Timeout {
                 what: TimeoutKind::Request,
                 limit,
+                retries: 0,
             }),
         }
     }

@@ -120,6 +120,11 @@ fn with_retries(error: LlmError, count: u32) -> LlmError {
             retry_after,
             message,
         },
+        LlmError::Timeout { what, limit, .. } => LlmError::Timeout {
+            what,
+            limit,
+            retries: count,
+        },
         LlmError::Connection { message, .. } => LlmError::Connection {
             retries: count,
             message,
@@ -147,6 +152,28 @@ mod tests {
             message: String::new(),
         };
         assert_eq!(policy.backoff(1, &error), policy.max_backoff);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeout_reports_its_retries() {
+        let result: Result<(), _> = RetryPolicy::default()
+            .run(|| async {
+                Err(LlmError::Timeout {
+                    what: TimeoutKind::Request,
+                    limit: Duration::from_secs(1),
+                    retries: 0,
+                })
+            })
+            .await;
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error, LlmError::Timeout { retries: 3, .. }),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "timed out: the request took longer than 1s after 3 retries"
+        );
     }
 
     #[test]

@@ -342,6 +342,7 @@ fn request_timeout(limit: Duration) -> LlmError {
     LlmError::Timeout {
         what: TimeoutKind::Request,
         limit,
+        retries: 0,
     }
 }
 

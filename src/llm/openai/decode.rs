@@ -105,6 +105,7 @@ fn sse_error(error: sse_stream::Error) -> LlmError {
                 BodyError::Idle(limit) => LlmError::Timeout {
                     what: TimeoutKind::StreamIdle,
                     limit,
+                    retries: 0,
                 },
                 BodyError::Transport(message) => {
                     LlmError::Stream(format!("the connection failed mid-stream: {message}"))

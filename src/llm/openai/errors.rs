@@ -176,11 +176,13 @@ pub(crate) fn send_error(
             return LlmError::Timeout {
                 what: TimeoutKind::Connect,
                 limit: connect_timeout,
+                retries: 0,
             };
         }
         return LlmError::Timeout {
             what: TimeoutKind::Request,
             limit: request_timeout,
+            retries: 0,
         };
     }
     if error.is_builder() {

@@ -826,3 +826,63 @@ async fn reasoning_is_kept_on_its_assistant_message_within_the_turn() {
         .unwrap();
     assert_eq!(model.requests()[1].messages[1].reasoning(), Some("think"));
 }
+
+#[tokio::test]
+async fn a_cancelled_turn_in_which_a_tool_already_ran_is_kept_with_the_rest_marked_cancelled() {
+    let model = ScriptedModel::new()
+        .reply_tool_calls(vec![
+            call("fast", "get_weather", r#"{"city":"Paris"}"#),
+            call("slow", "sleep", r#"{"ms":5000}"#),
+        ])
+        .reply_text("never reached");
+    let mut cycle = cycle(&model);
+    let mut registry = ToolRegistry::new();
+    registry
+        .register_all(vec![Arc::new(Weather), Arc::new(Sleep)])
+        .unwrap();
+    {
+        let mut stream = cycle
+            .submit_stream_with_tools("go".into(), &registry)
+            .await
+            .unwrap();
+        // Cancel as soon as the fast tool has finished (it ran: its effects happened).
+        while let Some(event) = stream.next().await {
+            if matches!(&event, StreamEvent::ToolExecutionCompleted { id, .. } if id == "fast") {
+                break;
+            }
+        }
+    }
+    let roles: Vec<&str> = cycle.messages().iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool"]);
+    assert_history_valid(cycle.messages());
+    assert_eq!(
+        cycle.messages()[2].text().unwrap(),
+        r#"{"city":"Paris","temperature":22}"#
+    );
+    let cancelled = cycle.messages()[3].text().unwrap();
+    assert!(cancelled.starts_with("Error: cancelled"), "{cancelled}");
+}
+
+#[tokio::test]
+async fn a_cancelled_turn_in_which_every_call_was_refused_is_dropped() {
+    let model = ScriptedModel::new()
+        .reply_tool_calls(vec![
+            call("denied", "shell", "{}"),
+            call("slow", "sleep", r#"{"ms":5000}"#),
+        ])
+        .reply_text("never reached");
+    let mut cycle = cycle(&model);
+    let registry = registry();
+    {
+        let mut stream = cycle
+            .submit_stream_with_tools("go".into(), &registry)
+            .await
+            .unwrap();
+        while let Some(event) = stream.next().await {
+            if matches!(&event, StreamEvent::ToolExecutionCompleted { id, .. } if id == "denied") {
+                break;
+            }
+        }
+    }
+    assert!(cycle.messages().is_empty(), "{:?}", cycle.messages());
+}

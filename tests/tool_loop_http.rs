@@ -1115,8 +1115,19 @@ async fn dropping_the_stream_while_a_slow_tool_runs_cancels_it_and_keeps_the_his
         dropped.load(Ordering::SeqCst),
         "the slow tool was not cancelled"
     );
+    // c3 ran, so the cancelled turn is kept: c2 is answered as cancelled, c3 with its result.
     let roles: Vec<&str> = cycle.messages().iter().map(|m| m.role()).collect();
-    assert_eq!(roles, ["user", "assistant", "tool"]);
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant", "tool", "tool"]
+    );
+    assert!(
+        cycle.messages()[4]
+            .text()
+            .unwrap()
+            .starts_with("Error: cancelled")
+    );
+    assert!(cycle.messages()[5].text().unwrap().contains("Rome"));
     assert_eq!(server.requests().len(), 2);
     // The conversation goes on; the server checks the history it receives.
     let server_2 = FakeOpenAi::by_turn(vec![Turn::text("Fine.")]).await;
@@ -1129,7 +1140,7 @@ async fn dropping_the_stream_while_a_slow_tool_runs_cancels_it_and_keeps_the_his
         .submit_with_tools("Next".into(), &registry)
         .await
         .unwrap();
-    assert_eq!(server_2.messages(0).as_array().unwrap().len(), 4);
+    assert_eq!(server_2.messages(0).as_array().unwrap().len(), 7);
 }
 
 #[tokio::test]

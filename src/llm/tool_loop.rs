@@ -17,6 +17,7 @@ use crate::llm::stream::StreamAssembler;
 use crate::llm::types::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolCall, ToolChoice, Usage,
 };
+use crate::tools::error::ToolError;
 use crate::tools::registry::{ToolCallRequest, ToolInvocation, ToolRegistry, generate_call_id};
 
 /// How a turn talks to the model.
@@ -36,11 +37,27 @@ pub(crate) enum LoopItem {
 }
 
 /// The history of one call. Messages pushed after the last `commit` are removed when the guard
-/// is dropped — on error, on cancellation (the stream dropped), on early return.
+/// is dropped — on error, on cancellation (the stream dropped), on early return — except a tool
+/// turn in which some tool already ran: its effects happened, so the turn is kept, with the
+/// calls that had not finished answered as cancelled.
 struct History<'a> {
     messages: &'a mut Vec<OpenaiChatMessage>,
     committed: usize,
+    turn: Option<ToolTurn>,
 }
+
+/// A tool turn in progress: the assistant message (`None` when it is already in the history)
+/// and an answer slot per call.
+struct ToolTurn {
+    assistant: Option<OpenaiChatMessage>,
+    ids: Vec<String>,
+    answers: Vec<Option<String>>,
+    some_tool_ran: bool,
+}
+
+/// The answer of a call that was cancelled while running.
+const CANCELLED: &str =
+    "Error: cancelled before the tool finished; whether it had any effect is unknown.";
 
 impl History<'_> {
     fn push(&mut self, message: OpenaiChatMessage) {
@@ -50,12 +67,60 @@ impl History<'_> {
     fn commit(&mut self) {
         self.committed = self.messages.len();
     }
+
+    /// Start a tool turn answering `calls` (of `assistant`, or of the last message when `None`).
+    fn begin_turn(&mut self, assistant: Option<OpenaiChatMessage>, calls: &[ToolCall]) {
+        self.turn = Some(ToolTurn {
+            assistant,
+            ids: calls.iter().map(|call| call.id.clone()).collect(),
+            answers: vec![None; calls.len()],
+            some_tool_ran: false,
+        });
+    }
+
+    /// Record the answer of the call at `position`; `ran` says whether the tool was started.
+    fn answer(&mut self, position: usize, content: String, ran: bool) {
+        if let Some(turn) = &mut self.turn {
+            turn.answers[position] = Some(content);
+            turn.some_tool_ran |= ran;
+        }
+    }
+
+    /// Push the turn (assistant message, then one tool message per call in call order) and
+    /// commit. Calls without an answer get `missing`.
+    fn finish_turn(&mut self, missing: &str) {
+        if let Some(turn) = self.turn.take() {
+            self.messages.extend(turn.assistant);
+            for (id, answer) in turn.ids.into_iter().zip(turn.answers) {
+                let answer = answer.unwrap_or_else(|| missing.to_owned());
+                self.messages
+                    .push(OpenaiChatMessage::tool_result(id, answer));
+            }
+            self.commit();
+        }
+    }
 }
 
 impl Drop for History<'_> {
     fn drop(&mut self) {
+        if self.turn.as_ref().is_some_and(|turn| turn.some_tool_ran) {
+            self.finish_turn(CANCELLED);
+        }
         self.messages.truncate(self.committed);
     }
+}
+
+/// Whether the tool of `invocation` was started (so it may have had effects), as opposed to a
+/// call refused before execution.
+fn tool_started(invocation: &ToolInvocation) -> bool {
+    !matches!(
+        invocation.output,
+        Err(ToolError::NotFound(_)
+            | ToolError::InvalidArguments(..)
+            | ToolError::PermissionDenied(..)
+            | ToolError::NotExposed { .. }
+            | ToolError::ApprovalDenied { .. })
+    )
 }
 
 impl LlmCycle {
@@ -74,7 +139,7 @@ impl LlmCycle {
         let config: &'a CycleConfig = config;
         async_stream::stream! {
             let committed = messages.len();
-            let mut history = History { messages, committed };
+            let mut history = History { messages, committed, turn: None };
             // Calls left unanswered by an earlier `submit` (which returns tool calls without running
             // them) would make every later request invalid: resuming with a registry runs them;
             // anything else answers them as not run.
@@ -89,22 +154,19 @@ impl LlmCycle {
                                 input: parse_input(&call.function.arguments),
                             });
                         }
-                        let mut answers: Vec<Option<String>> = vec![None; pending.len()];
+                        history.begin_turn(None, &pending);
                         {
                             let mut completed = registry.invoke_stream(pending.iter().map(ToolCallRequest::from).collect());
                             while let Some((index, invocation)) = completed.next().await {
                                 let content = registry.model_content(&invocation);
+                                let ran = tool_started(&invocation);
                                 let event = completed_event(invocation, &content);
-                                answers[index] = Some(truncate_for_model(content, config.tool_output_limit));
+                                history.answer(index, truncate_for_model(content, config.tool_output_limit), ran);
                                 yield LoopItem::Event(event);
                             }
                         }
-                        for (call, answer) in pending.iter().zip(answers) {
-                            let answer = answer.unwrap_or_else(|| "Error: the tool produced no result".to_owned());
-                            history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
-                        }
                         // The earlier turn is now complete.
-                        history.commit();
+                        history.finish_turn(NO_RESULT);
                     }
                     _ => {
                         for call in &pending {
@@ -258,13 +320,13 @@ impl LlmCycle {
                 });
 
                 // Run the calls concurrently; report each as it finishes, answer in call order.
-                let mut answers: Vec<Option<String>> = vec![None; calls.len()];
+                history.begin_turn(Some(response.message), &calls);
                 let mut runnable = Vec::new();
                 let mut positions = Vec::new();
                 for (position, call) in calls.iter().enumerate() {
                     match &blocked[position] {
                         Some(message) => {
-                            answers[position] = Some(message.clone());
+                            history.answer(position, message.clone(), false);
                             yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
                                 id: call.id.clone(),
                                 tool_name: call.function.name.clone(),
@@ -283,18 +345,13 @@ impl LlmCycle {
                     let mut completed = registry.invoke_stream(runnable);
                     while let Some((index, invocation)) = completed.next().await {
                         let content = registry.model_content(&invocation);
+                        let ran = tool_started(&invocation);
                         let event = completed_event(invocation, &content);
-                        answers[positions[index]] = Some(truncate_for_model(content, config.tool_output_limit));
+                        history.answer(positions[index], truncate_for_model(content, config.tool_output_limit), ran);
                         yield LoopItem::Event(event);
                     }
                 }
-
-                history.push(response.message);
-                for (call, answer) in calls.iter().zip(answers) {
-                    let answer = answer.unwrap_or_else(|| "Error: the tool produced no result".to_owned());
-                    history.push(OpenaiChatMessage::tool_result(call.id.clone(), answer));
-                }
-                history.commit();
+                history.finish_turn(NO_RESULT);
                 if let Some(relaxed) = &relaxed {
                     options = relaxed;
                 }
@@ -359,6 +416,9 @@ fn forced_tool_choice_relaxed(options: &RequestOptions) -> Option<RequestOptions
 
 /// The answer given to a call that was never run because the conversation went on without it.
 const NOT_RUN: &str = "Error: this tool call was not run; the conversation continued without it.";
+
+/// The answer of a call that produced nothing (cannot happen unless a tool stream misbehaves).
+const NO_RESULT: &str = "Error: the tool produced no result";
 
 /// The calls of the last assistant message that no `tool` message answers yet, in call order
 /// (empty when the history does not end with such a message and its answers).

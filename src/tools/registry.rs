@@ -450,7 +450,13 @@ impl ToolRegistry {
         call: &ToolCallRequest,
         prepared: &Prepared<'_>,
     ) -> Result<(), ToolError> {
-        if prepared.ask.is_empty() || self.grants.covers(&call.name, &prepared.input) {
+        if prepared.ask.is_empty() {
+            return Ok(());
+        }
+        // One question at a time, and the grants checked after waiting: two parallel calls of
+        // a tool must not both ask when the first answer is "allow for the session".
+        let _turn = self.grants.ask_turn().await;
+        if self.grants.covers(&call.name, &prepared.input) {
             return Ok(());
         }
         let needs = prepared

@@ -37,6 +37,8 @@
 //! # Ok(()) }
 //! ```
 
+use std::io::{Read, Write};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -113,6 +115,26 @@ pub fn read_only_tools(workspace: &Workspace) -> Vec<Arc<dyn BaseTool>> {
         ListDirectory::new(workspace.clone()).erase(),
         SearchFiles::new(workspace.clone()).erase(),
     ]
+}
+
+/// The content of the regular file at `path` (resolved by [`Workspace::resolve`]), read with
+/// [`workspace::open_resolved`]; `Ok(None)` when it is not a regular file.
+fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let mut file = workspace::open_resolved(path, std::fs::OpenOptions::new().read(true))?;
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// Create or replace the file at `path` (resolved by [`Workspace::resolve`]) with `bytes`,
+/// opened with [`workspace::open_resolved`].
+fn write_resolved(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    workspace::open_resolved(path, &mut options)?.write_all(bytes)
 }
 
 /// Run blocking file-system work off the async threads.

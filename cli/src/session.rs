@@ -60,11 +60,7 @@ pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<Ll
     else {
         bail!("no model: pass --model NAME, set AGCORE_MODEL, or set model in agcore.toml");
     };
-    let key_variable = args
-        .api_key_env
-        .clone()
-        .or_else(|| section.api_key_env.clone())
-        .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+    let key_variable = api_key_env(args, config);
     let mut client_config = OpenAiConfig::new(base_url).with_provider(provider(config));
     if let Some(key) = env(&key_variable) {
         client_config = client_config.with_api_key(key);
@@ -79,15 +75,26 @@ pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<Ll
     Ok(cycle)
 }
 
+/// The environment variable holding the model's API key: `--api-key-env`, then the config's
+/// `model.api_key_env`, else `OPENAI_API_KEY`.
+fn api_key_env(args: &ModelArgs, config: &AgcoreConfig) -> String {
+    args.api_key_env
+        .clone()
+        .or_else(|| config.model.api_key_env.clone())
+        .unwrap_or_else(|| "OPENAI_API_KEY".to_owned())
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
 
 /// The registry the arguments and config describe, and the status of each MCP server
 /// (a server that fails is reported, not fatal). `check_profiles` makes profile problems
-/// errors (`agcore tools` shows them in its report instead).
+/// errors (`agcore tools` shows them in its report instead). `model` names the API key
+/// variable `run_command` must not pass on (besides `OPENAI_API_KEY` and the config's).
 pub async fn build_registry(
     tool_args: &ToolArgs,
+    model: Option<&ModelArgs>,
     loaded: &Loaded,
     check_profiles: bool,
 ) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>)> {
@@ -103,8 +110,15 @@ pub async fn build_registry(
     let approver = approver_for(tool_args.yes);
     let mut registry = tools.apply(ToolRegistry::new())?.with_approver(approver);
 
-    let builtin = tool_args.tools.iter().any(|t| t == "builtin") || config.builtin.enabled;
-    if builtin && !tool_args.tools.iter().any(|t| t == "none") {
+    let named = |set: &str| tool_args.tools.iter().any(|t| t == set);
+    if named("none") {
+        if named("builtin") {
+            bail!("--tools none cannot be combined with --tools builtin");
+        }
+        // No tools at all: nothing is offered, so there is nothing for profiles to gate.
+        return Ok((registry, Vec::new()));
+    }
+    if named("builtin") || config.builtin.enabled {
         let root = tool_args
             .workspace
             .clone()
@@ -116,6 +130,7 @@ pub async fn build_registry(
         // Commands the model runs must not see the model's API key.
         let mut secrets = vec!["OPENAI_API_KEY".to_owned()];
         secrets.extend(config.model.api_key_env.clone());
+        secrets.extend(model.and_then(|args| args.api_key_env.clone()));
         registry.register_all(builtin_tools_withholding(&workspace, &secrets))?;
     }
 

@@ -238,3 +238,38 @@ fn chat_without_a_model_says_how_to_set_one() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("no model: pass --model NAME"));
 }
+
+#[test]
+fn an_unknown_tool_set_is_an_error_not_silently_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = output(dir.path(), &["tools", "--tools", "biultin"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("invalid value 'biultin'"), "{stderr}");
+    assert!(stderr.contains("builtin"), "{stderr}");
+}
+
+#[test]
+fn tools_none_offers_no_tools_and_starts_no_mcp_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = demo_mcp_config(dir.path());
+    std::fs::write(
+        dir.path().join("agcore.toml"),
+        "[builtin]\nenabled = true\n",
+    )
+    .unwrap();
+    let out = output(
+        dir.path(),
+        &[
+            "tools",
+            "--tools",
+            "none",
+            "--mcp-config",
+            config.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("no tools"), "{stdout}");
+    assert!(!stdout.contains("mcp server demo"), "{stdout}");
+}

@@ -74,7 +74,8 @@ pub struct ToolArgs {
     /// Tool profile: ask (read-only), write, minimal, or one from agcore.toml.
     #[arg(long)]
     pub profile: Option<String>,
-    /// Untrusted workspace: no tool that needs Network or Shell is offered or run.
+    /// Untrusted workspace: no tool that needs Network or Shell is offered or run, and
+    /// ./agcore.toml is not loaded (pass --config to use it anyway).
     #[arg(long)]
     pub restricted: bool,
     /// Feature flags that tools may require (comma-separated).

@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 
 use crate::approve::approver_for;
 use crate::cli::{ModelArgs, ToolArgs};
-use crate::config::AgcoreConfig;
+use crate::config::{AgcoreConfig, DEFAULT_CONFIG_FILE};
 
 /// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -24,8 +24,23 @@ pub struct Loaded {
     pub path: Option<PathBuf>,
 }
 
-/// Read `--config` or `./agcore.toml`.
+/// Read `--config` or `./agcore.toml` — but not `./agcore.toml` under `--restricted`: an
+/// untrusted workspace's own config could start programs (MCP servers), move the built-in
+/// tools' root and loosen permissions. The user is told, never silently.
 pub fn load_config(tool_args: &ToolArgs) -> anyhow::Result<Loaded> {
+    if tool_args.restricted && tool_args.config.is_none() {
+        if std::path::Path::new(DEFAULT_CONFIG_FILE).is_file() {
+            eprintln!(
+                "warning: restricted mode: ./{DEFAULT_CONFIG_FILE} was not loaded (an untrusted \
+                 workspace's config can start programs and loosen permissions); pass \
+                 --config {DEFAULT_CONFIG_FILE} to use it anyway"
+            );
+        }
+        return Ok(Loaded {
+            config: AgcoreConfig::default(),
+            path: None,
+        });
+    }
     let (config, path) = AgcoreConfig::discover(tool_args.config.as_deref())?;
     Ok(Loaded { config, path })
 }

@@ -273,3 +273,33 @@ fn tools_none_offers_no_tools_and_starts_no_mcp_server() {
     assert!(stdout.starts_with("no tools"), "{stdout}");
     assert!(!stdout.contains("mcp server demo"), "{stdout}");
 }
+
+#[test]
+fn restricted_mode_does_not_load_the_workspaces_own_config() {
+    let dir = tempfile::tempdir().unwrap();
+    // An untrusted checkout's agcore.toml that would start a program and allow the shell.
+    let toml = format!(
+        "[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n\
+         [mcp.servers.demo]\ncommand = {:?}\nargs = [\"mcp-demo-server\"]\n",
+        env!("CARGO_BIN_EXE_agcore")
+    );
+    std::fs::write(dir.path().join("agcore.toml"), toml).unwrap();
+    let out = output(dir.path(), &["tools", "--restricted"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("mcp server demo"), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("restricted mode: ./agcore.toml was not loaded"),
+        "{stderr}"
+    );
+    // Named explicitly, it is the user's choice and is loaded.
+    let out = output(
+        dir.path(),
+        &["tools", "--restricted", "--config", "agcore.toml"],
+    );
+    assert!(
+        text(&out.stdout).contains("mcp server demo: 3 tool(s)"),
+        "{out:?}"
+    );
+}

@@ -18,8 +18,10 @@
 //! **Confinement.** Every path argument goes through [`Workspace::resolve`]: `..`, absolute
 //! paths elsewhere and symlinks pointing out (at any component) are refused with
 //! [`crate::tools::ToolError::PermissionDenied`] ("requires a path inside the workspace, but
-//! ..."). `run_command` runs in the root but is a shell: it is not confined, which is why Shell
-//! is denied by default.
+//! ..."). Files are then opened without following a symlink at the last component, so a file
+//! swapped for a link after the check is refused rather than followed (a directory swapped on
+//! the way in between is not caught; see [`Workspace`]). `run_command` runs in the root but is a
+//! shell: it is not confined, which is why Shell is denied by default.
 //!
 //! **Bounded output.** Every output is capped in lines and bytes; what is cut is replaced by a
 //! marker such as `[... 1234 more lines (56789 bytes) cut ...]` (see [`OutputLimits`]).

@@ -718,6 +718,30 @@ async fn an_allow_for_session_answer_covers_parallel_calls_waiting_for_approval(
 }
 
 #[tokio::test]
+async fn a_session_grant_does_not_carry_over_to_a_new_tool_under_the_same_name() {
+    let approver = ScriptedApprover::new(vec![
+        ApprovalDecision::AllowForSession,
+        ApprovalDecision::Deny { message: None },
+    ]);
+    let (mut registry, _) = approving_registry(Some(approver.clone()));
+    registry
+        .invoke("edit_file", json!({"path": "a"}))
+        .await
+        .unwrap();
+    // E.g. an MCP server's tool list changed: another tool now has the name.
+    registry.unregister("edit_file");
+    registry
+        .register(Arc::new(fake("edit_file", ToolKind::Edit)))
+        .unwrap();
+    let error = registry
+        .invoke("edit_file", json!({"path": "a"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ToolError::ApprovalDenied { .. }), "{error}");
+    assert_eq!(approver.asked(), 2);
+}
+
+#[tokio::test]
 async fn ask_without_an_approver_is_a_clear_denial() {
     let (registry, tools) = approving_registry(None);
     let error = registry.invoke("edit_file", json!({})).await.unwrap_err();

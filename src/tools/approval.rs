@@ -211,6 +211,14 @@ impl SessionGrants {
         self.asking.lock().await
     }
 
+    /// Forget the grants for `tool` (it was unregistered: a tool registered later under the
+    /// same name is another tool, and the user never approved it).
+    pub(crate) fn forget(&self, tool: &str) {
+        let mut grants = self.lock();
+        grants.tools.retain(|granted| granted != tool);
+        grants.calls.retain(|(granted, _)| granted != tool);
+    }
+
     /// Forget every grant.
     pub(crate) fn clear(&self) {
         let mut grants = self.lock();

@@ -227,8 +227,9 @@ impl ToolRegistry {
         tools.into_iter().try_for_each(|tool| self.register(tool))
     }
 
-    /// Remove a tool; the order of the others is kept.
+    /// Remove a tool; the order of the others is kept. Its session approval grants go with it.
     pub fn unregister(&mut self, name: &str) -> Option<Arc<dyn BaseTool>> {
+        self.grants.forget(name);
         self.tools.shift_remove(name).map(|entry| entry.tool)
     }
 

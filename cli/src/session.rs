@@ -103,6 +103,21 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
 
+/// The config's MCP servers, then those of the `--mcp-config` file (which win on a name clash).
+pub fn mcp_servers(
+    config: &AgcoreConfig,
+    config_path: Option<&std::path::Path>,
+    mcp_config: Option<&std::path::Path>,
+) -> anyhow::Result<McpServersConfig> {
+    let mut servers = config.mcp_servers(config_path)?;
+    if let Some(file) = mcp_config {
+        servers
+            .servers
+            .extend(McpServersConfig::load(file)?.servers);
+    }
+    Ok(servers)
+}
+
 /// The registry the arguments and config describe, and the status of each MCP server
 /// (a server that fails is reported, not fatal). `check_profiles` makes profile problems
 /// errors (`agcore tools` shows them in its report instead). `model` names the API key
@@ -149,11 +164,11 @@ pub async fn build_registry(
         registry.register_all(builtin_tools_withholding(&workspace, &secrets))?;
     }
 
-    let mut servers = config.mcp_servers(loaded.path.as_deref())?;
-    if let Some(file) = &tool_args.mcp_config {
-        let extra = McpServersConfig::load(file)?;
-        servers.servers.extend(extra.servers);
-    }
+    let servers = mcp_servers(
+        config,
+        loaded.path.as_deref(),
+        tool_args.mcp_config.as_deref(),
+    )?;
     let mut statuses = Vec::new();
     let mut connected = Vec::new();
     for (name, result) in servers.connect_all().await {

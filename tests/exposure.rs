@@ -679,6 +679,68 @@ async fn deny_passes_the_message_to_the_model_and_never_runs_the_tool() {
     assert_eq!(tools[1].runs.load(Ordering::SeqCst), 0);
 }
 
+/// A [`ScriptedApprover`] that yields before answering, as a human at a prompt would.
+struct SlowApprover(Arc<ScriptedApprover>);
+
+#[async_trait]
+impl Approver for SlowApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        self.0.approve(request).await
+    }
+}
+
+#[tokio::test]
+async fn an_allow_for_session_answer_covers_parallel_calls_waiting_for_approval() {
+    let approver = ScriptedApprover::new(vec![ApprovalDecision::AllowForSession]);
+    let tools = tools();
+    let registry = registry_from(
+        &tools,
+        ToolRegistry::new()
+            .with_permission_checker(PermissionChecker::new(PermissionConfig::default()))
+            .with_approval_policy(ApprovalPolicy::ask([Permission::Write]))
+            .with_approver(Arc::new(SlowApprover(approver.clone()))),
+    );
+    let records = registry
+        .invoke_all([
+            ("edit_file".to_owned(), json!({"path": "a"})),
+            ("edit_file".to_owned(), json!({"path": "b"})),
+            ("edit_file".to_owned(), json!({"path": "c"})),
+        ])
+        .await;
+    for record in &records {
+        assert!(record.output.is_ok(), "{:?}", record.output);
+    }
+    assert_eq!(approver.asked(), 1, "one answer covers the parallel calls");
+    assert_eq!(tools[1].runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_session_grant_does_not_carry_over_to_a_new_tool_under_the_same_name() {
+    let approver = ScriptedApprover::new(vec![
+        ApprovalDecision::AllowForSession,
+        ApprovalDecision::Deny { message: None },
+    ]);
+    let (mut registry, _) = approving_registry(Some(approver.clone()));
+    registry
+        .invoke("edit_file", json!({"path": "a"}))
+        .await
+        .unwrap();
+    // E.g. an MCP server's tool list changed: another tool now has the name.
+    registry.unregister("edit_file");
+    registry
+        .register(Arc::new(fake("edit_file", ToolKind::Edit)))
+        .unwrap();
+    let error = registry
+        .invoke("edit_file", json!({"path": "a"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ToolError::ApprovalDenied { .. }), "{error}");
+    assert_eq!(approver.asked(), 2);
+}
+
 #[tokio::test]
 async fn ask_without_an_approver_is_a_clear_denial() {
     let (registry, tools) = approving_registry(None);

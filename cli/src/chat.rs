@@ -35,7 +35,7 @@ Ctrl-C cancels the running turn (the history keeps only completed turns); at the
 pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_config(&args.tools)?;
     let mut cycle = build_cycle(&args.model, &loaded.config)?;
-    let (registry, _) = build_registry(&args.tools, &loaded, true).await?;
+    let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     let mut session = Session {
         provider: provider(&loaded.config),
         model: cycle.config().model.clone(),

@@ -64,8 +64,9 @@ pub struct ToolArgs {
     /// An mcpServers JSON file (Claude Desktop / Cursor / VS Code format).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
-    /// Tool sets to enable: `builtin` (file, search, command and fetch tools), `none`.
-    #[arg(long, value_delimiter = ',')]
+    /// Tool sets: `builtin` (file, search, command and fetch tools), or `none` (no tools at
+    /// all: no built-ins and no MCP servers, whatever agcore.toml enables).
+    #[arg(long, value_delimiter = ',', value_parser = ["builtin", "none"])]
     pub tools: Vec<String>,
     /// Workspace root for the built-in tools (default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -73,7 +74,8 @@ pub struct ToolArgs {
     /// Tool profile: ask (read-only), write, minimal, or one from agcore.toml.
     #[arg(long)]
     pub profile: Option<String>,
-    /// Untrusted workspace: no tool that needs Network or Shell is offered or run.
+    /// Untrusted workspace: no tool that needs Network or Shell is offered or run, and
+    /// ./agcore.toml is not loaded (pass --config to use it anyway).
     #[arg(long)]
     pub restricted: bool,
     /// Feature flags that tools may require (comma-separated).

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::cli::{McpCallArgs, McpCommand, McpListArgs, McpSourceArgs};
 use crate::config::AgcoreConfig;
+use crate::session::mcp_servers;
 
 /// Run `agcore mcp ...`.
 pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
@@ -19,12 +20,7 @@ pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
 
 fn servers(source: &McpSourceArgs) -> anyhow::Result<McpServersConfig> {
     let (loaded, path) = AgcoreConfig::discover(source.config.as_deref())?;
-    let mut servers = loaded.mcp_servers(path.as_deref())?;
-    if let Some(file) = &source.mcp_config {
-        servers
-            .servers
-            .extend(McpServersConfig::load(file)?.servers);
-    }
+    let servers = mcp_servers(&loaded, path.as_deref(), source.mcp_config.as_deref())?;
     if servers.servers.is_empty() {
         bail!(
             "no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml"

@@ -16,7 +16,7 @@ use crate::session::{build_cycle, build_registry, load_config};
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_config(&args.tools)?;
     let mut cycle = build_cycle(&args.model, &loaded.config)?;
-    let (registry, _) = build_registry(&args.tools, &loaded, true).await?;
+    let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     // Ctrl-C drops the running turn (request and tools); the transcript is still written.
     let outcome = tokio::select! {
         outcome = execute(&mut cycle, &registry, &args) => outcome,

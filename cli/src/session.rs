@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 
 use crate::approve::approver_for;
 use crate::cli::{ModelArgs, ToolArgs};
-use crate::config::AgcoreConfig;
+use crate::config::{AgcoreConfig, DEFAULT_CONFIG_FILE};
 
 /// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -24,8 +24,23 @@ pub struct Loaded {
     pub path: Option<PathBuf>,
 }
 
-/// Read `--config` or `./agcore.toml`.
+/// Read `--config` or `./agcore.toml` — but not `./agcore.toml` under `--restricted`: an
+/// untrusted workspace's own config could start programs (MCP servers), move the built-in
+/// tools' root and loosen permissions. The user is told, never silently.
 pub fn load_config(tool_args: &ToolArgs) -> anyhow::Result<Loaded> {
+    if tool_args.restricted && tool_args.config.is_none() {
+        if std::path::Path::new(DEFAULT_CONFIG_FILE).is_file() {
+            eprintln!(
+                "warning: restricted mode: ./{DEFAULT_CONFIG_FILE} was not loaded (an untrusted \
+                 workspace's config can start programs and loosen permissions); pass \
+                 --config {DEFAULT_CONFIG_FILE} to use it anyway"
+            );
+        }
+        return Ok(Loaded {
+            config: AgcoreConfig::default(),
+            path: None,
+        });
+    }
     let (config, path) = AgcoreConfig::discover(tool_args.config.as_deref())?;
     Ok(Loaded { config, path })
 }
@@ -60,11 +75,7 @@ pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<Ll
     else {
         bail!("no model: pass --model NAME, set AGCORE_MODEL, or set model in agcore.toml");
     };
-    let key_variable = args
-        .api_key_env
-        .clone()
-        .or_else(|| section.api_key_env.clone())
-        .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+    let key_variable = api_key_env(args, config);
     let mut client_config = OpenAiConfig::new(base_url).with_provider(provider(config));
     if let Some(key) = env(&key_variable) {
         client_config = client_config.with_api_key(key);
@@ -79,15 +90,41 @@ pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<Ll
     Ok(cycle)
 }
 
+/// The environment variable holding the model's API key: `--api-key-env`, then the config's
+/// `model.api_key_env`, else `OPENAI_API_KEY`.
+fn api_key_env(args: &ModelArgs, config: &AgcoreConfig) -> String {
+    args.api_key_env
+        .clone()
+        .or_else(|| config.model.api_key_env.clone())
+        .unwrap_or_else(|| "OPENAI_API_KEY".to_owned())
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
 
+/// The config's MCP servers, then those of the `--mcp-config` file (which win on a name clash).
+pub fn mcp_servers(
+    config: &AgcoreConfig,
+    config_path: Option<&std::path::Path>,
+    mcp_config: Option<&std::path::Path>,
+) -> anyhow::Result<McpServersConfig> {
+    let mut servers = config.mcp_servers(config_path)?;
+    if let Some(file) = mcp_config {
+        servers
+            .servers
+            .extend(McpServersConfig::load(file)?.servers);
+    }
+    Ok(servers)
+}
+
 /// The registry the arguments and config describe, and the status of each MCP server
 /// (a server that fails is reported, not fatal). `check_profiles` makes profile problems
-/// errors (`agcore tools` shows them in its report instead).
+/// errors (`agcore tools` shows them in its report instead). `model` names the API key
+/// variable `run_command` must not pass on (besides `OPENAI_API_KEY` and the config's).
 pub async fn build_registry(
     tool_args: &ToolArgs,
+    model: Option<&ModelArgs>,
     loaded: &Loaded,
     check_profiles: bool,
 ) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>)> {
@@ -103,8 +140,15 @@ pub async fn build_registry(
     let approver = approver_for(tool_args.yes);
     let mut registry = tools.apply(ToolRegistry::new())?.with_approver(approver);
 
-    let builtin = tool_args.tools.iter().any(|t| t == "builtin") || config.builtin.enabled;
-    if builtin && !tool_args.tools.iter().any(|t| t == "none") {
+    let named = |set: &str| tool_args.tools.iter().any(|t| t == set);
+    if named("none") {
+        if named("builtin") {
+            bail!("--tools none cannot be combined with --tools builtin");
+        }
+        // No tools at all: nothing is offered, so there is nothing for profiles to gate.
+        return Ok((registry, Vec::new()));
+    }
+    if named("builtin") || config.builtin.enabled {
         let root = tool_args
             .workspace
             .clone()
@@ -116,14 +160,15 @@ pub async fn build_registry(
         // Commands the model runs must not see the model's API key.
         let mut secrets = vec!["OPENAI_API_KEY".to_owned()];
         secrets.extend(config.model.api_key_env.clone());
+        secrets.extend(model.and_then(|args| args.api_key_env.clone()));
         registry.register_all(builtin_tools_withholding(&workspace, &secrets))?;
     }
 
-    let mut servers = config.mcp_servers(loaded.path.as_deref())?;
-    if let Some(file) = &tool_args.mcp_config {
-        let extra = McpServersConfig::load(file)?;
-        servers.servers.extend(extra.servers);
-    }
+    let servers = mcp_servers(
+        config,
+        loaded.path.as_deref(),
+        tool_args.mcp_config.as_deref(),
+    )?;
     let mut statuses = Vec::new();
     let mut connected = Vec::new();
     for (name, result) in servers.connect_all().await {

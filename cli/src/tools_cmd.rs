@@ -8,7 +8,7 @@ use crate::session::{build_registry, load_config, provider};
 /// Run `agcore tools`.
 pub async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_config(&args.tools)?;
-    let (registry, servers) = build_registry(&args.tools, &loaded, false).await?;
+    let (registry, servers) = build_registry(&args.tools, None, &loaded, false).await?;
     let provider = args
         .provider
         .clone()

@@ -238,3 +238,68 @@ fn chat_without_a_model_says_how_to_set_one() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("no model: pass --model NAME"));
 }
+
+#[test]
+fn an_unknown_tool_set_is_an_error_not_silently_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = output(dir.path(), &["tools", "--tools", "biultin"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("invalid value 'biultin'"), "{stderr}");
+    assert!(stderr.contains("builtin"), "{stderr}");
+}
+
+#[test]
+fn tools_none_offers_no_tools_and_starts_no_mcp_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = demo_mcp_config(dir.path());
+    std::fs::write(
+        dir.path().join("agcore.toml"),
+        "[builtin]\nenabled = true\n",
+    )
+    .unwrap();
+    let out = output(
+        dir.path(),
+        &[
+            "tools",
+            "--tools",
+            "none",
+            "--mcp-config",
+            config.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("no tools"), "{stdout}");
+    assert!(!stdout.contains("mcp server demo"), "{stdout}");
+}
+
+#[test]
+fn restricted_mode_does_not_load_the_workspaces_own_config() {
+    let dir = tempfile::tempdir().unwrap();
+    // An untrusted checkout's agcore.toml that would start a program and allow the shell.
+    let toml = format!(
+        "[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n\
+         [mcp.servers.demo]\ncommand = {:?}\nargs = [\"mcp-demo-server\"]\n",
+        env!("CARGO_BIN_EXE_agcore")
+    );
+    std::fs::write(dir.path().join("agcore.toml"), toml).unwrap();
+    let out = output(dir.path(), &["tools", "--restricted"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("mcp server demo"), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("restricted mode: ./agcore.toml was not loaded"),
+        "{stderr}"
+    );
+    // Named explicitly, it is the user's choice and is loaded.
+    let out = output(
+        dir.path(),
+        &["tools", "--restricted", "--config", "agcore.toml"],
+    );
+    assert!(
+        text(&out.stdout).contains("mcp server demo: 3 tool(s)"),
+        "{out:?}"
+    );
+}

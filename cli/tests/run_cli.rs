@@ -278,3 +278,39 @@ async fn yes_allows_every_ask() {
     );
     assert_eq!(String::from_utf8(output.stdout).unwrap(), "Done.\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_command_does_not_see_the_key_named_by_api_key_env() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("agcore.toml"),
+        "[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n",
+    )
+    .unwrap();
+    let server = fake_openai(vec![
+        Reply::tool(
+            "call_env",
+            "run_command",
+            r#"{"command":"echo key=${MY_MODEL_KEY:-unset}"}"#,
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let mut command = agcore(dir.path());
+    command
+        .env("MY_MODEL_KEY", "s3cret-key")
+        .args(["run", "--base-url", &base_url(&server), "--model", "m"])
+        .args(["--api-key-env", "MY_MODEL_KEY", "--tools", "builtin", "go"]);
+    let output = Command::from_std(command).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let bodies = request_bodies(&server).await;
+    let tool = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let content = tool["content"].as_str().unwrap();
+    assert!(content.contains("key=unset"), "{content}");
+    assert!(!content.contains("s3cret-key"), "{content}");
+}

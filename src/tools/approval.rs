@@ -127,7 +127,10 @@ pub enum ApprovalDecision {
 /// ```
 #[async_trait]
 pub trait Approver: Send + Sync {
-    /// Answer one request. Called concurrently for parallel calls.
+    /// Answer one request.
+    ///
+    /// The registry asks one request at a time (per registry), so an "allow for the session"
+    /// answer also covers the parallel calls waiting behind it instead of asking again.
     async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision;
 }
 
@@ -162,6 +165,8 @@ impl Approver for DenyAll {
 #[derive(Debug, Default)]
 pub(crate) struct SessionGrants {
     inner: Mutex<Grants>,
+    /// Held while an approver is asked: parallel calls wait, then see the grant it gave.
+    asking: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -199,6 +204,19 @@ impl SessionGrants {
             }
             ApprovalDecision::AllowOnce | ApprovalDecision::Deny { .. } => {}
         }
+    }
+
+    /// Wait for the turn to ask an approver (one question at a time).
+    pub(crate) async fn ask_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.asking.lock().await
+    }
+
+    /// Forget the grants for `tool` (it was unregistered: a tool registered later under the
+    /// same name is another tool, and the user never approved it).
+    pub(crate) fn forget(&self, tool: &str) {
+        let mut grants = self.lock();
+        grants.tools.retain(|granted| granted != tool);
+        grants.calls.retain(|(granted, _)| granted != tool);
     }
 
     /// Forget every grant.

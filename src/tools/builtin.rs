@@ -18,8 +18,10 @@
 //! **Confinement.** Every path argument goes through [`Workspace::resolve`]: `..`, absolute
 //! paths elsewhere and symlinks pointing out (at any component) are refused with
 //! [`crate::tools::ToolError::PermissionDenied`] ("requires a path inside the workspace, but
-//! ..."). `run_command` runs in the root but is a shell: it is not confined, which is why Shell
-//! is denied by default.
+//! ..."). Files are then opened without following a symlink at the last component, so a file
+//! swapped for a link after the check is refused rather than followed (a directory swapped on
+//! the way in between is not caught; see [`Workspace`]). `run_command` runs in the root but is a
+//! shell: it is not confined, which is why Shell is denied by default.
 //!
 //! **Bounded output.** Every output is capped in lines and bytes; what is cut is replaced by a
 //! marker such as `[... 1234 more lines (56789 bytes) cut ...]` (see [`OutputLimits`]).
@@ -37,6 +39,8 @@
 //! # Ok(()) }
 //! ```
 
+use std::io::{Read, Write};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -113,6 +117,26 @@ pub fn read_only_tools(workspace: &Workspace) -> Vec<Arc<dyn BaseTool>> {
         ListDirectory::new(workspace.clone()).erase(),
         SearchFiles::new(workspace.clone()).erase(),
     ]
+}
+
+/// The content of the regular file at `path` (resolved by [`Workspace::resolve`]), read with
+/// [`workspace::open_resolved`]; `Ok(None)` when it is not a regular file.
+fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let mut file = workspace::open_resolved(path, std::fs::OpenOptions::new().read(true))?;
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// Create or replace the file at `path` (resolved by [`Workspace::resolve`]) with `bytes`,
+/// opened with [`workspace::open_resolved`].
+fn write_resolved(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    workspace::open_resolved(path, &mut options)?.write_all(bytes)
 }
 
 /// Run blocking file-system work off the async threads.

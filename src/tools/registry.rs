@@ -227,8 +227,9 @@ impl ToolRegistry {
         tools.into_iter().try_for_each(|tool| self.register(tool))
     }
 
-    /// Remove a tool; the order of the others is kept.
+    /// Remove a tool; the order of the others is kept. Its session approval grants go with it.
     pub fn unregister(&mut self, name: &str) -> Option<Arc<dyn BaseTool>> {
+        self.grants.forget(name);
         self.tools.shift_remove(name).map(|entry| entry.tool)
     }
 
@@ -450,7 +451,13 @@ impl ToolRegistry {
         call: &ToolCallRequest,
         prepared: &Prepared<'_>,
     ) -> Result<(), ToolError> {
-        if prepared.ask.is_empty() || self.grants.covers(&call.name, &prepared.input) {
+        if prepared.ask.is_empty() {
+            return Ok(());
+        }
+        // One question at a time, and the grants checked after waiting: two parallel calls of
+        // a tool must not both ask when the first answer is "allow for the session".
+        let _turn = self.grants.ask_turn().await;
+        if self.grants.covers(&call.name, &prepared.input) {
             return Ok(());
         }
         let needs = prepared

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::workspace::Workspace;
-use crate::tools::builtin::{io_failure, path_of};
+use crate::tools::builtin::{blocking, io_failure, path_of, read_regular, write_resolved};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
@@ -162,19 +162,16 @@ impl Tool for EditFile {
     async fn run(&self, input: EditFileInput) -> Result<EditFileOutput, ToolError> {
         let path = self.workspace.resolve_for(Self::NAME, &input.path)?;
         let display = self.workspace.relative(&path);
-        // Only regular files: reading a FIFO would block.
-        let meta = tokio::fs::metadata(&path)
-            .await
-            .map_err(|error| io_failure(Self::NAME, "read", &display, error))?;
-        if !meta.is_file() {
-            return Err(ToolError::ExecutionFailed(
-                Self::NAME.to_owned(),
-                format!("'{display}' is not a regular file"),
-            ));
-        }
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|error| io_failure(Self::NAME, "read", &display, error))?;
+        let read_path = path.clone();
+        let bytes = blocking(Self::NAME, move || read_regular(&read_path))
+            .await?
+            .map_err(|error| io_failure(Self::NAME, "read", &display, error))?
+            .ok_or_else(|| {
+                ToolError::ExecutionFailed(
+                    Self::NAME.to_owned(),
+                    format!("'{display}' is not a regular file"),
+                )
+            })?;
         let text = String::from_utf8(bytes).map_err(|_| {
             EditError::NotText {
                 path: display.clone(),
@@ -189,8 +186,8 @@ impl Tool for EditFile {
             input.replace_all,
         )
         .map_err(EditError::into_tool_error)?;
-        tokio::fs::write(&path, edited)
-            .await
+        blocking(Self::NAME, move || write_resolved(&path, edited.as_bytes()))
+            .await?
             .map_err(|error| io_failure(Self::NAME, "write", &display, error))?;
         Ok(EditFileOutput {
             path: display,

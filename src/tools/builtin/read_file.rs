@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::OutputLimits;
-use crate::tools::builtin::workspace::Workspace;
+use crate::tools::builtin::workspace::{Workspace, open_resolved};
 use crate::tools::builtin::{blocking, io_failure, path_of};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -207,15 +207,16 @@ fn read_window(
     limit: usize,
     max_bytes: usize,
 ) -> Result<Window, ReadFailure> {
-    // Check before opening: opening a FIFO would block until a writer appears.
-    let meta = std::fs::metadata(&path)?;
+    // Checked on the handle: the path may have changed since it was resolved.
+    let file = open_resolved(&path, std::fs::OpenOptions::new().read(true))?;
+    let meta = file.metadata()?;
     if meta.is_dir() {
         return Err(ReadFailure::Directory);
     }
     if !meta.is_file() {
         return Err(ReadFailure::NotRegular);
     }
-    let mut reader = BufReader::new(std::fs::File::open(&path)?);
+    let mut reader = BufReader::new(file);
     let probe = reader.fill_buf()?;
     if probe[..probe.len().min(BINARY_PROBE)].contains(&0) {
         return Err(ReadFailure::Binary);

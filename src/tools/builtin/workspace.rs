@@ -7,11 +7,14 @@
 //! appended as they are. Only when the fully resolved path lies under the (canonical) root is it
 //! accepted, and the tool then works on that resolved, symlink-free path.
 //!
-//! Limit: the check happens once, before the tool touches the file. A process racing the tool
-//! inside the workspace (swapping a directory for a symlink in between) is out of scope.
+//! Between the check and the use, the last component is opened with [`open_resolved`]
+//! (`O_NOFOLLOW`), so a file swapped for a symlink in between is refused rather than followed.
+//! Limit: a process racing the tool inside the workspace that swaps a *directory* on the way
+//! for a symlink in between is out of scope (that needs `openat2(RESOLVE_BENEATH)`).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -221,6 +224,20 @@ impl Workspace {
     }
 }
 
+/// Open a path [`Workspace::resolve`] returned, without following a symlink at its last
+/// component (`O_NOFOLLOW`: a file replaced by a link since the check fails with `ELOOP`
+/// instead of leading out of the workspace) and without blocking on a FIFO (`O_NONBLOCK`,
+/// which changes nothing for regular files). Check the kind of file on the handle
+/// (`file.metadata()`), not on the path.
+pub(crate) fn open_resolved(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
 /// One step of a path still to be resolved.
 enum Part {
     Root(OsString),
@@ -399,6 +416,35 @@ mod tests {
             ws.resolve("a/x").unwrap_err(),
             PathError::TooManySymlinks { .. }
         ));
+    }
+
+    #[test]
+    fn a_file_swapped_for_a_symlink_after_the_check_is_not_followed() {
+        let (root, outside, ws) = setup();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "secret").unwrap();
+        std::fs::write(root.path().join("a.txt"), "a").unwrap();
+        let checked = ws.resolve("a.txt").unwrap();
+        // The race: between the check and the open, the file becomes a link out.
+        std::fs::remove_file(&checked).unwrap();
+        symlink(&secret, &checked).unwrap();
+        assert!(open_resolved(&checked, OpenOptions::new().read(true)).is_err());
+        assert!(open_resolved(&checked, OpenOptions::new().write(true).truncate(true)).is_err());
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
+    }
+
+    #[test]
+    fn opening_a_fifo_does_not_block() {
+        let (root, _outside, ws) = setup();
+        let fifo = root.path().join("pipe");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let file =
+            open_resolved(&ws.resolve("pipe").unwrap(), OpenOptions::new().read(true)).unwrap();
+        assert!(!file.metadata().unwrap().is_file());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::workspace::Workspace;
-use crate::tools::builtin::{io_failure, path_of};
+use crate::tools::builtin::{blocking, io_failure, path_of, write_resolved};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
@@ -101,12 +101,15 @@ impl Tool for WriteFile {
                 .await
                 .map_err(|error| fail("create the parent directories of", error))?;
         }
-        tokio::fs::write(&path, input.content.as_bytes())
-            .await
-            .map_err(|error| fail("write", error))?;
+        let bytes = input.content.len();
+        blocking(Self::NAME, move || {
+            write_resolved(&path, input.content.as_bytes())
+        })
+        .await?
+        .map_err(|error| fail("write", error))?;
         Ok(WriteFileOutput {
             path: display,
-            bytes: input.content.len(),
+            bytes,
             created,
         })
     }

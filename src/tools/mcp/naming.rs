@@ -26,34 +26,26 @@ pub enum McpToolNaming {
 /// `name` with every character outside `[a-zA-Z0-9_-]` replaced by `_`; empty → `tool`;
 /// longer than 64 → cut and suffixed with a stable hash of `name`.
 pub fn sanitize_tool_name(name: &str) -> String {
-    let clean: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let clean = if clean.is_empty() {
-        "tool".to_owned()
-    } else {
-        clean
-    };
-    fit(clean, name, false)
+    fit(sanitize_part(name, "tool"), name, false)
 }
 
 /// `<server>__<tool>`, sanitised to `^[a-zA-Z0-9_-]{1,64}$`; when too long it keeps a prefix
 /// and ends with `_` + 8 hex digits of a stable hash of server and tool, so it stays unique.
 pub fn qualified_tool_name(server: &str, tool: &str) -> String {
-    let joined = format!("{}__{}", sanitize_part(server), sanitize_part(tool));
+    let joined = format!(
+        "{}__{}",
+        sanitize_part(server, "_"),
+        sanitize_part(tool, "_")
+    );
     fit(joined, &format!("{server}\u{0}{tool}"), false)
 }
 
-fn sanitize_part(part: &str) -> String {
-    let clean: String = part
-        .chars()
+/// `part` with every character outside `[a-zA-Z0-9_-]` replaced by `_` (`empty` if empty).
+fn sanitize_part(part: &str, empty: &str) -> String {
+    if part.is_empty() {
+        return empty.to_owned();
+    }
+    part.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -61,12 +53,7 @@ fn sanitize_part(part: &str) -> String {
                 '_'
             }
         })
-        .collect();
-    if clean.is_empty() {
-        "_".to_owned()
-    } else {
-        clean
-    }
+        .collect()
 }
 
 /// Cut `name` to 64 characters with a hash suffix of `key` when it is too long (or always when

@@ -15,6 +15,11 @@
 //! Shell) the read tools and `fetch_url` run, `run_command` is denied, and `write_file` and
 //! `edit_file` are refused because Write is not in the allowed list — add it to allow editing.
 //!
+//! **No private networks.** `fetch_url` refuses loopback, private (RFC 1918), link-local (cloud
+//! metadata at 169.254.169.254), unique-local and other non-public addresses — also behind a
+//! redirect or a DNS name — unless [`FetchUrl::allow_private_network`] (or
+//! [`BuiltinOptions::allow_private_network`]) says otherwise.
+//!
 //! **Confinement.** Every path argument goes through [`Workspace::resolve`]: `..`, absolute
 //! paths elsewhere and symlinks pointing out (at any component) are refused with
 //! [`crate::tools::ToolError::PermissionDenied`] ("requires a path inside the workspace, but
@@ -53,6 +58,7 @@ mod edit_file;
 mod fetch_url;
 pub mod limits;
 mod list_directory;
+mod net_guard;
 mod read_file;
 mod run_command;
 mod search_files;
@@ -95,7 +101,41 @@ pub fn builtin_tools_withholding(
     workspace: &Workspace,
     withheld_env: &[String],
 ) -> Vec<Arc<dyn BaseTool>> {
-    let run_command = withheld_env
+    builtin_tools_with(
+        workspace,
+        &BuiltinOptions::default().withholding(withheld_env.iter().cloned()),
+    )
+}
+
+/// Options for [`builtin_tools_with`]; the default is what [`builtin_tools`] uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BuiltinOptions {
+    /// Environment variables `run_command` does not pass on (e.g. the model's API key).
+    pub withheld_env: Vec<String>,
+    /// Let `fetch_url` reach loopback, private and link-local addresses (default: refused; see
+    /// [`FetchUrl::allow_private_network`]).
+    pub allow_private_network: bool,
+}
+
+impl BuiltinOptions {
+    /// Withhold these environment variables from `run_command`'s commands.
+    pub fn withholding<I: IntoIterator<Item = String>>(mut self, names: I) -> Self {
+        self.withheld_env.extend(names);
+        self
+    }
+
+    /// Let `fetch_url` reach non-public addresses (see [`FetchUrl::allow_private_network`]).
+    pub fn allow_private_network(mut self, allow: bool) -> Self {
+        self.allow_private_network = allow;
+        self
+    }
+}
+
+/// Every built-in tool, confined to `workspace`, configured by `options`.
+pub fn builtin_tools_with(workspace: &Workspace, options: &BuiltinOptions) -> Vec<Arc<dyn BaseTool>> {
+    let run_command = options
+        .withheld_env
         .iter()
         .fold(RunCommand::new(workspace.clone()), |tool, name| {
             tool.without_env(name.clone())
@@ -105,7 +145,9 @@ pub fn builtin_tools_withholding(
         WriteFile::new(workspace.clone()).erase(),
         EditFile::new(workspace.clone()).erase(),
         run_command.erase(),
-        FetchUrl::new().erase(),
+        FetchUrl::new()
+            .allow_private_network(options.allow_private_network)
+            .erase(),
     ]);
     tools
 }

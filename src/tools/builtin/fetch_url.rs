@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::{OutputLimits, truncate_head};
+use crate::tools::builtin::net_guard::{self, PrivateAddress, PublicOnlyResolver};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
@@ -44,14 +45,40 @@ pub struct FetchUrlOutput {
     pub truncated: bool,
 }
 
+/// The most redirects followed.
+const MAX_REDIRECTS: usize = 5;
+
 /// The `fetch_url` tool. Defaults: 30 s timeout, 2 MiB download, 2,000 lines and 100 KiB of
-/// text, at most 5 redirects. Not confined to any host: it runs under the Network permission
-/// and is hidden in restricted mode.
+/// text, at most 5 redirects. It runs under the Network permission and is hidden in restricted
+/// mode.
+///
+/// **Public addresses only, by default.** A page the model reads can ask it to fetch
+/// `http://169.254.169.254/` (cloud metadata) or an admin page on `127.0.0.1`, so `fetch_url`
+/// refuses loopback, unspecified, private (RFC 1918), shared (RFC 6598), link-local, unique-local
+/// (fc00::/7), multicast and broadcast addresses with [`ToolError::PermissionDenied`] naming the
+/// host and the address class. It checks IP literals in the URL and in every redirect hop, and
+/// host names through its own DNS resolver, which never hands a non-public address to the
+/// connector (so a name cannot resolve to a public address for the check and a private one for
+/// the connection). For the same reason it ignores `HTTP_PROXY`/`HTTPS_PROXY` in this mode: the
+/// proxy, not agcore, would resolve the name. To fetch from your own machine or network, opt out
+/// with [`allow_private_network`](Self::allow_private_network).
+///
+/// ```
+/// use agcore::tools::builtin::FetchUrl;
+///
+/// let public_only = FetchUrl::new();
+/// let local_too = FetchUrl::new().allow_private_network(true);
+/// # let _ = (public_only, local_too);
+/// ```
 #[derive(Debug)]
 pub struct FetchUrl {
     timeout: Duration,
     max_download: usize,
     limits: OutputLimits,
+    allow_private_network: bool,
+    /// Tests only: a loopback port treated as public, to serve an "outside" first hop locally.
+    #[cfg(test)]
+    public_port: Option<u16>,
     client: OnceLock<Result<reqwest::Client, String>>,
 }
 
@@ -68,8 +95,38 @@ impl FetchUrl {
             timeout: Duration::from_secs(30),
             max_download: 2 * 1024 * 1024,
             limits: OutputLimits::new(2000, 100 * 1024),
+            allow_private_network: false,
+            #[cfg(test)]
+            public_port: None,
             client: OnceLock::new(),
         }
+    }
+
+    /// Allow (`true`) or refuse (`false`, the default) loopback, private, link-local and other
+    /// non-public addresses — e.g. to fetch from a development server on `127.0.0.1`. Only for
+    /// a model you trust with your local network: anything a fetched page says can steer it.
+    /// Allowing also honours the `HTTP_PROXY`/`HTTPS_PROXY` variables again.
+    pub fn allow_private_network(mut self, allow: bool) -> Self {
+        self.allow_private_network = allow;
+        self.client = OnceLock::new();
+        self
+    }
+
+    /// Whether non-public addresses are allowed (see [`allow_private_network`](Self::allow_private_network)).
+    pub fn allows_private_network(&self) -> bool {
+        self.allow_private_network
+    }
+
+    /// The refusal for an IP-literal `url` of a non-public address, unless allowed.
+    fn check_literal(&self, url: &reqwest::Url) -> Result<(), PrivateAddress> {
+        if self.allow_private_network {
+            return Ok(());
+        }
+        #[cfg(test)]
+        if self.public_port.is_some() && url.port() == self.public_port {
+            return Ok(());
+        }
+        net_guard::check_literal(url)
     }
 
     /// Give up on a request after `timeout` (connect, headers and body together).
@@ -94,17 +151,35 @@ impl FetchUrl {
     fn client(&self) -> Result<&reqwest::Client, ToolError> {
         self.client
             .get_or_init(|| {
-                reqwest::Client::builder()
+                let builder = reqwest::Client::builder()
                     .timeout(self.timeout)
                     .connect_timeout(self.timeout.min(Duration::from_secs(10)))
-                    .redirect(reqwest::redirect::Policy::limited(5))
                     .user_agent(concat!(
                         "agcore/",
                         env!("CARGO_PKG_VERSION"),
                         " (fetch_url)"
-                    ))
-                    .build()
-                    .map_err(|error| error.to_string())
+                    ));
+                let builder = if self.allow_private_network {
+                    builder.redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+                } else {
+                    let guard = FetchUrl {
+                        client: OnceLock::new(),
+                        ..*self
+                    };
+                    builder
+                        .dns_resolver(PublicOnlyResolver)
+                        .no_proxy()
+                        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                            if attempt.previous().len() >= MAX_REDIRECTS {
+                                attempt.error(format!("stopped after {MAX_REDIRECTS} redirects"))
+                            } else if let Err(refusal) = guard.check_literal(attempt.url()) {
+                                attempt.error(refusal)
+                            } else {
+                                attempt.follow()
+                            }
+                        }))
+                };
+                builder.build().map_err(|error| error.to_string())
             })
             .as_ref()
             .map_err(|error| failed(format!("could not build the HTTP client: {error}")))
@@ -113,6 +188,20 @@ impl FetchUrl {
 
 fn failed(reason: String) -> ToolError {
     ToolError::ExecutionFailed(FetchUrl::NAME.to_owned(), reason)
+}
+
+/// `PermissionDenied`, not `InvalidArguments`: the URL is well-formed, the policy refuses where
+/// it leads (as the workspace refuses paths outside it) — and a redirect or a DNS answer, not
+/// the model's arguments, may be what leads there.
+fn refused(refusal: &PrivateAddress) -> ToolError {
+    ToolError::PermissionDenied(
+        FetchUrl::NAME.to_owned(),
+        format!(
+            "a public address, but {refusal}; fetch_url refuses non-public addresses unless \
+             allowed (FetchUrl::allow_private_network, or `allow_private_network = true` in \
+             agcore.toml's [builtin])"
+        ),
+    )
 }
 
 /// How a body is turned into text.
@@ -207,6 +296,8 @@ impl Tool for FetchUrl {
                 ),
             ));
         }
+        self.check_literal(&url)
+            .map_err(|refusal| refused(&refusal))?;
         let mut response = self
             .client()?
             .get(url.clone())
@@ -216,7 +307,10 @@ impl Tool for FetchUrl {
             )
             .send()
             .await
-            .map_err(|error| failed(format!("GET {url} failed: {error}")))?;
+            .map_err(|error| match net_guard::find_refusal(&error) {
+                Some(refusal) => refused(&refusal),
+                None => failed(format!("GET {url} failed: {error}")),
+            })?;
         let status = response.status();
         let final_url = response.url().to_string();
         if !status.is_success() {
@@ -301,6 +395,100 @@ mod tests {
         assert_eq!(classify(Some("image/png")), Body::Binary);
         assert_eq!(classify(Some("application/octet-stream")), Body::Binary);
         assert_eq!(classify(None), Body::Unknown);
+    }
+
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    /// A server that redirects `/start` to `location`.
+    async fn redirecting_to(location: &str) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/start"))
+            .respond_with(ResponseTemplate::new(302).insert_header("location", location))
+            .mount(&server)
+            .await;
+        server
+    }
+
+    /// A fetcher that treats `outside`'s port as a public host (the first hop), everything
+    /// else on loopback as what it is.
+    fn guarded_with_outside(outside: &MockServer) -> FetchUrl {
+        let mut tool = FetchUrl::new();
+        tool.public_port = Some(outside.address().port());
+        tool
+    }
+
+    #[tokio::test]
+    async fn a_redirect_from_an_allowed_host_to_loopback_is_refused_before_connecting() {
+        let inside = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("secret"))
+            .mount(&inside)
+            .await;
+        let target = format!("http://127.0.0.1:{}/admin", inside.address().port());
+        let outside = redirecting_to(&target).await;
+        let tool = guarded_with_outside(&outside);
+        let error = tool
+            .run(FetchUrlInput {
+                url: format!("{}/start", outside.uri()),
+            })
+            .await
+            .unwrap_err();
+        let ToolError::PermissionDenied(name, reason) = &error else {
+            panic!("expected PermissionDenied, got {error:?}");
+        };
+        assert_eq!(name, "fetch_url");
+        assert!(
+            reason.contains("'127.0.0.1' is a loopback address"),
+            "{reason}"
+        );
+        assert_eq!(outside.received_requests().await.unwrap().len(), 1);
+        assert!(
+            inside.received_requests().await.unwrap().is_empty(),
+            "the refused hop was never requested"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_redirect_to_a_name_resolving_to_loopback_is_refused_by_the_resolver() {
+        let inside = MockServer::start().await;
+        let target = format!("http://localhost:{}/admin", inside.address().port());
+        let outside = redirecting_to(&target).await;
+        let error = guarded_with_outside(&outside)
+            .run(FetchUrlInput {
+                url: format!("{}/start", outside.uri()),
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, ToolError::PermissionDenied(_, reason) if reason.contains("'localhost' is a loopback address")),
+            "{error:?}"
+        );
+        assert!(inside.received_requests().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_test_hook_alone_lets_the_first_hop_through() {
+        // Guards the two tests above: without a refused target the redirect is followed.
+        let outside = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/start"))
+            .respond_with(ResponseTemplate::new(302).insert_header("location", "/end"))
+            .mount(&outside)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/end"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("fine"))
+            .mount(&outside)
+            .await;
+        let output = guarded_with_outside(&outside)
+            .run(FetchUrlInput {
+                url: format!("{}/start", outside.uri()),
+            })
+            .await
+            .unwrap();
+        assert_eq!(output.content, "fine");
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agcore::tools::builtin::{
-    BUILTIN_TOOL_NAMES, FetchUrl, OutputLimits, ReadFile, RunCommand, SearchFiles, Workspace,
-    builtin_tools,
+    BUILTIN_TOOL_NAMES, BuiltinOptions, FetchUrl, OutputLimits, ReadFile, RunCommand, SearchFiles,
+    Workspace, builtin_tools, builtin_tools_with,
 };
 use agcore::tools::{
     BaseTool, PermissionChecker, PermissionConfig, Tool, ToolError, ToolKind, ToolRegistry,
@@ -57,13 +57,20 @@ impl Fixture {
         std::fs::read_to_string(self.root.path().join(relative)).unwrap()
     }
 
-    /// All built-ins, no permission checker.
+    /// All built-ins, no permission checker; `fetch_url` may reach the local wiremock servers.
     fn registry(&self) -> ToolRegistry {
         let mut registry = ToolRegistry::new();
+        registry.register_all(self.local_tools()).unwrap();
         registry
-            .register_all(builtin_tools(&self.workspace))
-            .unwrap();
-        registry
+    }
+
+    /// All built-ins with `fetch_url` allowed on private networks (the test servers are on
+    /// 127.0.0.1, which the default refuses).
+    fn local_tools(&self) -> Vec<Arc<dyn BaseTool>> {
+        builtin_tools_with(
+            &self.workspace,
+            &BuiltinOptions::default().allow_private_network(true),
+        )
     }
 
     /// Every way out of the workspace, named: (kind of escape, path).
@@ -1019,6 +1026,7 @@ async fn fetch_url_caps_download_and_text_with_markers() {
     registry
         .register(
             FetchUrl::new()
+                .allow_private_network(true)
                 .with_limits(OutputLimits::new(3, 100_000))
                 .erase(),
         )
@@ -1036,7 +1044,12 @@ async fn fetch_url_caps_download_and_text_with_markers() {
 
     let mut small = ToolRegistry::new();
     small
-        .register(FetchUrl::new().with_max_download(12).erase())
+        .register(
+            FetchUrl::new()
+                .allow_private_network(true)
+                .with_max_download(12)
+                .erase(),
+        )
         .unwrap();
     let output = call(&small, "fetch_url", json!({"url": url}))
         .await
@@ -1052,6 +1065,93 @@ async fn fetch_url_caps_download_and_text_with_markers() {
     );
 }
 
+#[tokio::test]
+async fn fetch_url_refuses_private_addresses_by_default() {
+    let server = server_with(
+        "/admin",
+        ResponseTemplate::new(200).set_body_raw("secret", "text/plain"),
+    )
+    .await;
+    let port = server.address().port();
+    let fixture = Fixture::new();
+    // The default set, exactly as a library user gets it.
+    let mut registry = ToolRegistry::new();
+    registry
+        .register_all(builtin_tools(&fixture.workspace))
+        .unwrap();
+    let cases = [
+        (
+            format!("http://127.0.0.1:{port}/admin"),
+            "'127.0.0.1' is a loopback address",
+        ),
+        (
+            format!("http://localhost:{port}/admin"),
+            "'localhost' is a loopback address",
+        ),
+        (
+            format!("http://[::1]:{port}/admin"),
+            "'[::1]' is a loopback address",
+        ),
+        (
+            "http://[fd00::1]/".to_owned(),
+            "'[fd00::1]' is a unique-local (ULA) address",
+        ),
+        (
+            "http://169.254.169.254/latest/meta-data/".to_owned(),
+            "'169.254.169.254' is a link-local address (e.g. cloud metadata)",
+        ),
+        (
+            "http://10.0.0.1/".to_owned(),
+            "'10.0.0.1' is a private (RFC 1918) address",
+        ),
+        (
+            "http://0.0.0.0/".to_owned(),
+            "'0.0.0.0' is the unspecified address",
+        ),
+        (
+            "http://[::ffff:127.0.0.1]/".to_owned(),
+            "is a loopback address",
+        ),
+    ];
+    for (url, expected) in cases {
+        let error = call(&registry, "fetch_url", json!({"url": url}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, ToolError::PermissionDenied(tool, why) if tool == "fetch_url" && why.contains(expected) && why.contains("allow_private_network")),
+            "{url}: {error:?}"
+        );
+    }
+    assert!(
+        server.received_requests().await.unwrap().is_empty(),
+        "no refused request reached the server"
+    );
+}
+
+#[tokio::test]
+async fn fetch_url_reaches_private_addresses_only_when_allowed() {
+    let server = server_with(
+        "/admin",
+        ResponseTemplate::new(200).set_body_raw("local", "text/plain"),
+    )
+    .await;
+    let url = format!("http://localhost:{}/admin", server.address().port());
+    let mut allowed = ToolRegistry::new();
+    allowed
+        .register(FetchUrl::new().allow_private_network(true).erase())
+        .unwrap();
+    let output = call(&allowed, "fetch_url", json!({"url": url}))
+        .await
+        .unwrap();
+    assert_eq!(output["content"], "local");
+    assert!(
+        FetchUrl::new()
+            .allow_private_network(true)
+            .allows_private_network()
+    );
+    assert!(!FetchUrl::new().allows_private_network());
+}
+
 // ---------------------------------------------------------------- permissions and restricted mode
 
 #[tokio::test]
@@ -1065,9 +1165,7 @@ async fn default_permissions_allow_reading_and_fetching_and_refuse_shell_and_wri
     fixture.write("a.txt", "hello\n");
     let mut registry = ToolRegistry::new()
         .with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
-    registry
-        .register_all(builtin_tools(&fixture.workspace))
-        .unwrap();
+    registry.register_all(fixture.local_tools()).unwrap();
 
     for (name, args) in [
         ("read_file", json!({"path": "a.txt"})),

@@ -133,7 +133,10 @@ impl BuiltinOptions {
 }
 
 /// Every built-in tool, confined to `workspace`, configured by `options`.
-pub fn builtin_tools_with(workspace: &Workspace, options: &BuiltinOptions) -> Vec<Arc<dyn BaseTool>> {
+pub fn builtin_tools_with(
+    workspace: &Workspace,
+    options: &BuiltinOptions,
+) -> Vec<Arc<dyn BaseTool>> {
     let run_command = options
         .withheld_env
         .iter()

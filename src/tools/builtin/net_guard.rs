@@ -164,7 +164,12 @@ fn public_only(host: &str, addrs: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, Pr
         }),
         _ => {
             if !refused.is_empty() {
-                tracing::debug!(host, ?first, ?refused, "fetch_url dropped non-public addresses");
+                tracing::debug!(
+                    host,
+                    ?first,
+                    ?refused,
+                    "fetch_url dropped non-public addresses"
+                );
             }
             Ok(public)
         }
@@ -210,13 +215,22 @@ mod tests {
         assert_eq!(class("fc00::1"), Some(AddressClass::UniqueLocal));
         assert_eq!(class("fe80::1"), Some(AddressClass::LinkLocal));
         assert_eq!(class("::ffff:127.0.0.1"), Some(AddressClass::Loopback));
-        assert_eq!(class("::ffff:169.254.169.254"), Some(AddressClass::LinkLocal));
+        assert_eq!(
+            class("::ffff:169.254.169.254"),
+            Some(AddressClass::LinkLocal)
+        );
         assert_eq!(class("::10.0.0.1"), Some(AddressClass::Private));
     }
 
     #[test]
     fn public_addresses_pass() {
-        for ip in ["93.184.216.34", "8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700::1111"] {
+        for ip in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+        ] {
             assert_eq!(class(ip), None, "{ip}");
         }
     }
@@ -225,9 +239,15 @@ mod tests {
     fn the_resolver_keeps_public_addresses_and_refuses_only_private_ones() {
         let public: SocketAddr = "93.184.216.34:0".parse().unwrap();
         let private: SocketAddr = "10.0.0.1:0".parse().unwrap();
-        assert_eq!(public_only("mixed", vec![private, public]), Ok(vec![public]));
+        assert_eq!(
+            public_only("mixed", vec![private, public]),
+            Ok(vec![public])
+        );
         let refusal = public_only("internal", vec![private]).unwrap_err();
-        assert_eq!(refusal.to_string(), "'internal' is a private (RFC 1918) address (10.0.0.1)");
+        assert_eq!(
+            refusal.to_string(),
+            "'internal' is a private (RFC 1918) address (10.0.0.1)"
+        );
     }
 
     #[test]

@@ -32,7 +32,11 @@ pub enum Command {
     Demo(DemoArgs),
     /// Serve agcore's demo MCP server on stdio (used by `agcore demo`).
     #[command(hide = true)]
-    McpDemoServer,
+    McpDemoServer {
+        /// The demo server's own arguments (`--test-tools`, `--page-size N`, `--fault MODE`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Where the model is.

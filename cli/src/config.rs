@@ -52,6 +52,7 @@ pub enum ConfigError {
 /// [builtin]
 /// enabled = true                          # read_file, list_directory, search_files, write_file, ...
 /// root = "."                              # the workspace the built-in tools are confined to
+/// allow_private_network = false           # true lets fetch_url reach 127.0.0.1, 10.x, 169.254.x ...
 ///
 /// [tools]                                 # permissions, approvals, profiles, restricted mode
 /// profile = "write"
@@ -110,6 +111,10 @@ pub struct BuiltinSection {
     pub enabled: bool,
     /// The workspace root (default: the current directory).
     pub root: Option<PathBuf>,
+    /// Let `fetch_url` reach loopback, private and link-local addresses (default: refused, so
+    /// a prompt-injected page cannot make the model fetch cloud metadata or local services).
+    #[serde(default)]
+    pub allow_private_network: bool,
 }
 
 /// `[mcp]`.
@@ -203,6 +208,18 @@ mod tests {
             error.contains("restricted") || error.contains("bool"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn private_network_access_is_off_unless_the_config_says_so() {
+        assert!(
+            !AgcoreConfig::parse("[builtin]\nenabled = true\n")
+                .unwrap()
+                .builtin
+                .allow_private_network
+        );
+        let config = AgcoreConfig::parse("[builtin]\nallow_private_network = true\n").unwrap();
+        assert!(config.builtin.allow_private_network);
     }
 
     #[test]

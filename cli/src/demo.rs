@@ -43,7 +43,8 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             args: vec!["mcp-demo-server".to_owned()],
         },
     )
-    .with_timeout(30);
+    .with_timeout(30)
+    .without_env("OPENAI_API_KEY");
     mcp.connect()
         .await
         .context("could not start the demo MCP server")?;

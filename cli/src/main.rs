@@ -28,7 +28,7 @@ async fn main() -> ExitCode {
         Command::Tools(args) => tools_cmd::tools(args).await,
         Command::Mcp(command) => mcp_cmd::mcp(command).await,
         Command::Demo(args) => demo::demo(args).await,
-        Command::McpDemoServer => mcp_demo_server::serve(Vec::new())
+        Command::McpDemoServer { args } => mcp_demo_server::serve(args)
             .await
             .map(|()| ExitCode::SUCCESS),
     };

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::cli::{McpCallArgs, McpCommand, McpListArgs, McpSourceArgs};
 use crate::config::AgcoreConfig;
-use crate::session::mcp_servers;
+use crate::session::{connect_servers, mcp_servers, secret_env_names, withholding};
 
 /// Run `agcore mcp ...`.
 pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
@@ -18,7 +18,8 @@ pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn servers(source: &McpSourceArgs) -> anyhow::Result<McpServersConfig> {
+/// The configured servers and the variables none of them may see (the model's API key).
+fn servers(source: &McpSourceArgs) -> anyhow::Result<(McpServersConfig, Vec<String>)> {
     let (loaded, path) = AgcoreConfig::discover(source.config.as_deref())?;
     let servers = mcp_servers(&loaded, path.as_deref(), source.mcp_config.as_deref())?;
     if servers.servers.is_empty() {
@@ -26,14 +27,14 @@ fn servers(source: &McpSourceArgs) -> anyhow::Result<McpServersConfig> {
             "no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml"
         );
     }
-    Ok(servers)
+    Ok((servers, secret_env_names(&loaded, None)))
 }
 
 async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
-    let servers = servers(&args.source)?;
+    let (servers, secrets) = servers(&args.source)?;
     let mut statuses = Vec::new();
     let mut clients = Vec::new();
-    for (name, result) in servers.connect_all().await {
+    for (name, result) in connect_servers(&servers, &secrets).await {
         statuses.push(McpServerStatus::of(&name, &result));
         clients.extend(result.ok());
     }
@@ -64,12 +65,12 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {
-    let servers = servers(&args.source)?;
+    let (servers, secrets) = servers(&args.source)?;
     let arguments: Value = match &args.args {
         Some(text) => serde_json::from_str(text).context("ARGS_JSON is not valid JSON")?,
         None => Value::Object(Default::default()),
     };
-    let mut client = servers.client(&args.server)?;
+    let mut client = withholding(servers.client(&args.server)?, &secrets);
     client
         .connect()
         .await

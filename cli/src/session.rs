@@ -4,9 +4,12 @@
 use std::path::PathBuf;
 
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
+use agcore::tools::ToolError;
 use agcore::tools::ToolRegistry;
-use agcore::tools::builtin::{Workspace, builtin_tools_withholding};
-use agcore::tools::mcp::{McpServerStatus, McpServersConfig, register_mcp_tools};
+use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
+use agcore::tools::mcp::{
+    McpClient, McpServerStatus, McpServersConfig, connect_all, register_mcp_tools,
+};
 use anyhow::{Context, bail};
 
 use crate::approve::approver_for;
@@ -99,6 +102,38 @@ fn api_key_env(args: &ModelArgs, config: &AgcoreConfig) -> String {
         .unwrap_or_else(|| "OPENAI_API_KEY".to_owned())
 }
 
+/// The environment variables that may hold the model's API key — `OPENAI_API_KEY`, the
+/// config's `model.api_key_env` and `--api-key-env` — which neither `run_command` nor any stdio
+/// MCP server gets to see.
+pub fn secret_env_names(config: &AgcoreConfig, model: Option<&ModelArgs>) -> Vec<String> {
+    let mut names = vec!["OPENAI_API_KEY".to_owned()];
+    names.extend(config.model.api_key_env.clone());
+    names.extend(model.and_then(|args| args.api_key_env.clone()));
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// `client` with every variable of `withheld` kept from its (stdio) server.
+pub fn withholding(client: McpClient, withheld: &[String]) -> McpClient {
+    withheld
+        .iter()
+        .fold(client, |client, name| client.without_env(name.clone()))
+}
+
+/// Start every enabled server of `servers` concurrently, none of them seeing `withheld`.
+pub async fn connect_servers(
+    servers: &McpServersConfig,
+    withheld: &[String],
+) -> Vec<(String, Result<McpClient, ToolError>)> {
+    let clients = servers
+        .clients()
+        .into_iter()
+        .map(|(name, client)| (name, client.map(|client| withholding(client, withheld))))
+        .collect();
+    connect_all(clients).await
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
@@ -158,10 +193,10 @@ pub async fn build_registry(
         let workspace = Workspace::new(&root)
             .with_context(|| format!("cannot use {} as the workspace", root.display()))?;
         // Commands the model runs must not see the model's API key.
-        let mut secrets = vec!["OPENAI_API_KEY".to_owned()];
-        secrets.extend(config.model.api_key_env.clone());
-        secrets.extend(model.and_then(|args| args.api_key_env.clone()));
-        registry.register_all(builtin_tools_withholding(&workspace, &secrets))?;
+        let options = BuiltinOptions::default()
+            .withholding(secret_env_names(config, model))
+            .allow_private_network(config.builtin.allow_private_network);
+        registry.register_all(builtin_tools_with(&workspace, &options))?;
     }
 
     let servers = mcp_servers(
@@ -171,7 +206,9 @@ pub async fn build_registry(
     )?;
     let mut statuses = Vec::new();
     let mut connected = Vec::new();
-    for (name, result) in servers.connect_all().await {
+    // MCP servers must not see the model's API key either.
+    let secrets = secret_env_names(config, model);
+    for (name, result) in connect_servers(&servers, &secrets).await {
         statuses.push(McpServerStatus::of(&name, &result));
         match result {
             Ok(client) => connected.push(client),

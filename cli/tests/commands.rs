@@ -303,3 +303,46 @@ fn restricted_mode_does_not_load_the_workspaces_own_config() {
         "{out:?}"
     );
 }
+
+/// An `mcpServers` file running the demo server with its test tools (among them `env`).
+fn demo_test_tools_config(dir: &Path) -> std::path::PathBuf {
+    let file = dir.join("mcp-test.json");
+    let json = serde_json::json!({"mcpServers": {"demo": {
+        "command": env!("CARGO_BIN_EXE_agcore"),
+        "args": ["mcp-demo-server", "--test-tools"],
+    }}});
+    std::fs::write(&file, json.to_string()).unwrap();
+    file
+}
+
+#[test]
+fn stdio_mcp_servers_do_not_see_the_model_api_key_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = demo_test_tools_config(dir.path());
+    std::fs::write(
+        dir.path().join("agcore.toml"),
+        "[model]\napi_key_env = \"MY_MODEL_KEY\"\n",
+    )
+    .unwrap();
+    let seen = |name: &str| -> serde_json::Value {
+        let mut command = agcore(dir.path());
+        command
+            .env("OPENAI_API_KEY", "sk-openai-secret")
+            .env("MY_MODEL_KEY", "sk-config-secret")
+            .env("AGCORE_VISIBLE", "visible")
+            .args(["mcp", "call", "--mcp-config", config.to_str().unwrap()])
+            .args([
+                "demo",
+                "env",
+                &serde_json::json!({"name": name}).to_string(),
+            ])
+            .arg("--json");
+        let out = Command::from_std(command).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        value["value"].clone()
+    };
+    assert_eq!(seen("OPENAI_API_KEY"), serde_json::Value::Null);
+    assert_eq!(seen("MY_MODEL_KEY"), serde_json::Value::Null);
+    assert_eq!(seen("AGCORE_VISIBLE"), "visible");
+}

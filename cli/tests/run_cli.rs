@@ -314,3 +314,42 @@ async fn run_command_does_not_see_the_key_named_by_api_key_env() {
     assert!(content.contains("key=unset"), "{content}");
     assert!(!content.contains("s3cret-key"), "{content}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_servers_started_by_run_do_not_see_the_key_named_by_api_key_env() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = dir.path().join("mcp.json");
+    let json = serde_json::json!({"mcpServers": {"demo": {
+        "command": env!("CARGO_BIN_EXE_agcore"),
+        "args": ["mcp-demo-server", "--test-tools"],
+    }}});
+    std::fs::write(&mcp, json.to_string()).unwrap();
+    let server = fake_openai(vec![
+        Reply::tool("call_key", "env", r#"{"name":"MY_MODEL_KEY"}"#),
+        Reply::tool("call_other", "env", r#"{"name":"AGCORE_VISIBLE"}"#),
+        Reply::text("Done."),
+    ])
+    .await;
+    let mut command = agcore(dir.path());
+    command
+        .env("MY_MODEL_KEY", "s3cret-key")
+        .env("AGCORE_VISIBLE", "visible")
+        .args(["run", "--base-url", &base_url(&server), "--model", "m"])
+        .args(["--api-key-env", "MY_MODEL_KEY"])
+        .args(["--mcp-config", mcp.to_str().unwrap(), "go"]);
+    let output = Command::from_std(command).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let bodies = request_bodies(&server).await;
+    let last = |body: &Value| -> String {
+        let message = body["messages"].as_array().unwrap().last().unwrap();
+        message["content"].as_str().unwrap().to_owned()
+    };
+    let key = last(&bodies[1]);
+    assert!(key.contains("\"value\":null"), "{key}");
+    assert!(!key.contains("s3cret-key"), "{key}");
+    assert!(
+        last(&bodies[2]).contains("\"value\":\"visible\""),
+        "{}",
+        last(&bodies[2])
+    );
+}

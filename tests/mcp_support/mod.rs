@@ -41,6 +41,7 @@ pub fn demo_server() -> PathBuf {
         let built = profile_dir().join("mcp-demo-server");
         let sources = [
             repo().join("examples/mcp-demo-server/src/main.rs"),
+            repo().join("examples/mcp-demo-server/src/lib.rs"),
             repo().join("examples/mcp-demo-server/Cargo.toml"),
             repo().join("Cargo.lock"),
         ];

@@ -7,7 +7,9 @@
 //! - `--test-tools` adds tools that fail on call: `crash` (exits mid-call), `hang` (never
 //!   answers), `big {bytes}` (a huge text), `fail` (an `isError` result), `image` (image content),
 //!   `multi_text` (two text blocks), `change_tools` (adds a tool and sends `tools/list_changed`),
-//!   `slow {ms}` (answers after a delay).
+//!   `slow {ms}` (answers after a delay), `open_world` (annotated `openWorldHint: true`), `env
+//!   {name}` (structured `{"name", "value"}`: the server's environment variable, `null` when
+//!   unset — to check what a client withholds).
 //! - `--page-size N`: `tools/list` answers in pages of N tools.
 //! - `--fault MODE` (or env `MCP_DEMO_FAULT`): `exit-during-init` (exits with code 7 when the
 //!   `initialize` request arrives), `hang-init` (never answers `initialize`), `slow-init=MS`
@@ -111,6 +113,12 @@ impl Demo {
                 ),
                 Tool::new("open_world", "A tool that reaches the internet", empty())
                     .with_annotations(ToolAnnotations::new().open_world(true)),
+                Tool::new(
+                    "env",
+                    "The server's environment variable `name`, or null when unset",
+                    object_schema(json!({"name": {"type": "string"}}), &["name"]),
+                )
+                .with_annotations(ToolAnnotations::new().read_only(true).open_world(false)),
             ]);
             if self.extra_tool.load(Ordering::SeqCst) {
                 tools.push(Tool::new("extra", "Appeared after change_tools", empty()));
@@ -229,6 +237,13 @@ impl ServerHandler for Demo {
                 let ms = arg(args, "ms").and_then(Value::as_u64).unwrap_or(100);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 text("done")
+            }
+            "env" if self.test_tools => {
+                let name = arg(args, "name").and_then(Value::as_str).unwrap_or("");
+                let value = std::env::var(name).ok();
+                Ok(CallToolResponse::Complete(CallToolResult::structured(
+                    json!({"name": name, "value": value}),
+                )))
             }
             "open_world" | "extra" if self.test_tools => text("ok"),
             other => Err(ErrorData::invalid_params(

@@ -87,6 +87,7 @@ impl McpClient {
                 server,
                 transport,
                 env: Vec::new(),
+                env_remove: Vec::new(),
                 cwd: None,
                 request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
                 connect_timeout: Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_SECS),
@@ -133,6 +134,28 @@ impl McpClient {
             .env
             .extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
         self
+    }
+
+    /// Do not pass the variable `name` of agcore's environment on to a stdio server — e.g. the
+    /// model's API key, which a server has no business reading. A stdio server otherwise
+    /// inherits the whole environment. A variable set explicitly with
+    /// [`with_env`](Self::with_env) is still passed (the caller asked for it).
+    ///
+    /// ```
+    /// use agcore::tools::mcp::{McpClient, McpTransport};
+    ///
+    /// let client = McpClient::new("time", McpTransport::stdio("mcp-server-time", Vec::<String>::new()))
+    ///     .without_env("OPENAI_API_KEY");
+    /// assert_eq!(client.withheld_env(), ["OPENAI_API_KEY"]);
+    /// ```
+    pub fn without_env(mut self, name: impl Into<String>) -> Self {
+        self.settings.env_remove.push(name.into());
+        self
+    }
+
+    /// The variables [`without_env`](Self::without_env) withholds from a stdio server.
+    pub fn withheld_env(&self) -> &[String] {
+        &self.settings.env_remove
     }
 
     /// Run a stdio server in `dir`.

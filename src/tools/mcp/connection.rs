@@ -28,6 +28,7 @@ pub(crate) struct Settings {
     pub server: Arc<str>,
     pub transport: McpTransport,
     pub env: Vec<(String, String)>,
+    pub env_remove: Vec<String>,
     pub cwd: Option<PathBuf>,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
@@ -95,6 +96,7 @@ impl Connection {
                     command: command.clone(),
                     args: args.clone(),
                     env: settings.env.clone(),
+                    env_remove: settings.env_remove.clone(),
                     cwd: settings.cwd.clone(),
                 };
                 let (service, child) = open_stdio(settings, &spec, handler, &closed).await?;

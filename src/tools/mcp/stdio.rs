@@ -26,6 +26,8 @@ pub(crate) struct StdioSpec {
     pub command: String,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Inherited variables not passed on (removed before `env` is applied).
+    pub env_remove: Vec<String>,
     pub cwd: Option<PathBuf>,
 }
 
@@ -128,6 +130,9 @@ pub(crate) fn spawn(
     closed: CancellationToken,
 ) -> std::io::Result<(StdioTransport, ChildHandle)> {
     let mut command = Command::new(&spec.command);
+    for name in &spec.env_remove {
+        command.env_remove(name);
+    }
     command
         .args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))

@@ -40,9 +40,10 @@ async fn adapters_register_next_to_local_tools_and_take_permissions_from_annotat
         registry.get("open_world").unwrap().required_permissions(),
         vec![Permission::Network]
     );
+    // No openWorldHint: the spec's default (true) adds Network.
     assert_eq!(
         registry.get("crash").unwrap().required_permissions(),
-        vec![Permission::Delete]
+        vec![Permission::Delete, Permission::Network]
     );
 
     // Structured content comes back as the value.
@@ -292,4 +293,99 @@ async fn server_status_lists_tools_with_permissions_and_errors_as_text() {
     assert_eq!(json[0]["tools"][0]["kind"], "read");
     assert_eq!(json[1]["connected"], false);
     assert!(json[1]["error"].as_str().unwrap().contains("cannot start"));
+}
+
+#[tokio::test]
+async fn a_withheld_variable_does_not_reach_a_stdio_server_but_the_others_do() {
+    // Both inherited from this process (cargo sets CARGO_MANIFEST_DIR for the tests it runs):
+    // no test has to change its own environment.
+    let visible = std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR");
+    assert!(std::env::var_os("PATH").is_some());
+    let mut client = McpClient::new("demo", demo(&["--test-tools"]))
+        .without_env("PATH")
+        .without_env("AGCORE_EXPLICIT")
+        .with_env("AGCORE_EXPLICIT", "asked-for");
+    client.connect().await.unwrap();
+    let seen = |value: serde_json::Value| value["value"].clone();
+    assert_eq!(
+        seen(
+            client
+                .call_tool("env", json!({"name": "PATH"}))
+                .await
+                .unwrap()
+        ),
+        serde_json::Value::Null
+    );
+    assert_eq!(
+        seen(
+            client
+                .call_tool("env", json!({"name": "CARGO_MANIFEST_DIR"}))
+                .await
+                .unwrap()
+        ),
+        json!(visible)
+    );
+    // A variable the caller sets explicitly is passed even when also withheld.
+    assert_eq!(
+        seen(
+            client
+                .call_tool("env", json!({"name": "AGCORE_EXPLICIT"}))
+                .await
+                .unwrap()
+        ),
+        "asked-for"
+    );
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn restricted_mode_hides_mcp_tools_unless_they_say_open_world_false() {
+    use agcore::tools::exposure::{ExposurePolicy, HiddenBecause};
+    let client = connected("demo", &[]).await;
+    let mut registry = ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()))
+        .with_exposure(ExposurePolicy::default().with_restricted_mode(true));
+    registry.register_all(client.into_tools()).unwrap();
+
+    // `add` has no annotations, `echo` only readOnlyHint: both may reach the outside world.
+    // `get_weather` says readOnlyHint: true and openWorldHint: false.
+    assert_eq!(
+        registry.get("add").unwrap().required_permissions(),
+        vec![Permission::Network]
+    );
+    let offered: Vec<String> = registry
+        .exposed_definitions("openai", "m")
+        .into_iter()
+        .map(|definition| definition.function.name)
+        .collect();
+    assert_eq!(offered, ["get_weather"]);
+    let report = registry.explain("openai", "m");
+    for name in ["add", "echo"] {
+        let entry = report.tools.iter().find(|tool| tool.name == name).unwrap();
+        assert!(
+            entry.hidden_because.iter().any(|reason| matches!(
+                reason,
+                HiddenBecause::RestrictedMode { permissions } if permissions.contains(&Permission::Network)
+            )),
+            "{name}: {:?}",
+            entry.hidden_because
+        );
+    }
+    let error = registry.invoke("add", json!({"a": 1, "b": 2})).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "tool 'add' is not available: restricted mode: needs Network"
+    );
+    let weather = registry
+        .invoke("get_weather", json!({"city": "Oslo"}))
+        .await
+        .unwrap();
+    assert_eq!(weather.output.unwrap()["city"], "Oslo");
+
+    // Without restricted mode the default permissions allow Network: `add` runs as before.
+    let client = connected("demo", &[]).await;
+    let mut open = ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
+    open.register_all(client.into_tools()).unwrap();
+    assert!(open.invoke("add", json!({"a": 1, "b": 2})).await.is_ok());
 }

@@ -23,8 +23,15 @@ use crate::tools::permission::Permission;
 /// | `readOnlyHint: true` | `Read` | `Read` |
 /// | `destructiveHint: true` (not read-only) | `Delete` | `Delete` |
 /// | `readOnlyHint: false, destructiveHint: false` | `Write` | `Edit` |
-/// | `openWorldHint: true` | adds `Network` | `Fetch` if nothing else |
 /// | none of these | the client's default permissions | `Other` |
+/// | `openWorldHint` absent or `true` | adds `Network` | `Fetch` if `true` and nothing else |
+/// | `openWorldHint: false` | adds nothing | |
+///
+/// The MCP spec says `openWorldHint` defaults to `true`: a tool that does not explicitly say
+/// `openWorldHint: false` may reach the outside world, so it requires `Network` on top of the
+/// rest. Under the default [`PermissionConfig`](crate::tools::PermissionConfig) Network is
+/// allowed, so such tools run as before; restricted mode hides them. An unannotated tool thus
+/// needs the client's default permissions plus `Network`.
 #[derive(Debug, Clone)]
 pub struct McpToolAdapter {
     name: String,
@@ -146,14 +153,14 @@ impl BaseTool for McpToolAdapter {
     }
 }
 
-/// Permissions and kind from annotations (see [`McpToolAdapter`]); only explicit hints count.
+/// Permissions and kind from annotations (see [`McpToolAdapter`]): explicit read-only and
+/// destructive hints (else `default`), plus `Network` unless `openWorldHint` is explicitly false.
 pub(crate) fn permissions_from_annotations(
     annotations: Option<&ToolAnnotations>,
     default: Vec<Permission>,
 ) -> (Vec<Permission>, ToolKind) {
-    let Some(hints) = annotations else {
-        return (default, ToolKind::Other);
-    };
+    let none = ToolAnnotations::default();
+    let hints = annotations.unwrap_or(&none);
     let mut permissions = Vec::new();
     let mut kind = ToolKind::Other;
     match (hints.read_only_hint, hints.destructive_hint) {
@@ -171,17 +178,17 @@ pub(crate) fn permissions_from_annotations(
         }
         _ => {}
     }
-    if hints.open_world_hint == Some(true) {
-        permissions.push(Permission::Network);
-        if kind == ToolKind::Other {
-            kind = ToolKind::Fetch;
-        }
-    }
     if permissions.is_empty() {
-        (default, kind)
-    } else {
-        (permissions, kind)
+        permissions = default;
     }
+    // The spec's default for an absent openWorldHint is true.
+    if hints.open_world_hint != Some(false) && !permissions.contains(&Permission::Network) {
+        permissions.push(Permission::Network);
+    }
+    if hints.open_world_hint == Some(true) && kind == ToolKind::Other {
+        kind = ToolKind::Fetch;
+    }
+    (permissions, kind)
 }
 
 #[cfg(test)]
@@ -190,7 +197,7 @@ mod tests {
 
     #[test]
     fn annotations_map_to_permissions() {
-        let read = ToolAnnotations::new().read_only(true);
+        let read = ToolAnnotations::new().read_only(true).open_world(false);
         assert_eq!(
             permissions_from_annotations(Some(&read), vec![]),
             (vec![Permission::Read], ToolKind::Read)
@@ -208,9 +215,37 @@ mod tests {
             permissions_from_annotations(Some(&web), vec![]),
             (vec![Permission::Network], ToolKind::Fetch)
         );
+        let closed = ToolAnnotations::new().read_only(false).destructive(false).open_world(false);
+        assert_eq!(
+            permissions_from_annotations(Some(&closed), vec![]),
+            (vec![Permission::Write], ToolKind::Edit)
+        );
+    }
+
+    #[test]
+    fn an_absent_open_world_hint_means_network_as_the_spec_defaults_it_to_true() {
         assert_eq!(
             permissions_from_annotations(None, vec![Permission::Write]),
-            (vec![Permission::Write], ToolKind::Other)
+            (vec![Permission::Write, Permission::Network], ToolKind::Other)
+        );
+        assert_eq!(
+            permissions_from_annotations(None, vec![]),
+            (vec![Permission::Network], ToolKind::Other)
+        );
+        let read = ToolAnnotations::new().read_only(true);
+        assert_eq!(
+            permissions_from_annotations(Some(&read), vec![]),
+            (vec![Permission::Read, Permission::Network], ToolKind::Read)
+        );
+        let titled = ToolAnnotations::with_title("Only a title");
+        assert_eq!(
+            permissions_from_annotations(Some(&titled), vec![Permission::Read]),
+            (vec![Permission::Read, Permission::Network], ToolKind::Other)
+        );
+        // Network is not listed twice when the default already has it.
+        assert_eq!(
+            permissions_from_annotations(None, vec![Permission::Network]),
+            (vec![Permission::Network], ToolKind::Other)
         );
     }
 }

@@ -170,8 +170,10 @@ impl McpClient {
         self
     }
 
-    /// The permissions of tools whose annotations say nothing (default: none). See
-    /// [`McpToolAdapter`] for how annotations map to permissions.
+    /// The permissions of tools whose annotations say neither read-only nor destructive
+    /// (default: none). `Network` is added to every tool that does not say
+    /// `openWorldHint: false` (the spec's default is true). See [`McpToolAdapter`] for how
+    /// annotations map to permissions.
     pub fn with_default_permissions(mut self, permissions: Vec<Permission>) -> Self {
         self.default_permissions = permissions;
         self

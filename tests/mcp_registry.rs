@@ -371,7 +371,10 @@ async fn restricted_mode_hides_mcp_tools_unless_they_say_open_world_false() {
             entry.hidden_because
         );
     }
-    let error = registry.invoke("add", json!({"a": 1, "b": 2})).await.unwrap_err();
+    let error = registry
+        .invoke("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap_err();
     assert_eq!(
         error.to_string(),
         "tool 'add' is not available: restricted mode: needs Network"

@@ -215,7 +215,10 @@ mod tests {
             permissions_from_annotations(Some(&web), vec![]),
             (vec![Permission::Network], ToolKind::Fetch)
         );
-        let closed = ToolAnnotations::new().read_only(false).destructive(false).open_world(false);
+        let closed = ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .open_world(false);
         assert_eq!(
             permissions_from_annotations(Some(&closed), vec![]),
             (vec![Permission::Write], ToolKind::Edit)
@@ -226,7 +229,10 @@ mod tests {
     fn an_absent_open_world_hint_means_network_as_the_spec_defaults_it_to_true() {
         assert_eq!(
             permissions_from_annotations(None, vec![Permission::Write]),
-            (vec![Permission::Write, Permission::Network], ToolKind::Other)
+            (
+                vec![Permission::Write, Permission::Network],
+                ToolKind::Other
+            )
         );
         assert_eq!(
             permissions_from_annotations(None, vec![]),

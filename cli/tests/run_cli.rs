@@ -353,3 +353,45 @@ async fn mcp_servers_started_by_run_do_not_see_the_key_named_by_api_key_env() {
         last(&bodies[2])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_url_refuses_loopback_unless_the_config_allows_private_networks() {
+    let page = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/page"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw("local page", "text/plain"))
+        .mount(&page)
+        .await;
+    let url = format!("{}/page", page.uri());
+    let fetched = |config: Option<&'static str>| {
+        let url = url.clone();
+        async move {
+            let dir = tempfile::tempdir().unwrap();
+            if let Some(config) = config {
+                std::fs::write(dir.path().join("agcore.toml"), config).unwrap();
+            }
+            let server = fake_openai(vec![
+                Reply::tool("call_fetch", "fetch_url", &format!(r#"{{"url":"{url}"}}"#)),
+                Reply::text("Done."),
+            ])
+            .await;
+            let output = run(dir.path(), &server, &["--tools", "builtin", "go"]);
+            assert!(output.status.success(), "{output:?}");
+            let bodies = request_bodies(&server).await;
+            let message = bodies[1]["messages"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone();
+            message["content"].as_str().unwrap().to_owned()
+        }
+    };
+    let refused = fetched(None).await;
+    assert!(
+        refused.contains("'127.0.0.1' is a loopback address"),
+        "{refused}"
+    );
+    let allowed = fetched(Some("[builtin]\nallow_private_network = true\n")).await;
+    assert_eq!(allowed, "local page");
+    assert_eq!(page.received_requests().await.unwrap().len(), 1);
+}

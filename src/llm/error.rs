@@ -28,7 +28,7 @@ pub enum LlmError {
         message: String,
     },
     /// 429 after all retries.
-    #[error("rate limited (HTTP 429) after {retries} retries: {message}")]
+    #[error("rate limited (HTTP 429){}: {message}", retry_note(*retries))]
     RateLimited {
         /// The last `Retry-After` the server asked for.
         retry_after: Option<Duration>,
@@ -52,7 +52,7 @@ pub enum LlmError {
         message: String,
     },
     /// 5xx after all retries.
-    #[error("server error (HTTP {status}) after {retries} retries: {message}")]
+    #[error("server error (HTTP {status}){}: {message}", retry_note(*retries))]
     Server {
         /// The status code.
         status: u16,
@@ -74,7 +74,7 @@ pub enum LlmError {
         retries: u32,
     },
     /// The connection failed (after retries).
-    #[error("connection failed after {retries} retries: {message}")]
+    #[error("connection failed{}: {message}", retry_note(*retries))]
     Connection {
         /// How many retries were made.
         retries: u32,
@@ -121,6 +121,7 @@ pub enum LlmError {
 fn retry_note(retries: u32) -> String {
     match retries {
         0 => String::new(),
+        1 => " after 1 retry".to_owned(),
         n => format!(" after {n} retries"),
     }
 }

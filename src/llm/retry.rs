@@ -89,7 +89,10 @@ impl RetryPolicy {
                 Err(error) if retries < self.max_retries && Self::is_retryable(&error) => {
                     retries += 1;
                     let wait = self.backoff(retries, &error);
-                    tracing::warn!(%error, retries, ?wait, "model request failed; retrying");
+                    tracing::warn!(
+                        "model request failed ({error}); retry {retries} of {} in {wait:.1?}",
+                        self.max_retries
+                    );
                     tokio::time::sleep(wait).await;
                 }
                 Err(error) => return Err(with_retries(error, retries)),

@@ -197,7 +197,11 @@ async fn every_call_passes_the_gates_in_the_documented_order() {
         .await
         .unwrap_err();
     assert!(matches!(error, ToolError::InvalidArguments(..)), "{error}");
-    assert_eq!(allow.asked.load(Ordering::SeqCst), 0, "asked before validation");
+    assert_eq!(
+        allow.asked.load(Ordering::SeqCst),
+        0,
+        "asked before validation"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     // 5. Approval before execution.
     let deny = approver(ApprovalDecision::Deny {
@@ -213,7 +217,10 @@ async fn every_call_passes_the_gates_in_the_documented_order() {
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     // 6. Execution, with a timeout and panics caught.
     let (registry, runs) = registry_with(false, false, &allow);
-    let ran = registry.invoke("probe", json!({"mode": "ok"})).await.unwrap();
+    let ran = registry
+        .invoke("probe", json!({"mode": "ok"}))
+        .await
+        .unwrap();
     assert_eq!(ran.output.unwrap(), json!("ran"));
     let slow = tokio::time::timeout(
         Duration::from_secs(20),
@@ -281,7 +288,11 @@ async fn every_refusal_reaches_the_model_with_its_reason_and_the_loop_goes_on() 
     let report = registry.explain("openai", "gpt-4o");
     for tool in &report.tools {
         let hidden = !tool.hidden_because.is_empty();
-        assert_eq!(hidden, ["net", "del"].contains(&tool.name.as_str()), "{report}");
+        assert_eq!(
+            hidden,
+            ["net", "del"].contains(&tool.name.as_str()),
+            "{report}"
+        );
     }
     let text = report.to_string();
     assert!(text.contains("restricted mode: needs Network"), "{text}");

@@ -117,3 +117,49 @@ async fn design_section_7_weather_tool_reports_its_own_argument_error() {
         "invalid arguments for tool 'get_weather': missing required field `city`"
     );
 }
+
+// ---- The design's `invoke_all(calls: Vec<(String, Value)>) -> Vec<ToolInvocation>` ----------
+// These two failed to compile against the earlier generic `invoke_all<I: IntoIterator>` (type
+// annotations needed): the design's signature takes a `Vec<(String, Value)>`, so both infer.
+
+#[tokio::test]
+async fn design_invoke_all_accepts_an_empty_vec_literal() {
+    let registry = ToolRegistry::new();
+    let results: Vec<ToolInvocation> = registry.invoke_all(vec![]).await;
+    assert!(results.is_empty());
+}
+
+#[tokio::test]
+async fn design_invoke_all_accepts_a_collected_iterator() {
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(WeatherTool)).unwrap();
+    let cities = ["Beijing", "Paris"];
+    let results = registry
+        .invoke_all(
+            cities
+                .into_iter()
+                .map(|city| ("get_weather".into(), json!({ "city": city })))
+                .collect(),
+        )
+        .await;
+    let cities: Vec<&Value> = results
+        .iter()
+        .map(|r| &r.output.as_ref().unwrap()["city"])
+        .collect();
+    assert_eq!(cities, [&json!("Beijing"), &json!("Paris")]);
+}
+
+#[tokio::test]
+async fn calls_with_their_own_ids_go_through_invoke_requests() {
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(WeatherTool)).unwrap();
+    let results = registry
+        .invoke_requests([
+            ToolCallRequest::from_json("call_a", "get_weather", r#"{"city":"Rome"}"#),
+            ToolCallRequest::new("call_b", "get_weather", json!({"city": "Oslo"})),
+        ])
+        .await;
+    let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["call_a", "call_b"]);
+    assert_eq!(results[0].output.as_ref().unwrap()["city"], "Rome");
+}

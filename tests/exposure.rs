@@ -704,7 +704,7 @@ async fn an_allow_for_session_answer_covers_parallel_calls_waiting_for_approval(
             .with_approver(Arc::new(SlowApprover(approver.clone()))),
     );
     let records = registry
-        .invoke_all([
+        .invoke_all(vec![
             ("edit_file".to_owned(), json!({"path": "a"})),
             ("edit_file".to_owned(), json!({"path": "b"})),
             ("edit_file".to_owned(), json!({"path": "c"})),

@@ -218,7 +218,7 @@ async fn criterion_8_invoke_all_runs_calls_in_parallel() {
         registry.register(Arc::new(tool)).unwrap();
     }
     let calls = ["one", "two", "three"].map(|name| (name.to_owned(), json!({})));
-    let records = registry.invoke_all(calls).await;
+    let records = registry.invoke_all(calls.to_vec()).await;
     assert!(records.iter().all(|r| r.output.is_ok()));
 
     // Overlap evidence: every call started before any call ended.
@@ -475,7 +475,7 @@ async fn invoke_all_returns_results_in_input_order_even_when_they_finish_out_of_
         .await;
     assert_eq!(finished, [2, 1, 0], "the stream yields in completion order");
 
-    let records = registry.invoke_all(calls).await;
+    let records = registry.invoke_requests(calls).await;
     let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["call_0", "call_1", "call_2"]);
     let names: Vec<&str> = records.iter().map(|r| r.tool_name.as_str()).collect();
@@ -587,5 +587,6 @@ fn the_registry_and_its_call_futures_can_cross_threads() {
     send_sync(&registry);
     send(registry.invoke_call(ToolCallRequest::new("c", "x", json!({}))));
     send(registry.invoke_stream(Vec::new()));
-    send(registry.invoke_all(Vec::<ToolCallRequest>::new()));
+    send(registry.invoke_all(Vec::new()));
+    send(registry.invoke_requests(Vec::new()));
 }

@@ -691,7 +691,7 @@ async fn the_repeated_call_guard_can_tell_the_model_instead() {
         .rev()
         .find(|m| m.role() == "tool")
         .unwrap();
-    assert!(last_tool.text().unwrap().contains("2 times in a row"));
+    assert!(last_tool.text().unwrap().contains("in 2 turns in a row"));
 }
 
 #[tokio::test]

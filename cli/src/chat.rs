@@ -29,7 +29,8 @@ commands:
   /save FILE    write the conversation (all messages) as JSON to FILE
   /help         this list
   /exit         leave (or Ctrl-D)
-Ctrl-C cancels the running turn (the history keeps only completed turns); at the prompt it clears the line.";
+Ctrl-C cancels the running turn (dropped, unless a tool had started: then kept, unfinished calls answered
+as cancelled); at the prompt it clears the line.";
 
 /// Run `agcore chat`.
 pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
@@ -169,6 +170,7 @@ impl Session {
     async fn turn(&self, cycle: &mut LlmCycle, prompt: String) {
         // Only a Ctrl-C pressed from now on cancels this turn.
         let start = interrupt_count();
+        let before = cycle.messages().len();
         let mut renderer = HumanRenderer::new();
         let cancelled = {
             let work = async {
@@ -204,7 +206,12 @@ impl Session {
             // `work` is dropped here: the request and any running tool with it.
         };
         renderer.finish();
-        if cancelled {
+        if cancelled && cycle.messages().len() > before {
+            // A tool had started: the library kept the turn (see docs/6-tool-loop.md).
+            eprintln!(
+                "^C cancelled: a tool had started, so the turn is kept (unfinished calls answered as cancelled)"
+            );
+        } else if cancelled {
             eprintln!(
                 "^C cancelled: the turn was dropped (the history keeps only completed turns)"
             );

@@ -382,3 +382,80 @@ async fn always_allows_the_tool_for_the_rest_of_the_session() {
         "B"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_the_first_turns_tool_runs_keeps_the_prompt_and_the_turn() {
+    let workspace = tempfile::tempdir().unwrap();
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("agcore.toml");
+    std::fs::write(
+        &config,
+        "[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n",
+    )
+    .unwrap();
+    let server = fake_openai(vec![
+        Reply::tool(
+            "call_slow",
+            "run_command",
+            r#"{"command":"touch started && sleep 30"}"#,
+        ),
+        Reply::text("never sent"),
+    ])
+    .await;
+    let saved = workspace.path().join("history.json");
+    let saved_path = saved.clone();
+    let started = workspace.path().join("started");
+    let mut command = agcore(workspace.path());
+    command.args([
+        "chat",
+        "--base-url",
+        &base_url(&server),
+        "--model",
+        "fake-model",
+        "--tools",
+        "builtin",
+        "--config",
+    ]);
+    command.arg(&config);
+    let status = tokio::task::block_in_place(move || {
+        let mut session = spawn_chat(command);
+        expect(&mut session, "you> ");
+        session.send_line("start the slow job").unwrap();
+        // Ctrl-C once the command is really running.
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while !started.exists() {
+            assert!(std::time::Instant::now() < deadline, "the tool never ran");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        session.send(ControlCode::EndOfText).unwrap();
+        expect(&mut session, "the turn is kept");
+        expect(&mut session, "you> ");
+        session
+            .send_line(format!("/save {}", saved_path.display()))
+            .unwrap();
+        expect(&mut session, "saved 3 messages");
+        expect(&mut session, "you> ");
+        session.send(ControlCode::EndOfTransmission).unwrap();
+        session.get_process().wait().unwrap()
+    });
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "chat exited with {status:?}"
+    );
+    let history: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_history_valid(&history);
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool"]);
+    assert_eq!(history[0]["content"], "start the slow job");
+    assert!(
+        history[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: cancelled before the tool finished")
+    );
+    assert_eq!(request_bodies(&server).await.len(), 1);
+}

@@ -2,7 +2,9 @@
 //! per turn (with retries and deadline), stream assembly, tool execution through the registry,
 //! and history that only ever holds completed turns.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -17,7 +19,6 @@ use crate::llm::stream::StreamAssembler;
 use crate::llm::types::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolCall, ToolChoice, Usage,
 };
-use crate::tools::error::ToolError;
 use crate::tools::registry::{ToolCallRequest, ToolInvocation, ToolRegistry, generate_call_id};
 
 /// How a turn talks to the model.
@@ -38,26 +39,67 @@ pub(crate) enum LoopItem {
 
 /// The history of one call. Messages pushed after the last `commit` are removed when the guard
 /// is dropped — on error, on cancellation (the stream dropped), on early return — except a tool
-/// turn in which some tool already ran: its effects happened, so the turn is kept, with the
-/// calls that had not finished answered as cancelled.
+/// turn in which some tool already started: it may have had effects, so the turn is kept (the
+/// user message before it too, on the first turn), with the calls that had not finished
+/// answered as cancelled.
 struct History<'a> {
     messages: &'a mut Vec<OpenaiChatMessage>,
     committed: usize,
     turn: Option<ToolTurn>,
 }
 
-/// A tool turn in progress: the assistant message (`None` when it is already in the history)
-/// and an answer slot per call.
+/// A tool turn in progress: the assistant message (`None` when it is already in the history),
+/// an answer slot per call, and which calls' tools have started executing.
 struct ToolTurn {
     assistant: Option<OpenaiChatMessage>,
     ids: Vec<String>,
     answers: Vec<Option<String>>,
-    some_tool_ran: bool,
+    started: StartedCalls,
+}
+
+/// Which calls of a turn have started executing, set by the registry as each tool starts —
+/// before it finishes, so a cancellation knows about tools still in flight.
+#[derive(Clone)]
+struct StartedCalls(Arc<[AtomicBool]>);
+
+impl StartedCalls {
+    fn new(calls: usize) -> Self {
+        StartedCalls((0..calls).map(|_| AtomicBool::new(false)).collect())
+    }
+
+    fn mark(&self, position: usize) {
+        if let Some(flag) = self.0.get(position) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn get(&self, position: usize) -> bool {
+        self.0
+            .get(position)
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
+
+    fn any(&self) -> bool {
+        self.0.iter().any(|flag| flag.load(Ordering::Relaxed))
+    }
 }
 
 /// The answer of a call that was cancelled while running.
 const CANCELLED: &str =
     "Error: cancelled before the tool finished; whether it had any effect is unknown.";
+
+/// The answer of a call that was cancelled before its tool started (queued, or waiting for
+/// approval).
+const NOT_STARTED: &str = "Error: cancelled before the tool started; it did not run.";
+
+/// How `finish_turn` answers a call without a result.
+#[derive(Clone, Copy)]
+enum Unanswered {
+    /// The turn ran to its end: a tool stream that misbehaved.
+    NoResult,
+    /// The turn was cancelled.
+    Cancelled,
+}
 
 impl History<'_> {
     fn push(&mut self, message: OpenaiChatMessage) {
@@ -69,30 +111,47 @@ impl History<'_> {
     }
 
     /// Start a tool turn answering `calls` (of `assistant`, or of the last message when `None`).
-    fn begin_turn(&mut self, assistant: Option<OpenaiChatMessage>, calls: &[ToolCall]) {
+    /// The registry marks the returned flags as each call's tool starts.
+    fn begin_turn(
+        &mut self,
+        assistant: Option<OpenaiChatMessage>,
+        calls: &[ToolCall],
+    ) -> StartedCalls {
+        let started = StartedCalls::new(calls.len());
         self.turn = Some(ToolTurn {
             assistant,
             ids: calls.iter().map(|call| call.id.clone()).collect(),
             answers: vec![None; calls.len()],
-            some_tool_ran: false,
+            started: started.clone(),
         });
+        started
     }
 
-    /// Record the answer of the call at `position`; `ran` says whether the tool was started.
-    fn answer(&mut self, position: usize, content: String, ran: bool) {
-        if let Some(turn) = &mut self.turn {
-            turn.answers[position] = Some(content);
-            turn.some_tool_ran |= ran;
+    /// Record the answer of the call at `position`.
+    fn answer(&mut self, position: usize, content: String) {
+        if let Some(slot) = self
+            .turn
+            .as_mut()
+            .and_then(|turn| turn.answers.get_mut(position))
+        {
+            *slot = Some(content);
         }
     }
 
     /// Push the turn (assistant message, then one tool message per call in call order) and
-    /// commit. Calls without an answer get `missing`.
-    fn finish_turn(&mut self, missing: &str) {
+    /// commit. Calls without an answer are answered as `unanswered` says.
+    fn finish_turn(&mut self, unanswered: Unanswered) {
         if let Some(turn) = self.turn.take() {
             self.messages.extend(turn.assistant);
-            for (id, answer) in turn.ids.into_iter().zip(turn.answers) {
-                let answer = answer.unwrap_or_else(|| missing.to_owned());
+            for (position, (id, answer)) in turn.ids.into_iter().zip(turn.answers).enumerate() {
+                let answer = answer.unwrap_or_else(|| {
+                    match unanswered {
+                        Unanswered::NoResult => NO_RESULT,
+                        Unanswered::Cancelled if turn.started.get(position) => CANCELLED,
+                        Unanswered::Cancelled => NOT_STARTED,
+                    }
+                    .to_owned()
+                });
                 self.messages
                     .push(OpenaiChatMessage::tool_result(id, answer));
             }
@@ -103,24 +162,14 @@ impl History<'_> {
 
 impl Drop for History<'_> {
     fn drop(&mut self) {
-        if self.turn.as_ref().is_some_and(|turn| turn.some_tool_ran) {
-            self.finish_turn(CANCELLED);
+        // A started tool may have had effects: forgetting its turn would be worse than keeping
+        // a turn the model did not finish. Calls refused before execution (unknown, hidden,
+        // denied, invalid, not approved) never start, so they do not keep a turn.
+        if self.turn.as_ref().is_some_and(|turn| turn.started.any()) {
+            self.finish_turn(Unanswered::Cancelled);
         }
         self.messages.truncate(self.committed);
     }
-}
-
-/// Whether the tool of `invocation` was started (so it may have had effects), as opposed to a
-/// call refused before execution.
-fn tool_started(invocation: &ToolInvocation) -> bool {
-    !matches!(
-        invocation.output,
-        Err(ToolError::NotFound(_)
-            | ToolError::InvalidArguments(..)
-            | ToolError::PermissionDenied(..)
-            | ToolError::NotExposed { .. }
-            | ToolError::ApprovalDenied { .. })
-    )
 }
 
 impl LlmCycle {
@@ -154,19 +203,19 @@ impl LlmCycle {
                                 input: parse_input(&call.function.arguments),
                             });
                         }
-                        history.begin_turn(None, &pending);
+                        let started = history.begin_turn(None, &pending);
                         {
-                            let mut completed = registry.invoke_stream(pending.iter().map(ToolCallRequest::from).collect());
+                            let requests = pending.iter().map(ToolCallRequest::from).collect();
+                            let mut completed = registry.invoke_stream_observed(requests, move |index| started.mark(index));
                             while let Some((index, invocation)) = completed.next().await {
                                 let content = registry.model_content(&invocation);
-                                let ran = tool_started(&invocation);
                                 let event = completed_event(invocation, &content);
-                                history.answer(index, truncate_for_model(content, config.tool_output_limit), ran);
+                                history.answer(index, truncate_for_model(content, config.tool_output_limit));
                                 yield LoopItem::Event(event);
                             }
                         }
                         // The earlier turn is now complete.
-                        history.finish_turn(NO_RESULT);
+                        history.finish_turn(Unanswered::NoResult);
                     }
                     _ => {
                         for call in &pending {
@@ -285,9 +334,9 @@ impl LlmCycle {
                 }
 
                 // Decide which calls run; the repeated-call guard may stop the loop or answer for a call.
+                let streaks = repeats.observe_turn(&calls);
                 let mut blocked: Vec<Option<String>> = Vec::with_capacity(calls.len());
-                for call in &calls {
-                    let streak = repeats.observe(call);
+                for (call, streak) in calls.iter().zip(streaks) {
                     match config.repeated_call_guard.limit {
                         Some(limit) if streak >= limit => match config.repeated_call_guard.action {
                             RepeatedCallAction::Abort => {
@@ -298,7 +347,7 @@ impl LlmCycle {
                                 return;
                             }
                             RepeatedCallAction::TellModel => blocked.push(Some(format!(
-                                "Error: you have called '{}' with these same arguments {streak} times in a row; \
+                                "Error: you have called '{}' with these same arguments in {streak} turns in a row; \
                                  the result will not change. Use the earlier result or try something different.",
                                 call.function.name
                             ))),
@@ -320,13 +369,13 @@ impl LlmCycle {
                 });
 
                 // Run the calls concurrently; report each as it finishes, answer in call order.
-                history.begin_turn(Some(response.message), &calls);
+                let started = history.begin_turn(Some(response.message), &calls);
                 let mut runnable = Vec::new();
                 let mut positions = Vec::new();
                 for (position, call) in calls.iter().enumerate() {
                     match &blocked[position] {
                         Some(message) => {
-                            history.answer(position, message.clone(), false);
+                            history.answer(position, message.clone());
                             yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
                                 id: call.id.clone(),
                                 tool_name: call.function.name.clone(),
@@ -342,16 +391,20 @@ impl LlmCycle {
                     }
                 }
                 {
-                    let mut completed = registry.invoke_stream(runnable);
+                    let marks = positions.clone();
+                    let mut completed = registry.invoke_stream_observed(runnable, move |index| {
+                        if let Some(&position) = marks.get(index) {
+                            started.mark(position);
+                        }
+                    });
                     while let Some((index, invocation)) = completed.next().await {
                         let content = registry.model_content(&invocation);
-                        let ran = tool_started(&invocation);
                         let event = completed_event(invocation, &content);
-                        history.answer(positions[index], truncate_for_model(content, config.tool_output_limit), ran);
+                        history.answer(positions[index], truncate_for_model(content, config.tool_output_limit));
                         yield LoopItem::Event(event);
                     }
                 }
-                history.finish_turn(NO_RESULT);
+                history.finish_turn(Unanswered::NoResult);
                 if let Some(relaxed) = &relaxed {
                     options = relaxed;
                 }
@@ -514,28 +567,45 @@ fn ceil_char_boundary(text: &str, mut index: usize) -> usize {
     index
 }
 
-/// Counts identical consecutive calls (same tool, same arguments) across the turns of one call.
+/// Counts, per call (same tool, same arguments), in how many consecutive turns of one call it
+/// was requested. A turn counts once however many identical calls it holds: parallel
+/// identical calls are a model fanning out, not a model stuck in a loop.
 #[derive(Default)]
 struct RepeatTracker {
-    last: Option<(String, String)>,
-    streak: u32,
+    /// The calls of the last turn, with their streak of consecutive turns.
+    streaks: HashMap<(String, String), u32>,
 }
 
 impl RepeatTracker {
-    fn observe(&mut self, call: &ToolCall) -> u32 {
-        // Canonical arguments: parsed and re-serialised, so whitespace and key order do not matter.
-        let arguments = serde_json::from_str::<Value>(&call.function.arguments)
-            .map(|value| value.to_string())
-            .unwrap_or_else(|_| call.function.arguments.clone());
-        let signature = (call.function.name.clone(), arguments);
-        if self.last.as_ref() == Some(&signature) {
-            self.streak += 1;
-        } else {
-            self.last = Some(signature);
-            self.streak = 1;
+    /// Record one turn's calls; returns each call's streak (this turn included), in call order.
+    fn observe_turn(&mut self, calls: &[ToolCall]) -> Vec<u32> {
+        let signatures: Vec<(String, String)> = calls.iter().map(signature).collect();
+        let mut streaks = HashMap::with_capacity(signatures.len());
+        for signature in &signatures {
+            if !streaks.contains_key(signature) {
+                let streak = self
+                    .streaks
+                    .get(signature)
+                    .map_or(1, |s| s.saturating_add(1));
+                streaks.insert(signature.clone(), streak);
+            }
         }
-        self.streak
+        // A call missing from this turn starts again from zero.
+        self.streaks = streaks;
+        signatures
+            .iter()
+            .map(|signature| self.streaks.get(signature).copied().unwrap_or(1))
+            .collect()
     }
+}
+
+/// A call's identity for the repeat guard: the tool name and canonical arguments (parsed and
+/// re-serialised, so whitespace and key order do not matter).
+fn signature(call: &ToolCall) -> (String, String) {
+    let arguments = serde_json::from_str::<Value>(&call.function.arguments)
+        .map(|value| value.to_string())
+        .unwrap_or_else(|_| call.function.arguments.clone());
+    (call.function.name.clone(), arguments)
 }
 
 #[cfg(test)]
@@ -553,20 +623,28 @@ mod tests {
     }
 
     #[test]
-    fn repeats_are_counted_on_canonical_arguments() {
+    fn repeats_are_counted_per_turn_on_canonical_arguments() {
         let mut tracker = RepeatTracker::default();
+        let f = |id: &str, args: &str| ToolCall::new(id, "f", args);
+        // Three identical calls in one turn: one occurrence each.
         assert_eq!(
-            tracker.observe(&ToolCall::new("a", "f", r#"{"x":1,"y":2}"#)),
-            1
+            tracker.observe_turn(&[
+                f("a", r#"{"x":1,"y":2}"#),
+                f("b", r#"{ "y": 2, "x": 1 }"#),
+                f("c", r#"{"x":1,"y":2}"#),
+            ]),
+            [1, 1, 1]
         );
         assert_eq!(
-            tracker.observe(&ToolCall::new("b", "f", r#"{ "x": 1, "y": 2 }"#)),
-            2
+            tracker.observe_turn(&[
+                ToolCall::new("d", "g", r#"{"x":1,"y":2}"#),
+                f("e", r#"{ "x": 1, "y": 2 }"#),
+            ]),
+            [1, 2]
         );
-        assert_eq!(
-            tracker.observe(&ToolCall::new("c", "g", r#"{"x":1,"y":2}"#)),
-            1
-        );
+        // A turn without it resets its count.
+        assert_eq!(tracker.observe_turn(&[f("g", "{}")]), [1]);
+        assert_eq!(tracker.observe_turn(&[f("h", r#"{"x":1,"y":2}"#)]), [1]);
     }
 
     #[test]

@@ -86,8 +86,6 @@ impl ToolCallRequest {
     }
 }
 
-// Only the `String` pair converts: a second pair impl (e.g. `&str`) would break type inference
-// for the design's `vec![("get_weather".into(), json!(..))]` passed to `invoke_all`.
 impl From<(String, Value)> for ToolCallRequest {
     /// The design's `(name, args)` pair; the id is generated.
     fn from((name, arguments): (String, Value)) -> Self {

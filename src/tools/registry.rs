@@ -299,6 +299,16 @@ impl ToolRegistry {
 
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
+        self.invoke_call_observed(call, || {}).await
+    }
+
+    /// [`ToolRegistry::invoke_call`], calling `on_start` once the call passed every check and
+    /// its tool is about to execute (from then on it may have had effects).
+    async fn invoke_call_observed(
+        &self,
+        call: ToolCallRequest,
+        on_start: impl FnOnce(),
+    ) -> ToolInvocation {
         let started = Instant::now();
         let prepared = match self.prepare(&call) {
             Ok(prepared) => prepared,
@@ -313,6 +323,7 @@ impl ToolRegistry {
                 duration: started.elapsed(),
             };
         }
+        on_start();
         self.execute(call.id, call.name, prepared, started).await
     }
 
@@ -326,23 +337,70 @@ impl ToolRegistry {
         &self,
         calls: Vec<ToolCallRequest>,
     ) -> impl Stream<Item = (usize, ToolInvocation)> + Send + '_ {
+        self.invoke_stream_observed(calls, |_| {})
+    }
+
+    /// [`ToolRegistry::invoke_stream`], calling `on_start(position)` when a call's tool is
+    /// about to execute. The tool loop uses it to know, when it is cancelled, which calls
+    /// may have had effects.
+    pub(crate) fn invoke_stream_observed<'a>(
+        &'a self,
+        calls: Vec<ToolCallRequest>,
+        on_start: impl Fn(usize) + Send + Sync + 'a,
+    ) -> impl Stream<Item = (usize, ToolInvocation)> + Send + 'a {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
+        let on_start = Arc::new(on_start);
         stream::iter(calls.into_iter().enumerate())
-            .map(move |(position, call)| async move { (position, self.invoke_call(call).await) })
+            .map(move |(position, call)| {
+                let on_start = on_start.clone();
+                async move {
+                    let invocation = self.invoke_call_observed(call, || on_start(position)).await;
+                    (position, invocation)
+                }
+            })
             .buffer_unordered(limit)
     }
 
-    /// Run several calls concurrently (bounded by the concurrency limit); the records come back
-    /// in the order of `calls`, and one failing call does not stop the others.
+    /// Run the design's `(name, args)` calls concurrently (bounded by the concurrency limit);
+    /// the records come back in the order of `calls`, and one failing call does not stop the
+    /// others. Each call gets a generated id; to choose the ids (e.g. the model's
+    /// `tool_call_id`s), use [`ToolRegistry::invoke_requests`].
     ///
-    /// Accepts [`ToolCallRequest`]s or the design's `(name, args)` pairs.
-    pub async fn invoke_all<I>(&self, calls: I) -> Vec<ToolInvocation>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolCallRequest>,
-    {
-        let calls: Vec<ToolCallRequest> = calls.into_iter().map(Into::into).collect();
-        let mut done: Vec<(usize, ToolInvocation)> = self.invoke_stream(calls).collect().await;
+    /// ```
+    /// # use agcore::tools::prelude::*;
+    /// # async fn demo(registry: &ToolRegistry) {
+    /// let records = registry
+    ///     .invoke_all(vec![("get_weather".into(), json!({"city": "Paris"}))])
+    ///     .await;
+    /// assert!(registry.invoke_all(vec![]).await.is_empty());
+    /// # }
+    /// ```
+    pub async fn invoke_all(&self, calls: Vec<(String, Value)>) -> Vec<ToolInvocation> {
+        self.invoke_requests(calls.into_iter().map(ToolCallRequest::from))
+            .await
+    }
+
+    /// Run calls that carry their own ids concurrently (bounded by the concurrency limit); the
+    /// records come back in the order of `calls`, and one failing call does not stop the others.
+    ///
+    /// ```
+    /// # use agcore::tools::prelude::*;
+    /// # use agcore::tools::ToolCallRequest;
+    /// # async fn demo(registry: &ToolRegistry) {
+    /// let records = registry
+    ///     .invoke_requests([ToolCallRequest::from_json("call_1", "get_weather", r#"{"city":"Paris"}"#)])
+    ///     .await;
+    /// assert_eq!(records[0].id, "call_1");
+    /// # }
+    /// ```
+    pub async fn invoke_requests(
+        &self,
+        calls: impl IntoIterator<Item = ToolCallRequest>,
+    ) -> Vec<ToolInvocation> {
+        let mut done: Vec<(usize, ToolInvocation)> = self
+            .invoke_stream(calls.into_iter().collect())
+            .collect()
+            .await;
         done.sort_unstable_by_key(|(position, _)| *position);
         done.into_iter().map(|(_, invocation)| invocation).collect()
     }

@@ -112,6 +112,18 @@ pub enum LlmError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The server redirected the request to another origin (scheme, host or port). Not
+    /// followed: the API key, the configured headers and the conversation go only to the
+    /// configured server's origin. Not retried.
+    #[error(
+        "the server at {from} redirected the request to {to}, another origin; not followed, so the API key and configured headers stay with {from} (set the base URL to the new address if it is trusted)"
+    )]
+    CrossOriginRedirect {
+        /// The origin the request was sent to (`https://host:port`).
+        from: String,
+        /// The origin the server redirected to.
+        to: String,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -181,6 +193,8 @@ pub enum ErrorKind {
     TruncatedToolCalls,
     /// [`LlmError::Cancelled`].
     Cancelled,
+    /// [`LlmError::CrossOriginRedirect`].
+    CrossOriginRedirect,
     /// [`LlmError::Other`].
     Other,
 }
@@ -203,6 +217,7 @@ impl LlmError {
             LlmError::RepeatedToolCall { .. } => ErrorKind::RepeatedToolCall,
             LlmError::TruncatedToolCalls => ErrorKind::TruncatedToolCalls,
             LlmError::Cancelled => ErrorKind::Cancelled,
+            LlmError::CrossOriginRedirect { .. } => ErrorKind::CrossOriginRedirect,
             LlmError::Other(_) => ErrorKind::Other,
         }
     }

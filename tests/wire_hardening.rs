@@ -76,7 +76,9 @@ struct Server {
 }
 
 impl Server {
-    async fn start(script: impl Fn(&Value, usize) -> ResponseTemplate + Send + Sync + 'static) -> Self {
+    async fn start(
+        script: impl Fn(&Value, usize) -> ResponseTemplate + Send + Sync + 'static,
+    ) -> Self {
         let server = MockServer::start().await;
         let received = Arc::new(Mutex::new(Vec::new()));
         Mock::given(method("POST"))
@@ -144,7 +146,11 @@ async fn call(
             ),
             (Mode::Streaming, _) => {
                 let stream = match registry {
-                    Some(registry) => cycle.submit_stream_with_tools(prompt.into(), registry).await,
+                    Some(registry) => {
+                        cycle
+                            .submit_stream_with_tools(prompt.into(), registry)
+                            .await
+                    }
                     None => cycle.submit_stream(prompt.into()).await,
                 };
                 let events: Vec<StreamEvent> = match stream {
@@ -183,7 +189,10 @@ fn assert_wire_valid(messages: &Value) {
         let message = &messages[i];
         i += 1;
         assert!(message.get("function_call").is_none(), "{message}");
-        assert_ne!(message["role"], "tool", "tool message answers no call: {message}");
+        assert_ne!(
+            message["role"], "tool",
+            "tool message answers no call: {message}"
+        );
         let Some(calls) = message.get("tool_calls").and_then(Value::as_array) else {
             continue;
         };
@@ -288,7 +297,11 @@ async fn configured_headers_and_the_key_never_follow_a_cross_origin_redirect() {
                 );
             }
         }
-        assert_eq!(seen.lock().unwrap().len(), 0, "{status}: B was not asked at all");
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            0,
+            "{status}: B was not asked at all"
+        );
         let error = result.unwrap_err();
         let LlmError::CrossOriginRedirect { from, to } = &error else {
             panic!("{status}: {error:?}");
@@ -308,9 +321,7 @@ async fn a_same_origin_redirect_is_followed_with_the_configured_headers() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(307).insert_header("location", "/v2/chat/completions"),
-        )
+        .respond_with(ResponseTemplate::new(307).insert_header("location", "/v2/chat/completions"))
         .mount(&server)
         .await;
     struct Check(Arc<Mutex<Vec<bool>>>);
@@ -366,7 +377,10 @@ async fn a_legacy_function_call_becomes_a_tool_call_and_goes_back_as_tool_calls(
         assert_eq!(sent[1]["tool_calls"].as_array().unwrap().len(), 1);
         assert_eq!(sent[2]["role"], "tool");
         assert_eq!(sent[2]["tool_call_id"], id);
-        assert!(sent[2]["content"].as_str().unwrap().contains("22"), "{mode:?}: the tool ran");
+        assert!(
+            sent[2]["content"].as_str().unwrap().contains("22"),
+            "{mode:?}: the tool ran"
+        );
         assert_wire_valid(&history(&cycle));
         if mode == Mode::Streaming {
             assert!(
@@ -402,7 +416,10 @@ async fn a_tool_call_cut_by_the_token_limit_is_an_error_with_and_without_tools()
             let case = format!("{mode:?}, tools: {with_tools}");
             let (kind, message) = result.expect_err(&case);
             assert_eq!(kind, ErrorKind::TruncatedToolCalls, "{case}: {message}");
-            assert!(message.contains("finish_reason=length"), "{case}: {message}");
+            assert!(
+                message.contains("finish_reason=length"),
+                "{case}: {message}"
+            );
             // The turn is not committed: no unanswered call with unterminated JSON is stored.
             assert_eq!(history(&cycle), before, "{case}");
             assert!(
@@ -430,7 +447,10 @@ async fn tool_calls_returned_by_a_plain_submit_are_stored_answered() {
         result.unwrap();
         let stored = history(&cycle);
         assert_wire_valid(&stored);
-        assert_eq!(stored[1]["tool_calls"][0]["function"]["name"], "get_weather");
+        assert_eq!(
+            stored[1]["tool_calls"][0]["function"]["name"],
+            "get_weather"
+        );
         assert!(
             stored[2]["content"].as_str().unwrap().contains("not run"),
             "{mode:?}: {stored:#}"
@@ -439,7 +459,10 @@ async fn tool_calls_returned_by_a_plain_submit_are_stored_answered() {
         let (text, _) = call(&mut cycle, "Thanks", None, mode).await;
         assert_eq!(text.unwrap(), "ok");
         assert_wire_valid(&server.requests()[1]["messages"]);
-        assert_eq!(server.requests()[1]["messages"].as_array().unwrap().len(), 4);
+        assert_eq!(
+            server.requests()[1]["messages"].as_array().unwrap().len(),
+            4
+        );
     }
 }
 
@@ -498,7 +521,10 @@ async fn an_error_after_a_delta_is_not_retried() {
     let (result, events) = call(&mut cycle, "hi", None, Mode::Streaming).await;
     let (kind, message) = result.unwrap_err();
     assert_eq!(kind, ErrorKind::Server, "{message}");
-    assert!(message.contains("Upstream provider disconnected"), "{message}");
+    assert!(
+        message.contains("Upstream provider disconnected"),
+        "{message}"
+    );
     assert!(
         matches!(&events[0], StreamEvent::AssistantTextDelta { text } if text == "Once upon"),
         "{events:#?}"
@@ -531,7 +557,14 @@ async fn first_event_errors_that_keep_failing_report_their_retries() {
         Err(error) => error,
     };
     assert!(
-        matches!(error, LlmError::Server { status: 502, retries: 2, .. }),
+        matches!(
+            error,
+            LlmError::Server {
+                status: 502,
+                retries: 2,
+                ..
+            }
+        ),
         "{error:?}"
     );
     assert_eq!(server.requests().len(), 3);

@@ -13,6 +13,7 @@ use crate::llm::cycle::LlmCycle;
 use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
+use crate::llm::retry::open_stream;
 use crate::llm::stream::StreamAssembler;
 use crate::llm::types::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolCall, ToolChoice, Usage,
@@ -213,7 +214,9 @@ impl LlmCycle {
                         // limit); the successful attempt's deadline then covers the whole reply.
                         let opened = config.retry.run(|| async move {
                             let deadline = config.request_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
-                            with_deadline(deadline, model.chat_stream(request)).await.map(|deltas| (deltas, deadline))
+                            // An error before the first delta fails the attempt (and is retried).
+                            let opened = async { open_stream(model.chat_stream(request).await?).await };
+                            with_deadline(deadline, opened).await.map(|deltas| (deltas, deadline))
                         }).await;
                         let (mut deltas, deadline) = match opened {
                             Ok(opened) => opened,

@@ -373,7 +373,7 @@ mod tests {
     #[test]
     fn errors_usage_and_content_parts_are_decoded() {
         assert!(matches!(
-            decode(&[r#"{"error":{"message":"overloaded","type":"server_error"}}"#]),
+            decode(&[r#"{"error":{"message":"overloaded"}}"#]),
             Err(LlmError::Stream(message)) if message == "overloaded"
         ));
         assert!(matches!(decode(&["not json"]), Err(LlmError::Decode(_))));
@@ -386,5 +386,51 @@ mod tests {
         assert_eq!(deltas[0], ModelDelta::Text("ab".into()));
         assert!(matches!(&deltas[2], ModelDelta::Usage(usage) if usage.total_tokens == 5));
         assert!(matches!(&deltas[4], ModelDelta::Usage(usage) if usage.total_tokens == 2));
+    }
+
+    #[test]
+    fn an_error_chunk_is_typed_like_the_status_its_code_or_type_names() {
+        let status = |chunk: &str| match decode(&[chunk]) {
+            Err(LlmError::Server { status, .. }) => Some(status),
+            Err(LlmError::RateLimited { .. }) => Some(429),
+            Err(LlmError::BadRequest { status, .. }) => Some(status),
+            _ => None,
+        };
+        assert_eq!(
+            status(r#"{"error":{"code":500,"message":"peg-native format","type":"server_error"}}"#),
+            Some(500)
+        );
+        assert_eq!(
+            status(r#"{"error":{"code":502,"message":"upstream"}}"#),
+            Some(502)
+        );
+        assert_eq!(
+            status(r#"{"error":{"code":"503","message":"busy"}}"#),
+            Some(503)
+        );
+        assert_eq!(
+            status(r#"{"error":{"message":"x","type":"server_error","code":null}}"#),
+            Some(500)
+        );
+        assert_eq!(
+            status(r#"{"error":{"message":"slow down","code":"rate_limit_exceeded"}}"#),
+            Some(429)
+        );
+        assert_eq!(
+            status(r#"{"error":{"code":400,"message":"bad"}}"#),
+            Some(400)
+        );
+        // A code that is no HTTP error status says nothing about retrying.
+        assert_eq!(status(r#"{"error":{"code":200,"message":"odd"}}"#), None);
+        assert_eq!(
+            status(r#"{"error":{"code":"invalid_prompt","message":"no"}}"#),
+            None
+        );
+        assert!(matches!(
+            decode(&[
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}"#
+            ]),
+            Err(LlmError::ContextLengthExceeded { .. })
+        ));
     }
 }

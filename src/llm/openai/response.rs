@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
-use crate::llm::openai::errors::{error_object_message, status_error, truncate};
+use crate::llm::openai::errors::{embedded_status, error_object_message, status_error, truncate};
 use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
 use crate::tools::registry::generate_call_id;
 
@@ -104,15 +104,11 @@ pub(crate) fn response_deltas(response: ChatResponse) -> Vec<ModelDelta> {
     deltas
 }
 
-/// An `{"error": ...}` body sent with HTTP 200 (some proxies do): typed by its numeric `code`
-/// when it has one.
+/// An `{"error": ...}` body sent with HTTP 200 (some proxies do): typed like the HTTP status its
+/// `code` or `type` stands for (see [`embedded_status`]), so it is retried like that status.
 fn error_in_success(error: &Value, body: &[u8]) -> LlmError {
-    match error
-        .get("code")
-        .and_then(Value::as_u64)
-        .filter(|code| (400..600).contains(code))
-    {
-        Some(code) => status_error(code as u16, &HeaderMap::new(), body),
+    match embedded_status(error) {
+        Some(status) => status_error(status, &HeaderMap::new(), body),
         None => LlmError::Http {
             status: 200,
             message: error_object_message(error),

@@ -16,6 +16,7 @@ use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{stream_error, truncate};
 use crate::llm::types::{FinishReason, ReasoningField, Usage};
+use crate::tools::registry::generate_call_id;
 
 /// Per-stream state of the chunk decoder.
 #[derive(Debug, Default)]
@@ -25,6 +26,9 @@ pub(crate) struct ChunkDecoder {
     /// Whether a reasoning delta (possibly empty) has been passed on.
     sent_reasoning: bool,
     finished: bool,
+    /// Whether a piece of a legacy `function_call` has been passed on (the first carries the
+    /// synthesised id).
+    sent_function_call: bool,
 }
 
 #[derive(Deserialize)]
@@ -73,6 +77,9 @@ struct Delta {
     refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallPiece>>,
+    /// The legacy `functions` API (old Azure deployments): one call, no id, no index.
+    #[serde(default)]
+    function_call: Option<FunctionPiece>,
 }
 
 #[derive(Deserialize)]
@@ -123,7 +130,10 @@ impl ChunkDecoder {
             .into_iter()
             .find(|choice| choice.index.unwrap_or(0) == 0)
         {
-            if let Some(delta) = choice.delta {
+            if let Some(mut delta) = choice.delta {
+                if let Some(function) = delta.function_call.take() {
+                    self.push_function_call(function, &mut delta);
+                }
                 push_delta(delta, &mut self.sent_reasoning, out);
             }
             if let Some(reason) = choice.finish_reason.filter(|reason| !reason.is_empty()) {
@@ -138,6 +148,21 @@ impl ChunkDecoder {
             out.push_back(ModelDelta::Usage(usage));
         }
         Ok(())
+    }
+
+    /// A piece of a legacy `function_call`, as a piece of one tool call: the first piece brings
+    /// a synthesised id, the rest continue that call.
+    fn push_function_call(&mut self, function: FunctionPiece, delta: &mut Delta) {
+        let id = (!self.sent_function_call).then(generate_call_id);
+        self.sent_function_call = true;
+        delta
+            .tool_calls
+            .get_or_insert_with(Vec::new)
+            .push(ToolCallPiece {
+                index: None,
+                id,
+                function: Some(function),
+            });
     }
 
     /// Emit the id and model once each; Azure's first chunk has them empty.
@@ -432,5 +457,42 @@ mod tests {
             ]),
             Err(LlmError::ContextLengthExceeded { .. })
         ));
+    }
+
+    #[test]
+    fn a_legacy_function_call_streams_as_one_tool_call_with_a_generated_id() {
+        let deltas = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"function_call":{"name":"f","arguments":""}}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"function_call":{"arguments":"{\"a\""}}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"function_call":{"arguments":":1}"}}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"function_call"}]}"#,
+        ])
+        .unwrap();
+        let ModelDelta::ToolCall {
+            id: Some(id), name, ..
+        } = &deltas[0]
+        else {
+            panic!("{deltas:?}");
+        };
+        assert!(id.starts_with("call_"));
+        assert_eq!(name.as_deref(), Some("f"));
+        assert_eq!(
+            deltas[1..],
+            [
+                ModelDelta::ToolCall {
+                    index: None,
+                    id: None,
+                    name: None,
+                    arguments: Some(r#"{"a""#.into())
+                },
+                ModelDelta::ToolCall {
+                    index: None,
+                    id: None,
+                    name: None,
+                    arguments: Some(":1}".into())
+                },
+                ModelDelta::Finish(FinishReason::ToolCalls),
+            ]
+        );
     }
 }

@@ -104,7 +104,9 @@ pub enum LlmError {
         /// How many identical calls in a row.
         times: u32,
     },
-    /// The reply was cut at the token limit while it was calling tools; the calls were not run.
+    /// The reply was cut at the token limit while it was calling tools: the calls were neither
+    /// run nor stored (their arguments may be cut mid-JSON). Every call path returns it, with or
+    /// without tools, streaming or not; the history keeps only completed turns.
     #[error(
         "the reply hit the token limit (finish_reason=length) while calling tools; calls not executed"
     )]

@@ -268,11 +268,22 @@ impl LlmCycle {
                 }
 
                 let calls: Vec<ToolCall> = response.message.tool_calls().to_vec();
+                if !calls.is_empty() && response.stop_reason == Some(FinishReason::Length) {
+                    // The arguments may be cut mid-JSON: report, never execute or store, with or
+                    // without a registry.
+                    yield LoopItem::Failed(LlmError::TruncatedToolCalls);
+                    return;
+                }
                 let registry = match registry {
                     Some(registry) if !calls.is_empty() => registry,
                     _ => {
-                        // The final answer (or a plain call): commit and finish.
+                        // The final answer (or a plain call): commit and finish. Calls of a
+                        // plain call are returned, not run, and stored answered as not run, so
+                        // the history never holds an unanswered call.
                         history.push(response.message.clone());
+                        for call in &calls {
+                            history.push(OpenaiChatMessage::tool_result(call.id.clone(), NOT_RUN));
+                        }
                         history.commit();
                         response.usage = total_usage;
                         let reason = response.stop_reason.clone().unwrap_or(FinishReason::Stop);
@@ -281,11 +292,6 @@ impl LlmCycle {
                         return;
                     }
                 };
-                if response.stop_reason == Some(FinishReason::Length) {
-                    // The arguments may be cut mid-JSON: report, never execute.
-                    yield LoopItem::Failed(LlmError::TruncatedToolCalls);
-                    return;
-                }
 
                 // Decide which calls run; the repeated-call guard may stop the loop or answer for a call.
                 let mut blocked: Vec<Option<String>> = Vec::with_capacity(calls.len());

@@ -237,9 +237,12 @@ fn registry() -> ToolRegistry {
 // ---------------------------------------------------------------------------------------------
 // Item 18: configured secrets never follow a redirect to another origin.
 
+/// The headers of each request a server got, as (name, value) pairs.
+type SeenHeaders = Arc<Mutex<Vec<Vec<(String, String)>>>>;
+
 /// Server B: records the headers of every request it gets and answers like a model.
-async fn recording_server() -> (MockServer, Arc<Mutex<Vec<Vec<(String, String)>>>>) {
-    struct Recorder(Arc<Mutex<Vec<Vec<(String, String)>>>>);
+async fn recording_server() -> (MockServer, SeenHeaders) {
+    struct Recorder(SeenHeaders);
     impl Respond for Recorder {
         fn respond(&self, request: &Request) -> ResponseTemplate {
             let headers = request

@@ -295,7 +295,8 @@ async fn an_error_object_mid_stream_is_a_stream_error() {
     let outcome = stream_fixture("openai_mid_stream_error").await;
     assert_eq!(
         outcome.response,
-        Err("stream error: The server had an error while processing your request. Sorry about that!"
+        // Typed by its `type` like the HTTP status it stands for (`server_error`: 500).
+        Err("server error (HTTP 500): The server had an error while processing your request. Sorry about that!"
             .to_owned())
     );
     assert_eq!(text_deltas(&outcome.events), "Let me think");
@@ -746,7 +747,8 @@ async fn a_llamacpp_error_line_mid_stream_keeps_its_message() {
     let whole = decode_split(body.as_bytes(), &[]).await;
     assert_eq!(
         whole.response,
-        Err("stream error: Failed to decode the batch".to_owned())
+        // Typed like the HTTP status its code names (500).
+        Err("server error (HTTP 500): Failed to decode the batch".to_owned())
     );
     assert_eq!(decode_byte_by_byte(body.as_bytes()).await, whole);
 }

@@ -131,9 +131,14 @@ impl LlmCycle {
     }
 
     /// Send `prompt` and wait for the reply. No tools are offered; tool calls in the reply are
-    /// returned, not run (see [`LlmCycle::submit_with_tools`]). They stay in the history:
-    /// [`LlmCycle::resume_with_tools`] runs them and continues; a new prompt instead answers
-    /// each with an error text saying it was not run, so the next request stays valid.
+    /// returned, not run (see [`LlmCycle::submit_with_tools`]). The history stores them each
+    /// answered by a `tool` message saying it was not run, so it never holds an unanswered
+    /// call and every later request (or a saved transcript) stays valid.
+    ///
+    /// # Errors
+    /// Besides the transport and server errors, [`LlmError::TruncatedToolCalls`] when the reply
+    /// called tools but was cut by the token limit (`finish_reason: length`): the history is
+    /// then left as it was, without the prompt, as for any failure (same for every other call).
     pub async fn submit(&mut self, prompt: String) -> Result<ChatResponse, LlmError> {
         drain(self.run_loop(Some(prompt), None, Mode::Blocking)).await
     }
@@ -171,7 +176,7 @@ impl LlmCycle {
 
     /// Continue the tool loop from the current history without a new user message — e.g.
     /// after [`LlmError::MaxTurnsExceeded`], a restored history that ends with tool results, or
-    /// a [`LlmCycle::submit`] whose reply called tools (those calls are run first).
+    /// a restored history that ends with unanswered tool calls (those calls are run first).
     pub async fn resume_with_tools(
         &mut self,
         registry: &ToolRegistry,

@@ -104,7 +104,9 @@ pub enum LlmError {
         /// How many identical calls in a row.
         times: u32,
     },
-    /// The reply was cut at the token limit while it was calling tools; the calls were not run.
+    /// The reply was cut at the token limit while it was calling tools: the calls were neither
+    /// run nor stored (their arguments may be cut mid-JSON). Every call path returns it, with or
+    /// without tools, streaming or not; the history keeps only completed turns.
     #[error(
         "the reply hit the token limit (finish_reason=length) while calling tools; calls not executed"
     )]
@@ -112,6 +114,18 @@ pub enum LlmError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The server redirected the request to another origin (scheme, host or port). Not
+    /// followed: the API key, the configured headers and the conversation go only to the
+    /// configured server's origin. Not retried.
+    #[error(
+        "the server at {from} redirected the request to {to}, another origin; not followed, so the API key and configured headers stay with {from} (set the base URL to the new address if it is trusted)"
+    )]
+    CrossOriginRedirect {
+        /// The origin the request was sent to (`https://host:port`).
+        from: String,
+        /// The origin the server redirected to.
+        to: String,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -181,6 +195,8 @@ pub enum ErrorKind {
     TruncatedToolCalls,
     /// [`LlmError::Cancelled`].
     Cancelled,
+    /// [`LlmError::CrossOriginRedirect`].
+    CrossOriginRedirect,
     /// [`LlmError::Other`].
     Other,
 }
@@ -203,6 +219,7 @@ impl LlmError {
             LlmError::RepeatedToolCall { .. } => ErrorKind::RepeatedToolCall,
             LlmError::TruncatedToolCalls => ErrorKind::TruncatedToolCalls,
             LlmError::Cancelled => ErrorKind::Cancelled,
+            LlmError::CrossOriginRedirect { .. } => ErrorKind::CrossOriginRedirect,
             LlmError::Other(_) => ErrorKind::Other,
         }
     }

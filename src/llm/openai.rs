@@ -28,6 +28,7 @@ mod body;
 mod chunk;
 mod decode;
 mod errors;
+mod redirect;
 mod request;
 mod response;
 
@@ -222,6 +223,7 @@ impl OpenAiClient {
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
+            .redirect(OpenAiClient::redirect_policy())
             .build()
             .map_err(|error| {
                 LlmError::Other(format!(
@@ -233,7 +235,10 @@ impl OpenAiClient {
     }
 
     /// A client that sends its requests through `http` (to share a connection pool or set up
-    /// proxies and certificates yourself). `config.connect_timeout` is then `http`'s business.
+    /// proxies and certificates yourself). `config.connect_timeout` and the redirect policy are
+    /// then `http`'s business: build it with [`OpenAiClient::redirect_policy`] so the API key and
+    /// configured headers never follow a redirect to another origin (reqwest's default policy
+    /// drops `Authorization` there but keeps custom headers such as Azure's `api-key`).
     ///
     /// # Errors
     /// [`LlmError::Other`] when the base URL or a header is invalid.
@@ -265,6 +270,27 @@ impl OpenAiClient {
             endpoint,
             headers,
         })
+    }
+
+    /// The redirect policy of [`OpenAiClient::new`]: redirects within the endpoint's origin
+    /// (same scheme, host and port) are followed, up to 10; a redirect to another origin is
+    /// refused with [`LlmError::CrossOriginRedirect`], so the API key, the configured headers
+    /// and the conversation are never sent there. Refused rather than followed without them:
+    /// an API endpoint has no reason to move across origins, a 307/308 would resend the whole
+    /// conversation to the new host, and a key-less request there would only fail less clearly.
+    ///
+    /// ```
+    /// use agcore::llm::{OpenAiClient, OpenAiConfig};
+    ///
+    /// let http = reqwest::Client::builder()
+    ///     .redirect(OpenAiClient::redirect_policy())
+    ///     .build()
+    ///     .unwrap();
+    /// let client = OpenAiClient::with_http_client(OpenAiConfig::new("http://127.0.0.1:8080/v1"), http);
+    /// assert!(client.is_ok());
+    /// ```
+    pub fn redirect_policy() -> reqwest::redirect::Policy {
+        reqwest::redirect::Policy::custom(redirect::same_origin_only)
     }
 
     /// The settings this client was made with.
@@ -329,6 +355,9 @@ impl OpenAiClient {
     }
 
     fn send_error(&self, error: &reqwest::Error) -> LlmError {
+        if let Some(refused) = redirect::refused(error) {
+            return refused;
+        }
         errors::send_error(
             error,
             self.config.connect_timeout,

@@ -3,13 +3,19 @@
 use std::future::Future;
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use crate::llm::error::{LlmError, TimeoutKind};
+use crate::llm::model::{ModelDelta, ModelStream};
 
 /// When and how often a failed model request is retried.
 ///
 /// Retried: 408, 409, 429, 5xx, connection errors and request timeouts. Never retried: 400, 401,
 /// 403, 404, 422, a context-length error, a 429 for an exhausted quota (`insufficient_quota`),
-/// or an error after a stream has started. A `Retry-After` sent with a 429 or 5xx sets the wait.
+/// or an error after a stream has delivered anything. An error that is a stream's very first
+/// event (llama.cpp's `error:` event, OpenRouter's upstream failure after HTTP 200) counts as the
+/// request failing with the status its `code` or `type` names, and is retried like it. A
+/// `Retry-After` sent with a 429 or 5xx sets the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt (0 = no retry).
@@ -98,6 +104,37 @@ impl RetryPolicy {
                 Err(error) => return Err(with_retries(error, retries)),
             }
         }
+    }
+}
+
+/// Read `stream` up to its first delta the caller would see (text, reasoning, a tool call, a
+/// finish, usage), so an error before any of it is returned here — as the request's error, for
+/// [`RetryPolicy::run`] to retry — instead of ending a stream the caller already holds. The
+/// deltas read on the way (metadata, empty fields) are replayed in front of the rest.
+pub(crate) async fn open_stream(mut stream: ModelStream) -> Result<ModelStream, LlmError> {
+    let mut head = Vec::new();
+    loop {
+        match stream.next().await {
+            Some(Ok(delta)) => {
+                let seen = !is_silent(&delta);
+                head.push(Ok(delta));
+                if seen {
+                    return Ok(Box::pin(futures::stream::iter(head).chain(stream)));
+                }
+            }
+            Some(Err(error)) => return Err(error),
+            // Ended: `head` is all there is (a stream is not polled again after its end).
+            None => return Ok(Box::pin(futures::stream::iter(head))),
+        }
+    }
+}
+
+/// Deltas that reach no caller as an event.
+fn is_silent(delta: &ModelDelta) -> bool {
+    match delta {
+        ModelDelta::Meta { .. } => true,
+        ModelDelta::Text(text) | ModelDelta::Reasoning { text, .. } => text.is_empty(),
+        _ => false,
     }
 }
 

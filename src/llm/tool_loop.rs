@@ -15,6 +15,7 @@ use crate::llm::cycle::LlmCycle;
 use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
+use crate::llm::retry::open_stream;
 use crate::llm::stream::StreamAssembler;
 use crate::llm::types::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolCall, ToolChoice, Usage,
@@ -262,7 +263,9 @@ impl LlmCycle {
                         // limit); the successful attempt's deadline then covers the whole reply.
                         let opened = config.retry.run(|| async move {
                             let deadline = config.request_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
-                            with_deadline(deadline, model.chat_stream(request)).await.map(|deltas| (deltas, deadline))
+                            // An error before the first delta fails the attempt (and is retried).
+                            let opened = async { open_stream(model.chat_stream(request).await?).await };
+                            with_deadline(deadline, opened).await.map(|deltas| (deltas, deadline))
                         }).await;
                         let (mut deltas, deadline) = match opened {
                             Ok(opened) => opened,
@@ -314,11 +317,22 @@ impl LlmCycle {
                 }
 
                 let calls: Vec<ToolCall> = response.message.tool_calls().to_vec();
+                if !calls.is_empty() && response.stop_reason == Some(FinishReason::Length) {
+                    // The arguments may be cut mid-JSON: report, never execute or store, with or
+                    // without a registry.
+                    yield LoopItem::Failed(LlmError::TruncatedToolCalls);
+                    return;
+                }
                 let registry = match registry {
                     Some(registry) if !calls.is_empty() => registry,
                     _ => {
-                        // The final answer (or a plain call): commit and finish.
+                        // The final answer (or a plain call): commit and finish. Calls of a
+                        // plain call are returned, not run, and stored answered as not run, so
+                        // the history never holds an unanswered call.
                         history.push(response.message.clone());
+                        for call in &calls {
+                            history.push(OpenaiChatMessage::tool_result(call.id.clone(), NOT_RUN));
+                        }
                         history.commit();
                         response.usage = total_usage;
                         let reason = response.stop_reason.clone().unwrap_or(FinishReason::Stop);
@@ -327,11 +341,6 @@ impl LlmCycle {
                         return;
                     }
                 };
-                if response.stop_reason == Some(FinishReason::Length) {
-                    // The arguments may be cut mid-JSON: report, never execute.
-                    yield LoopItem::Failed(LlmError::TruncatedToolCalls);
-                    return;
-                }
 
                 // Decide which calls run; the repeated-call guard may stop the loop or answer for a call.
                 let streaks = repeats.observe_turn(&calls);

@@ -16,6 +16,7 @@ use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{stream_error, truncate};
 use crate::llm::types::{FinishReason, ReasoningField, Usage};
+use crate::tools::registry::generate_call_id;
 
 /// Per-stream state of the chunk decoder.
 #[derive(Debug, Default)]
@@ -25,6 +26,9 @@ pub(crate) struct ChunkDecoder {
     /// Whether a reasoning delta (possibly empty) has been passed on.
     sent_reasoning: bool,
     finished: bool,
+    /// Whether a piece of a legacy `function_call` has been passed on (the first carries the
+    /// synthesised id).
+    sent_function_call: bool,
 }
 
 #[derive(Deserialize)]
@@ -73,6 +77,9 @@ struct Delta {
     refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallPiece>>,
+    /// The legacy `functions` API (old Azure deployments): one call, no id, no index.
+    #[serde(default)]
+    function_call: Option<FunctionPiece>,
 }
 
 #[derive(Deserialize)]
@@ -123,7 +130,10 @@ impl ChunkDecoder {
             .into_iter()
             .find(|choice| choice.index.unwrap_or(0) == 0)
         {
-            if let Some(delta) = choice.delta {
+            if let Some(mut delta) = choice.delta {
+                if let Some(function) = delta.function_call.take() {
+                    self.push_function_call(function, &mut delta);
+                }
                 push_delta(delta, &mut self.sent_reasoning, out);
             }
             if let Some(reason) = choice.finish_reason.filter(|reason| !reason.is_empty()) {
@@ -138,6 +148,21 @@ impl ChunkDecoder {
             out.push_back(ModelDelta::Usage(usage));
         }
         Ok(())
+    }
+
+    /// A piece of a legacy `function_call`, as a piece of one tool call: the first piece brings
+    /// a synthesised id, the rest continue that call.
+    fn push_function_call(&mut self, function: FunctionPiece, delta: &mut Delta) {
+        let id = (!self.sent_function_call).then(generate_call_id);
+        self.sent_function_call = true;
+        delta
+            .tool_calls
+            .get_or_insert_with(Vec::new)
+            .push(ToolCallPiece {
+                index: None,
+                id,
+                function: Some(function),
+            });
     }
 
     /// Emit the id and model once each; Azure's first chunk has them empty.
@@ -373,7 +398,7 @@ mod tests {
     #[test]
     fn errors_usage_and_content_parts_are_decoded() {
         assert!(matches!(
-            decode(&[r#"{"error":{"message":"overloaded","type":"server_error"}}"#]),
+            decode(&[r#"{"error":{"message":"overloaded"}}"#]),
             Err(LlmError::Stream(message)) if message == "overloaded"
         ));
         assert!(matches!(decode(&["not json"]), Err(LlmError::Decode(_))));
@@ -386,5 +411,88 @@ mod tests {
         assert_eq!(deltas[0], ModelDelta::Text("ab".into()));
         assert!(matches!(&deltas[2], ModelDelta::Usage(usage) if usage.total_tokens == 5));
         assert!(matches!(&deltas[4], ModelDelta::Usage(usage) if usage.total_tokens == 2));
+    }
+
+    #[test]
+    fn an_error_chunk_is_typed_like_the_status_its_code_or_type_names() {
+        let status = |chunk: &str| match decode(&[chunk]) {
+            Err(LlmError::Server { status, .. }) => Some(status),
+            Err(LlmError::RateLimited { .. }) => Some(429),
+            Err(LlmError::BadRequest { status, .. }) => Some(status),
+            _ => None,
+        };
+        assert_eq!(
+            status(r#"{"error":{"code":500,"message":"peg-native format","type":"server_error"}}"#),
+            Some(500)
+        );
+        assert_eq!(
+            status(r#"{"error":{"code":502,"message":"upstream"}}"#),
+            Some(502)
+        );
+        assert_eq!(
+            status(r#"{"error":{"code":"503","message":"busy"}}"#),
+            Some(503)
+        );
+        assert_eq!(
+            status(r#"{"error":{"message":"x","type":"server_error","code":null}}"#),
+            Some(500)
+        );
+        assert_eq!(
+            status(r#"{"error":{"message":"slow down","code":"rate_limit_exceeded"}}"#),
+            Some(429)
+        );
+        assert_eq!(
+            status(r#"{"error":{"code":400,"message":"bad"}}"#),
+            Some(400)
+        );
+        // A code that is no HTTP error status says nothing about retrying.
+        assert_eq!(status(r#"{"error":{"code":200,"message":"odd"}}"#), None);
+        assert_eq!(
+            status(r#"{"error":{"code":"invalid_prompt","message":"no"}}"#),
+            None
+        );
+        assert!(matches!(
+            decode(&[
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}"#
+            ]),
+            Err(LlmError::ContextLengthExceeded { .. })
+        ));
+    }
+
+    #[test]
+    fn a_legacy_function_call_streams_as_one_tool_call_with_a_generated_id() {
+        let deltas = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"function_call":{"name":"f","arguments":""}}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"function_call":{"arguments":"{\"a\""}}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"function_call":{"arguments":":1}"}}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"function_call"}]}"#,
+        ])
+        .unwrap();
+        let ModelDelta::ToolCall {
+            id: Some(id), name, ..
+        } = &deltas[0]
+        else {
+            panic!("{deltas:?}");
+        };
+        assert!(id.starts_with("call_"));
+        assert_eq!(name.as_deref(), Some("f"));
+        assert_eq!(
+            deltas[1..],
+            [
+                ModelDelta::ToolCall {
+                    index: None,
+                    id: None,
+                    name: None,
+                    arguments: Some(r#"{"a""#.into())
+                },
+                ModelDelta::ToolCall {
+                    index: None,
+                    id: None,
+                    name: None,
+                    arguments: Some(":1}".into())
+                },
+                ModelDelta::Finish(FinishReason::ToolCalls),
+            ]
+        );
     }
 }

@@ -77,9 +77,36 @@ pub(crate) fn stream_error(error: &Value) -> LlmError {
         .find(|code| is_context_length("", Some(code)));
     if is_context_length(&message, code) {
         LlmError::ContextLengthExceeded { message }
+    } else if let Some(status) = embedded_status(error) {
+        // Typed like the same HTTP status, so a first-event error is retried like one.
+        let body = serde_json::json!({ "error": error }).to_string();
+        status_error(status, &HeaderMap::new(), body.as_bytes())
     } else {
         LlmError::Stream(message)
     }
+}
+
+/// The HTTP status an error object sent with HTTP 200 (or inside a stream) stands for: its
+/// `code` when that is an HTTP error status (llama.cpp `500`, OpenRouter `502`, `"503"`), else
+/// what its `type`/`code` name says (OpenAI's `server_error` is a 500).
+pub(crate) fn embedded_status(error: &Value) -> Option<u16> {
+    let numeric = error.get("code").and_then(|code| match code {
+        Value::Number(code) => code.as_u64(),
+        Value::String(code) => code.trim().parse().ok(),
+        _ => None,
+    });
+    if let Some(status) = numeric.and_then(|code| u16::try_from(code).ok()) {
+        return (400..600).contains(&status).then_some(status);
+    }
+    ["type", "code"]
+        .iter()
+        .filter_map(|key| error.get(key).and_then(Value::as_str))
+        .find_map(|name| match name {
+            "server_error" | "internal_error" | "internal_server_error" | "api_error" => Some(500),
+            "service_unavailable" | "overloaded" | "overloaded_error" => Some(503),
+            "rate_limit_exceeded" | "rate_limit_error" | "too_many_requests" => Some(429),
+            _ => None,
+        })
 }
 
 /// Whether an error message or code says the context window was exceeded.

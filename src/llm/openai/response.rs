@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
-use crate::llm::openai::errors::{error_object_message, status_error, truncate};
+use crate::llm::openai::errors::{embedded_status, error_object_message, status_error, truncate};
 use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
 use crate::tools::registry::generate_call_id;
 
@@ -104,15 +104,11 @@ pub(crate) fn response_deltas(response: ChatResponse) -> Vec<ModelDelta> {
     deltas
 }
 
-/// An `{"error": ...}` body sent with HTTP 200 (some proxies do): typed by its numeric `code`
-/// when it has one.
+/// An `{"error": ...}` body sent with HTTP 200 (some proxies do): typed like the HTTP status its
+/// `code` or `type` stands for (see [`embedded_status`]), so it is retried like that status.
 fn error_in_success(error: &Value, body: &[u8]) -> LlmError {
-    match error
-        .get("code")
-        .and_then(Value::as_u64)
-        .filter(|code| (400..600).contains(code))
-    {
-        Some(code) => status_error(code as u16, &HeaderMap::new(), body),
+    match embedded_status(error) {
+        Some(status) => status_error(status, &HeaderMap::new(), body),
         None => LlmError::Http {
             status: 200,
             message: error_object_message(error),
@@ -136,13 +132,25 @@ fn take_first_choice(value: &mut Value) -> Result<Value, LlmError> {
 }
 
 /// Fill what some servers leave out: the role, tool-call ids; drop a duplicate reasoning field
-/// (vLLM sends both `reasoning_content` and `reasoning`).
+/// (vLLM sends both `reasoning_content` and `reasoning`); turn a legacy `function_call` into a
+/// tool call.
 fn normalise_message(mut message: Map<String, Value>) -> Value {
     message
         .entry("role")
         .or_insert_with(|| Value::String("assistant".into()));
     if message.contains_key("reasoning_content") {
         message.remove("reasoning");
+    }
+    // The legacy `functions` API (old Azure deployments): one `function_call` without an id
+    // becomes one tool call (its id is filled in below), so it is run and sent back as
+    // `tool_calls`, which every server speaking the tools API accepts.
+    if let Some(function @ Value::Object(_)) = message.remove("function_call") {
+        let has_tool_calls =
+            matches!(message.get("tool_calls"), Some(Value::Array(calls)) if !calls.is_empty());
+        if !has_tool_calls {
+            let call = serde_json::json!({"type": "function", "function": function});
+            message.insert("tool_calls".into(), Value::Array(vec![call]));
+        }
     }
     if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
         for call in calls.iter_mut().filter_map(Value::as_object_mut) {
@@ -206,5 +214,28 @@ mod tests {
             parse_completion(br#"{"error":{"message":"upstream down","code":502}}"#),
             Err(LlmError::Server { status: 502, .. })
         ));
+    }
+
+    #[test]
+    fn a_legacy_function_call_is_one_tool_call_with_a_generated_id() {
+        let response = parse_completion(br#"{"choices":[{"index":0,"finish_reason":"function_call",
+            "message":{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{\"a\":1}"}}}]}"#).unwrap();
+        assert_eq!(response.stop_reason, Some(FinishReason::ToolCalls));
+        let calls = response.tool_calls();
+        assert_eq!(calls.len(), 1);
+        assert!(calls[0].id.starts_with("call_"));
+        assert_eq!(
+            (
+                calls[0].function.name.as_str(),
+                calls[0].function.arguments.as_str()
+            ),
+            ("f", r#"{"a":1}"#)
+        );
+        let wire = serde_json::to_value(&response.message).unwrap();
+        assert!(wire.get("function_call").is_none(), "{wire}");
+        // A `function_call: null` beside real tool calls changes nothing.
+        let response = parse_completion(br#"{"choices":[{"message":{"function_call":null,
+            "tool_calls":[{"id":"c","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}"#).unwrap();
+        assert_eq!(response.tool_calls()[0].id, "c");
     }
 }

@@ -53,6 +53,7 @@ fn failure_text(error: &ToolError) -> &str {
     match error {
         ToolError::ExecutionFailed(tool, why) | ToolError::PermissionDenied(tool, why) => {
             assert_eq!(tool, "fetch_url");
+            eprintln!("fetch_url said: {why}");
             why
         }
         other => panic!("expected ExecutionFailed or PermissionDenied, got {other:?}"),
@@ -193,7 +194,11 @@ async fn huge_text_from_html_is_cut_with_a_marker() {
         .await
         .unwrap();
     assert!(output.truncated);
-    assert!(output.content.len() < 200 * 1024, "{}", output.content.len());
+    assert!(
+        output.content.len() < 200 * 1024,
+        "{}",
+        output.content.len()
+    );
     assert!(output.content.contains("cut"), "a marker says text was cut");
 }
 

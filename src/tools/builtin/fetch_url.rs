@@ -67,11 +67,13 @@ const MAX_REDIRECTS: usize = 5;
 /// **Public addresses only, by default.** A page the model reads can ask it to fetch
 /// `http://169.254.169.254/` (cloud metadata) or an admin page on `127.0.0.1`, so `fetch_url`
 /// refuses loopback, unspecified, private (RFC 1918), shared (RFC 6598), link-local, unique-local
-/// (fc00::/7), multicast and broadcast addresses with [`ToolError::PermissionDenied`] naming the
-/// host and the address class. It checks IP literals in the URL and in every redirect hop, and
-/// host names through its own DNS resolver, which never hands a non-public address to the
-/// connector (so a name cannot resolve to a public address for the check and a private one for
-/// the connection). For the same reason it ignores `HTTP_PROXY`/`HTTPS_PROXY` in this mode: the
+/// (fc00::/7), multicast and broadcast addresses — and IPv6 forms that carry such an IPv4
+/// address (IPv4-mapped and -compatible, NAT64 `64:ff9b::/96` and `64:ff9b:1::/48`, 6to4
+/// `2002::/16`, Teredo `2001::/32`) — with [`ToolError::PermissionDenied`] naming the host,
+/// the address class and, for an IPv6 form, the IPv4 address it carries. It checks IP literals
+/// in the URL and in every redirect hop, and host names through its own DNS resolver, which
+/// never hands a non-public address to the connector (so a name cannot resolve to a public
+/// address for the check and a private one for the connection). For the same reason it ignores `HTTP_PROXY`/`HTTPS_PROXY` in this mode: the
 /// proxy, not agcore, would resolve the name. To fetch from your own machine or network, opt out
 /// with [`allow_private_network`](Self::allow_private_network).
 ///

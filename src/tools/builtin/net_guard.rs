@@ -159,10 +159,7 @@ fn embedded_v4(ip: Ipv6Addr) -> Vec<(Embedding, Ipv4Addr)> {
         [0, 0, 0, 0, 0, 0, _, _] => vec![(Embedding::Compatible, last)],
         [0x64, 0xff9b, 0, 0, 0, 0, _, _] => vec![(Embedding::Nat64, last)],
         [0x64, 0xff9b, 1, ..] => vec![(Embedding::LocalNat64, last)],
-        [0x2002, ..] => vec![(
-            Embedding::SixToFour,
-            Ipv4Addr::new(o[2], o[3], o[4], o[5]),
-        )],
+        [0x2002, ..] => vec![(Embedding::SixToFour, Ipv4Addr::new(o[2], o[3], o[4], o[5]))],
         [0x2001, 0, ..] => vec![
             (Embedding::Teredo, Ipv4Addr::new(o[4], o[5], o[6], o[7])),
             (Embedding::Teredo, Ipv4Addr::from(!u32::from(last))),
@@ -241,8 +238,7 @@ impl Resolve for GuardedResolver {
         Box::pin(async move {
             let lookup = host.clone();
             let resolved =
-                tokio::task::spawn_blocking(move || (lookup.as_str(), 0).to_socket_addrs())
-                    .await?;
+                tokio::task::spawn_blocking(move || (lookup.as_str(), 0).to_socket_addrs()).await?;
             let addrs: Vec<SocketAddr> = match resolved {
                 Ok(addrs) => addrs.collect(),
                 Err(source) => return Err(DnsFailure { host, source }.into()),
@@ -258,7 +254,10 @@ impl Resolve for GuardedResolver {
 }
 
 /// The public addresses among `addrs`, or the refusal naming the first non-public one.
-fn public_only_addrs(host: &str, addrs: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, PrivateAddress> {
+fn public_only_addrs(
+    host: &str,
+    addrs: Vec<SocketAddr>,
+) -> Result<Vec<SocketAddr>, PrivateAddress> {
     let first = addrs.first().map(SocketAddr::ip);
     let (public, refused): (Vec<_>, Vec<_>) = addrs
         .into_iter()
@@ -296,14 +295,24 @@ pub(crate) fn find_refusal(error: &(dyn std::error::Error + 'static)) -> Option<
 pub(crate) fn find_in_chain<'e, T: std::error::Error + 'static>(
     error: &'e (dyn std::error::Error + 'static),
 ) -> Option<&'e T> {
-    let mut current = Some(error);
-    while let Some(error) = current {
-        if let Some(found) = error.downcast_ref::<T>() {
-            return Some(found);
-        }
-        current = error.source();
-    }
-    None
+    causes(error).find_map(|error| error.downcast_ref::<T>())
+}
+
+/// `error` and its causes, outermost first. An [`std::io::Error`] is entered through
+/// `get_ref`: its `source()` skips the error it wraps (where hyper and the TLS stream put
+/// theirs).
+pub(crate) fn causes<'e>(
+    error: &'e (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'e (dyn std::error::Error + 'static)> {
+    let next = |error: &&'e (dyn std::error::Error + 'static)| match error
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+    {
+        Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+        None => error.source(),
+    };
+    // A cycle is not possible in owned chains, but bound the walk anyway.
+    std::iter::successors(Some(error), next).take(64)
 }
 
 #[cfg(test)]
@@ -343,24 +352,48 @@ mod tests {
     fn ipv6_forms_carrying_a_non_public_ipv4_are_judged_by_it() {
         let cases = [
             ("64:ff9b::7f00:1", AddressClass::Loopback, Embedding::Nat64),
-            ("64:ff9b::a9fe:a9fe", AddressClass::LinkLocal, Embedding::Nat64),
-            ("64:ff9b:1::a00:1", AddressClass::Private, Embedding::LocalNat64),
-            ("2002:7f00:1::", AddressClass::Loopback, Embedding::SixToFour),
-            ("2002:a9fe:a9fe::1", AddressClass::LinkLocal, Embedding::SixToFour),
-            ("::ffff:169.254.169.254", AddressClass::LinkLocal, Embedding::Mapped),
+            (
+                "64:ff9b::a9fe:a9fe",
+                AddressClass::LinkLocal,
+                Embedding::Nat64,
+            ),
+            (
+                "64:ff9b:1::a00:1",
+                AddressClass::Private,
+                Embedding::LocalNat64,
+            ),
+            (
+                "2002:7f00:1::",
+                AddressClass::Loopback,
+                Embedding::SixToFour,
+            ),
+            (
+                "2002:a9fe:a9fe::1",
+                AddressClass::LinkLocal,
+                Embedding::SixToFour,
+            ),
+            (
+                "::ffff:169.254.169.254",
+                AddressClass::LinkLocal,
+                Embedding::Mapped,
+            ),
             ("::ffff:10.0.0.1", AddressClass::Private, Embedding::Mapped),
             ("::10.0.0.1", AddressClass::Private, Embedding::Compatible),
             // Teredo: server 10.0.0.1; then a client 127.0.0.1 (stored inverted: 80ff:fffe).
             ("2001:0:a00:1::1", AddressClass::Private, Embedding::Teredo),
-            ("2001:0:808:808::80ff:fffe", AddressClass::Loopback, Embedding::Teredo),
+            (
+                "2001:0:808:808::80ff:fffe",
+                AddressClass::Loopback,
+                Embedding::Teredo,
+            ),
         ];
         for (ip, class, embedding) in cases {
             let found = verdict(ip.parse().unwrap()).unwrap_or_else(|| panic!("{ip} passed"));
             assert_eq!(found.class, class, "{ip}");
             assert_eq!(found.embedded.map(|(e, _)| e), Some(embedding), "{ip}");
         }
-        let refusal = check_literal(&reqwest::Url::parse("http://[64:ff9b::7f00:1]/").unwrap())
-            .unwrap_err();
+        let refusal =
+            check_literal(&reqwest::Url::parse("http://[64:ff9b::7f00:1]/").unwrap()).unwrap_err();
         assert_eq!(
             refusal.to_string(),
             "'[64:ff9b::7f00:1]' is a loopback address (64:ff9b::7f00:1, the NAT64 \

@@ -32,21 +32,26 @@ fn authority(url: &reqwest::Url) -> String {
 /// Every message in the chain below `error`, joined — for the cases without a better word.
 fn chain(error: &(dyn StdError + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
-    let mut current = error.source();
-    while let Some(error) = current {
+    for error in net_guard::causes(error).skip(1) {
         let text = error.to_string();
         // hyper and reqwest repeat their sources' text in their own; keep each once.
         if !parts.iter().any(|part| part.contains(&text)) {
             parts.push(text);
         }
-        current = error.source();
     }
     parts.join(": ")
 }
 
-/// The kind of the first I/O error in the chain.
+/// The kind of the innermost I/O error in the chain that says more than `Other`
+/// (hyper wraps the TLS stream's `InvalidData` in an `Other`).
 fn io_kind(error: &(dyn StdError + 'static)) -> Option<io::ErrorKind> {
-    net_guard::find_in_chain::<io::Error>(error).map(io::Error::kind)
+    let kinds = net_guard::causes(error)
+        .filter_map(|error| error.downcast_ref::<io::Error>())
+        .map(io::Error::kind);
+    kinds.fold(None, |found, kind| match (found, kind) {
+        (Some(found), io::ErrorKind::Other) => Some(found),
+        _ => Some(kind),
+    })
 }
 
 /// The [`ToolError`] for a failed request to `url` (`connect_timeout`: the client's limit).

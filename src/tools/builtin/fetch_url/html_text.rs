@@ -21,7 +21,7 @@ use html5ever::tokenizer::{
 
 /// Input is fed to the tokenizer in pieces of this size, and `cancel` is checked between them,
 /// so a cancelled conversion stops within one piece.
-const CHUNK: usize = 4 * 1024;
+const CHUNK: usize = 1024;
 /// The most list or quote levels shown as indentation; deeper levels are shown at this depth
 /// (so 100,000 nested lists cannot make every line 200 KB of spaces).
 pub(crate) const MAX_INDENT: usize = 8;
@@ -572,9 +572,7 @@ mod tests {
 
     fn text(html: &str) -> String {
         let never = AtomicBool::new(false);
-        html_to_text(html, 1 << 20, &|_| None, &never)
-            .unwrap()
-            .text
+        html_to_text(html, 1 << 20, &|_| None, &never).unwrap().text
     }
 
     #[test]
@@ -608,7 +606,10 @@ mod tests {
             &never,
         )
         .unwrap();
-        assert_eq!(out.text, "See [the docs](https://example.com/docs), top and .");
+        assert_eq!(
+            out.text,
+            "See [the docs](https://example.com/docs), top and ."
+        );
     }
 
     #[test]

@@ -1,7 +1,11 @@
-//! `fetch_url`: an HTTP(S) GET, returned as text — HTML converted with `html2text`, text and
-//! JSON as they are, binary refused.
+//! `fetch_url`: an HTTP(S) GET, returned as text — HTML converted to Markdown-like text
+//! ([`html_text`]), text and JSON as they are, binary refused.
 
-use std::sync::OnceLock;
+mod errors;
+mod html_text;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -10,13 +14,11 @@ use serde_json::Value;
 
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::{OutputLimits, truncate_head};
-use crate::tools::builtin::net_guard::{self, PrivateAddress, PublicOnlyResolver};
+use crate::tools::builtin::net_guard::{self, GuardedResolver, PrivateAddress};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
 
-/// The width HTML is wrapped to when converted to text.
-const HTML_WIDTH: usize = 100;
 /// How many bytes at the start of an untyped body are checked for binary content.
 const SNIFF_BYTES: usize = 8 * 1024;
 
@@ -52,14 +54,26 @@ const MAX_REDIRECTS: usize = 5;
 /// text, at most 5 redirects. It runs under the Network permission and is hidden in restricted
 /// mode.
 ///
+/// **The timeout covers the whole call**: connecting, downloading and converting HTML to text.
+/// Past it the call ends at once with [`ToolError::Timeout`]. The conversion runs on a blocking
+/// thread (never on the async workers), is linear in the page size, stops at the download cap,
+/// and is told to stop when the call ends, so a hostile page (200,000 nested `<div>`s) cannot
+/// stall other tools.
+///
+/// **Failures say why**: the host name that did not resolve, the address that refused the
+/// connection, a failed TLS handshake, the blocked address and the rule that blocked it, the
+/// limit that was hit, or the HTTP status.
+///
 /// **Public addresses only, by default.** A page the model reads can ask it to fetch
 /// `http://169.254.169.254/` (cloud metadata) or an admin page on `127.0.0.1`, so `fetch_url`
 /// refuses loopback, unspecified, private (RFC 1918), shared (RFC 6598), link-local, unique-local
-/// (fc00::/7), multicast and broadcast addresses with [`ToolError::PermissionDenied`] naming the
-/// host and the address class. It checks IP literals in the URL and in every redirect hop, and
-/// host names through its own DNS resolver, which never hands a non-public address to the
-/// connector (so a name cannot resolve to a public address for the check and a private one for
-/// the connection). For the same reason it ignores `HTTP_PROXY`/`HTTPS_PROXY` in this mode: the
+/// (fc00::/7), multicast and broadcast addresses — and IPv6 forms that carry such an IPv4
+/// address (IPv4-mapped and -compatible, NAT64 `64:ff9b::/96` and `64:ff9b:1::/48`, 6to4
+/// `2002::/16`, Teredo `2001::/32`) — with [`ToolError::PermissionDenied`] naming the host,
+/// the address class and, for an IPv6 form, the IPv4 address it carries. It checks IP literals
+/// in the URL and in every redirect hop, and host names through its own DNS resolver, which
+/// never hands a non-public address to the connector (so a name cannot resolve to a public
+/// address for the check and a private one for the connection). For the same reason it ignores `HTTP_PROXY`/`HTTPS_PROXY` in this mode: the
 /// proxy, not agcore, would resolve the name. To fetch from your own machine or network, opt out
 /// with [`allow_private_network`](Self::allow_private_network).
 ///
@@ -129,7 +143,7 @@ impl FetchUrl {
         net_guard::check_literal(url)
     }
 
-    /// Give up on a request after `timeout` (connect, headers and body together).
+    /// Give up on a call after `timeout`: connecting, downloading and converting together.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self.client = OnceLock::new();
@@ -148,41 +162,198 @@ impl FetchUrl {
         self
     }
 
+    fn connect_timeout(&self) -> Duration {
+        self.timeout.min(Duration::from_secs(10))
+    }
+
     fn client(&self) -> Result<&reqwest::Client, ToolError> {
         self.client
             .get_or_init(|| {
+                let guard = FetchUrl {
+                    client: OnceLock::new(),
+                    ..*self
+                };
+                // No overall reqwest timeout: `run` puts one deadline over the whole call.
                 let builder = reqwest::Client::builder()
-                    .timeout(self.timeout)
-                    .connect_timeout(self.timeout.min(Duration::from_secs(10)))
+                    .connect_timeout(self.connect_timeout())
                     .user_agent(concat!(
                         "agcore/",
                         env!("CARGO_PKG_VERSION"),
                         " (fetch_url)"
-                    ));
+                    ))
+                    .dns_resolver(GuardedResolver {
+                        public_only: !self.allow_private_network,
+                    })
+                    .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                        if attempt.previous().len() >= MAX_REDIRECTS {
+                            let url = attempt.url().to_string();
+                            attempt.error(errors::TooManyRedirects {
+                                limit: MAX_REDIRECTS,
+                                url,
+                            })
+                        } else if let Err(refusal) = guard.check_literal(attempt.url()) {
+                            attempt.error(refusal)
+                        } else {
+                            attempt.follow()
+                        }
+                    }));
                 let builder = if self.allow_private_network {
-                    builder.redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
-                } else {
-                    let guard = FetchUrl {
-                        client: OnceLock::new(),
-                        ..*self
-                    };
                     builder
-                        .dns_resolver(PublicOnlyResolver)
-                        .no_proxy()
-                        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                            if attempt.previous().len() >= MAX_REDIRECTS {
-                                attempt.error(format!("stopped after {MAX_REDIRECTS} redirects"))
-                            } else if let Err(refusal) = guard.check_literal(attempt.url()) {
-                                attempt.error(refusal)
-                            } else {
-                                attempt.follow()
-                            }
-                        }))
+                } else {
+                    builder.no_proxy()
                 };
                 builder.build().map_err(|error| error.to_string())
             })
             .as_ref()
             .map_err(|error| failed(format!("could not build the HTTP client: {error}")))
+    }
+
+    /// The call without its deadline; `cancel` is set when the call ends (or is dropped).
+    async fn fetch(
+        &self,
+        input: FetchUrlInput,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<FetchUrlOutput, ToolError> {
+        let url = reqwest::Url::parse(&input.url).map_err(|error| {
+            ToolError::InvalidArguments(
+                Self::NAME.to_owned(),
+                format!("'{}' is not a valid URL: {error}", input.url),
+            )
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ToolError::InvalidArguments(
+                Self::NAME.to_owned(),
+                format!(
+                    "only http and https URLs can be fetched, not '{}'",
+                    url.scheme()
+                ),
+            ));
+        }
+        self.check_literal(&url)
+            .map_err(|refusal| refused(&refusal))?;
+        let mut response = self
+            .client()?
+            .get(url.clone())
+            .header(
+                reqwest::header::ACCEPT,
+                "text/html, text/plain, application/json;q=0.9, */*;q=0.5",
+            )
+            .send()
+            .await
+            .map_err(|error| errors::describe(&url, &error, self.connect_timeout()))?;
+        let status = response.status();
+        let final_url = response.url().clone();
+        if !status.is_success() {
+            return Err(failed(format!("GET {final_url} returned HTTP {status}")));
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let mut body = classify(content_type.as_deref());
+        if body == Body::Binary {
+            return Err(failed(format!(
+                "{final_url} is binary ({}); fetch_url only returns text",
+                content_type.as_deref().unwrap_or_default()
+            )));
+        }
+        let announced = response.content_length();
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut download_cut = false;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| errors::describe(&final_url, &error, self.connect_timeout()))?
+        {
+            let room = self.max_download - bytes.len();
+            if chunk.len() > room {
+                bytes.extend_from_slice(&chunk[..room]);
+                download_cut = true;
+                break;
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if body == Body::Unknown {
+            body = if !looks_like_text(&bytes) {
+                return Err(failed(format!(
+                    "{final_url} looks binary (no Content-Type, not UTF-8 text); fetch_url only returns text"
+                )));
+            } else if bytes.trim_ascii_start().starts_with(b"<") {
+                Body::Html
+            } else {
+                Body::Text
+            };
+        }
+        let (text, text_cut) = match body {
+            Body::Html => self.html_to_text(bytes, &final_url, cancel).await?,
+            _ => (String::from_utf8_lossy(&bytes).into_owned(), false),
+        };
+        let cut = truncate_head(&text, self.limits);
+        let mut content = cut.render();
+        if text_cut && !cut.is_cut() {
+            content.push_str(&format!(
+                "\n[... the text stopped after {} bytes; the rest was cut ...]",
+                self.max_download
+            ));
+        }
+        if download_cut {
+            let of = announced
+                .map(|total| format!(" of {total}"))
+                .unwrap_or_default();
+            content.push_str(&format!(
+                "\n[... download stopped after {} bytes{of}; the rest was cut ...]",
+                self.max_download
+            ));
+        }
+        Ok(FetchUrlOutput {
+            url: final_url.to_string(),
+            status: status.as_u16(),
+            content_type,
+            content,
+            truncated: download_cut || text_cut || cut.is_cut(),
+        })
+    }
+
+    /// HTML to text on a blocking thread, at most as long as the download cap; links made
+    /// absolute against `base`. `(text, whether it was cut)`.
+    async fn html_to_text(
+        &self,
+        bytes: Vec<u8>,
+        base: &reqwest::Url,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<(String, bool), ToolError> {
+        let max_bytes = self.max_download;
+        let page = base.clone();
+        let converted = tokio::task::spawn_blocking(move || {
+            let html = String::from_utf8_lossy(&bytes);
+            let resolve = |href: &str| page.join(href).ok().map(String::from);
+            html_text::html_to_text(&html, max_bytes, &resolve, &cancel)
+        })
+        .await
+        .map_err(|error| failed(format!("converting {base} to text failed: {error}")))?;
+        match converted {
+            Some(converted) => Ok((converted.text, converted.cut)),
+            // Only a call that is ending sets the flag; say so if anyone still listens.
+            None => Err(self.timed_out()),
+        }
+    }
+
+    fn timed_out(&self) -> ToolError {
+        ToolError::Timeout {
+            tool: Self::NAME.to_owned(),
+            limit: self.timeout,
+        }
+    }
+}
+
+/// Sets the flag when dropped: a call that ends — done, timed out, or dropped by its caller —
+/// tells its conversion thread to stop.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -281,104 +452,11 @@ impl Tool for FetchUrl {
     }
 
     async fn run(&self, input: FetchUrlInput) -> Result<FetchUrlOutput, ToolError> {
-        let url = reqwest::Url::parse(&input.url).map_err(|error| {
-            ToolError::InvalidArguments(
-                Self::NAME.to_owned(),
-                format!("'{}' is not a valid URL: {error}", input.url),
-            )
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(ToolError::InvalidArguments(
-                Self::NAME.to_owned(),
-                format!(
-                    "only http and https URLs can be fetched, not '{}'",
-                    url.scheme()
-                ),
-            ));
+        let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+        match tokio::time::timeout(self.timeout, self.fetch(input, Arc::clone(&cancel.0))).await {
+            Ok(result) => result,
+            Err(_) => Err(self.timed_out()),
         }
-        self.check_literal(&url)
-            .map_err(|refusal| refused(&refusal))?;
-        let mut response = self
-            .client()?
-            .get(url.clone())
-            .header(
-                reqwest::header::ACCEPT,
-                "text/html, text/plain, application/json;q=0.9, */*;q=0.5",
-            )
-            .send()
-            .await
-            .map_err(|error| match net_guard::find_refusal(&error) {
-                Some(refusal) => refused(&refusal),
-                None => failed(format!("GET {url} failed: {error}")),
-            })?;
-        let status = response.status();
-        let final_url = response.url().to_string();
-        if !status.is_success() {
-            return Err(failed(format!("GET {final_url} returned HTTP {status}")));
-        }
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        let mut body = classify(content_type.as_deref());
-        if body == Body::Binary {
-            return Err(failed(format!(
-                "{final_url} is binary ({}); fetch_url only returns text",
-                content_type.as_deref().unwrap_or_default()
-            )));
-        }
-        let announced = response.content_length();
-        let mut bytes: Vec<u8> = Vec::new();
-        let mut download_cut = false;
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|error| failed(format!("reading {final_url} failed: {error}")))?
-        {
-            let room = self.max_download - bytes.len();
-            if chunk.len() > room {
-                bytes.extend_from_slice(&chunk[..room]);
-                download_cut = true;
-                break;
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        if body == Body::Unknown {
-            body = if !looks_like_text(&bytes) {
-                return Err(failed(format!(
-                    "{final_url} looks binary (no Content-Type, not UTF-8 text); fetch_url only returns text"
-                )));
-            } else if bytes.trim_ascii_start().starts_with(b"<") {
-                Body::Html
-            } else {
-                Body::Text
-            };
-        }
-        let text = match body {
-            Body::Html => html2text::from_read(bytes.as_slice(), HTML_WIDTH).map_err(|error| {
-                failed(format!("converting {final_url} to text failed: {error}"))
-            })?,
-            _ => String::from_utf8_lossy(&bytes).into_owned(),
-        };
-        let cut = truncate_head(&text, self.limits);
-        let mut content = cut.render();
-        if download_cut {
-            let of = announced
-                .map(|total| format!(" of {total}"))
-                .unwrap_or_default();
-            content.push_str(&format!(
-                "\n[... download stopped after {} bytes{of}; the rest was cut ...]",
-                self.max_download
-            ));
-        }
-        Ok(FetchUrlOutput {
-            url: final_url,
-            status: status.as_u16(),
-            content_type,
-            content,
-            truncated: download_cut || cut.is_cut(),
-        })
     }
 }
 

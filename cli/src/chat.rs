@@ -14,6 +14,8 @@ use futures::StreamExt;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
+use agcore::display::{escape_for_terminal, escape_keeping_lines};
+
 use crate::approve::{interrupt_count, interrupted_since, raise_interrupt};
 use crate::cli::ChatArgs;
 use crate::render::HumanRenderer;
@@ -131,7 +133,7 @@ impl Session {
         } else {
             ""
         };
-        format!(
+        let line = format!(
             "agcore chat · model {} at {} · {} tools ({} exposed) · profile {}{} · /help, Ctrl-D to exit",
             self.model,
             base_url,
@@ -139,7 +141,8 @@ impl Session {
             report.exposed().len(),
             profile,
             restricted,
-        )
+        );
+        escape_for_terminal(&line).into_owned()
     }
 
     fn command(&mut self, command: &str, cycle: &mut LlmCycle) -> Flow {
@@ -150,7 +153,15 @@ impl Session {
         match name {
             "exit" | "quit" => return Flow::Exit,
             "help" | "?" => println!("{HELP}"),
-            "tools" => print!("{}", self.registry.explain(&self.provider, &self.model)),
+            "tools" => print!(
+                "{}",
+                escape_keeping_lines(
+                    &self
+                        .registry
+                        .explain(&self.provider, &self.model)
+                        .to_string()
+                )
+            ),
             "clear" => {
                 cycle.clear();
                 println!("conversation cleared (the system prompt stays)");
@@ -191,7 +202,7 @@ impl Session {
                     }
                     Err(error) => {
                         renderer.finish();
-                        eprintln!("error: {error}");
+                        eprintln!("error: {}", escape_keeping_lines(&error.to_string()));
                     }
                 }
                 false

@@ -43,7 +43,8 @@ async fn main() -> ExitCode {
 
 /// The error and its causes on one line, like `{:#}`, but a cause whose text the line already
 /// holds is left out: many errors (ours and the library's) include their source in their own
-/// message, and `{:#}` printed it twice.
+/// message, and `{:#}` printed it twice. Escaped for the terminal (lines kept): error texts
+/// quote servers (HTTP bodies, MCP stderr).
 pub(crate) fn describe(error: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in error.chain() {
@@ -56,7 +57,7 @@ pub(crate) fn describe(error: &anyhow::Error) -> String {
         }
         line.push_str(&text);
     }
-    line
+    agcore::display::escape_keeping_lines(&line).into_owned()
 }
 
 fn init_tracing(verbose: u8) {
@@ -67,9 +68,28 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGCORE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Log lines quote servers (an MCP server's stderr goes to the log): written escaped, and
+    // so without colours — a colour code and a hostile one look the same to the writer.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(|| EscapedStderr)
+        .with_ansi(false)
         .try_init();
+}
+
+/// stderr, with every control, bidi or invisible character but newline and tab escaped.
+struct EscapedStderr;
+
+impl std::io::Write for EscapedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The formatter writes each event whole, so a character is never split across writes.
+        let text = String::from_utf8_lossy(buf);
+        let escaped = agcore::display::escape_keeping_lines(&text);
+        std::io::stderr().write_all(escaped.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }

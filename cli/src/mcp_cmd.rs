@@ -1,13 +1,17 @@
 //! `agcore mcp list` and `agcore mcp call`.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use agcore::tools::mcp::{McpServerStatus, McpServersConfig};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use agcore::display::{escape_for_terminal, escape_keeping_lines};
+
 use crate::cli::{McpCallArgs, McpCommand, McpListArgs, McpSourceArgs};
 use crate::config::AgcoreConfig;
+use crate::render::json_for_terminal;
 use crate::session::{connect_servers, mcp_servers, secret_env_names, withholding};
 
 /// Run `agcore mcp ...`.
@@ -42,15 +46,25 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
         let _ = client.close().await;
     }
     if args.source.json {
-        println!("{}", serde_json::to_string_pretty(&statuses)?);
+        println!(
+            "{}",
+            json_for_terminal(serde_json::to_string_pretty(&statuses)?)
+        );
     } else {
+        // Everything here comes from the servers: escaped, so no name, description or error
+        // text can move the cursor, hide text or reorder it.
         for status in &statuses {
+            let name = escape_for_terminal(&status.name);
             match &status.error {
-                Some(error) => println!("{}: unavailable — {error}", status.name),
+                Some(error) => println!("{name}: unavailable — {}", escape_keeping_lines(error)),
                 None => {
-                    println!("{}: connected, {} tool(s)", status.name, status.tools.len());
+                    println!("{name}: connected, {} tool(s)", status.tools.len());
                     for tool in &status.tools {
-                        println!("  {:<28} {}", tool.name, first_line(&tool.description));
+                        println!(
+                            "  {:<28} {}",
+                            escape_for_terminal(&tool.name),
+                            escape_for_terminal(first_line(&tool.description))
+                        );
                     }
                 }
             }
@@ -79,8 +93,14 @@ async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {
     let _ = client.close().await;
     let value = result?;
     match (&value, args.source.json) {
-        (Value::String(text), false) => println!("{text}"),
-        _ => println!("{}", serde_json::to_string_pretty(&value)?),
+        (Value::String(text), false) => println!(
+            "{}",
+            crate::render::answer_text(text, std::io::stdout().is_terminal())
+        ),
+        _ => println!(
+            "{}",
+            json_for_terminal(serde_json::to_string_pretty(&value)?)
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

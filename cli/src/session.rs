@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
 use agcore::tools::ToolError;
 use agcore::tools::ToolRegistry;
@@ -212,7 +213,11 @@ pub async fn build_registry(
         statuses.push(McpServerStatus::of(&name, &result));
         match result {
             Ok(client) => connected.push(client),
-            Err(error) => eprintln!("warning: MCP server '{name}' is unavailable: {error}"),
+            Err(error) => eprintln!(
+                "warning: MCP server '{}' is unavailable: {}",
+                escape_for_terminal(&name),
+                escape_keeping_lines(&error.to_string())
+            ),
         }
     }
     register_mcp_tools(&mut registry, connected)?;

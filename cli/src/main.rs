@@ -6,11 +6,13 @@ mod chat;
 mod cli;
 mod config;
 mod demo;
+mod layers;
 mod mcp_cmd;
 mod render;
 mod run;
 mod session;
 mod tools_cmd;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -28,6 +30,7 @@ async fn main() -> ExitCode {
         Command::Tools(args) => tools_cmd::tools(args).await,
         Command::Mcp(command) => mcp_cmd::mcp(command).await,
         Command::Demo(args) => demo::demo(args).await,
+        Command::Trust(args) => trust::trust(args),
         Command::McpDemoServer { args } => mcp_demo_server::serve(args)
             .await
             .map(|()| ExitCode::SUCCESS),

@@ -10,7 +10,6 @@ use serde_json::Value;
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
 use crate::cli::{McpCallArgs, McpCommand, McpListArgs, McpSourceArgs};
-use crate::config::AgcoreConfig;
 use crate::render::json_for_terminal;
 use crate::session::{connect_servers, mcp_servers, secret_env_names, withholding};
 
@@ -24,14 +23,15 @@ pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
 
 /// The configured servers and the variables none of them may see (the model's API key).
 fn servers(source: &McpSourceArgs) -> anyhow::Result<(McpServersConfig, Vec<String>)> {
-    let (loaded, path) = AgcoreConfig::discover(source.config.as_deref())?;
-    let servers = mcp_servers(&loaded, path.as_deref(), source.mcp_config.as_deref())?;
+    // The same trust rule as every other command: an untrusted ./agcore.toml starts nothing.
+    let loaded = crate::layers::load(source.config.as_deref(), false)?;
+    let servers = mcp_servers(&loaded, source.mcp_config.as_deref())?;
     if servers.servers.is_empty() {
         bail!(
             "no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml"
         );
     }
-    Ok((servers, secret_env_names(&loaded, None)))
+    Ok((servers, secret_env_names(&loaded.config, None)))
 }
 
 async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {

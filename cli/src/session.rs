@@ -1,8 +1,6 @@
 //! Builds what every command needs from arguments and `agcore.toml`: the model cycle and the
 //! tool registry (built-in tools, MCP servers, permissions, profiles, approvals).
 
-use std::path::PathBuf;
-
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
 use agcore::tools::ToolError;
@@ -15,38 +13,17 @@ use anyhow::{Context, bail};
 
 use crate::approve::approver_for;
 use crate::cli::{ModelArgs, ToolArgs};
-use crate::config::{AgcoreConfig, DEFAULT_CONFIG_FILE};
+use crate::config::AgcoreConfig;
 
 /// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// The loaded config and where it came from.
-pub struct Loaded {
-    /// The config (defaults when there is no file).
-    pub config: AgcoreConfig,
-    /// The file, if any.
-    pub path: Option<PathBuf>,
-}
+pub use crate::layers::Loaded;
 
-/// Read `--config` or `./agcore.toml` — but not `./agcore.toml` under `--restricted`: an
-/// untrusted workspace's own config could start programs (MCP servers), move the built-in
-/// tools' root and loosen permissions. The user is told, never silently.
+/// The config by the trust rule of [`crate::layers`]: the user's file, then `--config` or —
+/// when trusted and not `--restricted` — the workspace's `./agcore.toml`.
 pub fn load_config(tool_args: &ToolArgs) -> anyhow::Result<Loaded> {
-    if tool_args.restricted && tool_args.config.is_none() {
-        if std::path::Path::new(DEFAULT_CONFIG_FILE).is_file() {
-            eprintln!(
-                "warning: restricted mode: ./{DEFAULT_CONFIG_FILE} was not loaded (an untrusted \
-                 workspace's config can start programs and loosen permissions); pass \
-                 --config {DEFAULT_CONFIG_FILE} to use it anyway"
-            );
-        }
-        return Ok(Loaded {
-            config: AgcoreConfig::default(),
-            path: None,
-        });
-    }
-    let (config, path) = AgcoreConfig::discover(tool_args.config.as_deref())?;
-    Ok(Loaded { config, path })
+    crate::layers::load(tool_args.config.as_deref(), tool_args.restricted)
 }
 
 /// The provider name tools are checked against.
@@ -141,11 +118,12 @@ fn env(name: &str) -> Option<String> {
 
 /// The config's MCP servers, then those of the `--mcp-config` file (which win on a name clash).
 pub fn mcp_servers(
-    config: &AgcoreConfig,
-    config_path: Option<&std::path::Path>,
+    loaded: &Loaded,
     mcp_config: Option<&std::path::Path>,
 ) -> anyhow::Result<McpServersConfig> {
-    let mut servers = config.mcp_servers(config_path)?;
+    let mut servers = loaded
+        .config
+        .mcp_servers(loaded.path.as_deref(), &loaded.mcp_files)?;
     if let Some(file) = mcp_config {
         servers
             .servers
@@ -200,11 +178,7 @@ pub async fn build_registry(
         registry.register_all(builtin_tools_with(&workspace, &options))?;
     }
 
-    let servers = mcp_servers(
-        config,
-        loaded.path.as_deref(),
-        tool_args.mcp_config.as_deref(),
-    )?;
+    let servers = mcp_servers(loaded, tool_args.mcp_config.as_deref())?;
     let mut statuses = Vec::new();
     let mut connected = Vec::new();
     // MCP servers must not see the model's API key either.

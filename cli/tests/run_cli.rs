@@ -9,7 +9,7 @@ use std::path::Path;
 use agcore::llm::{ChatResponse, StreamEvent};
 use assert_cmd::Command;
 use serde_json::Value;
-use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
+use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies, trust};
 
 fn run(dir: &Path, server: &wiremock::MockServer, extra: &[&str]) -> std::process::Output {
     let mut command = agcore(dir);
@@ -227,6 +227,7 @@ fn ask_for_writes(dir: &Path) {
         "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
     )
     .unwrap();
+    trust(dir);
 }
 
 fn write_replies() -> Vec<Reply> {
@@ -287,6 +288,7 @@ async fn run_command_does_not_see_the_key_named_by_api_key_env() {
         "[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n",
     )
     .unwrap();
+    trust(dir.path());
     let server = fake_openai(vec![
         Reply::tool(
             "call_env",
@@ -368,6 +370,7 @@ async fn fetch_url_refuses_loopback_unless_the_config_allows_private_networks() 
             let dir = tempfile::tempdir().unwrap();
             if let Some(config) = config {
                 std::fs::write(dir.path().join("agcore.toml"), config).unwrap();
+                trust(dir.path());
             }
             let server = fake_openai(vec![
                 Reply::tool("call_fetch", "fetch_url", &format!(r#"{{"url":"{url}"}}"#)),

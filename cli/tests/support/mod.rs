@@ -199,6 +199,16 @@ pub fn agcore(dir: &std::path::Path) -> Command {
     command
 }
 
+/// Trust `dir`'s `agcore.toml` (under the test's own `XDG_DATA_HOME`, see [`agcore`]).
+pub fn trust(dir: &std::path::Path) {
+    let output = agcore(dir)
+        .arg("trust")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "agcore trust failed: {output:?}");
+}
+
 /// Assert that `messages` (a saved history) is valid for the next request: every assistant
 /// tool call is answered by a `tool` message with its id before the next assistant/user message.
 pub fn assert_history_valid(messages: &[Value]) {

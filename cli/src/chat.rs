@@ -19,7 +19,8 @@ use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use crate::approve::{interrupt_count, interrupted_since, raise_interrupt};
 use crate::cli::ChatArgs;
 use crate::render::HumanRenderer;
-use crate::session::{base_url, build_cycle, build_registry, load_config, provider};
+use crate::secrets::Secrets;
+use crate::session::{Loaded, base_url, build_cycle, build_registry, provider};
 
 /// The prompt shown for each line.
 const PROMPT: &str = "you> ";
@@ -34,9 +35,8 @@ commands:
 Ctrl-C cancels the running turn (the history keeps only completed turns); at the prompt it clears the line.";
 
 /// Run `agcore chat`.
-pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_config(&args.tools)?;
-    let mut cycle = build_cycle(&args.model, &loaded.config)?;
+pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    let mut cycle = build_cycle(&args.model, &loaded.config, secrets)?;
     let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     let mut session = Session {
         provider: provider(&loaded.config),

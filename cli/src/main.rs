@@ -10,6 +10,7 @@ mod layers;
 mod mcp_cmd;
 mod render;
 mod run;
+mod secrets;
 mod session;
 mod tools_cmd;
 mod trust;
@@ -18,30 +19,70 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, McpCommand};
+use crate::layers::Loaded;
+use crate::secrets::Secrets;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// Synchronous on purpose: the config is read and the API key taken out of the environment
+/// ([`Secrets::take`]) while the process has one thread; only then does the runtime start.
+fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    let result = match cli.command {
-        Command::Run(args) => run::run(args).await,
-        Command::Chat(args) => chat::chat(args).await,
-        Command::Tools(args) => tools_cmd::tools(args).await,
-        Command::Mcp(command) => mcp_cmd::mcp(command).await,
+    let loaded = match load(&cli.command) {
+        Ok(loaded) => loaded,
+        Err(error) => return failure(&error),
+    };
+    let model = match &cli.command {
+        Command::Run(args) => Some(&args.model),
+        Command::Chat(args) => Some(&args.model),
+        _ => None,
+    };
+    let secrets = Secrets::take(&session::secret_env_names(&loaded.config, model));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return failure(&error.into()),
+    };
+    match runtime.block_on(dispatch(cli.command, loaded, secrets)) {
+        Ok(code) => code,
+        Err(error) => failure(&error),
+    }
+}
+
+/// The config the command uses, by the trust rule of [`layers`] (defaults for commands
+/// without one).
+fn load(command: &Command) -> anyhow::Result<Loaded> {
+    match command {
+        Command::Run(args) => session::load_config(&args.tools),
+        Command::Chat(args) => session::load_config(&args.tools),
+        Command::Tools(args) => session::load_config(&args.tools),
+        Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
+        Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
+        Command::Demo(_) | Command::Trust(_) | Command::McpDemoServer { .. } => {
+            Ok(Loaded::default())
+        }
+    }
+}
+
+async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Run(args) => run::run(args, loaded, &secrets).await,
+        Command::Chat(args) => chat::chat(args, loaded, &secrets).await,
+        Command::Tools(args) => tools_cmd::tools(args, loaded).await,
+        Command::Mcp(command) => mcp_cmd::mcp(command, loaded).await,
         Command::Demo(args) => demo::demo(args).await,
         Command::Trust(args) => trust::trust(args),
         Command::McpDemoServer { args } => mcp_demo_server::serve(args)
             .await
             .map(|()| ExitCode::SUCCESS),
-    };
-    match result {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("error: {}", describe(&error));
-            ExitCode::FAILURE
-        }
     }
+}
+
+fn failure(error: &anyhow::Error) -> ExitCode {
+    eprintln!("error: {}", describe(error));
+    ExitCode::FAILURE
 }
 
 /// The error and its causes on one line, like `{:#}`, but a cause whose text the line already

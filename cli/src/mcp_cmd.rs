@@ -11,21 +11,23 @@ use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
 use crate::cli::{McpCallArgs, McpCommand, McpListArgs, McpSourceArgs};
 use crate::render::json_for_terminal;
-use crate::session::{connect_servers, mcp_servers, secret_env_names, withholding};
+use crate::session::{Loaded, connect_servers, mcp_servers, secret_env_names, withholding};
 
 /// Run `agcore mcp ...`.
-pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
+pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode> {
     match command {
-        McpCommand::List(args) => list(args).await,
-        McpCommand::Call(args) => call(args).await,
+        McpCommand::List(args) => list(args, &loaded).await,
+        McpCommand::Call(args) => call(args, &loaded).await,
     }
 }
 
 /// The configured servers and the variables none of them may see (the model's API key).
-fn servers(source: &McpSourceArgs) -> anyhow::Result<(McpServersConfig, Vec<String>)> {
-    // The same trust rule as every other command: an untrusted ./agcore.toml starts nothing.
-    let loaded = crate::layers::load(source.config.as_deref(), false)?;
-    let servers = mcp_servers(&loaded, source.mcp_config.as_deref())?;
+/// `loaded` follows the trust rule of every command: an untrusted ./agcore.toml starts nothing.
+fn servers(
+    source: &McpSourceArgs,
+    loaded: &Loaded,
+) -> anyhow::Result<(McpServersConfig, Vec<String>)> {
+    let servers = mcp_servers(loaded, source.mcp_config.as_deref())?;
     if servers.servers.is_empty() {
         bail!(
             "no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml"
@@ -34,8 +36,8 @@ fn servers(source: &McpSourceArgs) -> anyhow::Result<(McpServersConfig, Vec<Stri
     Ok((servers, secret_env_names(&loaded.config, None)))
 }
 
-async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
-    let (servers, secrets) = servers(&args.source)?;
+async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
+    let (servers, secrets) = servers(&args.source, loaded)?;
     let mut statuses = Vec::new();
     let mut clients = Vec::new();
     for (name, result) in connect_servers(&servers, &secrets).await {
@@ -78,8 +80,8 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {
-    let (servers, secrets) = servers(&args.source)?;
+async fn call(args: McpCallArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
+    let (servers, secrets) = servers(&args.source, loaded)?;
     let arguments: Value = match &args.args {
         Some(text) => serde_json::from_str(text).context("ARGS_JSON is not valid JSON")?,
         None => Value::Object(Default::default()),

@@ -10,12 +10,12 @@ use futures::StreamExt;
 use crate::approve::interrupt_count;
 use crate::cli::RunArgs;
 use crate::render::HumanRenderer;
-use crate::session::{build_cycle, build_registry, load_config};
+use crate::secrets::Secrets;
+use crate::session::{Loaded, build_cycle, build_registry};
 
 /// Run `agcore run`.
-pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_config(&args.tools)?;
-    let mut cycle = build_cycle(&args.model, &loaded.config)?;
+pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    let mut cycle = build_cycle(&args.model, &loaded.config, secrets)?;
     let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     // Ctrl-C drops the running turn (request and tools); the transcript is still written.
     let outcome = tokio::select! {

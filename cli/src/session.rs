@@ -14,6 +14,7 @@ use anyhow::{Context, bail};
 use crate::approve::approver_for;
 use crate::cli::{ModelArgs, ToolArgs};
 use crate::config::AgcoreConfig;
+use crate::secrets::Secrets;
 
 /// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -45,7 +46,12 @@ pub fn base_url(args: &ModelArgs, config: &AgcoreConfig) -> String {
 }
 
 /// A cycle for the model the arguments (then the config, then the environment) describe.
-pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<LlmCycle> {
+/// The key comes from `secrets`: the variable itself was removed from the environment.
+pub fn build_cycle(
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+    secrets: &Secrets,
+) -> anyhow::Result<LlmCycle> {
     let section = &config.model;
     let base_url = base_url(args, config);
     let Some(model) = args
@@ -58,7 +64,7 @@ pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<Ll
     };
     let key_variable = api_key_env(args, config);
     let mut client_config = OpenAiConfig::new(base_url).with_provider(provider(config));
-    if let Some(key) = env(&key_variable) {
+    if let Some(key) = secrets.get(&key_variable) {
         client_config = client_config.with_api_key(key);
     }
     let client = OpenAiClient::new(client_config).context("could not create the HTTP client")?;

@@ -6,11 +6,10 @@ use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
 use crate::cli::ToolsArgs;
 use crate::render::json_for_terminal;
-use crate::session::{build_registry, load_config, provider};
+use crate::session::{Loaded, build_registry, provider};
 
 /// Run `agcore tools`.
-pub async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_config(&args.tools)?;
+pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> {
     let (registry, servers) = build_registry(&args.tools, None, &loaded, false).await?;
     let provider = args
         .provider

@@ -6,6 +6,7 @@ mod chat;
 mod cli;
 mod config;
 mod demo;
+mod json_error;
 mod layers;
 mod mcp_cmd;
 mod render;
@@ -28,6 +29,15 @@ use crate::secrets::Secrets;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
+    // `run --json` ends a failed run with one error event on stdout, whatever failed.
+    let json_run = matches!(&cli.command, Command::Run(args) if args.json);
+    let failure = |error: &anyhow::Error| {
+        if json_run {
+            json_error::print(&json_error::for_error(error, &describe_raw(error)));
+        }
+        eprintln!("error: {}", describe(error));
+        ExitCode::FAILURE
+    };
     let loaded = match load(&cli.command) {
         Ok(loaded) => loaded,
         Err(error) => return failure(&error),
@@ -80,16 +90,16 @@ async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow:
     }
 }
 
-fn failure(error: &anyhow::Error) -> ExitCode {
-    eprintln!("error: {}", describe(error));
-    ExitCode::FAILURE
-}
-
 /// The error and its causes on one line, like `{:#}`, but a cause whose text the line already
 /// holds is left out: many errors (ours and the library's) include their source in their own
 /// message, and `{:#}` printed it twice. Escaped for the terminal (lines kept): error texts
 /// quote servers (HTTP bodies, MCP stderr).
 pub(crate) fn describe(error: &anyhow::Error) -> String {
+    agcore::display::escape_keeping_lines(&describe_raw(error)).into_owned()
+}
+
+/// [`describe`] unescaped, for JSON (which escapes it itself).
+fn describe_raw(error: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in error.chain() {
         let text = cause.to_string();
@@ -101,7 +111,7 @@ pub(crate) fn describe(error: &anyhow::Error) -> String {
         }
         line.push_str(&text);
     }
-    agcore::display::escape_keeping_lines(&line).into_owned()
+    line
 }
 
 fn init_tracing(verbose: u8) {

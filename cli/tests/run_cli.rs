@@ -156,7 +156,13 @@ async fn the_json_error_exit_also_names_the_kind() {
         stderr.starts_with("error: authentication failed (HTTP 401)"),
         "{stderr}"
     );
-    assert!(output.stdout.is_empty(), "nothing but events on stdout");
+    // stdout holds events only: the terminal error event (see run_json_errors.rs).
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let event: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(event["type"], "error");
+    assert_eq!(event["kind"], "authentication");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

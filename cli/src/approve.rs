@@ -12,6 +12,7 @@ use tokio::sync::{Mutex, Notify};
 
 use agcore::display::{escape_for_terminal, head_and_tail};
 use serde_json::Value;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::render::without_spinner;
 
@@ -158,40 +159,52 @@ fn argument_lines(lines: &mut Vec<String>, key: &str, value: &Value, width: usiz
         )
     };
     let text = format!("{label}{}", escape_for_terminal(&shown));
-    let mut rest: &str = &text;
+    let marker_width = CONTINUATION.width();
+    let mut line = String::new();
+    let mut used = 0;
     let mut first = true;
-    loop {
+    for c in text.chars() {
+        // Display columns, not characters: a wide character takes two, so the terminal never
+        // wraps a line on its own (its wrapped part would carry no marker).
+        let columns = c.width().unwrap_or(0);
         let room = if first {
             width
         } else {
-            width.saturating_sub(CONTINUATION.chars().count())
+            width.saturating_sub(marker_width)
         }
         .max(20);
-        let cut = rest
-            .char_indices()
-            .nth(room)
-            .map_or(rest.len(), |(at, _)| at);
-        let (line, tail) = rest.split_at(cut);
-        lines.push(if first {
-            line.to_owned()
-        } else {
-            format!("{CONTINUATION}{line}")
-        });
-        first = false;
-        if tail.is_empty() {
-            break;
+        if used + columns > room {
+            push_line(lines, std::mem::take(&mut line), first);
+            first = false;
+            used = 0;
         }
-        rest = tail;
+        line.push(c);
+        used += columns;
     }
+    push_line(lines, line, first);
 }
 
-/// The terminal's width from `COLUMNS`, else 100.
+fn push_line(lines: &mut Vec<String>, line: String, first: bool) {
+    lines.push(if first {
+        line
+    } else {
+        format!("{CONTINUATION}{line}")
+    });
+}
+
+/// The terminal's width (stderr's, where the question goes), else `COLUMNS`, else 100 — less
+/// one column, so a full line does not make the terminal wrap.
 fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|columns| columns.parse::<usize>().ok())
-        .filter(|columns| *columns >= 40)
-        .unwrap_or(100)
+    let columns = console::Term::stderr()
+        .size_checked()
+        .map(|(_, columns)| usize::from(columns))
+        .or_else(|| {
+            std::env::var("COLUMNS")
+                .ok()
+                .and_then(|columns| columns.parse::<usize>().ok())
+        })
+        .unwrap_or(100);
+    columns.saturating_sub(1).max(40)
 }
 
 /// y/yes → once, a/always → for the session, anything else → deny.
@@ -237,10 +250,11 @@ mod tests {
             .collect();
         assert!(joined.contains(&format!("command: {command}")), "{text}");
         assert!(text.contains("cwd: \\x1b[8m.\\u{202e}"), "{text}");
-        assert!(
-            text.lines().all(|line| line.chars().count() <= 80),
-            "{text}"
-        );
+        assert!(text.lines().all(|line| line.width() <= 80), "{text}");
+        // Wide characters count two columns.
+        let wide = question(&request(serde_json::json!({"c": "日".repeat(100)})), 60);
+        assert!(wide.lines().all(|line| line.width() <= 60), "{wide}");
+        assert_eq!(wide.matches('日').count(), 100, "{wide}");
         assert!(
             !text.contains('\u{1b}') && !text.contains('\u{202e}'),
             "{text}"

@@ -19,7 +19,7 @@ async fn run_command_cannot_read_the_key_from_agcores_proc_environ() {
         "[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n",
     )
     .unwrap();
-    let command = r#"{"command":"cat /proc/$PPID/environ | tr '\\0' '\\n'; echo ppid=$PPID"}"#;
+    let command = r#"{"command":"cat /proc/$PPID/environ | tr '\\0' '\\n'; echo; tr '\\0' ' ' < /proc/$PPID/cmdline"}"#;
     let server = fake_openai(vec![
         Reply::tool("call_env", "run_command", command),
         Reply::text("Done."),
@@ -38,8 +38,9 @@ async fn run_command_cannot_read_the_key_from_agcores_proc_environ() {
     let bodies = request_bodies(&server).await;
     let tool = bodies[1]["messages"].as_array().unwrap().last().unwrap();
     let seen = tool["content"].as_str().unwrap();
-    // The command did read agcore's environment block ...
+    // The command did read agcore's environment block (its parent is agcore itself) ...
     assert!(seen.contains("AGCORE_VISIBLE=visible"), "{seen}");
+    assert!(seen.contains("run --base-url"), "{seen}");
     // ... and the key is not in it, neither as a variable nor as stray bytes.
     assert!(!seen.contains(CANARY), "{seen}");
     assert!(!seen.contains("secret-canary"), "{seen}");
@@ -56,7 +57,8 @@ fn a_stdio_mcp_server_cannot_read_the_key_from_agcores_proc_environ() {
     let dir = tempfile::tempdir().unwrap();
     let seen = dir.path().join("seen.txt");
     let script = format!(
-        "cat /proc/$PPID/environ | tr '\\0' '\\n' > '{}'; exec '{}' mcp-demo-server",
+        "{{ cat /proc/$PPID/environ | tr '\\0' '\\n'; echo; tr '\\0' ' ' < /proc/$PPID/cmdline; }} > '{}'; \
+         exec '{}' mcp-demo-server",
         seen.display(),
         env!("CARGO_BIN_EXE_agcore")
     );

@@ -121,12 +121,22 @@ pub fn trust(args: TrustArgs) -> anyhow::Result<ExitCode> {
         for record in &store.trusted {
             let short = record.sha256.get(..16).unwrap_or(&record.sha256);
             let path = record.path.to_string_lossy();
-            println!("{}  sha256 {short}…", escape_for_terminal(&path));
+            let state = match ConfigFile::read(&record.path) {
+                Ok(file) if file.fingerprint() == record.sha256 => "trusted",
+                Ok(_) => "changed since (not loaded)",
+                Err(_) => "unreadable or invalid (not loaded)",
+            };
+            println!("{}  sha256 {short}…  {state}", escape_for_terminal(&path));
         }
         return Ok(ExitCode::SUCCESS);
     }
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
-    let file_path = canonical(&dir.join(DEFAULT_CONFIG_FILE))?;
+    let named = dir.join(DEFAULT_CONFIG_FILE);
+    // A record can be revoked after its file is gone.
+    let file_path = match canonical(&named) {
+        Err(_) if args.revoke => std::path::absolute(&named)?,
+        resolved => resolved?,
+    };
     let shown = escape_for_terminal(&file_path.to_string_lossy()).into_owned();
     if args.revoke {
         let before = store.trusted.len();

@@ -250,10 +250,9 @@ fn trust_shows_what_it_trusts_lists_revokes_and_stores_records_privately() {
     }
     let canonical = std::fs::canonicalize(dir.path().join("agcore.toml")).unwrap();
     let output = run_agcore(dir.path(), &["trust", "--list"]);
-    assert!(
-        text(&output.stdout).contains(canonical.to_str().unwrap()),
-        "{output:?}"
-    );
+    let listed = text(&output.stdout);
+    assert!(listed.contains(canonical.to_str().unwrap()), "{listed}");
+    assert!(listed.trim_end().ends_with("trusted"), "{listed}");
     let output = run_agcore(dir.path(), &["trust", "--revoke"]);
     assert!(
         text(&output.stdout).contains("no longer trusted"),

@@ -34,6 +34,11 @@ pub fn is_unsafe_for_terminal(c: char) -> bool {
         | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
         // Tag characters, variation selectors supplement.
         | '\u{e0000}'..='\u{e007f}' | '\u{e0100}'..='\u{e01ef}'
+        // The remaining format (Cf) characters: Arabic and Syriac number/abbreviation marks,
+        // Khmer inherent vowels, Kaithi, Egyptian, shorthand and musical format controls.
+        | '\u{600}'..='\u{605}' | '\u{6dd}' | '\u{70f}' | '\u{890}'..='\u{891}' | '\u{8e2}'
+        | '\u{17b4}'..='\u{17b5}' | '\u{110bd}' | '\u{110cd}' | '\u{13430}'..='\u{1343f}'
+        | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}'
     )
 }
 

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::TrustArgs;
 use crate::config::DEFAULT_CONFIG_FILE;
 use crate::layers::{ConfigFile, base_dir};
+use crate::render::json_for_terminal;
 
 /// One trusted workspace config.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,19 +184,19 @@ fn summary(file: &ConfigFile) -> anyhow::Result<String> {
     let servers = config.mcp_servers(Some(&file.path), &files)?;
     for (name, server) in &servers.servers {
         let what = match (&server.command, &server.url) {
-            (Some(command), _) => {
-                let mut words = vec![command.clone()];
-                words.extend(server.args.iter().cloned());
-                format!("starts the program: {}", words.join(" "))
-            }
-            (None, Some(url)) => format!("connects to {url}"),
+            // Quoted as JSON, so the argument boundaries are exact.
+            (Some(command), _) => json_for_terminal(format!(
+                "starts the program: {} with arguments {}",
+                serde_json::Value::from(command.as_str()),
+                serde_json::Value::from(server.args.clone())
+            )),
+            (None, Some(url)) => format!("connects to {}", escape_for_terminal(url)),
             (None, None) => "(neither command nor url)".to_owned(),
         };
         let disabled = if server.disabled { " (disabled)" } else { "" };
         lines.push(format!(
-            "  MCP server {}{disabled} {}",
-            escape_for_terminal(name),
-            escape_for_terminal(&what)
+            "  MCP server {}{disabled} {what}",
+            escape_for_terminal(name)
         ));
     }
     if let Some(url) = &config.model.base_url {

@@ -233,7 +233,7 @@ fn trust_shows_what_it_trusts_lists_revokes_and_stores_records_privately() {
     let output = trust(dir.path());
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains("MCP server demo starts the program: sh -c"),
+        stdout.contains(r#"MCP server demo starts the program: "sh" with arguments ["-c","#),
         "{stdout}"
     );
     assert!(

@@ -11,6 +11,9 @@
 //! - Phase 2, [`tools`]: [`tools::BaseTool`], typed tools, [`tools::ToolRegistry`], permissions,
 //!   exposure gates, approvals and [`tools::McpClient`].
 
+#![forbid(unsafe_code)]
+
+pub mod display;
 pub mod llm;
 pub mod prompt;
 pub mod tools;

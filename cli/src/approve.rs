@@ -10,7 +10,11 @@ use async_trait::async_trait;
 use rustyline::error::ReadlineError;
 use tokio::sync::{Mutex, Notify};
 
-use crate::render::{short_arguments, without_spinner};
+use agcore::display::{escape_for_terminal, head_and_tail};
+use serde_json::Value;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use crate::render::without_spinner;
 
 /// The approver for this run: `--yes` allows every *ask*; a terminal prompts; otherwise deny
 /// with a message saying how to allow.
@@ -75,13 +79,7 @@ pub async fn interrupted_since(start: u64) {
 impl Approver for TerminalApprover {
     async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
-        let question = format!(
-            "\r\x1b[K? {} wants to run: {}\n  arguments: {}\n  ({})",
-            request.tool,
-            request.title,
-            short_arguments(&request.arguments),
-            request.reason
-        );
+        let question = format!("\r\x1b[K{}", question(request, terminal_width()));
         let answer = tokio::task::spawn_blocking(move || {
             without_spinner(|| {
                 eprintln!("{question}");
@@ -109,6 +107,106 @@ impl Approver for TerminalApprover {
     }
 }
 
+/// A value longer than this many characters is shown as head + tail (with its exact size).
+const HUGE_VALUE_CHARS: usize = 4000;
+/// How much of a huge value's start and end the question shows.
+const HUGE_HEAD_CHARS: usize = 1500;
+const HUGE_TAIL_CHARS: usize = 1000;
+/// Marks a wrapped line's continuation: no line of an argument can pose as a new line of the
+/// question.
+const CONTINUATION: &str = "    ↳ ";
+
+/// The approval question: the tool, the call's title, *every* argument in full — escaped (a
+/// control, bidi or invisible character is shown as `\x1b`, `\u{202e}`, a newline as `\n`),
+/// wrapped at `width` columns with each continuation line marked, a huge value as head + tail
+/// with its exact length — and why approval is needed.
+pub fn question(request: &ApprovalRequest, width: usize) -> String {
+    let mut lines = vec![format!(
+        "? {} wants to run: {}",
+        escape_for_terminal(&request.tool),
+        escape_for_terminal(&request.title)
+    )];
+    match &request.arguments {
+        Value::Object(map) if map.is_empty() => lines.push("  arguments: none".to_owned()),
+        Value::Object(map) => {
+            lines.push(format!("  arguments ({}):", map.len()));
+            for (key, value) in map {
+                argument_lines(&mut lines, &escape_for_terminal(key), value, width);
+            }
+        }
+        other => argument_lines(&mut lines, "arguments", other, width),
+    }
+    lines.push(format!("  ({})", escape_for_terminal(&request.reason)));
+    lines.join("\n")
+}
+
+/// `  key: value` wrapped at `width`; a huge value says how big it is and what was left out.
+fn argument_lines(lines: &mut Vec<String>, key: &str, value: &Value, width: usize) {
+    let raw = match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let chars = raw.chars().count();
+    let (label, shown) = if chars > HUGE_VALUE_CHARS {
+        (
+            format!("  {key} ({} bytes, {chars} chars): ", raw.len()),
+            head_and_tail(&raw, HUGE_HEAD_CHARS, HUGE_TAIL_CHARS),
+        )
+    } else {
+        (
+            format!("  {key}: "),
+            std::borrow::Cow::Borrowed(raw.as_str()),
+        )
+    };
+    let text = format!("{label}{}", escape_for_terminal(&shown));
+    let marker_width = CONTINUATION.width();
+    let mut line = String::new();
+    let mut used = 0;
+    let mut first = true;
+    for c in text.chars() {
+        // Display columns, not characters: a wide character takes two, so the terminal never
+        // wraps a line on its own (its wrapped part would carry no marker).
+        let columns = c.width().unwrap_or(0);
+        let room = if first {
+            width
+        } else {
+            width.saturating_sub(marker_width)
+        }
+        .max(20);
+        if used + columns > room {
+            push_line(lines, std::mem::take(&mut line), first);
+            first = false;
+            used = 0;
+        }
+        line.push(c);
+        used += columns;
+    }
+    push_line(lines, line, first);
+}
+
+fn push_line(lines: &mut Vec<String>, line: String, first: bool) {
+    lines.push(if first {
+        line
+    } else {
+        format!("{CONTINUATION}{line}")
+    });
+}
+
+/// The terminal's width (stderr's, where the question goes), else `COLUMNS`, else 100 — less
+/// one column, so a full line does not make the terminal wrap.
+fn terminal_width() -> usize {
+    let columns = console::Term::stderr()
+        .size_checked()
+        .map(|(_, columns)| usize::from(columns))
+        .or_else(|| {
+            std::env::var("COLUMNS")
+                .ok()
+                .and_then(|columns| columns.parse::<usize>().ok())
+        })
+        .unwrap_or(100);
+    columns.saturating_sub(1).max(40)
+}
+
 /// y/yes → once, a/always → for the session, anything else → deny.
 pub fn parse_answer(line: &str) -> ApprovalDecision {
     match line.trim().to_ascii_lowercase().as_str() {
@@ -122,7 +220,57 @@ pub fn parse_answer(line: &str) -> ApprovalDecision {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+    use agcore::tools::ToolKind;
+
+    fn request(arguments: Value) -> ApprovalRequest {
+        ApprovalRequest {
+            tool: "run_command".to_owned(),
+            call_id: "call_1".to_owned(),
+            title: "Run ls".to_owned(),
+            kind: ToolKind::Execute,
+            arguments,
+            permissions: Vec::new(),
+            reason: "shell needs approval".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_question_shows_every_argument_in_full_and_escaped() {
+        let command = format!("ls -la{}; touch x", " ".repeat(120));
+        let text = question(
+            &request(serde_json::json!({"command": command, "cwd": "\u{1b}[8m.\u{202e}"})),
+            80,
+        );
+        let joined: String = text
+            .lines()
+            .map(|line| line.strip_prefix(CONTINUATION).unwrap_or(line))
+            .collect();
+        assert!(joined.contains(&format!("command: {command}")), "{text}");
+        assert!(text.contains("cwd: \\x1b[8m.\\u{202e}"), "{text}");
+        assert!(text.lines().all(|line| line.width() <= 80), "{text}");
+        // Wide characters count two columns.
+        let wide = question(&request(serde_json::json!({"c": "日".repeat(100)})), 60);
+        assert!(wide.lines().all(|line| line.width() <= 60), "{wide}");
+        assert_eq!(wide.matches('日').count(), 100, "{wide}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_huge_argument_shows_its_size_its_end_and_what_follows() {
+        let huge = format!("{}THE END", "a".repeat(100_000));
+        let text = question(&request(serde_json::json!({"a": huge, "b": "after"})), 100);
+        assert!(text.contains("a (100007 bytes, 100007 chars): "), "{text}");
+        assert!(text.contains("… 97507 more chars …"), "{text}");
+        let joined: String = text.lines().collect();
+        assert!(joined.contains("THE END"), "{text}");
+        assert!(text.contains("  b: after"), "{text}");
+    }
 
     #[test]
     fn answers_map_to_decisions() {

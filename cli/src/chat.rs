@@ -14,10 +14,13 @@ use futures::StreamExt;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
+use agcore::display::{escape_for_terminal, escape_keeping_lines};
+
 use crate::approve::{interrupt_count, interrupted_since, raise_interrupt};
 use crate::cli::ChatArgs;
 use crate::render::HumanRenderer;
-use crate::session::{base_url, build_cycle, build_registry, load_config, provider};
+use crate::secrets::Secrets;
+use crate::session::{Loaded, base_url, build_cycle, build_registry, provider};
 
 /// The prompt shown for each line.
 const PROMPT: &str = "you> ";
@@ -33,9 +36,8 @@ Ctrl-C cancels the running turn (dropped, unless a tool had started: then kept, 
 as cancelled); at the prompt it clears the line.";
 
 /// Run `agcore chat`.
-pub async fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_config(&args.tools)?;
-    let mut cycle = build_cycle(&args.model, &loaded.config)?;
+pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    let mut cycle = build_cycle(&args.model, &loaded.config, secrets)?;
     let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     let mut session = Session {
         provider: provider(&loaded.config),
@@ -132,7 +134,7 @@ impl Session {
         } else {
             ""
         };
-        format!(
+        let line = format!(
             "agcore chat · model {} at {} · {} tools ({} exposed) · profile {}{} · /help, Ctrl-D to exit",
             self.model,
             base_url,
@@ -140,7 +142,8 @@ impl Session {
             report.exposed().len(),
             profile,
             restricted,
-        )
+        );
+        escape_for_terminal(&line).into_owned()
     }
 
     fn command(&mut self, command: &str, cycle: &mut LlmCycle) -> Flow {
@@ -151,7 +154,15 @@ impl Session {
         match name {
             "exit" | "quit" => return Flow::Exit,
             "help" | "?" => println!("{HELP}"),
-            "tools" => print!("{}", self.registry.explain(&self.provider, &self.model)),
+            "tools" => print!(
+                "{}",
+                escape_keeping_lines(
+                    &self
+                        .registry
+                        .explain(&self.provider, &self.model)
+                        .to_string()
+                )
+            ),
             "clear" => {
                 cycle.clear();
                 println!("conversation cleared (the system prompt stays)");
@@ -193,7 +204,7 @@ impl Session {
                     }
                     Err(error) => {
                         renderer.finish();
-                        eprintln!("error: {error}");
+                        eprintln!("error: {}", escape_keeping_lines(&error.to_string()));
                     }
                 }
                 false

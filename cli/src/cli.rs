@@ -30,6 +30,8 @@ pub enum Command {
     Mcp(McpCommand),
     /// The whole pipeline offline: a scripted model, built-in tools, a real MCP server, a denial.
     Demo(DemoArgs),
+    /// Trust a workspace's agcore.toml (shows what it does first), revoke or list trust.
+    Trust(TrustArgs),
     /// Serve agcore's demo MCP server on stdio (used by `agcore demo`).
     #[command(hide = true)]
     McpDemoServer {
@@ -62,7 +64,8 @@ pub struct ModelArgs {
 /// Which tools, and the gates around them.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ToolArgs {
-    /// Config file (default: ./agcore.toml when it exists).
+    /// Config file, trusted, read after the user's ~/.config/agcore/config.toml (default:
+    /// ./agcore.toml, but only when `agcore trust` recorded it and it has not changed since).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// An mcpServers JSON file (Claude Desktop / Cursor / VS Code format).
@@ -155,7 +158,7 @@ pub struct McpSourceArgs {
     /// The mcpServers JSON file.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
-    /// Config file with [mcp] servers (default: ./agcore.toml when it exists).
+    /// Config file with [mcp] servers (default: ./agcore.toml when it is trusted).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// JSON output (for `call`: the result value as JSON even when it is a string).
@@ -183,6 +186,20 @@ pub struct McpCallArgs {
     pub tool: String,
     /// The arguments as a JSON object (default `{}`).
     pub args: Option<String>,
+}
+
+/// `agcore trust`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The workspace whose agcore.toml to trust (default: the current directory).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Remove the trust record instead.
+    #[arg(long, conflicts_with = "list")]
+    pub revoke: bool,
+    /// List the trusted configs.
+    #[arg(long)]
+    pub list: bool,
 }
 
 /// `agcore demo`.

@@ -129,54 +129,34 @@ pub struct McpSection {
 }
 
 impl AgcoreConfig {
-    /// Read `path`.
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let mut config = Self::parse(&text).map_err(|message| ConfigError::Parse {
-            path: path.to_owned(),
-            message,
-        })?;
-        // Paths inside the file are relative to the file.
-        let base = path.parent().unwrap_or(Path::new("."));
-        if let Some(mcp) = &mut config.mcp.config {
-            *mcp = base.join(&*mcp);
-        }
-        if let Some(root) = &mut config.builtin.root {
-            *root = base.join(&*root);
-        }
-        Ok(config)
-    }
-
     /// Parse TOML text.
     pub fn parse(text: &str) -> Result<Self, String> {
         toml::from_str(text).map_err(|error| error.to_string().trim().to_owned())
     }
 
-    /// `--config FILE`, else `./agcore.toml` when it exists, else the defaults.
-    pub fn discover(explicit: Option<&Path>) -> Result<(Self, Option<PathBuf>), ConfigError> {
-        match explicit {
-            Some(path) => Ok((Self::load(path)?, Some(path.to_owned()))),
-            None => {
-                let default = Path::new(DEFAULT_CONFIG_FILE);
-                if default.is_file() {
-                    Ok((Self::load(default)?, Some(default.to_owned())))
-                } else {
-                    Ok((Self::default(), None))
-                }
-            }
-        }
-    }
-
-    /// Every MCP server of the config: the referenced JSON file's, then the inline ones.
-    pub fn mcp_servers(&self, origin: Option<&Path>) -> Result<McpServersConfig, ConfigError> {
+    /// Every MCP server of the config: the referenced JSON file's, then the inline ones. The
+    /// JSON file's text comes from `files` (read once, when its config file was read and
+    /// fingerprinted), so what runs is what was trusted.
+    pub fn mcp_servers(
+        &self,
+        origin: Option<&Path>,
+        files: &BTreeMap<PathBuf, String>,
+    ) -> Result<McpServersConfig, ConfigError> {
         let mut servers = match &self.mcp.config {
-            Some(file) => McpServersConfig::load(file).map_err(|source| ConfigError::Mcp {
-                path: origin.unwrap_or(file).to_owned(),
-                source,
-            })?,
+            Some(file) => {
+                let origin = origin.unwrap_or(file).to_owned();
+                let text = files.get(file).ok_or_else(|| ConfigError::Mcp {
+                    path: origin.clone(),
+                    source: agcore::tools::mcp::McpConfigError::Io {
+                        path: file.clone(),
+                        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                    },
+                })?;
+                McpServersConfig::parse(text).map_err(|source| ConfigError::Mcp {
+                    path: origin,
+                    source,
+                })?
+            }
             None => McpServersConfig::default(),
         };
         for (name, server) in &self.mcp.servers {

@@ -6,45 +6,100 @@ mod chat;
 mod cli;
 mod config;
 mod demo;
+mod json_error;
+mod layers;
 mod mcp_cmd;
 mod render;
 mod run;
+mod secrets;
 mod session;
 mod tools_cmd;
+mod trust;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, McpCommand};
+use crate::layers::Loaded;
+use crate::secrets::Secrets;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// Synchronous on purpose: the config is read and the API key taken out of the environment
+/// ([`Secrets::take`]) while the process has one thread; only then does the runtime start.
+fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    let result = match cli.command {
-        Command::Run(args) => run::run(args).await,
-        Command::Chat(args) => chat::chat(args).await,
-        Command::Tools(args) => tools_cmd::tools(args).await,
-        Command::Mcp(command) => mcp_cmd::mcp(command).await,
+    // `run --json` ends a failed run with one error event on stdout, whatever failed.
+    let json_run = matches!(&cli.command, Command::Run(args) if args.json);
+    let failure = |error: &anyhow::Error| {
+        if json_run {
+            json_error::print(&json_error::for_error(error, &describe_raw(error)));
+        }
+        eprintln!("error: {}", describe(error));
+        ExitCode::FAILURE
+    };
+    let loaded = match load(&cli.command) {
+        Ok(loaded) => loaded,
+        Err(error) => return failure(&error),
+    };
+    let model = match &cli.command {
+        Command::Run(args) => Some(&args.model),
+        Command::Chat(args) => Some(&args.model),
+        _ => None,
+    };
+    let secrets = Secrets::take(&session::secret_env_names(&loaded.config, model));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return failure(&error.into()),
+    };
+    match runtime.block_on(dispatch(cli.command, loaded, secrets)) {
+        Ok(code) => code,
+        Err(error) => failure(&error),
+    }
+}
+
+/// The config the command uses, by the trust rule of [`layers`] (defaults for commands
+/// without one).
+fn load(command: &Command) -> anyhow::Result<Loaded> {
+    match command {
+        Command::Run(args) => session::load_config(&args.tools),
+        Command::Chat(args) => session::load_config(&args.tools),
+        Command::Tools(args) => session::load_config(&args.tools),
+        Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
+        Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
+        Command::Demo(_) | Command::Trust(_) | Command::McpDemoServer { .. } => {
+            Ok(Loaded::default())
+        }
+    }
+}
+
+async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Run(args) => run::run(args, loaded, &secrets).await,
+        Command::Chat(args) => chat::chat(args, loaded, &secrets).await,
+        Command::Tools(args) => tools_cmd::tools(args, loaded).await,
+        Command::Mcp(command) => mcp_cmd::mcp(command, loaded).await,
         Command::Demo(args) => demo::demo(args).await,
+        Command::Trust(args) => trust::trust(args),
         Command::McpDemoServer { args } => mcp_demo_server::serve(args)
             .await
             .map(|()| ExitCode::SUCCESS),
-    };
-    match result {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("error: {}", describe(&error));
-            ExitCode::FAILURE
-        }
     }
 }
 
 /// The error and its causes on one line, like `{:#}`, but a cause whose text the line already
 /// holds is left out: many errors (ours and the library's) include their source in their own
-/// message, and `{:#}` printed it twice.
+/// message, and `{:#}` printed it twice. Escaped for the terminal (lines kept): error texts
+/// quote servers (HTTP bodies, MCP stderr).
 pub(crate) fn describe(error: &anyhow::Error) -> String {
+    agcore::display::escape_keeping_lines(&describe_raw(error)).into_owned()
+}
+
+/// [`describe`] unescaped, for JSON (which escapes it itself).
+fn describe_raw(error: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in error.chain() {
         let text = cause.to_string();
@@ -67,9 +122,28 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGCORE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Log lines quote servers (an MCP server's stderr goes to the log): written escaped, and
+    // so without colours — a colour code and a hostile one look the same to the writer.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(|| EscapedStderr)
+        .with_ansi(false)
         .try_init();
+}
+
+/// stderr, with every control, bidi or invisible character but newline and tab escaped.
+struct EscapedStderr;
+
+impl std::io::Write for EscapedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The formatter writes each event whole, so a character is never split across writes.
+        let text = String::from_utf8_lossy(buf);
+        let escaped = agcore::display::escape_keeping_lines(&text);
+        std::io::stderr().write_all(escaped.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }

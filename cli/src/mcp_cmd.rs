@@ -1,37 +1,43 @@
 //! `agcore mcp list` and `agcore mcp call`.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use agcore::tools::mcp::{McpServerStatus, McpServersConfig};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use agcore::display::{escape_for_terminal, escape_keeping_lines};
+
 use crate::cli::{McpCallArgs, McpCommand, McpListArgs, McpSourceArgs};
-use crate::config::AgcoreConfig;
-use crate::session::{connect_servers, mcp_servers, secret_env_names, withholding};
+use crate::render::json_for_terminal;
+use crate::session::{Loaded, connect_servers, mcp_servers, secret_env_names, withholding};
 
 /// Run `agcore mcp ...`.
-pub async fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
+pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode> {
     match command {
-        McpCommand::List(args) => list(args).await,
-        McpCommand::Call(args) => call(args).await,
+        McpCommand::List(args) => list(args, &loaded).await,
+        McpCommand::Call(args) => call(args, &loaded).await,
     }
 }
 
 /// The configured servers and the variables none of them may see (the model's API key).
-fn servers(source: &McpSourceArgs) -> anyhow::Result<(McpServersConfig, Vec<String>)> {
-    let (loaded, path) = AgcoreConfig::discover(source.config.as_deref())?;
-    let servers = mcp_servers(&loaded, path.as_deref(), source.mcp_config.as_deref())?;
+/// `loaded` follows the trust rule of every command: an untrusted ./agcore.toml starts nothing.
+fn servers(
+    source: &McpSourceArgs,
+    loaded: &Loaded,
+) -> anyhow::Result<(McpServersConfig, Vec<String>)> {
+    let servers = mcp_servers(loaded, source.mcp_config.as_deref())?;
     if servers.servers.is_empty() {
         bail!(
             "no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml"
         );
     }
-    Ok((servers, secret_env_names(&loaded, None)))
+    Ok((servers, secret_env_names(&loaded.config, None)))
 }
 
-async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
-    let (servers, secrets) = servers(&args.source)?;
+async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
+    let (servers, secrets) = servers(&args.source, loaded)?;
     let mut statuses = Vec::new();
     let mut clients = Vec::new();
     for (name, result) in connect_servers(&servers, &secrets).await {
@@ -42,15 +48,25 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
         let _ = client.close().await;
     }
     if args.source.json {
-        println!("{}", serde_json::to_string_pretty(&statuses)?);
+        println!(
+            "{}",
+            json_for_terminal(serde_json::to_string_pretty(&statuses)?)
+        );
     } else {
+        // Everything here comes from the servers: escaped, so no name, description or error
+        // text can move the cursor, hide text or reorder it.
         for status in &statuses {
+            let name = escape_for_terminal(&status.name);
             match &status.error {
-                Some(error) => println!("{}: unavailable — {error}", status.name),
+                Some(error) => println!("{name}: unavailable — {}", escape_keeping_lines(error)),
                 None => {
-                    println!("{}: connected, {} tool(s)", status.name, status.tools.len());
+                    println!("{name}: connected, {} tool(s)", status.tools.len());
                     for tool in &status.tools {
-                        println!("  {:<28} {}", tool.name, first_line(&tool.description));
+                        println!(
+                            "  {:<28} {}",
+                            escape_for_terminal(&tool.name),
+                            escape_for_terminal(first_line(&tool.description))
+                        );
                     }
                 }
             }
@@ -64,8 +80,8 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {
-    let (servers, secrets) = servers(&args.source)?;
+async fn call(args: McpCallArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
+    let (servers, secrets) = servers(&args.source, loaded)?;
     let arguments: Value = match &args.args {
         Some(text) => serde_json::from_str(text).context("ARGS_JSON is not valid JSON")?,
         None => Value::Object(Default::default()),
@@ -79,8 +95,14 @@ async fn call(args: McpCallArgs) -> anyhow::Result<ExitCode> {
     let _ = client.close().await;
     let value = result?;
     match (&value, args.source.json) {
-        (Value::String(text), false) => println!("{text}"),
-        _ => println!("{}", serde_json::to_string_pretty(&value)?),
+        (Value::String(text), false) => println!(
+            "{}",
+            crate::render::answer_text(text, std::io::stdout().is_terminal())
+        ),
+        _ => println!(
+            "{}",
+            json_for_terminal(serde_json::to_string_pretty(&value)?)
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

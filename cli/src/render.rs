@@ -6,6 +6,9 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use agcore::display::{
+    escape_for_terminal, escape_keeping_lines, head_and_tail, is_unsafe_for_terminal,
+};
 use agcore::llm::StreamEvent;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
@@ -40,6 +43,7 @@ pub struct HumanRenderer {
     running: HashMap<String, String>,
     at_line_start: bool,
     interactive: bool,
+    stdout_is_terminal: bool,
     in_reasoning: bool,
 }
 
@@ -51,6 +55,7 @@ impl HumanRenderer {
             running: HashMap::new(),
             at_line_start: true,
             interactive: std::io::stderr().is_terminal(),
+            stdout_is_terminal: std::io::stdout().is_terminal(),
             in_reasoning: false,
         }
     }
@@ -60,7 +65,7 @@ impl HumanRenderer {
         match event {
             StreamEvent::AssistantTextDelta { text } => {
                 self.end_reasoning();
-                print!("{text}");
+                print!("{}", answer_text(text, self.stdout_is_terminal));
                 let _ = std::io::stdout().flush();
                 self.at_line_start = text.ends_with('\n');
             }
@@ -69,7 +74,7 @@ impl HumanRenderer {
                     eprint!("\x1b[2m[thinking] ");
                     self.in_reasoning = true;
                 }
-                eprint!("{text}");
+                eprint!("{}", escape_keeping_lines(text));
             }
             StreamEvent::ToolExecutionStarted {
                 id,
@@ -78,7 +83,11 @@ impl HumanRenderer {
             } => {
                 self.end_reasoning();
                 self.newline();
-                let label = format!("{tool_name}({})", short_arguments(input));
+                let label = format!(
+                    "{}({})",
+                    escape_for_terminal(tool_name),
+                    short_arguments(input)
+                );
                 if !self.interactive {
                     eprintln!("→ {label}");
                 }
@@ -92,7 +101,10 @@ impl HumanRenderer {
                 is_error,
                 duration_ms,
             } => {
-                let label = self.running.remove(id).unwrap_or_else(|| tool_name.clone());
+                let label = self
+                    .running
+                    .remove(id)
+                    .unwrap_or_else(|| escape_for_terminal(tool_name).into_owned());
                 let line = if *is_error {
                     format!(
                         "✗ {label} failed in {duration_ms} ms: {}",
@@ -120,7 +132,7 @@ impl HumanRenderer {
             }
             StreamEvent::Error { message, .. } => {
                 self.finish();
-                eprintln!("error: {message}");
+                eprintln!("error: {}", escape_keeping_lines(message));
             }
             _ => {}
         }
@@ -187,34 +199,88 @@ impl Drop for HumanRenderer {
     }
 }
 
-/// `key=value, ...` of a call's arguments, shortened.
+/// `key=value, ...` of a call's arguments for a live tool line: each value escaped (see
+/// [`agcore::display::escape_for_terminal`]) and, when long, cut in the middle with the number
+/// of characters left out — never silently at the end. The approval question shows the whole
+/// call instead ([`crate::approve::question`]).
 pub fn short_arguments(input: &Value) -> String {
-    let text = match input {
+    match input {
         Value::Object(map) => map
             .iter()
-            .map(|(key, value)| format!("{key}={}", one_line(value, 40)))
+            .map(|(key, value)| format!("{}={}", escape_for_terminal(key), one_line(value, 60)))
             .collect::<Vec<_>>()
             .join(", "),
-        other => one_line(other, 60),
-    };
-    truncate(&text, 80)
+        other => one_line(other, 80),
+    }
 }
 
-/// A value on one line, at most `limit` characters.
+/// A value on one line, escaped, at most about `limit` characters: a longer one keeps its
+/// head and tail around `… N more chars …`.
 pub fn one_line(value: &Value, limit: usize) -> String {
     let text = match value {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     };
-    truncate(&text.replace(['\n', '\r'], " "), limit)
+    let tail = limit / 3;
+    let shown = head_and_tail(&text, limit.saturating_sub(tail), tail);
+    escape_for_terminal(&shown).into_owned()
 }
 
-fn truncate(text: &str, limit: usize) -> String {
-    if text.chars().count() <= limit {
-        text.to_owned()
+/// `json` (serialised by serde_json) with every character unsafe for a terminal written as a
+/// JSON `\uXXXX` escape: the same JSON value, but no raw bidi override, C1 control or DEL
+/// reaches the terminal (serde_json escapes only U+0000–U+001F).
+pub fn json_for_terminal(json: String) -> String {
+    // Newlines and tabs outside strings are the pretty printer's layout (inside strings
+    // serde_json already escapes them).
+    let unsafe_char = |c: char| c != '\n' && c != '\t' && is_unsafe_for_terminal(c);
+    if !json.chars().any(unsafe_char) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if unsafe_char(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The answer text as printed on stdout: escaped (newlines and tabs kept) when stdout is a
+/// terminal, raw when it is a pipe or file (there it is the program's output, byte for byte).
+pub fn answer_text(text: &str, stdout_is_terminal: bool) -> std::borrow::Cow<'_, str> {
+    if stdout_is_terminal {
+        escape_keeping_lines(text)
     } else {
-        let mut cut: String = text.chars().take(limit.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn live_lines_show_the_end_of_a_long_argument_and_no_raw_escape() {
+        let command = format!("ls -la{}; touch x", " ".repeat(120));
+        let line = short_arguments(&serde_json::json!({"command": command}));
+        assert!(line.ends_with("; touch x"), "{line}");
+        assert!(line.contains("more chars"), "{line}");
+        let line = short_arguments(&serde_json::json!({"c": "\u{1b}[2K\u{1b}[1Gx"}));
+        assert_eq!(line, "c=\\x1b[2K\\x1b[1Gx");
+    }
+
+    #[test]
+    fn json_stays_the_same_value_without_unsafe_characters() {
+        let value = serde_json::json!({"t": "a\u{202e}b\u{7f}\u{e0041}\u{1b}"});
+        let text = json_for_terminal(serde_json::to_string(&value).unwrap());
+        assert!(!text.chars().any(is_unsafe_for_terminal), "{text}");
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
     }
 }

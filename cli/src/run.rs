@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use agcore::display::escape_keeping_lines;
 use agcore::llm::{LlmCycle, StreamEvent};
 use agcore::tools::ToolRegistry;
 use anyhow::Context;
@@ -9,28 +10,48 @@ use futures::StreamExt;
 
 use crate::approve::interrupt_count;
 use crate::cli::RunArgs;
-use crate::render::HumanRenderer;
-use crate::session::{build_cycle, build_registry, load_config};
+use crate::json_error;
+use crate::render::{HumanRenderer, json_for_terminal};
+use crate::secrets::Secrets;
+use crate::session::{Loaded, build_cycle, build_registry};
 
 /// Run `agcore run`.
-pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_config(&args.tools)?;
-    let mut cycle = build_cycle(&args.model, &loaded.config)?;
+pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    let mut cycle = build_cycle(&args.model, &loaded.config, secrets)?;
     let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     // Ctrl-C drops the running turn (request and tools); the transcript is still written.
     let outcome = tokio::select! {
         outcome = execute(&mut cycle, &registry, &args) => outcome,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("^C cancelled");
-            Ok(ExitCode::from(130))
-        }
+        _ = tokio::signal::ctrl_c() => Ok(cancelled(&args)),
     };
     if let Some(path) = &args.transcript {
-        let json = serde_json::to_string_pretty(cycle.messages())?;
-        std::fs::write(path, json)
-            .with_context(|| format!("could not write the transcript to {}", path.display()))?;
+        let written = serde_json::to_string_pretty(cycle.messages())
+            .map_err(anyhow::Error::from)
+            .and_then(|json| {
+                std::fs::write(path, json).with_context(|| {
+                    format!("could not write the transcript to {}", path.display())
+                })
+            });
+        match (written, &outcome) {
+            // The run failed already and said so (its error event was the last): one error
+            // is enough on stdout.
+            (Err(error), Ok(code)) if *code != ExitCode::SUCCESS => {
+                eprintln!("error: {}", crate::describe(&error));
+            }
+            (Err(error), _) => return Err(error),
+            (Ok(()), _) => {}
+        }
     }
     outcome
+}
+
+/// Ctrl-C: say so (with `--json`, as the terminal error event) and exit 130.
+fn cancelled(args: &RunArgs) -> ExitCode {
+    if args.json {
+        json_error::print(&json_error::cancelled());
+    }
+    eprintln!("^C cancelled");
+    ExitCode::from(130)
 }
 
 async fn execute(
@@ -47,7 +68,7 @@ async fn execute(
             cycle.submit(prompt).await?
         };
         if args.json {
-            println!("{}", serde_json::to_string(&response)?);
+            println!("{}", json_for_terminal(serde_json::to_string(&response)?));
         } else {
             println!("{}", response.text());
         }
@@ -67,19 +88,19 @@ async fn execute(
         // not a signal): stop here, the transcript still gets written.
         if interrupt_count() != start {
             renderer.finish();
-            eprintln!("^C cancelled");
-            return Ok(ExitCode::from(130));
+            return Ok(cancelled(args));
         }
-        if args.json {
-            println!("{}", serde_json::to_string(&event)?);
-        } else {
-            renderer.event(&event);
-        }
-        if let StreamEvent::Error { message, .. } = &event {
-            failed = true;
-            if args.json {
-                eprintln!("error: {message}");
+        match (&event, args.json) {
+            // The stream's error event, with the status and retryability added.
+            (StreamEvent::Error { kind, message }, true) => {
+                json_error::print(&json_error::for_stream_error(*kind, message));
+                eprintln!("error: {}", escape_keeping_lines(message));
             }
+            (_, true) => println!("{}", json_for_terminal(serde_json::to_string(&event)?)),
+            (_, false) => renderer.event(&event),
+        }
+        if let StreamEvent::Error { .. } = &event {
+            failed = true;
         }
     }
     if !args.json {

@@ -1,8 +1,7 @@
 //! Builds what every command needs from arguments and `agcore.toml`: the model cycle and the
 //! tool registry (built-in tools, MCP servers, permissions, profiles, approvals).
 
-use std::path::PathBuf;
-
+use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
 use agcore::tools::ToolError;
 use agcore::tools::ToolRegistry;
@@ -14,38 +13,18 @@ use anyhow::{Context, bail};
 
 use crate::approve::approver_for;
 use crate::cli::{ModelArgs, ToolArgs};
-use crate::config::{AgcoreConfig, DEFAULT_CONFIG_FILE};
+use crate::config::AgcoreConfig;
+use crate::secrets::Secrets;
 
 /// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// The loaded config and where it came from.
-pub struct Loaded {
-    /// The config (defaults when there is no file).
-    pub config: AgcoreConfig,
-    /// The file, if any.
-    pub path: Option<PathBuf>,
-}
+pub use crate::layers::Loaded;
 
-/// Read `--config` or `./agcore.toml` — but not `./agcore.toml` under `--restricted`: an
-/// untrusted workspace's own config could start programs (MCP servers), move the built-in
-/// tools' root and loosen permissions. The user is told, never silently.
+/// The config by the trust rule of [`crate::layers`]: the user's file, then `--config` or —
+/// when trusted and not `--restricted` — the workspace's `./agcore.toml`.
 pub fn load_config(tool_args: &ToolArgs) -> anyhow::Result<Loaded> {
-    if tool_args.restricted && tool_args.config.is_none() {
-        if std::path::Path::new(DEFAULT_CONFIG_FILE).is_file() {
-            eprintln!(
-                "warning: restricted mode: ./{DEFAULT_CONFIG_FILE} was not loaded (an untrusted \
-                 workspace's config can start programs and loosen permissions); pass \
-                 --config {DEFAULT_CONFIG_FILE} to use it anyway"
-            );
-        }
-        return Ok(Loaded {
-            config: AgcoreConfig::default(),
-            path: None,
-        });
-    }
-    let (config, path) = AgcoreConfig::discover(tool_args.config.as_deref())?;
-    Ok(Loaded { config, path })
+    crate::layers::load(tool_args.config.as_deref(), tool_args.restricted)
 }
 
 /// The provider name tools are checked against.
@@ -67,7 +46,12 @@ pub fn base_url(args: &ModelArgs, config: &AgcoreConfig) -> String {
 }
 
 /// A cycle for the model the arguments (then the config, then the environment) describe.
-pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<LlmCycle> {
+/// The key comes from `secrets`: the variable itself was removed from the environment.
+pub fn build_cycle(
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+    secrets: &Secrets,
+) -> anyhow::Result<LlmCycle> {
     let section = &config.model;
     let base_url = base_url(args, config);
     let Some(model) = args
@@ -80,7 +64,7 @@ pub fn build_cycle(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<Ll
     };
     let key_variable = api_key_env(args, config);
     let mut client_config = OpenAiConfig::new(base_url).with_provider(provider(config));
-    if let Some(key) = env(&key_variable) {
+    if let Some(key) = secrets.get(&key_variable) {
         client_config = client_config.with_api_key(key);
     }
     let client = OpenAiClient::new(client_config).context("could not create the HTTP client")?;
@@ -140,11 +124,12 @@ fn env(name: &str) -> Option<String> {
 
 /// The config's MCP servers, then those of the `--mcp-config` file (which win on a name clash).
 pub fn mcp_servers(
-    config: &AgcoreConfig,
-    config_path: Option<&std::path::Path>,
+    loaded: &Loaded,
     mcp_config: Option<&std::path::Path>,
 ) -> anyhow::Result<McpServersConfig> {
-    let mut servers = config.mcp_servers(config_path)?;
+    let mut servers = loaded
+        .config
+        .mcp_servers(loaded.path.as_deref(), &loaded.mcp_files)?;
     if let Some(file) = mcp_config {
         servers
             .servers
@@ -199,11 +184,7 @@ pub async fn build_registry(
         registry.register_all(builtin_tools_with(&workspace, &options))?;
     }
 
-    let servers = mcp_servers(
-        config,
-        loaded.path.as_deref(),
-        tool_args.mcp_config.as_deref(),
-    )?;
+    let servers = mcp_servers(loaded, tool_args.mcp_config.as_deref())?;
     let mut statuses = Vec::new();
     let mut connected = Vec::new();
     // MCP servers must not see the model's API key either.
@@ -212,7 +193,11 @@ pub async fn build_registry(
         statuses.push(McpServerStatus::of(&name, &result));
         match result {
             Ok(client) => connected.push(client),
-            Err(error) => eprintln!("warning: MCP server '{name}' is unavailable: {error}"),
+            Err(error) => eprintln!(
+                "warning: MCP server '{}' is unavailable: {}",
+                escape_for_terminal(&name),
+                escape_keeping_lines(&error.to_string())
+            ),
         }
     }
     register_mcp_tools(&mut registry, connected)?;

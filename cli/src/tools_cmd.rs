@@ -2,12 +2,14 @@
 
 use std::process::ExitCode;
 
+use agcore::display::{escape_for_terminal, escape_keeping_lines};
+
 use crate::cli::ToolsArgs;
-use crate::session::{build_registry, load_config, provider};
+use crate::render::json_for_terminal;
+use crate::session::{Loaded, build_registry, provider};
 
 /// Run `agcore tools`.
-pub async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_config(&args.tools)?;
+pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> {
     let (registry, servers) = build_registry(&args.tools, None, &loaded, false).await?;
     let provider = args
         .provider
@@ -22,12 +24,20 @@ pub async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let report = registry.explain(&provider, &model);
     if args.json {
         let json = serde_json::json!({"report": report, "mcp_servers": servers});
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        println!(
+            "{}",
+            json_for_terminal(serde_json::to_string_pretty(&json)?)
+        );
     } else {
+        // Names, descriptions and errors come from servers: nothing reaches the terminal raw.
         for server in &servers {
+            let name = escape_for_terminal(&server.name);
             match &server.error {
-                Some(error) => println!("mcp server {}: unavailable: {error}", server.name),
-                None => println!("mcp server {}: {} tool(s)", server.name, server.tools.len()),
+                Some(error) => println!(
+                    "mcp server {name}: unavailable: {}",
+                    escape_keeping_lines(error)
+                ),
+                None => println!("mcp server {name}: {} tool(s)", server.tools.len()),
             }
         }
         if registry.is_empty() {
@@ -35,7 +45,7 @@ pub async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
                 "no tools: enable some with --tools builtin, --mcp-config FILE or agcore.toml"
             );
         }
-        print!("{report}");
+        print!("{}", escape_keeping_lines(&report.to_string()));
     }
     Ok(if report.problems.is_empty() {
         ExitCode::SUCCESS

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use expectrl::{ControlCode, Session, WaitStatus};
 use serde_json::Value;
-use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
+use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies, trust};
 
 /// Generous: the pty test must not depend on the machine's speed.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -280,7 +280,8 @@ async fn ctrl_c_at_an_approval_question_denies_and_cancels_the_turn() {
     .await;
     let saved = workspace.path().join("history.json");
     let saved_path = saved.clone();
-    // ./agcore.toml is read without --config.
+    // ./agcore.toml is read without --config once trusted.
+    trust(workspace.path());
     let mut command = agcore(workspace.path());
     command.args([
         "chat",
@@ -344,6 +345,7 @@ async fn always_allows_the_tool_for_the_rest_of_the_session() {
         Reply::text("Wrote b.txt without asking."),
     ])
     .await;
+    trust(workspace.path());
     let mut command = agcore(workspace.path());
     command.args([
         "chat",

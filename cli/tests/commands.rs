@@ -8,7 +8,7 @@ use std::path::Path;
 use agcore::llm::StreamEvent;
 use assert_cmd::Command;
 use serde_json::Value;
-use support::agcore;
+use support::{agcore, trust};
 
 fn output(dir: &Path, args: &[&str]) -> std::process::Output {
     let mut command = agcore(dir);
@@ -201,8 +201,8 @@ fn an_unknown_config_key_names_the_key_and_the_file() {
             "m",
             "hi",
         ],
-        // ./agcore.toml is read without --config too.
-        vec!["tools"],
+        // `agcore trust` refuses it too: it reads and checks the file first.
+        vec!["trust"],
     ] {
         let out = output(dir.path(), &args);
         assert!(!out.status.success(), "{args:?}");
@@ -258,6 +258,7 @@ fn tools_none_offers_no_tools_and_starts_no_mcp_server() {
         "[builtin]\nenabled = true\n",
     )
     .unwrap();
+    trust(dir.path());
     let out = output(
         dir.path(),
         &[
@@ -324,6 +325,7 @@ fn stdio_mcp_servers_do_not_see_the_model_api_key_variables() {
         "[model]\napi_key_env = \"MY_MODEL_KEY\"\n",
     )
     .unwrap();
+    trust(dir.path());
     let seen = |name: &str| -> serde_json::Value {
         let mut command = agcore(dir.path());
         command

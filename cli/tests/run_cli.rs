@@ -9,7 +9,7 @@ use std::path::Path;
 use agcore::llm::{ChatResponse, StreamEvent};
 use assert_cmd::Command;
 use serde_json::Value;
-use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
+use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies, trust};
 
 fn run(dir: &Path, server: &wiremock::MockServer, extra: &[&str]) -> std::process::Output {
     let mut command = agcore(dir);
@@ -156,7 +156,13 @@ async fn the_json_error_exit_also_names_the_kind() {
         stderr.starts_with("error: authentication failed (HTTP 401)"),
         "{stderr}"
     );
-    assert!(output.stdout.is_empty(), "nothing but events on stdout");
+    // stdout holds events only: the terminal error event (see run_json_errors.rs).
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let event: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(event["type"], "error");
+    assert_eq!(event["kind"], "authentication");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,6 +233,7 @@ fn ask_for_writes(dir: &Path) {
         "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
     )
     .unwrap();
+    trust(dir);
 }
 
 fn write_replies() -> Vec<Reply> {
@@ -287,6 +294,7 @@ async fn run_command_does_not_see_the_key_named_by_api_key_env() {
         "[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n",
     )
     .unwrap();
+    trust(dir.path());
     let server = fake_openai(vec![
         Reply::tool(
             "call_env",
@@ -368,6 +376,7 @@ async fn fetch_url_refuses_loopback_unless_the_config_allows_private_networks() 
             let dir = tempfile::tempdir().unwrap();
             if let Some(config) = config {
                 std::fs::write(dir.path().join("agcore.toml"), config).unwrap();
+                trust(dir.path());
             }
             let server = fake_openai(vec![
                 Reply::tool("call_fetch", "fetch_url", &format!(r#"{{"url":"{url}"}}"#)),

@@ -181,17 +181,32 @@ pub async fn request_bodies(server: &MockServer) -> Vec<Value> {
 }
 
 /// The `agcore` binary with a clean environment (no key, base URL or model from the outside),
-/// run in `dir` so no stray `agcore.toml` is picked up.
+/// run in `dir` so no stray `agcore.toml` is picked up, with `HOME`, `XDG_CONFIG_HOME` and
+/// `XDG_DATA_HOME` under `dir/.home` so the real user's config and trust records are never read.
 pub fn agcore(dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agcore"));
+    let home = dir.join(".home");
     command
         .current_dir(dir)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("AGCORE_MODEL")
         .env_remove("AGCORE_LOG")
         .env("NO_COLOR", "1");
     command
+}
+
+/// Trust `dir`'s `agcore.toml` (under the test's own `XDG_DATA_HOME`, see [`agcore`]).
+pub fn trust(dir: &std::path::Path) {
+    let output = agcore(dir)
+        .arg("trust")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "agcore trust failed: {output:?}");
 }
 
 /// Assert that `messages` (a saved history) is valid for the next request: every assistant

@@ -112,6 +112,15 @@ pub enum LlmError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
+    // Limits on what a server may send (issue 10, item 8).
+    /// The server's reply went over a limit of the client ([`ResponseLimit`]): an event, the
+    /// body or the assembled message too large, too many tool calls, or no end within the
+    /// deadline. Nothing of the reply is kept; never retried (the server would do it again).
+    #[error("the server's reply went over a limit: {limit}")]
+    ResponseLimitExceeded {
+        /// The limit and its configured value.
+        limit: ResponseLimit,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -123,6 +132,51 @@ fn retry_note(retries: u32) -> String {
         0 => String::new(),
         1 => " after 1 retry".to_owned(),
         n => format!(" after {n} retries"),
+    }
+}
+
+/// Which limit an [`LlmError::ResponseLimitExceeded`] hit, with its configured value.
+///
+/// Set on [`crate::llm::OpenAiConfig`] (`with_max_event_bytes`, `with_max_response_bytes`,
+/// `with_response_deadline`) and [`crate::llm::ReplyLimits`] (message bytes, tool calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ResponseLimit {
+    /// One server-sent event (or one line of it) was longer than this many bytes.
+    EventBytes(usize),
+    /// The response body was longer than this many bytes.
+    ResponseBytes(usize),
+    /// The assembled message (text, reasoning, refusal and tool-call arguments together) was
+    /// longer than this many bytes.
+    MessageBytes(usize),
+    /// The message started more tool calls than this.
+    ToolCalls(usize),
+    /// The reply did not end within this time after the request was sent (keep-alives and
+    /// comments do not extend it).
+    Deadline(Duration),
+}
+
+impl std::fmt::Display for ResponseLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResponseLimit::EventBytes(max) => {
+                write!(f, "a server-sent event longer than {max} bytes (max_event_bytes)")
+            }
+            ResponseLimit::ResponseBytes(max) => {
+                write!(f, "a response body longer than {max} bytes (max_response_bytes)")
+            }
+            ResponseLimit::MessageBytes(max) => write!(
+                f,
+                "an assembled message longer than {max} bytes (max_message_bytes)"
+            ),
+            ResponseLimit::ToolCalls(max) => {
+                write!(f, "more than {max} tool calls in one message (max_tool_calls)")
+            }
+            ResponseLimit::Deadline(limit) => write!(
+                f,
+                "no complete reply within {limit:?} of the request (response_deadline)"
+            ),
+        }
     }
 }
 
@@ -181,6 +235,8 @@ pub enum ErrorKind {
     TruncatedToolCalls,
     /// [`LlmError::Cancelled`].
     Cancelled,
+    /// [`LlmError::ResponseLimitExceeded`].
+    ResponseLimitExceeded,
     /// [`LlmError::Other`].
     Other,
 }
@@ -203,6 +259,7 @@ impl LlmError {
             LlmError::RepeatedToolCall { .. } => ErrorKind::RepeatedToolCall,
             LlmError::TruncatedToolCalls => ErrorKind::TruncatedToolCalls,
             LlmError::Cancelled => ErrorKind::Cancelled,
+            LlmError::ResponseLimitExceeded { .. } => ErrorKind::ResponseLimitExceeded,
             LlmError::Other(_) => ErrorKind::Other,
         }
     }

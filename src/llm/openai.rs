@@ -78,7 +78,25 @@ pub struct OpenAiConfig {
     pub provider: String,
     /// Which reasoning text of earlier replies is sent back.
     pub reasoning_echo: ReasoningEcho,
+    /// The longest server-sent event (or line of one) a stream may carry, in bytes.
+    pub max_event_bytes: usize,
+    /// The longest response body (streamed or not), in bytes.
+    pub max_response_bytes: usize,
+    /// The time from sending a streaming request to the reply's end; unlike
+    /// `stream_idle_timeout`, nothing the server sends extends it.
+    pub response_deadline: Duration,
 }
+
+/// [`OpenAiConfig::max_event_bytes`] by default: 16 MiB (a whole tool call's arguments may
+/// arrive in one event).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// [`OpenAiConfig::max_response_bytes`] by default: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// [`OpenAiConfig::response_deadline`] by default: 30 minutes (a slow local model writing a
+/// long answer needs that long; a server that never ends does not get longer).
+pub const DEFAULT_RESPONSE_DEADLINE: Duration = Duration::from_secs(30 * 60);
 
 /// Which reasoning text of earlier replies an [`OpenAiClient`] sends back to the server.
 ///
@@ -98,7 +116,8 @@ pub enum ReasoningEcho {
 }
 
 impl Default for OpenAiConfig {
-    /// OpenAI's API, no key, connect 10 s, request 600 s, stream idle 300 s, provider `"openai"`.
+    /// OpenAI's API, no key, connect 10 s, request 600 s, stream idle 300 s, response deadline
+    /// 30 min, events up to 16 MiB, bodies up to 64 MiB, provider `"openai"`.
     fn default() -> Self {
         OpenAiConfig::new(DEFAULT_BASE_URL)
     }
@@ -118,6 +137,9 @@ impl OpenAiConfig {
             stream_idle_timeout: Duration::from_secs(300),
             provider: "openai".to_owned(),
             reasoning_echo: ReasoningEcho::AsReceived,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            response_deadline: DEFAULT_RESPONSE_DEADLINE,
         }
     }
 
@@ -170,6 +192,27 @@ impl OpenAiConfig {
     /// Set the limit for the wait between two chunks of a stream.
     pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
         self.stream_idle_timeout = limit;
+        self
+    }
+
+    /// Set the longest server-sent event (or line of one) a stream may carry, in bytes; a
+    /// longer one ends the stream with [`LlmError::ResponseLimitExceeded`].
+    pub fn with_max_event_bytes(mut self, max: usize) -> Self {
+        self.max_event_bytes = max;
+        self
+    }
+
+    /// Set the longest response body (streamed or not), in bytes; a longer one ends the
+    /// request with [`LlmError::ResponseLimitExceeded`].
+    pub fn with_max_response_bytes(mut self, max: usize) -> Self {
+        self.max_response_bytes = max;
+        self
+    }
+
+    /// Set the time from sending a streaming request to the reply's end; a reply still going
+    /// ends with [`LlmError::ResponseLimitExceeded`]. Keep-alives do not extend it.
+    pub fn with_response_deadline(mut self, limit: Duration) -> Self {
+        self.response_deadline = limit;
         self
     }
 

@@ -15,6 +15,56 @@ use crate::llm::types::{
 };
 use crate::tools::registry::generate_call_id;
 
+/// Limits on one assembled reply, whatever the provider: a server (or a model) that streams
+/// without end gets [`LlmError::ResponseLimitExceeded`] instead of all the memory.
+///
+/// ```
+/// use agcore::llm::ReplyLimits;
+///
+/// let limits = ReplyLimits::default().with_max_tool_calls(64);
+/// assert_eq!(limits.max_tool_calls, 64);
+/// assert_eq!(limits.max_message_bytes, 64 * 1024 * 1024);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReplyLimits {
+    /// The most bytes of text, reasoning, refusal and tool-call arguments together.
+    pub max_message_bytes: usize,
+    /// The most tool calls one message may start.
+    pub max_tool_calls: usize,
+}
+
+/// [`ReplyLimits::max_message_bytes`] by default: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// [`ReplyLimits::max_tool_calls`] by default. Real models make a few parallel calls, rarely
+/// dozens; a thousand leaves room for batch-style agents.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 1024;
+
+impl Default for ReplyLimits {
+    /// 64 MiB of message, 1024 tool calls.
+    fn default() -> Self {
+        ReplyLimits {
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+        }
+    }
+}
+
+impl ReplyLimits {
+    /// Set the most bytes of text, reasoning, refusal and tool-call arguments together.
+    pub fn with_max_message_bytes(mut self, max: usize) -> Self {
+        self.max_message_bytes = max;
+        self
+    }
+
+    /// Set the most tool calls one message may start.
+    pub fn with_max_tool_calls(mut self, max: usize) -> Self {
+        self.max_tool_calls = max;
+        self
+    }
+}
+
 #[derive(Debug)]
 struct PartialCall {
     index: u32,
@@ -45,6 +95,21 @@ impl StreamAssembler {
     /// A new, empty assembler.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A new, empty assembler with `limits` ([`StreamAssembler::new`] has the defaults).
+    pub fn with_limits(_limits: ReplyLimits) -> Self {
+        Self::default()
+    }
+
+    /// Take one delta like [`StreamAssembler::push`], failing at once when it goes over a
+    /// limit (then nothing more is taken, and [`StreamAssembler::finish`] fails too).
+    ///
+    /// # Errors
+    /// [`LlmError::ResponseLimitExceeded`] naming the limit.
+    pub fn try_push(&mut self, delta: ModelDelta, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        self.push(delta, out);
+        Ok(())
     }
 
     /// Take one delta; the events it produces are appended to `out`.

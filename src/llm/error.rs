@@ -160,17 +160,26 @@ impl std::fmt::Display for ResponseLimit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ResponseLimit::EventBytes(max) => {
-                write!(f, "a server-sent event longer than {max} bytes (max_event_bytes)")
+                write!(
+                    f,
+                    "a server-sent event longer than {max} bytes (max_event_bytes)"
+                )
             }
             ResponseLimit::ResponseBytes(max) => {
-                write!(f, "a response body longer than {max} bytes (max_response_bytes)")
+                write!(
+                    f,
+                    "a response body longer than {max} bytes (max_response_bytes)"
+                )
             }
             ResponseLimit::MessageBytes(max) => write!(
                 f,
                 "an assembled message longer than {max} bytes (max_message_bytes)"
             ),
             ResponseLimit::ToolCalls(max) => {
-                write!(f, "more than {max} tool calls in one message (max_tool_calls)")
+                write!(
+                    f,
+                    "more than {max} tool calls in one message (max_tool_calls)"
+                )
             }
             ResponseLimit::Deadline(limit) => write!(
                 f,

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use agcore::llm::{FinishReason, ModelDelta, StreamAssembler};
+use agcore::llm::{FinishReason, ModelDelta, ReplyLimits, StreamAssembler};
 
 fn main() {
     let counts: Vec<u32> = std::env::args()
@@ -13,7 +13,9 @@ fn main() {
         .collect();
     for count in counts {
         let started = Instant::now();
-        let mut assembler = StreamAssembler::new();
+        // The cap is raised: this measures assembly, not the limit.
+        let limits = ReplyLimits::default().with_max_tool_calls(count as usize);
+        let mut assembler = StreamAssembler::with_limits(limits);
         let mut events = Vec::new();
         for index in 0..count {
             // Each call in two pieces, as servers stream them: id + name, then the arguments.

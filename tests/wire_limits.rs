@@ -171,7 +171,7 @@ async fn an_sse_line_without_a_newline_hits_the_event_limit() {
             vec![b'a'; 64 * 1024]
         })
     });
-    let error = first_error(small_limits(&url)).await;
+    let error = first_error(small_limits(&url).with_max_response_bytes(64 * MIB)).await;
     assert_limit(&error, ResponseLimit::EventBytes(MIB));
     assert!(error.to_string().contains("1048576"), "{error}");
     assert!(written(server).await < WRITTEN_BOUND);

@@ -37,7 +37,7 @@ use async_trait::async_trait;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use crate::llm::error::{LlmError, TimeoutKind};
+use crate::llm::error::{LlmError, ResponseLimit, TimeoutKind};
 use crate::llm::model::{ChatModel, ChatRequest, ModelStream};
 use crate::llm::types::ChatResponse;
 
@@ -344,30 +344,53 @@ impl OpenAiClient {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        // The error body is read for its message only; failing or stalling leaves it empty.
-        let body = tokio::time::timeout(self.config.request_timeout, response.bytes())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        // The error body is read for its message only, and only its start: failing or stalling
+        // leaves it empty, and a huge one is cut (the rest is never read).
+        let body = tokio::time::timeout(
+            self.config.request_timeout,
+            body::read_at_most(response, errors::MAX_ERROR_BODY_BYTES),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|(body, _cut)| body)
+        .unwrap_or_default();
         Err(errors::status_error(status.as_u16(), &headers, &body))
     }
 
-    /// Read a whole (non-streamed) body within what is left of the request limit.
+    /// Read a whole (non-streamed) body within what is left of the request limit and up to
+    /// `max_response_bytes`.
     async fn read_body(
         &self,
         response: reqwest::Response,
         started: tokio::time::Instant,
-    ) -> Result<bytes::Bytes, LlmError> {
+    ) -> Result<Vec<u8>, LlmError> {
         let limit = self.config.request_timeout;
-        match tokio::time::timeout(limit.saturating_sub(started.elapsed()), response.bytes()).await
-        {
-            Ok(result) => result.map_err(|error| self.send_error(&error)),
+        let max = self.config.max_response_bytes;
+        let read = body::read_at_most(response, max);
+        match tokio::time::timeout(limit.saturating_sub(started.elapsed()), read).await {
+            Ok(Ok((_, true))) => Err(LlmError::ResponseLimitExceeded {
+                limit: ResponseLimit::ResponseBytes(max),
+            }),
+            Ok(Ok((body, false))) => Ok(body),
+            Ok(Err(error)) => Err(self.send_error(&error)),
             Err(_) => Err(LlmError::Timeout {
                 what: TimeoutKind::Request,
                 limit,
                 retries: 0,
             }),
+        }
+    }
+
+    /// The limits of a streaming body whose request was sent at `started`.
+    fn body_limits(&self, started: tokio::time::Instant) -> body::BodyLimits {
+        let limit = self.config.response_deadline;
+        body::BodyLimits {
+            idle: Some(self.config.stream_idle_timeout),
+            // A deadline too far to represent is no deadline.
+            deadline: started.checked_add(limit).map(|at| (at, limit)),
+            max_event_bytes: self.config.max_event_bytes,
+            max_body_bytes: self.config.max_response_bytes,
         }
     }
 
@@ -424,9 +447,9 @@ impl ChatModel for OpenAiClient {
             let deltas = response::response_deltas(response::parse_completion(&body)?);
             return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
         }
-        Ok(decode_stream(
+        Ok(decode::decode_limited(
             response.bytes_stream(),
-            Some(self.config.stream_idle_timeout),
+            self.body_limits(started),
         ))
     }
 

@@ -367,3 +367,146 @@ fn a_reply_with_too_many_tool_calls_is_an_error() {
     let error = outcome.unwrap_err();
     assert_limit(&error, ResponseLimit::ToolCalls(3));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Arbitrary chunk fields never panic (issue 10, item 10): run in debug, overflow checks on.
+
+mod arbitrary_chunks {
+    use super::*;
+    use agcore::llm::openai::decode_stream;
+    use agcore::llm::{ModelDelta, Usage};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn index() -> impl Strategy<Value = Option<u32>> {
+        prop_oneof![
+            Just(None),
+            Just(Some(u32::MAX)),
+            Just(Some(u32::MAX - 1)),
+            (0u32..4).prop_map(Some),
+            any::<u32>().prop_map(Some),
+        ]
+    }
+
+    fn text() -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            Just(None),
+            Just(Some(String::new())),
+            ".{0,8}".prop_map(Some)
+        ]
+    }
+
+    fn tokens() -> impl Strategy<Value = u64> {
+        prop_oneof![Just(u64::MAX), Just(u64::MAX - 1), Just(0u64), any::<u64>()]
+    }
+
+    fn piece() -> impl Strategy<Value = Value> {
+        (index(), text(), text(), text()).prop_map(|(index, id, name, arguments)| {
+            let mut piece = json!({"function": {"name": name, "arguments": arguments}});
+            if let Some(index) = index {
+                piece["index"] = json!(index);
+            }
+            if let Some(id) = id {
+                piece["id"] = json!(id);
+            }
+            piece
+        })
+    }
+
+    fn chunk() -> impl Strategy<Value = Value> {
+        (
+            text(),
+            text(),
+            text(),
+            prop::collection::vec(piece(), 0..4),
+            prop_oneof![Just(None), Just(Some("stop")), Just(Some("tool_calls")), Just(Some(""))],
+            prop::option::of((tokens(), tokens(), tokens(), tokens())),
+        )
+            .prop_map(|(id, content, reasoning, calls, finish, usage)| {
+                let mut chunk = json!({
+                    "id": id,
+                    "choices": [{"index": 0, "delta": {"content": content, "reasoning_content": reasoning, "tool_calls": calls}, "finish_reason": finish}],
+                });
+                if let Some((prompt, completion, total, cached)) = usage {
+                    chunk["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total, "prompt_tokens_details": {"cached_tokens": cached}});
+                }
+                chunk
+            })
+    }
+
+    fn delta() -> impl Strategy<Value = ModelDelta> {
+        prop_oneof![
+            (index(), text(), text(), text()).prop_map(|(index, id, name, arguments)| {
+                ModelDelta::ToolCall {
+                    index,
+                    id,
+                    name,
+                    arguments,
+                }
+            }),
+            ".{0,4}".prop_map(ModelDelta::Text),
+            (tokens(), tokens(), tokens()).prop_map(|(p, c, t)| ModelDelta::Usage(Usage {
+                prompt_tokens: p,
+                completion_tokens: c,
+                total_tokens: t,
+                cached_tokens: Some(p),
+                reasoning_tokens: Some(c),
+            })),
+        ]
+    }
+
+    /// Decode and assemble `chunks`; the usage it reported, if any.
+    fn run(chunks: &[Value]) -> Option<Usage> {
+        let body: String = chunks
+            .iter()
+            .map(|chunk| format!("data: {chunk}\n\n"))
+            .collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let bytes = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+            let mut deltas = decode_stream(bytes, None);
+            let mut assembler = StreamAssembler::new();
+            let mut events = Vec::new();
+            while let Some(Ok(delta)) = deltas.next().await {
+                let _ = assembler.try_push(delta, &mut events);
+            }
+            assembler
+                .finish(&mut events)
+                .ok()
+                .and_then(|response| response.usage)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_chunk_sequences_never_panic(turns in prop::collection::vec(prop::collection::vec(chunk(), 0..6), 1..4)) {
+            let mut total = Usage::default();
+            for chunks in &turns {
+                if let Some(usage) = run(chunks) {
+                    // Summed over turns, as the tool loop does.
+                    total += usage;
+                    total += usage;
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_deltas_never_panic(deltas in prop::collection::vec(delta(), 0..24)) {
+            let mut assembler = StreamAssembler::with_limits(ReplyLimits::default().with_max_tool_calls(8));
+            let mut events = Vec::new();
+            let mut total = Usage::default();
+            for delta in deltas {
+                if let ModelDelta::Usage(usage) = &delta {
+                    total += *usage;
+                }
+                assembler.push(delta, &mut events);
+            }
+            if let Ok(response) = assembler.finish(&mut events) {
+                prop_assert!(response.tool_calls().len() <= 8);
+            }
+        }
+    }
+}

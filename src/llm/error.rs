@@ -63,7 +63,7 @@ pub enum LlmError {
         /// The server's error message.
         message: String,
     },
-    /// Connecting, the whole request, or the wait for the next stream chunk took too long.
+    /// Connecting, the whole request, or the wait for more of a streamed reply took too long.
     #[error("timed out: {what} took longer than {limit:?}{}", retry_note(*.retries))]
     Timeout {
         /// What timed out.
@@ -197,7 +197,7 @@ pub enum TimeoutKind {
     Connect,
     /// The whole request (headers, or the whole reply when not streaming).
     Request,
-    /// The wait between two chunks of a stream.
+    /// The wait for progress of a stream (keep-alives do not count).
     StreamIdle,
 }
 
@@ -206,7 +206,7 @@ impl std::fmt::Display for TimeoutKind {
         f.write_str(match self {
             TimeoutKind::Connect => "connecting",
             TimeoutKind::Request => "the request",
-            TimeoutKind::StreamIdle => "waiting for the next stream chunk",
+            TimeoutKind::StreamIdle => "waiting for more of the streamed reply",
         })
     }
 }

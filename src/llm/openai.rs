@@ -72,7 +72,8 @@ pub struct OpenAiConfig {
     pub connect_timeout: Duration,
     /// Limit for a whole non-streaming request (and for the response headers of a streaming one).
     pub request_timeout: Duration,
-    /// Limit for the wait between two chunks of a stream.
+    /// Limit for the wait for progress of a stream: an event that carries part of the reply
+    /// (keep-alive comments and empty events do not count).
     pub stream_idle_timeout: Duration,
     /// The provider name reported by [`ChatModel::provider`].
     pub provider: String,
@@ -189,7 +190,8 @@ impl OpenAiConfig {
         self
     }
 
-    /// Set the limit for the wait between two chunks of a stream.
+    /// Set the limit for the wait for progress of a stream (keep-alive comments and empty
+    /// events do not count as progress).
     pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
         self.stream_idle_timeout = limit;
         self

@@ -21,13 +21,13 @@ pub mod types;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
 pub use cycle::LlmCycle;
-pub use error::{ErrorKind, LlmError, TimeoutKind};
+pub use error::{ErrorKind, LlmError, ResponseLimit, TimeoutKind};
 pub use event::StreamEvent;
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
 pub use openai::{OpenAiClient, OpenAiConfig, ReasoningEcho};
 pub use replay::replay;
 pub use retry::RetryPolicy;
-pub use stream::StreamAssembler;
+pub use stream::{ReplyLimits, StreamAssembler};
 pub use types::{
     ChatResponse, FinishReason, OpenaiChatMessage, OpenaiToolDefinition, ReasoningField, ToolCall,
     ToolDefinition, Usage,

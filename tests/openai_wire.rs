@@ -850,7 +850,7 @@ async fn a_stalled_http_stream_ends_with_an_idle_timeout() {
     assert_eq!(text_deltas(&outcome.events), "a");
     assert_eq!(
         outcome.response,
-        Err("timed out: waiting for the next stream chunk took longer than 200ms".to_owned())
+        Err("timed out: waiting for more of the streamed reply took longer than 200ms".to_owned())
     );
 }
 

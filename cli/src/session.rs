@@ -63,13 +63,23 @@ pub fn build_cycle(
         bail!("no model: pass --model NAME, set AGCORE_MODEL, or set model in agcore.toml");
     };
     let key_variable = api_key_env(args, config);
-    let mut client_config = OpenAiConfig::new(base_url).with_provider(provider(config));
+    // A hostile or broken server gets bounded memory and time (issue 10, item 8): far above
+    // any real reply, far below what would hurt the machine.
+    const MIB: usize = 1024 * 1024;
+    let mut client_config = OpenAiConfig::new(base_url)
+        .with_provider(provider(config))
+        .with_max_event_bytes(4 * MIB)
+        .with_max_response_bytes(16 * MIB)
+        .with_response_deadline(std::time::Duration::from_secs(15 * 60));
     if let Some(key) = secrets.get(&key_variable) {
         client_config = client_config.with_api_key(key);
     }
     let client = OpenAiClient::new(client_config).context("could not create the HTTP client")?;
     let mut cycle_config = CycleConfig::new(model);
     cycle_config.max_turns = args.max_turns.or(section.max_turns);
+    cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
+        .with_max_message_bytes(16 * MIB)
+        .with_max_tool_calls(256);
     let mut cycle = LlmCycle::new(client, cycle_config);
     if let Some(system) = args.system.clone().or_else(|| section.system.clone()) {
         cycle.set_system_prompt(system);

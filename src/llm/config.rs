@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::llm::retry::RetryPolicy;
+use crate::llm::stream::ReplyLimits;
 use crate::llm::types::RequestOptions;
 
 /// Configuration of an [`crate::llm::LlmCycle`].
@@ -25,6 +26,8 @@ pub struct CycleConfig {
     pub tool_output_limit: usize,
     /// What to do when the model repeats the same tool call.
     pub repeated_call_guard: RepeatedCallGuard,
+    /// Limits on one streamed reply (message bytes, tool calls), whatever the provider.
+    pub reply_limits: ReplyLimits,
 }
 
 impl CycleConfig {
@@ -58,6 +61,7 @@ impl Default for CycleConfig {
             request_timeout: None,
             tool_output_limit: DEFAULT_TOOL_OUTPUT_LIMIT,
             repeated_call_guard: RepeatedCallGuard::default(),
+            reply_limits: ReplyLimits::default(),
         }
     }
 }

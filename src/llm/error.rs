@@ -63,7 +63,7 @@ pub enum LlmError {
         /// The server's error message.
         message: String,
     },
-    /// Connecting, the whole request, or the wait for the next stream chunk took too long.
+    /// Connecting, the whole request, or the wait for more of a streamed reply took too long.
     #[error("timed out: {what} took longer than {limit:?}{}", retry_note(*.retries))]
     Timeout {
         /// What timed out.
@@ -126,6 +126,15 @@ pub enum LlmError {
         /// The origin the server redirected to.
         to: String,
     },
+    // Limits on what a server may send (issue 10, item 8).
+    /// The server's reply went over a limit of the client ([`ResponseLimit`]): an event, the
+    /// body or the assembled message too large, too many tool calls, or no end within the
+    /// deadline. Nothing of the reply is kept; never retried (the server would do it again).
+    #[error("the server's reply went over a limit: {limit}")]
+    ResponseLimitExceeded {
+        /// The limit and its configured value.
+        limit: ResponseLimit,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -140,6 +149,60 @@ fn retry_note(retries: u32) -> String {
     }
 }
 
+/// Which limit an [`LlmError::ResponseLimitExceeded`] hit, with its configured value.
+///
+/// Set on [`crate::llm::OpenAiConfig`] (`with_max_event_bytes`, `with_max_response_bytes`,
+/// `with_response_deadline`) and [`crate::llm::ReplyLimits`] (message bytes, tool calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ResponseLimit {
+    /// One server-sent event (or one line of it) was longer than this many bytes.
+    EventBytes(usize),
+    /// The response body was longer than this many bytes.
+    ResponseBytes(usize),
+    /// The assembled message (text, reasoning, refusal and tool-call arguments together) was
+    /// longer than this many bytes.
+    MessageBytes(usize),
+    /// The message started more tool calls than this.
+    ToolCalls(usize),
+    /// The reply did not end within this time after the request was sent (keep-alives and
+    /// comments do not extend it).
+    Deadline(Duration),
+}
+
+impl std::fmt::Display for ResponseLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResponseLimit::EventBytes(max) => {
+                write!(
+                    f,
+                    "a server-sent event longer than {max} bytes (max_event_bytes)"
+                )
+            }
+            ResponseLimit::ResponseBytes(max) => {
+                write!(
+                    f,
+                    "a response body longer than {max} bytes (max_response_bytes)"
+                )
+            }
+            ResponseLimit::MessageBytes(max) => write!(
+                f,
+                "an assembled message longer than {max} bytes (max_message_bytes)"
+            ),
+            ResponseLimit::ToolCalls(max) => {
+                write!(
+                    f,
+                    "more than {max} tool calls in one message (max_tool_calls)"
+                )
+            }
+            ResponseLimit::Deadline(limit) => write!(
+                f,
+                "no complete reply within {limit:?} of the request (response_deadline)"
+            ),
+        }
+    }
+}
+
 /// What an [`LlmError::Timeout`] was waiting for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -148,7 +211,7 @@ pub enum TimeoutKind {
     Connect,
     /// The whole request (headers, or the whole reply when not streaming).
     Request,
-    /// The wait between two chunks of a stream.
+    /// The wait for progress of a stream (keep-alives do not count).
     StreamIdle,
 }
 
@@ -157,7 +220,7 @@ impl std::fmt::Display for TimeoutKind {
         f.write_str(match self {
             TimeoutKind::Connect => "connecting",
             TimeoutKind::Request => "the request",
-            TimeoutKind::StreamIdle => "waiting for the next stream chunk",
+            TimeoutKind::StreamIdle => "waiting for more of the streamed reply",
         })
     }
 }
@@ -197,6 +260,8 @@ pub enum ErrorKind {
     Cancelled,
     /// [`LlmError::CrossOriginRedirect`].
     CrossOriginRedirect,
+    /// [`LlmError::ResponseLimitExceeded`].
+    ResponseLimitExceeded,
     /// [`LlmError::Other`].
     Other,
 }
@@ -220,6 +285,7 @@ impl LlmError {
             LlmError::TruncatedToolCalls => ErrorKind::TruncatedToolCalls,
             LlmError::Cancelled => ErrorKind::Cancelled,
             LlmError::CrossOriginRedirect { .. } => ErrorKind::CrossOriginRedirect,
+            LlmError::ResponseLimitExceeded { .. } => ErrorKind::ResponseLimitExceeded,
             LlmError::Other(_) => ErrorKind::Other,
         }
     }

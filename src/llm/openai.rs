@@ -38,7 +38,7 @@ use async_trait::async_trait;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use crate::llm::error::{LlmError, TimeoutKind};
+use crate::llm::error::{LlmError, ResponseLimit, TimeoutKind};
 use crate::llm::model::{ChatModel, ChatRequest, ModelStream};
 use crate::llm::types::ChatResponse;
 
@@ -73,13 +73,32 @@ pub struct OpenAiConfig {
     pub connect_timeout: Duration,
     /// Limit for a whole non-streaming request (and for the response headers of a streaming one).
     pub request_timeout: Duration,
-    /// Limit for the wait between two chunks of a stream.
+    /// Limit for the wait for progress of a stream: an event that carries part of the reply
+    /// (keep-alive comments and empty events do not count).
     pub stream_idle_timeout: Duration,
     /// The provider name reported by [`ChatModel::provider`].
     pub provider: String,
     /// Which reasoning text of earlier replies is sent back.
     pub reasoning_echo: ReasoningEcho,
+    /// The longest server-sent event (or line of one) a stream may carry, in bytes.
+    pub max_event_bytes: usize,
+    /// The longest response body (streamed or not), in bytes.
+    pub max_response_bytes: usize,
+    /// The time from sending a streaming request to the reply's end; unlike
+    /// `stream_idle_timeout`, nothing the server sends extends it.
+    pub response_deadline: Duration,
 }
+
+/// [`OpenAiConfig::max_event_bytes`] by default: 16 MiB (a whole tool call's arguments may
+/// arrive in one event).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// [`OpenAiConfig::max_response_bytes`] by default: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// [`OpenAiConfig::response_deadline`] by default: 30 minutes (a slow local model writing a
+/// long answer needs that long; a server that never ends does not get longer).
+pub const DEFAULT_RESPONSE_DEADLINE: Duration = Duration::from_secs(30 * 60);
 
 /// Which reasoning text of earlier replies an [`OpenAiClient`] sends back to the server.
 ///
@@ -99,7 +118,8 @@ pub enum ReasoningEcho {
 }
 
 impl Default for OpenAiConfig {
-    /// OpenAI's API, no key, connect 10 s, request 600 s, stream idle 300 s, provider `"openai"`.
+    /// OpenAI's API, no key, connect 10 s, request 600 s, stream idle 300 s, response deadline
+    /// 30 min, events up to 16 MiB, bodies up to 64 MiB, provider `"openai"`.
     fn default() -> Self {
         OpenAiConfig::new(DEFAULT_BASE_URL)
     }
@@ -119,6 +139,9 @@ impl OpenAiConfig {
             stream_idle_timeout: Duration::from_secs(300),
             provider: "openai".to_owned(),
             reasoning_echo: ReasoningEcho::AsReceived,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            response_deadline: DEFAULT_RESPONSE_DEADLINE,
         }
     }
 
@@ -168,9 +191,31 @@ impl OpenAiConfig {
         self
     }
 
-    /// Set the limit for the wait between two chunks of a stream.
+    /// Set the limit for the wait for progress of a stream (keep-alive comments and empty
+    /// events do not count as progress).
     pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
         self.stream_idle_timeout = limit;
+        self
+    }
+
+    /// Set the longest server-sent event (or line of one) a stream may carry, in bytes; a
+    /// longer one ends the stream with [`LlmError::ResponseLimitExceeded`].
+    pub fn with_max_event_bytes(mut self, max: usize) -> Self {
+        self.max_event_bytes = max;
+        self
+    }
+
+    /// Set the longest response body (streamed or not), in bytes; a longer one ends the
+    /// request with [`LlmError::ResponseLimitExceeded`].
+    pub fn with_max_response_bytes(mut self, max: usize) -> Self {
+        self.max_response_bytes = max;
+        self
+    }
+
+    /// Set the time from sending a streaming request to the reply's end; a reply still going
+    /// ends with [`LlmError::ResponseLimitExceeded`]. Keep-alives do not extend it.
+    pub fn with_response_deadline(mut self, limit: Duration) -> Self {
+        self.response_deadline = limit;
         self
     }
 
@@ -327,30 +372,53 @@ impl OpenAiClient {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        // The error body is read for its message only; failing or stalling leaves it empty.
-        let body = tokio::time::timeout(self.config.request_timeout, response.bytes())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        // The error body is read for its message only, and only its start: failing or stalling
+        // leaves it empty, and a huge one is cut (the rest is never read).
+        let body = tokio::time::timeout(
+            self.config.request_timeout,
+            body::read_at_most(response, errors::MAX_ERROR_BODY_BYTES),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|(body, _cut)| body)
+        .unwrap_or_default();
         Err(errors::status_error(status.as_u16(), &headers, &body))
     }
 
-    /// Read a whole (non-streamed) body within what is left of the request limit.
+    /// Read a whole (non-streamed) body within what is left of the request limit and up to
+    /// `max_response_bytes`.
     async fn read_body(
         &self,
         response: reqwest::Response,
         started: tokio::time::Instant,
-    ) -> Result<bytes::Bytes, LlmError> {
+    ) -> Result<Vec<u8>, LlmError> {
         let limit = self.config.request_timeout;
-        match tokio::time::timeout(limit.saturating_sub(started.elapsed()), response.bytes()).await
-        {
-            Ok(result) => result.map_err(|error| self.send_error(&error)),
+        let max = self.config.max_response_bytes;
+        let read = body::read_at_most(response, max);
+        match tokio::time::timeout(limit.saturating_sub(started.elapsed()), read).await {
+            Ok(Ok((_, true))) => Err(LlmError::ResponseLimitExceeded {
+                limit: ResponseLimit::ResponseBytes(max),
+            }),
+            Ok(Ok((body, false))) => Ok(body),
+            Ok(Err(error)) => Err(self.send_error(&error)),
             Err(_) => Err(LlmError::Timeout {
                 what: TimeoutKind::Request,
                 limit,
                 retries: 0,
             }),
+        }
+    }
+
+    /// The limits of a streaming body whose request was sent at `started`.
+    fn body_limits(&self, started: tokio::time::Instant) -> body::BodyLimits {
+        let limit = self.config.response_deadline;
+        body::BodyLimits {
+            idle: Some(self.config.stream_idle_timeout),
+            // A deadline too far to represent is no deadline.
+            deadline: started.checked_add(limit).map(|at| (at, limit)),
+            max_event_bytes: self.config.max_event_bytes,
+            max_body_bytes: self.config.max_response_bytes,
         }
     }
 
@@ -410,9 +478,9 @@ impl ChatModel for OpenAiClient {
             let deltas = response::response_deltas(response::parse_completion(&body)?);
             return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
         }
-        Ok(decode_stream(
+        Ok(decode::decode_limited(
             response.bytes_stream(),
-            Some(self.config.stream_idle_timeout),
+            self.body_limits(started),
         ))
     }
 

@@ -7,13 +7,65 @@
 //! concatenated, starting from empty; empty arguments mean `{}`; tool calls assembled under
 //! `finish_reason` `stop` or none are still tool calls.
 
-use crate::llm::error::LlmError;
+use std::collections::HashMap;
+
+use crate::llm::error::{LlmError, ResponseLimit};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ModelDelta;
 use crate::llm::types::{
     ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, ToolCall, Usage,
 };
 use crate::tools::registry::generate_call_id;
+
+/// Limits on one assembled reply, whatever the provider: a server (or a model) that streams
+/// without end gets [`LlmError::ResponseLimitExceeded`] instead of all the memory.
+///
+/// ```
+/// use agcore::llm::ReplyLimits;
+///
+/// let limits = ReplyLimits::default().with_max_tool_calls(64);
+/// assert_eq!(limits.max_tool_calls, 64);
+/// assert_eq!(limits.max_message_bytes, 64 * 1024 * 1024);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReplyLimits {
+    /// The most bytes of text, reasoning, refusal and tool-call arguments together.
+    pub max_message_bytes: usize,
+    /// The most tool calls one message may start.
+    pub max_tool_calls: usize,
+}
+
+/// [`ReplyLimits::max_message_bytes`] by default: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// [`ReplyLimits::max_tool_calls`] by default. Real models make a few parallel calls, rarely
+/// dozens; a thousand leaves room for batch-style agents.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 1024;
+
+impl Default for ReplyLimits {
+    /// 64 MiB of message, 1024 tool calls.
+    fn default() -> Self {
+        ReplyLimits {
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+        }
+    }
+}
+
+impl ReplyLimits {
+    /// Set the most bytes of text, reasoning, refusal and tool-call arguments together.
+    pub fn with_max_message_bytes(mut self, max: usize) -> Self {
+        self.max_message_bytes = max;
+        self
+    }
+
+    /// Set the most tool calls one message may start.
+    pub fn with_max_tool_calls(mut self, max: usize) -> Self {
+        self.max_tool_calls = max;
+        self
+    }
+}
 
 #[derive(Debug)]
 struct PartialCall {
@@ -24,7 +76,7 @@ struct PartialCall {
 }
 
 /// Assembles one streamed reply. Linear in the stream's length: text and arguments are appended
-/// in place, nothing is re-parsed.
+/// in place, nothing is re-parsed, and a tool call's slot is found by its index in O(1).
 #[derive(Debug, Default)]
 pub struct StreamAssembler {
     id: Option<String>,
@@ -35,21 +87,64 @@ pub struct StreamAssembler {
     reasoning_field: Option<ReasoningField>,
     refusal: String,
     calls: Vec<PartialCall>,
+    /// The latest slot in `calls` of each index.
+    slots: HashMap<u32, usize>,
+    /// The index a call without one gets: one past the highest so far (saturating).
+    next_index: u32,
     current: Option<usize>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     received_anything: bool,
+    limits: ReplyLimits,
+    /// Bytes of text, reasoning, refusal and tool calls taken so far.
+    message_bytes: usize,
+    /// The limit the reply went over; nothing more is taken after it.
+    exceeded: Option<ResponseLimit>,
 }
 
 impl StreamAssembler {
-    /// A new, empty assembler.
+    /// A new, empty assembler with the default [`ReplyLimits`].
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Take one delta; the events it produces are appended to `out`.
+    /// A new, empty assembler with `limits` ([`StreamAssembler::new`] has the defaults).
+    pub fn with_limits(limits: ReplyLimits) -> Self {
+        StreamAssembler {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    /// Take one delta like [`StreamAssembler::push`], failing at once when it goes over a
+    /// limit (then nothing more is taken, and [`StreamAssembler::finish`] fails too).
+    ///
+    /// # Errors
+    /// [`LlmError::ResponseLimitExceeded`] naming the limit.
+    pub fn try_push(
+        &mut self,
+        delta: ModelDelta,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        self.push(delta, out);
+        match self.exceeded {
+            Some(limit) => Err(LlmError::ResponseLimitExceeded { limit }),
+            None => Ok(()),
+        }
+    }
+
+    /// Take one delta; the events it produces are appended to `out`. A delta that goes over a
+    /// [`ReplyLimits`] limit is dropped, as is everything after it, and
+    /// [`StreamAssembler::finish`] reports the limit (see [`StreamAssembler::try_push`] to
+    /// stop at once).
     pub fn push(&mut self, delta: ModelDelta, out: &mut Vec<StreamEvent>) {
+        if self.exceeded.is_some() {
+            return;
+        }
         self.received_anything = true;
+        if !self.take_bytes(delta_bytes(&delta)) {
+            return;
+        }
         match delta {
             ModelDelta::Meta { id, model } => {
                 if self.id.is_none() {
@@ -84,7 +179,9 @@ impl StreamAssembler {
                 name,
                 arguments,
             } => {
-                let slot = self.slot_for(index, id.as_deref());
+                let Some(slot) = self.slot_for(index, id.as_deref()) else {
+                    return;
+                };
                 let call = &mut self.calls[slot];
                 if call.id.is_none() {
                     call.id = id.clone().filter(|id| !id.is_empty());
@@ -112,10 +209,23 @@ impl StreamAssembler {
         }
     }
 
-    fn slot_for(&mut self, index: Option<u32>, id: Option<&str>) -> usize {
+    /// Count `bytes` against the message limit; `false` (and the limit noted) when over it.
+    fn take_bytes(&mut self, bytes: usize) -> bool {
+        let total = self.message_bytes.saturating_add(bytes);
+        if total > self.limits.max_message_bytes {
+            self.exceeded = Some(ResponseLimit::MessageBytes(self.limits.max_message_bytes));
+            return false;
+        }
+        self.message_bytes = total;
+        true
+    }
+
+    /// The slot of the call this piece belongs to, starting a new call when it must; `None`
+    /// (and the limit noted) when a new call would be one too many.
+    fn slot_for(&mut self, index: Option<u32>, id: Option<&str>) -> Option<usize> {
         let id = id.filter(|id| !id.is_empty());
         let existing = match index {
-            Some(index) => self.calls.iter().rposition(|call| call.index == index),
+            Some(index) => self.slots.get(&index).copied(),
             None => self.current,
         };
         let starts_new = match existing {
@@ -125,26 +235,28 @@ impl StreamAssembler {
                 _ => false,
             },
         };
-        let slot = if starts_new {
-            let index = index.unwrap_or_else(|| {
-                self.calls
-                    .iter()
-                    .map(|call| call.index + 1)
-                    .max()
-                    .unwrap_or(0)
-            });
-            self.calls.push(PartialCall {
-                index,
-                id: None,
-                name: String::new(),
-                arguments: String::new(),
-            });
-            self.calls.len() - 1
-        } else {
-            existing.unwrap_or(0)
+        let slot = match existing {
+            Some(slot) if !starts_new => slot,
+            _ => {
+                if self.calls.len() >= self.limits.max_tool_calls {
+                    self.exceeded = Some(ResponseLimit::ToolCalls(self.limits.max_tool_calls));
+                    return None;
+                }
+                let index = index.unwrap_or(self.next_index);
+                self.next_index = self.next_index.max(index.saturating_add(1));
+                self.calls.push(PartialCall {
+                    index,
+                    id: None,
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                let slot = self.calls.len() - 1;
+                self.slots.insert(index, slot);
+                slot
+            }
         };
         self.current = Some(slot);
-        slot
+        Some(slot)
     }
 
     /// Whether any tool call has started.
@@ -159,7 +271,14 @@ impl StreamAssembler {
 
     /// Finish the reply: emits [`StreamEvent::ToolCallReady`] for every call and returns the
     /// assembled response. A stream that delivered nothing at all is an error.
+    ///
+    /// # Errors
+    /// [`LlmError::Stream`] for an empty stream; [`LlmError::ResponseLimitExceeded`] when a
+    /// pushed delta went over a [`ReplyLimits`] limit.
     pub fn finish(self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse, LlmError> {
+        if let Some(limit) = self.exceeded {
+            return Err(LlmError::ResponseLimitExceeded { limit });
+        }
         if !self.received_anything {
             return Err(LlmError::Stream(
                 "the stream ended without any data".to_owned(),
@@ -221,6 +340,25 @@ impl StreamAssembler {
             model: self.model,
             id: self.id,
         })
+    }
+}
+
+/// The bytes a delta adds to the message (text, reasoning, refusal, tool-call id, name and
+/// arguments); metadata and usage count nothing.
+fn delta_bytes(delta: &ModelDelta) -> usize {
+    let len = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    match delta {
+        ModelDelta::Text(text) | ModelDelta::Refusal(text) => text.len(),
+        ModelDelta::Reasoning { text, .. } => text.len(),
+        ModelDelta::ToolCall {
+            id,
+            name,
+            arguments,
+            ..
+        } => len(id)
+            .saturating_add(len(name))
+            .saturating_add(len(arguments)),
+        ModelDelta::Meta { .. } | ModelDelta::Finish(_) | ModelDelta::Usage(_) => 0,
     }
 }
 
@@ -368,5 +506,91 @@ mod tests {
             StreamAssembler::new().finish(&mut out),
             Err(LlmError::Stream(_))
         ));
+    }
+
+    #[test]
+    fn an_index_of_u32_max_then_a_call_without_index_does_not_overflow() {
+        let response = assemble(vec![
+            call(Some(u32::MAX), Some("a"), Some("f"), "{}"),
+            call(None, Some("b"), Some("g"), "{}"),
+            call(Some(0), Some("c"), Some("h"), "{}"),
+            ModelDelta::Finish(FinishReason::ToolCalls),
+        ]);
+        let names: Vec<&str> = response
+            .tool_calls()
+            .iter()
+            .map(|call| call.function.name.as_str())
+            .collect();
+        assert_eq!(names, ["h", "f", "g"]);
+    }
+
+    #[test]
+    fn a_hundred_thousand_small_calls_assemble_in_order() {
+        const CALLS: u32 = 100_000;
+        let limits = ReplyLimits::default().with_max_tool_calls(CALLS as usize);
+        let mut assembler = StreamAssembler::with_limits(limits);
+        let mut out = Vec::new();
+        for index in 0..CALLS {
+            assembler.push(
+                call(Some(index), Some(&format!("c{index}")), Some("f"), "{"),
+                &mut out,
+            );
+            assembler.push(call(Some(index), None, None, "}"), &mut out);
+            out.clear();
+        }
+        let response = assembler.finish(&mut out).unwrap();
+        let calls = response.tool_calls();
+        assert_eq!(calls.len(), CALLS as usize);
+        assert_eq!(calls[77_777].id, "c77777");
+        assert!(calls.iter().all(|call| call.function.arguments == "{}"));
+    }
+
+    #[test]
+    fn one_call_too_many_is_a_limit_error() {
+        let mut assembler = StreamAssembler::new();
+        let mut out = Vec::new();
+        for index in 0..DEFAULT_MAX_TOOL_CALLS as u32 {
+            assembler
+                .try_push(call(Some(index), Some("id"), Some("f"), "{}"), &mut out)
+                .unwrap();
+        }
+        // More pieces of the last call are fine; a new call is not.
+        let last = DEFAULT_MAX_TOOL_CALLS as u32 - 1;
+        assembler
+            .try_push(call(Some(last), None, None, ""), &mut out)
+            .unwrap();
+        let error = assembler
+            .try_push(call(None, Some("new"), Some("f"), "{}"), &mut out)
+            .unwrap_err();
+        assert!(matches!(
+            error,
+            LlmError::ResponseLimitExceeded {
+                limit: ResponseLimit::ToolCalls(DEFAULT_MAX_TOOL_CALLS)
+            }
+        ));
+        assert!(matches!(
+            assembler.finish(&mut out),
+            Err(LlmError::ResponseLimitExceeded { .. })
+        ));
+    }
+
+    #[test]
+    fn text_and_arguments_over_the_message_limit_stop_the_assembly() {
+        let limits = ReplyLimits::default().with_max_message_bytes(10);
+        let mut assembler = StreamAssembler::with_limits(limits);
+        let mut out = Vec::new();
+        assembler.push(ModelDelta::Text("12345".into()), &mut out);
+        assembler.push(call(Some(0), None, None, "{\"a\":1}"), &mut out);
+        assembler.push(ModelDelta::Text("more".into()), &mut out);
+        assert_eq!(
+            out.len(),
+            1,
+            "nothing past the limit becomes an event: {out:?}"
+        );
+        let error = assembler.finish(&mut out).unwrap_err();
+        assert!(
+            error.to_string().contains("10 bytes (max_message_bytes)"),
+            "{error}"
+        );
     }
 }

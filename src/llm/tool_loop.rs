@@ -274,7 +274,7 @@ impl LlmCycle {
                                 return;
                             }
                         };
-                        let mut assembler = StreamAssembler::new();
+                        let mut assembler = StreamAssembler::with_limits(config.reply_limits);
                         let mut events = Vec::new();
                         loop {
                             let next = match deadline {
@@ -287,9 +287,13 @@ impl LlmCycle {
                             match next {
                                 None => break,
                                 Some(Ok(delta)) => {
-                                    assembler.push(delta, &mut events);
+                                    let pushed = assembler.try_push(delta, &mut events);
                                     for event in events.drain(..) {
                                         yield LoopItem::Event(event);
+                                    }
+                                    if let Err(error) = pushed {
+                                        yield LoopItem::Failed(error);
+                                        return;
                                     }
                                 }
                                 Some(Err(error)) => {

@@ -555,7 +555,7 @@ impl Usage {
         let prompt_tokens = field("prompt_tokens");
         let completion_tokens = field("completion_tokens");
         let total_tokens = match field("total_tokens") {
-            0 => prompt_tokens + completion_tokens,
+            0 => prompt_tokens.saturating_add(completion_tokens),
             total => total,
         };
         Some(Usage {
@@ -573,17 +573,20 @@ impl Usage {
     }
 }
 
+/// Sums saturate at `u64::MAX`: a server may report any number, and a sum must not panic.
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
         fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
             match (a, b) {
                 (None, None) => None,
-                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
             }
         }
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.total_tokens += other.total_tokens;
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
         self.cached_tokens = add(self.cached_tokens, other.cached_tokens);
         self.reasoning_tokens = add(self.reasoning_tokens, other.reasoning_tokens);
     }
@@ -715,6 +718,25 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&message).unwrap_or_default(),
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+        );
+    }
+
+    #[test]
+    fn usage_sums_saturate_instead_of_overflowing() {
+        let huge = Usage {
+            prompt_tokens: u64::MAX,
+            completion_tokens: u64::MAX,
+            total_tokens: u64::MAX,
+            cached_tokens: Some(u64::MAX),
+            reasoning_tokens: Some(u64::MAX),
+        };
+        let mut sum = huge;
+        sum += huge;
+        assert_eq!(sum, huge);
+        let wire = json!({"prompt_tokens": u64::MAX, "completion_tokens": 1});
+        assert_eq!(
+            Usage::from_wire(&wire).map(|u| u.total_tokens),
+            Some(u64::MAX)
         );
     }
 }

@@ -1,5 +1,5 @@
-//! The streaming body: bytes → SSE events (`sse-stream`) → chunks → [`ModelDelta`]s, with an
-//! idle timeout between reads and a typed error for a stream that ends too early.
+//! The streaming body: bytes → SSE events (`sse-stream`) → chunks → [`ModelDelta`]s, under the
+//! body's limits (see `body.rs`), with a typed error for a stream that ends too early.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -12,20 +12,24 @@ use sse_stream::{Sse, SseStream};
 
 use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::model::{ModelDelta, ModelStream};
-use crate::llm::openai::body::{BodyError, BodyReader};
+use crate::llm::openai::body::{BodyError, BodyLimits, BodyReader, Progress};
 use crate::llm::openai::chunk::ChunkDecoder;
 use crate::llm::openai::errors::{error_chain, stream_error, truncate};
+use crate::llm::openai::{DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 
 /// Decode an OpenAI-compatible SSE body into a [`ModelStream`].
 ///
 /// `bytes` is the raw response body in any chunking (events and UTF-8 characters may be split
 /// anywhere). `idle_timeout` ends the stream with [`LlmError::Timeout`] (`what: TimeoutKind::StreamIdle`)
-/// when no bytes arrive for that long (SSE comments such as `: ping` count as bytes); `None`
-/// waits forever. The stream ends cleanly after `[DONE]`, or at the end of the body when a
-/// `finish_reason` was seen; a body that ends before either yields a final
-/// [`LlmError::Stream`]. An `{"error": ...}` chunk, an `event: error` event and llama.cpp's
-/// `error: {...}` line each yield [`LlmError::Stream`] with the server's message. Nothing
-/// follows an error.
+/// when the reply makes no progress for that long: only an event that yields a delta counts,
+/// so SSE comments such as `: ping`, empty events and chunks without content do not keep a
+/// stream alive; `None` waits forever. An event (or line) over 16 MiB or a body over 64 MiB
+/// ends it with [`LlmError::ResponseLimitExceeded`] ([`crate::llm::OpenAiClient`] takes these
+/// limits, and a deadline, from its [`crate::llm::OpenAiConfig`]). The stream ends cleanly
+/// after `[DONE]`, or at the end of the body when a `finish_reason` was seen; a body that ends
+/// before either yields a final [`LlmError::Stream`]. An `{"error": ...}` chunk, an
+/// `event: error` event and llama.cpp's `error: {...}` line each yield [`LlmError::Stream`]
+/// with the server's message. Nothing follows an error.
 ///
 /// Useful on its own to replay a recorded transcript:
 ///
@@ -50,14 +54,34 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    decode_limited(
+        bytes,
+        BodyLimits {
+            idle: idle_timeout,
+            deadline: None,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_body_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        },
+    )
+}
+
+/// [`decode_stream`] under `limits`.
+pub(crate) fn decode_limited<S, E>(bytes: S, limits: BodyLimits) -> ModelStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let progress = Progress::default();
     let bytes = BodyReader::new(
         Box::pin(bytes.map_err(|error| error_chain(&error))),
-        idle_timeout,
+        limits,
+        progress.clone(),
     );
     Box::pin(DeltaStream {
         events: SseStream::from_bytes_stream(bytes),
         decoder: ChunkDecoder::default(),
         pending: VecDeque::new(),
+        progress,
         done: false,
     })
 }
@@ -66,6 +90,8 @@ struct DeltaStream {
     events: SseStream<sse_stream::ByteStreamBody<BodyReader, Bytes>>,
     decoder: ChunkDecoder,
     pending: VecDeque<ModelDelta>,
+    /// Told whenever an event yields deltas (the idle timer's notion of progress).
+    progress: Progress,
     done: bool,
 }
 
@@ -86,6 +112,9 @@ impl DeltaStream {
             return Ok(false);
         }
         self.decoder.decode(data, &mut self.pending)?;
+        if !self.pending.is_empty() {
+            self.progress.note();
+        }
         Ok(false)
     }
 }
@@ -107,6 +136,7 @@ fn sse_error(error: sse_stream::Error) -> LlmError {
                     limit,
                     retries: 0,
                 },
+                BodyError::Limit(limit) => LlmError::ResponseLimitExceeded { limit },
                 BodyError::Transport(message) => {
                     LlmError::Stream(format!("the connection failed mid-stream: {message}"))
                 }

@@ -11,6 +11,10 @@ use crate::llm::error::{LlmError, TimeoutKind};
 /// The longest server message kept in an error (the body of an HTML error page can be huge).
 const MAX_MESSAGE_CHARS: usize = 500;
 
+/// How much of an error body is read: enough for any real server's JSON error (a cut body
+/// that no longer parses still yields its text, cut to [`MAX_MESSAGE_CHARS`]).
+pub(crate) const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
 /// Phrases servers use when the prompt does not fit the context window (OpenAI, Azure, vLLM,
 /// DeepSeek, Groq, Mistral, llama.cpp, Anthropic-compatible proxies). Matched lowercased.
 const CONTEXT_LENGTH_MARKERS: &[&str] = &[

@@ -78,6 +78,7 @@ mod config;
 mod connection;
 mod handler;
 mod naming;
+mod permissions;
 mod result;
 mod stderr;
 mod stdio;

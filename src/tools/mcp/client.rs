@@ -16,6 +16,7 @@ use crate::tools::mcp::adapter::McpToolAdapter;
 use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
 use crate::tools::mcp::handler::ToolCache;
 use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
+use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::result::call_result_to_value;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
@@ -58,7 +59,7 @@ pub type ProgressCallback = Arc<dyn Fn(McpProgress) + Send + Sync>;
 pub struct McpClient {
     settings: Settings,
     shared: Arc<Shared>,
-    default_permissions: Vec<Permission>,
+    rule: PermissionRule,
     naming: McpToolNaming,
 }
 
@@ -94,7 +95,7 @@ impl McpClient {
                 protocol_version: DEFAULT_PROTOCOL_VERSION.to_owned(),
                 progress: None,
             },
-            default_permissions: Vec::new(),
+            rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
         }
     }
@@ -170,13 +171,49 @@ impl McpClient {
         self
     }
 
-    /// The permissions of tools whose annotations say neither read-only nor destructive
-    /// (default: none). `Network` is added to every tool that does not say
-    /// `openWorldHint: false` (the spec's default is true). See [`McpToolAdapter`] for how
-    /// annotations map to permissions.
+    /// The permissions of tools whose annotations say neither `readOnlyHint` nor
+    /// `destructiveHint` (default: empty, which means the spec's defaults: such a tool counts as
+    /// writing and destructive, `Write` + `Delete`). `Network` is added to every tool that does
+    /// not say `openWorldHint: false` (the spec's default is true). See [`McpToolAdapter`] for
+    /// how annotations map to permissions.
     pub fn with_default_permissions(mut self, permissions: Vec<Permission>) -> Self {
-        self.default_permissions = permissions;
+        self.rule.default = permissions;
         self
+    }
+
+    /// Whether the server's tool annotations count (default: true). With `false` every tool
+    /// counts as unannotated — writing, destructive, open-world (or the
+    /// [default permissions](Self::with_default_permissions)) — whatever the server claims:
+    /// for a server whose hints you do not believe.
+    ///
+    /// ```
+    /// use agcore::tools::Permission;
+    /// use agcore::tools::mcp::{McpClient, McpTransport};
+    ///
+    /// let client = McpClient::new("time", McpTransport::stdio("mcp-server-time", Vec::<String>::new()))
+    ///     .with_trusted_annotations(false)
+    ///     .with_tool_permissions("get_current_time", vec![Permission::Read]);
+    /// assert!(!client.trusts_annotations());
+    /// ```
+    pub fn with_trusted_annotations(mut self, trust: bool) -> Self {
+        self.rule.trust_annotations = trust;
+        self
+    }
+
+    /// The exact permissions of the tool `tool` (its name on the server), whatever its
+    /// annotations say — e.g. `Read` for an unannotated tool you know only reads.
+    pub fn with_tool_permissions(
+        mut self,
+        tool: impl Into<String>,
+        permissions: Vec<Permission>,
+    ) -> Self {
+        self.rule.per_tool.insert(tool.into(), permissions);
+        self
+    }
+
+    /// Whether the server's tool annotations count ([`with_trusted_annotations`](Self::with_trusted_annotations)).
+    pub fn trusts_annotations(&self) -> bool {
+        self.rule.trust_annotations
     }
 
     /// How [`into_tools`](Self::into_tools) names the adapters (default: the raw tool name).
@@ -204,9 +241,9 @@ impl McpClient {
         &self.settings.transport
     }
 
-    /// The default permissions of tools without annotations.
+    /// The default permissions of tools without annotations (empty: the spec's defaults).
     pub fn default_permissions(&self) -> &[Permission] {
-        &self.default_permissions
+        &self.rule.default
     }
 
     /// The naming of adapters.
@@ -288,7 +325,7 @@ impl McpClient {
         McpHandle {
             shared: self.shared.clone(),
             naming: self.naming,
-            default_permissions: self.default_permissions.clone(),
+            rule: self.rule.clone(),
         }
     }
 
@@ -337,7 +374,7 @@ impl McpClient {
 pub struct McpHandle {
     shared: Arc<Shared>,
     naming: McpToolNaming,
-    default_permissions: Vec<Permission>,
+    rule: PermissionRule,
 }
 
 impl std::fmt::Debug for McpHandle {
@@ -398,14 +435,9 @@ impl McpHandle {
         sync_mcp_tools(registry, self)
     }
 
-    /// An adapter for `tool` with this client's naming and default permissions.
+    /// An adapter for `tool` with this client's naming and permission rule.
     pub(crate) fn adapter(&self, tool: &Tool) -> McpToolAdapter {
-        McpToolAdapter::new(
-            self.clone(),
-            tool,
-            self.naming,
-            self.default_permissions.clone(),
-        )
+        McpToolAdapter::new(self.clone(), tool, self.naming, &self.rule)
     }
 
     pub(crate) fn cached_tool(&self, name: &str) -> Option<Tool> {

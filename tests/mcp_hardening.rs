@@ -1,0 +1,172 @@
+//! MCP against hostile or sloppy servers (issue 10): unannotated tools need approval-level
+//! permissions, bad tools are skipped with a reason, `tools/list` paging is bounded, an
+//! oversized line fails its call at once, a stray id during initialize is ignored, and a clean
+//! shutdown logs no failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod mcp_support;
+
+use std::time::{Duration, Instant};
+
+use agcore::tools::mcp::{McpClient, McpServersConfig, McpTransport, register_mcp_tools};
+use agcore::tools::{Permission, PermissionChecker, PermissionConfig, ToolError, ToolRegistry};
+use mcp_support::{demo, repo};
+use serde_json::json;
+
+/// The hostile stdio server in `mode` (see `tests/fixtures/mcp/hostile_server.py`).
+fn hostile(mode: &str) -> McpTransport {
+    let script = repo().join("tests/fixtures/mcp/hostile_server.py");
+    McpTransport::stdio("python3", [script.display().to_string(), mode.to_owned()])
+}
+
+fn default_registry() -> ToolRegistry {
+    ToolRegistry::new().with_permission_checker(PermissionChecker::new(PermissionConfig::default()))
+}
+
+/// `future` within 20 s (the clients under test have far longer timeouts where it matters).
+async fn within_20s<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .expect("did not finish within 20 s")
+}
+
+// ---- item 5: unannotated tools -------------------------------------------------------------
+
+#[tokio::test]
+async fn an_unannotated_tool_is_refused_by_the_default_permissions() {
+    // The demo server's `add` has no annotations: per the spec it may write, destroy and reach
+    // the outside world.
+    let mut client = McpClient::new("demo", demo(&[]));
+    client.connect().await.unwrap();
+    let mut registry = default_registry();
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    assert_eq!(
+        registry.get("add").unwrap().required_permissions(),
+        vec![Permission::Write, Permission::Delete, Permission::Network]
+    );
+    let error = registry
+        .invoke("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ToolError::PermissionDenied(tool, why) if tool == "add" && why.contains("Delete")),
+        "{error}"
+    );
+    // An annotated read-only tool of the same server still runs.
+    assert!(registry.invoke("echo", json!({"message": "hi"})).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_per_tool_override_in_the_config_lets_an_unannotated_tool_run() {
+    let config = McpServersConfig::parse(&format!(
+        r#"{{"mcpServers": {{"demo": {{"command": {:?}, "toolPermissions": {{"add": ["read"]}}}}}}}}"#,
+        mcp_support::demo_server().display().to_string()
+    ))
+    .unwrap();
+    let mut client = config.client("demo").unwrap();
+    client.connect().await.unwrap();
+    let mut registry = default_registry();
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    assert_eq!(
+        registry.get("add").unwrap().required_permissions(),
+        vec![Permission::Read]
+    );
+    let sum = registry
+        .invoke("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert!(sum.output.is_ok(), "{sum:?}");
+}
+
+#[tokio::test]
+async fn distrusted_annotations_do_not_make_a_tool_read_only() {
+    let config = McpServersConfig::parse(&format!(
+        r#"{{"mcpServers": {{"demo": {{"command": {:?}, "trustAnnotations": false}}}}}}"#,
+        mcp_support::demo_server().display().to_string()
+    ))
+    .unwrap();
+    let mut client = config.client("demo").unwrap();
+    client.connect().await.unwrap();
+    let mut registry = default_registry();
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    // `echo` claims readOnlyHint: true; the user does not believe this server.
+    let error = registry
+        .invoke("echo", json!({"message": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ToolError::PermissionDenied(..)), "{error}");
+}
+
+// ---- item 6: bad tools are skipped ---------------------------------------------------------
+
+#[tokio::test]
+async fn bad_tools_are_skipped_and_the_rest_registers() {
+    let mut client = McpClient::new("hostile", hostile("tools"));
+    within_20s(client.connect()).await.unwrap();
+    let mut registry = ToolRegistry::new();
+    let registered = register_mcp_tools(&mut registry, [client]).unwrap();
+    let mut names: Vec<&str> = registered.iter().map(|r| r.name.as_str()).collect();
+    names.sort_unstable();
+    // Three raw names that sanitise alike get three distinct names; the repeated `a_b` is
+    // skipped (one name on the server cannot be two tools).
+    assert_eq!(registered.len(), 5, "{names:?}");
+    assert!(registry.get("plain").is_some());
+    assert!(registry.get("reader").is_some());
+    for raw in ["a.b", "a_b", "a b"] {
+        assert_eq!(registered.iter().filter(|r| r.tool == raw).count(), 1, "{raw}: {names:?}");
+    }
+    assert!(registry.get("bad_regex").is_none());
+    assert!(registry.get("bad_ref").is_none());
+}
+
+// ---- item 9: bounded paging ----------------------------------------------------------------
+
+#[tokio::test]
+async fn endless_tools_list_pages_end_with_a_clear_error() {
+    let mut client = McpClient::new("pages", hostile("endless-pages"));
+    let started = Instant::now();
+    let result = within_20s(client.connect()).await;
+    let error = result.expect_err("an endless tool list must not connect");
+    let text = error.to_string();
+    assert!(text.contains("tools/list"), "{text}");
+    assert!(text.contains("100 pages") || text.contains("10000 tools"), "{text}");
+    eprintln!("endless pages: error after {:?}: {text}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_repeated_cursor_ends_the_listing() {
+    let mut client = McpClient::new("loop", hostile("repeat-cursor"));
+    let error = within_20s(client.connect()).await.expect_err("a cursor loop must fail");
+    assert!(error.to_string().contains("cursor"), "{error}");
+}
+
+// ---- item 15: oversized lines, stray ids ---------------------------------------------------
+
+#[tokio::test]
+async fn an_oversized_result_line_fails_its_call_at_once_saying_why() {
+    let mut client = McpClient::new("big", hostile("big-result")).with_timeout(60);
+    within_20s(client.connect()).await.unwrap();
+    for tool in ["big", "big_head"] {
+        let started = Instant::now();
+        let error = within_20s(client.call_tool(tool, json!({})))
+            .await
+            .expect_err("an oversized answer is an error");
+        let text = error.to_string();
+        assert!(text.contains("16 MiB"), "{tool}: {text}");
+        assert!(!text.contains("did not answer"), "{tool}: {text}");
+        eprintln!("{tool}: error after {:?}: {text}", started.elapsed());
+    }
+    // The connection survives: the next call works.
+    let small = within_20s(client.call_tool("small", json!({}))).await.unwrap();
+    assert_eq!(small, "ran small");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_response_with_an_unknown_id_during_initialize_is_ignored() {
+    let mut client = McpClient::new("stray", hostile("stray-id"));
+    within_20s(client.connect()).await.unwrap();
+    let small = within_20s(client.call_tool("small", json!({}))).await.unwrap();
+    assert_eq!(small, "ran small");
+    client.close().await.unwrap();
+}

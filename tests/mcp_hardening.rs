@@ -8,7 +8,10 @@ mod mcp_support;
 
 use std::time::{Duration, Instant};
 
-use agcore::tools::mcp::{McpClient, McpServersConfig, McpTransport, register_mcp_tools};
+use agcore::tools::mcp::{
+    McpClient, McpServerStatus, McpServersConfig, McpSkipReason, McpTransport, register_mcp_tools,
+    register_mcp_tools_with_report,
+};
 use agcore::tools::{Permission, PermissionChecker, PermissionConfig, ToolError, ToolRegistry};
 use mcp_support::{demo, repo};
 use serde_json::json;
@@ -103,8 +106,29 @@ async fn distrusted_annotations_do_not_make_a_tool_read_only() {
 async fn bad_tools_are_skipped_and_the_rest_registers() {
     let mut client = McpClient::new("hostile", hostile("tools"));
     within_20s(client.connect()).await.unwrap();
+    // Every skipped tool is listed with its typed reason, before and after registration.
+    let skipped = client.skipped_tools();
+    let reason = |tool: &str| {
+        skipped
+            .iter()
+            .find(|s| s.tool == tool)
+            .map(|s| s.reason.clone())
+            .unwrap_or_else(|| panic!("{tool} is not among the skipped {skipped:?}"))
+    };
+    assert!(matches!(reason("bad_regex"), McpSkipReason::InvalidSchema { .. }));
+    assert!(matches!(reason("bad_ref"), McpSkipReason::InvalidSchema { .. }));
+    assert_eq!(reason("a_b"), McpSkipReason::DuplicateName);
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    let connected: Result<McpClient, ToolError> = Ok(client);
+    let status = McpServerStatus::of("hostile", &connected);
+    assert_eq!(status.skipped.len(), 3);
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(json["skipped"][0]["reason"]["kind"], "invalid_schema", "{json}");
+    let client = connected.unwrap();
     let mut registry = ToolRegistry::new();
-    let registered = register_mcp_tools(&mut registry, [client]).unwrap();
+    let report = register_mcp_tools_with_report(&mut registry, [client]);
+    assert_eq!(report.skipped.len(), 3);
+    let registered = report.registered;
     let mut names: Vec<&str> = registered.iter().map(|r| r.name.as_str()).collect();
     names.sort_unstable();
     // Three raw names that sanitise alike get three distinct names; the repeated `a_b` is

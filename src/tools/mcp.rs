@@ -77,9 +77,11 @@ mod client;
 mod config;
 mod connection;
 mod handler;
+mod listing;
 mod naming;
 mod permissions;
 mod result;
+mod skipped;
 mod stderr;
 mod stdio;
 mod summary;
@@ -89,11 +91,13 @@ pub use adapter::McpToolAdapter;
 pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
 pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
 pub use connection::McpServerInfo;
+pub use listing::McpListError;
 pub use naming::{
-    McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name, register_mcp_tools,
-    sanitize_tool_name,
+    McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
+    register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
 };
 pub use result::{call_result_to_value, content_to_model_text};
+pub use skipped::{McpSkipReason, SkippedMcpTool};
 pub use summary::{McpServerStatus, McpToolSummary};
 pub use transport::McpTransport;
 
@@ -108,6 +112,12 @@ pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
 
 /// The default connect (spawn + initialize) timeout, in seconds — generous for a cold `npx`.
 pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 60;
+
+/// The most `tools/list` pages agcore reads from one server ([`McpListError::TooManyPages`]).
+pub const MAX_LIST_PAGES: usize = 100;
+
+/// The most tools agcore accepts from one server's `tools/list` ([`McpListError::TooManyTools`]).
+pub const MAX_LISTED_TOOLS: usize = 10_000;
 
 /// How many stderr lines of a stdio server are kept for error messages.
 pub const STDERR_TAIL_LINES: usize = 20;

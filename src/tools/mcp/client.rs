@@ -18,6 +18,7 @@ use crate::tools::mcp::handler::ToolCache;
 use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
 use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::result::call_result_to_value;
+use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
@@ -252,13 +253,18 @@ impl McpClient {
     }
 
     /// Start the server (stdio) or open the session (HTTP) and run initialize → initialized,
-    /// within the connect timeout; then fetch the tool list. A connected client is closed and
-    /// started again.
+    /// within the connect timeout; then fetch the tool list (every page, within the request
+    /// timeout and the bounds [`MAX_LIST_PAGES`](crate::tools::mcp::MAX_LIST_PAGES) and
+    /// [`MAX_LISTED_TOOLS`](crate::tools::mcp::MAX_LISTED_TOOLS)). A connected client is closed
+    /// and started again. Tools that cannot be used (a schema that does not compile, a name
+    /// listed twice) are left out and listed by [`skipped_tools`](Self::skipped_tools).
     ///
     /// # Errors
     /// [`ToolError::McpError`] when the server cannot start, exits or fails the handshake (with
-    /// its exit status and last stderr lines); [`ToolError::McpTimeout`] when the handshake
-    /// takes longer than the connect timeout.
+    /// its exit status and last stderr lines), or when its tool list fails or breaks a bound
+    /// ([`McpListError`](crate::tools::mcp::McpListError)); [`ToolError::McpTimeout`] when the
+    /// handshake takes longer than the connect timeout or the listing longer than the request
+    /// timeout. The server is shut down again on any of these.
     pub async fn connect(&mut self) -> Result<(), ToolError> {
         self.close_connection().await;
         let conn = Connection::open(&self.settings, self.shared.cache.clone()).await?;
@@ -268,8 +274,11 @@ impl McpClient {
             .conn
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(conn));
+        // A server whose tools cannot be listed (a timeout, an error, an endless listing) is
+        // of no use and is reported unavailable with the reason — not "connected, 0 tools".
         if has_tools && let Err(error) = self.shared.list(true).await {
-            tracing::warn!(target: "agcore::mcp", server = %self.settings.server, %error, "listing tools after connect failed");
+            self.close_connection().await;
+            return Err(error);
         }
         Ok(())
     }
@@ -359,6 +368,12 @@ impl McpClient {
             .collect()
     }
 
+    /// The tools of the last listing that agcore left out, each with the reason (the rest are
+    /// usable: one bad tool does not cost the server).
+    pub fn skipped_tools(&self) -> Vec<SkippedMcpTool> {
+        self.shared.cache.skipped()
+    }
+
     /// The adapters [`into_tools`](Self::into_tools) returns, before erasing their type.
     pub fn adapters(&self) -> Vec<McpToolAdapter> {
         let handle = self.handle();
@@ -410,7 +425,13 @@ impl McpHandle {
             .collect())
     }
 
-    /// The raw MCP tool descriptions from the cache (as last listed).
+    /// The tools of the last listing that were left out, with the reason
+    /// ([`McpClient::skipped_tools`]).
+    pub fn skipped_tools(&self) -> Vec<SkippedMcpTool> {
+        self.shared.cache.skipped()
+    }
+
+    /// The usable MCP tool descriptions from the cache (as last listed).
     pub fn cached_tools(&self) -> Vec<Tool> {
         self.shared
             .cache
@@ -497,10 +518,8 @@ impl Shared {
             return Ok(tools);
         }
         let conn = self.connection()?;
-        let tools = conn
-            .request("tools/list", "", conn.peer.list_all_tools())
-            .await?;
-        Ok(self.cache.store(tools))
+        let tools = conn.list_tools().await?;
+        Ok(self.cache.store(&self.server, tools))
     }
 }
 

@@ -8,6 +8,7 @@ use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::mcp::client::McpClient;
 use crate::tools::mcp::connection::McpServerInfo;
+use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::permission::Permission;
 
 /// One tool of a server as agcore registers it.
@@ -45,6 +46,9 @@ pub struct McpServerStatus {
     pub info: Option<McpServerInfo>,
     /// Its tools (empty when not connected).
     pub tools: Vec<McpToolSummary>,
+    /// The tools it listed that agcore left out, each with the reason (omitted when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedMcpTool>,
 }
 
 impl McpServerStatus {
@@ -58,6 +62,7 @@ impl McpServerStatus {
                 error: None,
                 info: client.server_info(),
                 tools: client.tool_summaries(),
+                skipped: client.skipped_tools(),
             },
             Err(error) => McpServerStatus {
                 name: name.to_owned(),
@@ -65,6 +70,7 @@ impl McpServerStatus {
                 error: Some(error.to_string()),
                 info: None,
                 tools: Vec::new(),
+                skipped: Vec::new(),
             },
         }
     }

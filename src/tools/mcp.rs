@@ -77,6 +77,7 @@ mod client;
 mod config;
 mod connection;
 mod handler;
+mod lines;
 mod listing;
 mod naming;
 mod permissions;
@@ -118,6 +119,10 @@ pub const MAX_LIST_PAGES: usize = 100;
 
 /// The most tools agcore accepts from one server's `tools/list` ([`McpListError::TooManyTools`]).
 pub const MAX_LISTED_TOOLS: usize = 10_000;
+
+/// The largest JSON-RPC message agcore reads from a stdio server (16 MiB, as rmcp and its
+/// streamable HTTP client). A larger answer fails its request at once, saying so.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How many stderr lines of a stdio server are kept for error messages.
 pub const STDERR_TAIL_LINES: usize = 20;

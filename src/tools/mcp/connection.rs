@@ -216,6 +216,12 @@ impl Connection {
         let server = &self.server;
         let target_q = quoted(target);
         match error {
+            ServiceError::McpError(data) if data.code.0 == stdio::OVERSIZED_CODE => {
+                ToolError::McpError(format!(
+                    "MCP server '{server}': {method}{target_q} failed: {}",
+                    data.message
+                ))
+            }
             ServiceError::McpError(data) => ToolError::McpError(format!(
                 "MCP server '{server}' rejected {method}{target_q}: {} (code {})",
                 data.message, data.code.0

@@ -194,3 +194,80 @@ async fn a_response_with_an_unknown_id_during_initialize_is_ignored() {
     assert_eq!(small, "ran small");
     client.close().await.unwrap();
 }
+
+// ---- item 23: a clean shutdown logs no failure ---------------------------------------------
+
+/// Collects every WARN and ERROR event (target and fields) on this thread.
+#[derive(Clone, Default)]
+struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Warnings {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        matches!(*metadata.level(), tracing::Level::WARN | tracing::Level::ERROR)
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Text(String);
+        impl tracing::field::Visit for Text {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!(" {}={value:?}", field.name()));
+            }
+        }
+        let mut text = Text(format!("{} {}", event.metadata().level(), event.metadata().target()));
+        event.record(&mut text);
+        self.0.lock().unwrap().push(text.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Run `scenario` on this (current-thread) runtime's thread with a warning collector.
+async fn warnings_during<F: std::future::Future<Output = ()>>(scenario: F) -> Vec<String> {
+    let warnings = Warnings::default();
+    let _guard = tracing::subscriber::set_default(warnings.clone());
+    scenario.await;
+    warnings.take()
+}
+
+#[tokio::test]
+async fn closing_while_a_tool_list_refresh_is_in_flight_logs_no_failure() {
+    let warnings = warnings_during(async {
+        let mut client = McpClient::new("refresh", hostile("list-changed"));
+        within_20s(client.connect()).await.unwrap();
+        // The server sent tools/list_changed; the refresh it caused takes 2 s to answer.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        within_20s(client.close()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    })
+    .await;
+    assert!(warnings.is_empty(), "{warnings:#?}");
+}
+
+#[tokio::test]
+async fn a_clean_exit_from_server_everything_logs_no_failure() {
+    let Some(script) = mcp_support::npm_script(
+        "@modelcontextprotocol/server-everything",
+        "dist/index.js",
+    ) else {
+        return;
+    };
+    let warnings = warnings_during(async {
+        let transport = McpTransport::stdio("node", [script.display().to_string(), "stdio".into()]);
+        let mut client = McpClient::new("everything", transport);
+        within_20s(client.connect()).await.unwrap();
+        within_20s(client.close()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    })
+    .await;
+    assert!(warnings.is_empty(), "{warnings:#?}");
+}

@@ -56,7 +56,12 @@ async fn an_unannotated_tool_is_refused_by_the_default_permissions() {
         "{error}"
     );
     // An annotated read-only tool of the same server still runs.
-    assert!(registry.invoke("echo", json!({"message": "hi"})).await.is_ok());
+    assert!(
+        registry
+            .invoke("echo", json!({"message": "hi"}))
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test]
@@ -115,15 +120,24 @@ async fn bad_tools_are_skipped_and_the_rest_registers() {
             .map(|s| s.reason.clone())
             .unwrap_or_else(|| panic!("{tool} is not among the skipped {skipped:?}"))
     };
-    assert!(matches!(reason("bad_regex"), McpSkipReason::InvalidSchema { .. }));
-    assert!(matches!(reason("bad_ref"), McpSkipReason::InvalidSchema { .. }));
+    assert!(matches!(
+        reason("bad_regex"),
+        McpSkipReason::InvalidSchema { .. }
+    ));
+    assert!(matches!(
+        reason("bad_ref"),
+        McpSkipReason::InvalidSchema { .. }
+    ));
     assert_eq!(reason("a_b"), McpSkipReason::DuplicateName);
     assert_eq!(skipped.len(), 3, "{skipped:?}");
     let connected: Result<McpClient, ToolError> = Ok(client);
     let status = McpServerStatus::of("hostile", &connected);
     assert_eq!(status.skipped.len(), 3);
     let json = serde_json::to_value(&status).unwrap();
-    assert_eq!(json["skipped"][0]["reason"]["kind"], "invalid_schema", "{json}");
+    assert_eq!(
+        json["skipped"][0]["reason"]["kind"], "invalid_schema",
+        "{json}"
+    );
     let client = connected.unwrap();
     let mut registry = ToolRegistry::new();
     let report = register_mcp_tools_with_report(&mut registry, [client]);
@@ -137,7 +151,11 @@ async fn bad_tools_are_skipped_and_the_rest_registers() {
     assert!(registry.get("plain").is_some());
     assert!(registry.get("reader").is_some());
     for raw in ["a.b", "a_b", "a b"] {
-        assert_eq!(registered.iter().filter(|r| r.tool == raw).count(), 1, "{raw}: {names:?}");
+        assert_eq!(
+            registered.iter().filter(|r| r.tool == raw).count(),
+            1,
+            "{raw}: {names:?}"
+        );
     }
     assert!(registry.get("bad_regex").is_none());
     assert!(registry.get("bad_ref").is_none());
@@ -153,14 +171,19 @@ async fn endless_tools_list_pages_end_with_a_clear_error() {
     let error = result.expect_err("an endless tool list must not connect");
     let text = error.to_string();
     assert!(text.contains("tools/list"), "{text}");
-    assert!(text.contains("100 pages") || text.contains("10000 tools"), "{text}");
+    assert!(
+        text.contains("100 pages") || text.contains("10000 tools"),
+        "{text}"
+    );
     eprintln!("endless pages: error after {:?}: {text}", started.elapsed());
 }
 
 #[tokio::test]
 async fn a_repeated_cursor_ends_the_listing() {
     let mut client = McpClient::new("loop", hostile("repeat-cursor"));
-    let error = within_20s(client.connect()).await.expect_err("a cursor loop must fail");
+    let error = within_20s(client.connect())
+        .await
+        .expect_err("a cursor loop must fail");
     assert!(error.to_string().contains("cursor"), "{error}");
 }
 
@@ -181,7 +204,9 @@ async fn an_oversized_result_line_fails_its_call_at_once_saying_why() {
         eprintln!("{tool}: error after {:?}: {text}", started.elapsed());
     }
     // The connection survives: the next call works.
-    let small = within_20s(client.call_tool("small", json!({}))).await.unwrap();
+    let small = within_20s(client.call_tool("small", json!({})))
+        .await
+        .unwrap();
     assert_eq!(small, "ran small");
     client.close().await.unwrap();
 }
@@ -190,7 +215,9 @@ async fn an_oversized_result_line_fails_its_call_at_once_saying_why() {
 async fn a_response_with_an_unknown_id_during_initialize_is_ignored() {
     let mut client = McpClient::new("stray", hostile("stray-id"));
     within_20s(client.connect()).await.unwrap();
-    let small = within_20s(client.call_tool("small", json!({}))).await.unwrap();
+    let small = within_20s(client.call_tool("small", json!({})))
+        .await
+        .unwrap();
     assert_eq!(small, "ran small");
     client.close().await.unwrap();
 }
@@ -209,7 +236,10 @@ impl Warnings {
 
 impl tracing::Subscriber for Warnings {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        matches!(*metadata.level(), tracing::Level::WARN | tracing::Level::ERROR)
+        matches!(
+            *metadata.level(),
+            tracing::Level::WARN | tracing::Level::ERROR
+        )
     }
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         tracing::span::Id::from_u64(1)
@@ -223,7 +253,11 @@ impl tracing::Subscriber for Warnings {
                 self.0.push_str(&format!(" {}={value:?}", field.name()));
             }
         }
-        let mut text = Text(format!("{} {}", event.metadata().level(), event.metadata().target()));
+        let mut text = Text(format!(
+            "{} {}",
+            event.metadata().level(),
+            event.metadata().target()
+        ));
         event.record(&mut text);
         self.0.lock().unwrap().push(text.0);
     }
@@ -255,10 +289,9 @@ async fn closing_while_a_tool_list_refresh_is_in_flight_logs_no_failure() {
 
 #[tokio::test]
 async fn a_clean_exit_from_server_everything_logs_no_failure() {
-    let Some(script) = mcp_support::npm_script(
-        "@modelcontextprotocol/server-everything",
-        "dist/index.js",
-    ) else {
+    let Some(script) =
+        mcp_support::npm_script("@modelcontextprotocol/server-everything", "dist/index.js")
+    else {
         return;
     };
     let warnings = warnings_during(async {
@@ -270,4 +303,25 @@ async fn a_clean_exit_from_server_everything_logs_no_failure() {
     })
     .await;
     assert!(warnings.is_empty(), "{warnings:#?}");
+}
+
+#[tokio::test]
+async fn a_fully_annotated_real_server_keeps_its_permissions() {
+    // mcp-server-time annotates every tool (readOnlyHint: true, openWorldHint: false): the
+    // spec's defaults for absent hints change nothing for it.
+    let Some(program) = mcp_support::python_script("mcp-server-time") else {
+        return;
+    };
+    let transport = McpTransport::stdio(program.display().to_string(), ["--local-timezone", "UTC"]);
+    let mut client = McpClient::new("time", transport);
+    within_20s(client.connect()).await.unwrap();
+    let mut registry = default_registry();
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    let tool = registry.get("get_current_time").unwrap();
+    assert_eq!(tool.required_permissions(), vec![Permission::Read]);
+    let now = registry
+        .invoke("get_current_time", json!({"timezone": "UTC"}))
+        .await
+        .unwrap();
+    assert!(now.output.is_ok(), "{now:?}");
 }

@@ -52,6 +52,9 @@ async fn list(args: McpListArgs) -> anyhow::Result<ExitCode> {
                     for tool in &status.tools {
                         println!("  {:<28} {}", tool.name, first_line(&tool.description));
                     }
+                    for skipped in &status.skipped {
+                        println!("  skipped {}: {}", skipped.tool, skipped.reason);
+                    }
                 }
             }
         }

@@ -29,6 +29,12 @@ pub async fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
                 Some(error) => println!("mcp server {}: unavailable: {error}", server.name),
                 None => println!("mcp server {}: {} tool(s)", server.name, server.tools.len()),
             }
+            for skipped in &server.skipped {
+                println!(
+                    "mcp server {}: tool {} skipped: {}",
+                    server.name, skipped.tool, skipped.reason
+                );
+            }
         }
         if registry.is_empty() {
             println!(

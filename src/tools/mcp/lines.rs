@@ -262,7 +262,10 @@ mod tests {
         ));
         assert!(matches!(
             reader.next().await,
-            Read::Oversized { id: Some(RequestId::Number(4)), .. }
+            Read::Oversized {
+                id: Some(RequestId::Number(4)),
+                ..
+            }
         ));
         assert!(matches!(reader.next().await, Read::Line(line) if line == b"{\"id\":5}"));
         assert!(matches!(reader.next().await, Read::Eof));

@@ -60,7 +60,10 @@ pub(crate) enum ListFailure {
 }
 
 /// Every page of `tools/list`, asking for each with `page(cursor)`, within the bounds.
-pub(crate) async fn list_bounded<F, Fut>(server: &str, mut page: F) -> Result<Vec<Tool>, ListFailure>
+pub(crate) async fn list_bounded<F, Fut>(
+    server: &str,
+    mut page: F,
+) -> Result<Vec<Tool>, ListFailure>
 where
     F: FnMut(Option<PaginatedRequestParams>) -> Fut,
     Fut: Future<Output = Result<ListToolsResult, ServiceError>>,
@@ -131,10 +134,25 @@ mod tests {
             std::future::ready(Ok(page(1, Some(&n.to_string()))))
         })
         .await;
-        assert!(matches!(endless, Err(ListFailure::Limit(McpListError::TooManyPages { limit: 100, .. }))));
+        assert!(matches!(
+            endless,
+            Err(ListFailure::Limit(McpListError::TooManyPages {
+                limit: 100,
+                ..
+            }))
+        ));
         let looping = list_bounded("s", |_| std::future::ready(Ok(page(1, Some("same"))))).await;
-        assert!(matches!(looping, Err(ListFailure::Limit(McpListError::RepeatedCursor { .. }))));
-        let huge = list_bounded("s", |_| std::future::ready(Ok(page(MAX_LISTED_TOOLS + 1, None)))).await;
-        assert!(matches!(huge, Err(ListFailure::Limit(McpListError::TooManyTools { .. }))));
+        assert!(matches!(
+            looping,
+            Err(ListFailure::Limit(McpListError::RepeatedCursor { .. }))
+        ));
+        let huge = list_bounded("s", |_| {
+            std::future::ready(Ok(page(MAX_LISTED_TOOLS + 1, None)))
+        })
+        .await;
+        assert!(matches!(
+            huge,
+            Err(ListFailure::Limit(McpListError::TooManyTools { .. }))
+        ));
     }
 }

@@ -111,7 +111,10 @@ fn unique_name(base: &str, key: &str, taken: &HashSet<String>) -> String {
 /// The registry names of `tools` (`(server, tool on the server, preferred name)`, raw names
 /// unique per server): the preferred name unless another tool or a name in `existing` wants
 /// it, then `<server>__<tool>`, then a unique variant. Distinct tools get distinct names.
-fn assign_names(tools: &[(&str, &str, &str)], existing: &HashSet<String>) -> Vec<String> {
+pub(crate) fn assign_names(
+    tools: &[(&str, &str, &str)],
+    existing: &HashSet<String>,
+) -> Vec<String> {
     let mut uses: HashMap<&str, usize> = HashMap::new();
     for (_, _, preferred) in tools {
         *uses.entry(preferred).or_default() += 1;
@@ -120,7 +123,8 @@ fn assign_names(tools: &[(&str, &str, &str)], existing: &HashSet<String>) -> Vec
     tools
         .iter()
         .map(|(server, tool, preferred)| {
-            let clash = uses.get(preferred).is_some_and(|n| *n > 1) || existing.contains(*preferred);
+            let clash =
+                uses.get(preferred).is_some_and(|n| *n > 1) || existing.contains(*preferred);
             let base = if clash {
                 qualified_tool_name(server, tool)
             } else {

@@ -59,7 +59,10 @@ impl PermissionRule {
         } else if says_nothing && !self.default.is_empty() {
             (self.default.clone(), ToolKind::Other)
         } else if hints.destructive_hint.unwrap_or(true) {
-            (vec![Permission::Write, Permission::Delete], ToolKind::Delete)
+            (
+                vec![Permission::Write, Permission::Delete],
+                ToolKind::Delete,
+            )
         } else {
             (vec![Permission::Write], ToolKind::Edit)
         };
@@ -158,7 +161,10 @@ mod tests {
             default: vec![Read],
             per_tool: BTreeMap::from([("clock".to_owned(), vec![Read])]),
         };
-        assert_eq!(rule.permissions("clock", None), (vec![Read], ToolKind::Read));
+        assert_eq!(
+            rule.permissions("clock", None),
+            (vec![Read], ToolKind::Read)
+        );
         let lying = ToolAnnotations::new().read_only(true);
         assert_eq!(
             rule.permissions("clock", Some(&lying)),
@@ -166,7 +172,10 @@ mod tests {
         );
         // The server-wide default replaces Write + Delete for tools that say neither hint;
         // Network still follows openWorldHint.
-        assert_eq!(rule.permissions("other", None), (vec![Read, Network], ToolKind::Other));
+        assert_eq!(
+            rule.permissions("other", None),
+            (vec![Read, Network], ToolKind::Other)
+        );
         let destructive = ToolAnnotations::new().destructive(true).open_world(false);
         assert_eq!(
             rule.permissions("other", Some(&destructive)),

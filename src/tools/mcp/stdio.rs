@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::RoleClient;
-use rmcp::model::{
-    ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, JsonRpcRequest, RequestId,
-};
+use rmcp::model::{ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, JsonRpcRequest, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -95,13 +93,20 @@ impl Transport<RoleClient> for StdioTransport {
                         return Some(message);
                     }
                 }
-                Read::Oversized { id: Some(id), bytes } => {
+                Read::Oversized {
+                    id: Some(id),
+                    bytes,
+                } => {
                     tracing::warn!(target: "agcore::mcp", server = %self.server, %id, bytes, "discarded an oversized message");
                     let message = format!(
                         "the server's answer is larger than agcore's {} MiB message limit \
                          ({}{bytes} bytes) and was discarded",
                         MAX_MESSAGE_BYTES / (1024 * 1024),
-                        if bytes > MAX_MESSAGE_BYTES { "at least " } else { "" },
+                        if bytes > MAX_MESSAGE_BYTES {
+                            "at least "
+                        } else {
+                            ""
+                        },
                     );
                     let error = ErrorData::new(ErrorCode(OVERSIZED_CODE), message, None);
                     return Some(JsonRpcMessage::error(error, Some(id)));

@@ -138,7 +138,9 @@ async fn bad_tools_are_skipped_and_the_rest_registers() {
         json["skipped"][0]["reason"]["kind"], "invalid_schema",
         "{json}"
     );
-    let client = connected.unwrap();
+    let Ok(client) = connected else {
+        unreachable!()
+    };
     let mut registry = ToolRegistry::new();
     let report = register_mcp_tools_with_report(&mut registry, [client]);
     assert_eq!(report.skipped.len(), 3);

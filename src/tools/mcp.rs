@@ -11,8 +11,10 @@
 //!   request timeout; a timed-out request is cancelled on the server), [`close`](McpClient::close).
 //! - [`McpHandle`]: a cheap clone of a connected client for concurrent calls (one connection,
 //!   request ids multiplexed).
-//! - [`McpToolAdapter`]: one server tool as a `BaseTool`; [`register_mcp_tools`] registers
-//!   several servers' tools into one registry, renaming on clashes.
+//! - [`McpToolAdapter`]: one server tool as a `BaseTool` (permissions from its annotations, with
+//!   the spec's defaults for absent hints); [`register_mcp_tools`] registers several servers'
+//!   tools into one registry, renaming on clashes. A tool agcore cannot use (a schema that does
+//!   not compile, a repeated name) is skipped with a reason ([`SkippedMcpTool`]), not fatal.
 //! - [`McpServersConfig`]: the de-facto standard `mcpServers` JSON file; `connect_all` starts
 //!   every server concurrently.
 //!
@@ -54,6 +56,8 @@
 //! |---|---|
 //! | called before `connect()` or after `close()` | `McpNotInitialized` |
 //! | the program cannot start; the server exits or closes stdout (during `connect` or any call — at once, with exit status and last stderr lines); the server rejects a request (JSON-RPC error); an HTTP transport failure | `McpError` |
+//! | `tools/list` breaks a bound: more than [`MAX_LIST_PAGES`] pages or [`MAX_LISTED_TOOLS`] tools, or a repeated cursor ([`McpListError`]; `connect` fails) | `McpError` |
+//! | a stdio answer larger than [`MAX_MESSAGE_BYTES`] (that request fails at once; the connection stays) | `McpError` |
 //! | `initialize` or a request takes longer than its limit (the request is cancelled on the server) | `McpTimeout` |
 //! | the tool answered `isError: true` | `ExecutionFailed(tool, server text)` |
 //! | arguments that are not a JSON object | `InvalidArguments` |

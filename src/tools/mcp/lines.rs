@@ -21,6 +21,8 @@ pub(crate) enum Read {
         id: Option<RequestId>,
         /// Its length so far (at least the limit + 1).
         bytes: usize,
+        /// Whether `bytes` is the whole line (its end was read).
+        whole: bool,
     },
     /// The stream ended.
     Eof,
@@ -76,7 +78,8 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                     discard.bytes += part.len();
                     if !discard.reported && (newline.is_some() || discard.scanner.id.is_some()) {
                         discard.reported = true;
-                        report = Some((discard.scanner.id.clone(), discard.bytes));
+                        report =
+                            Some((discard.scanner.id.clone(), discard.bytes, newline.is_some()));
                     }
                     if newline.is_some() {
                         self.discarding = None;
@@ -91,7 +94,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                     self.line = Vec::new();
                     let reported = newline.is_some() || scanner.id.is_some();
                     if reported {
-                        report = Some((scanner.id.clone(), bytes));
+                        report = Some((scanner.id.clone(), bytes, newline.is_some()));
                     }
                     if newline.is_none() {
                         self.discarding = Some(Discard {
@@ -109,8 +112,8 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 }
             }
             self.read.consume(take);
-            if let Some((id, bytes)) = report {
-                return Read::Oversized { id, bytes };
+            if let Some((id, bytes, whole)) = report {
+                return Read::Oversized { id, bytes, whole };
             }
             if let Some(line) = done {
                 return Read::Line(line);
@@ -258,7 +261,7 @@ mod tests {
         let mut reader = LineReader::new(std::io::Cursor::new(text.into_bytes()), 50);
         assert!(matches!(
             reader.next().await,
-            Read::Oversized { id: Some(RequestId::Number(3)), bytes } if bytes > 100
+            Read::Oversized { id: Some(RequestId::Number(3)), bytes, whole: true } if bytes > 100
         ));
         assert!(matches!(
             reader.next().await,

@@ -96,22 +96,21 @@ impl Transport<RoleClient> for StdioTransport {
                 Read::Oversized {
                     id: Some(id),
                     bytes,
+                    whole,
                 } => {
                     tracing::warn!(target: "agcore::mcp", server = %self.server, %id, bytes, "discarded an oversized message");
                     let message = format!(
                         "the server's answer is larger than agcore's {} MiB message limit \
                          ({}{bytes} bytes) and was discarded",
                         MAX_MESSAGE_BYTES / (1024 * 1024),
-                        if bytes > MAX_MESSAGE_BYTES {
-                            "at least "
-                        } else {
-                            ""
-                        },
+                        if !whole { "at least " } else { "" },
                     );
                     let error = ErrorData::new(ErrorCode(OVERSIZED_CODE), message, None);
                     return Some(JsonRpcMessage::error(error, Some(id)));
                 }
-                Read::Oversized { id: None, bytes } => {
+                Read::Oversized {
+                    id: None, bytes, ..
+                } => {
                     tracing::warn!(target: "agcore::mcp", server = %self.server, bytes, "discarded an oversized message without an id");
                 }
                 Read::Eof => break,

@@ -36,14 +36,16 @@ async fn adapters_register_next_to_local_tools_and_take_permissions_from_annotat
             server: "demo".into()
         }
     );
+    // Only openWorldHint: the other hints take the spec's defaults (not read-only,
+    // destructive), so the tool may write and delete too.
     assert_eq!(
         registry.get("open_world").unwrap().required_permissions(),
-        vec![Permission::Network]
+        vec![Permission::Write, Permission::Delete, Permission::Network]
     );
     // No openWorldHint: the spec's default (true) adds Network.
     assert_eq!(
         registry.get("crash").unwrap().required_permissions(),
-        vec![Permission::Delete, Permission::Network]
+        vec![Permission::Write, Permission::Delete, Permission::Network]
     );
 
     // Structured content comes back as the value.
@@ -347,11 +349,12 @@ async fn restricted_mode_hides_mcp_tools_unless_they_say_open_world_false() {
         .with_exposure(ExposurePolicy::default().with_restricted_mode(true));
     registry.register_all(client.into_tools()).unwrap();
 
-    // `add` has no annotations, `echo` only readOnlyHint: both may reach the outside world.
-    // `get_weather` says readOnlyHint: true and openWorldHint: false.
+    // `add` has no annotations (the spec's defaults: it may write, delete and reach the outside
+    // world), `echo` only readOnlyHint. `get_weather` says readOnlyHint: true and
+    // openWorldHint: false.
     assert_eq!(
         registry.get("add").unwrap().required_permissions(),
-        vec![Permission::Network]
+        vec![Permission::Write, Permission::Delete, Permission::Network]
     );
     let offered: Vec<String> = registry
         .exposed_definitions("openai", "m")
@@ -385,8 +388,10 @@ async fn restricted_mode_hides_mcp_tools_unless_they_say_open_world_false() {
         .unwrap();
     assert_eq!(weather.output.unwrap()["city"], "Oslo");
 
-    // Without restricted mode the default permissions allow Network: `add` runs as before.
-    let client = connected("demo", &[]).await;
+    // Without restricted mode, and with the user vouching for `add` (it only computes), it runs.
+    let mut client =
+        McpClient::new("demo", demo(&[])).with_tool_permissions("add", vec![Permission::Network]);
+    client.connect().await.unwrap();
     let mut open = ToolRegistry::new()
         .with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
     open.register_all(client.into_tools()).unwrap();

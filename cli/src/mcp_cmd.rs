@@ -68,6 +68,9 @@ async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
                             escape_for_terminal(first_line(&tool.description))
                         );
                     }
+                    for skipped in &status.skipped {
+                        println!("  skipped {}: {}", skipped.tool, skipped.reason);
+                    }
                 }
             }
         }

@@ -39,6 +39,12 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
                 ),
                 None => println!("mcp server {name}: {} tool(s)", server.tools.len()),
             }
+            for skipped in &server.skipped {
+                println!(
+                    "mcp server {}: tool {} skipped: {}",
+                    server.name, skipped.tool, skipped.reason
+                );
+            }
         }
         if registry.is_empty() {
             println!(

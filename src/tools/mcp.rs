@@ -11,8 +11,10 @@
 //!   request timeout; a timed-out request is cancelled on the server), [`close`](McpClient::close).
 //! - [`McpHandle`]: a cheap clone of a connected client for concurrent calls (one connection,
 //!   request ids multiplexed).
-//! - [`McpToolAdapter`]: one server tool as a `BaseTool`; [`register_mcp_tools`] registers
-//!   several servers' tools into one registry, renaming on clashes.
+//! - [`McpToolAdapter`]: one server tool as a `BaseTool` (permissions from its annotations, with
+//!   the spec's defaults for absent hints); [`register_mcp_tools`] registers several servers'
+//!   tools into one registry, renaming on clashes. A tool agcore cannot use (a schema that does
+//!   not compile, a repeated name) is skipped with a reason ([`SkippedMcpTool`]), not fatal.
 //! - [`McpServersConfig`]: the de-facto standard `mcpServers` JSON file; `connect_all` starts
 //!   every server concurrently.
 //!
@@ -54,6 +56,8 @@
 //! |---|---|
 //! | called before `connect()` or after `close()` | `McpNotInitialized` |
 //! | the program cannot start; the server exits or closes stdout (during `connect` or any call — at once, with exit status and last stderr lines); the server rejects a request (JSON-RPC error); an HTTP transport failure | `McpError` |
+//! | `tools/list` breaks a bound: more than [`MAX_LIST_PAGES`] pages or [`MAX_LISTED_TOOLS`] tools, or a repeated cursor ([`McpListError`]; `connect` fails) | `McpError` |
+//! | a stdio answer larger than [`MAX_MESSAGE_BYTES`] (that request fails at once; the connection stays) | `McpError` |
 //! | `initialize` or a request takes longer than its limit (the request is cancelled on the server) | `McpTimeout` |
 //! | the tool answered `isError: true` | `ExecutionFailed(tool, server text)` |
 //! | arguments that are not a JSON object | `InvalidArguments` |
@@ -77,8 +81,12 @@ mod client;
 mod config;
 mod connection;
 mod handler;
+mod lines;
+mod listing;
 mod naming;
+mod permissions;
 mod result;
+mod skipped;
 mod stderr;
 mod stdio;
 mod summary;
@@ -88,11 +96,13 @@ pub use adapter::McpToolAdapter;
 pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
 pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
 pub use connection::McpServerInfo;
+pub use listing::McpListError;
 pub use naming::{
-    McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name, register_mcp_tools,
-    sanitize_tool_name,
+    McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
+    register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
 };
 pub use result::{call_result_to_value, content_to_model_text};
+pub use skipped::{McpSkipReason, SkippedMcpTool};
 pub use summary::{McpServerStatus, McpToolSummary};
 pub use transport::McpTransport;
 
@@ -107,6 +117,16 @@ pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
 
 /// The default connect (spawn + initialize) timeout, in seconds — generous for a cold `npx`.
 pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 60;
+
+/// The most `tools/list` pages agcore reads from one server ([`McpListError::TooManyPages`]).
+pub const MAX_LIST_PAGES: usize = 100;
+
+/// The most tools agcore accepts from one server's `tools/list` ([`McpListError::TooManyTools`]).
+pub const MAX_LISTED_TOOLS: usize = 10_000;
+
+/// The largest JSON-RPC message agcore reads from a stdio server (16 MiB, as rmcp and its
+/// streamable HTTP client). A larger answer fails its request at once, saying so.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How many stderr lines of a stdio server are kept for error messages.
 pub const STDERR_TAIL_LINES: usize = 20;

@@ -1,7 +1,7 @@
 //! [`McpToolAdapter`]: one MCP server tool as a [`BaseTool`].
 
 use async_trait::async_trait;
-use rmcp::model::{Tool, ToolAnnotations};
+use rmcp::model::Tool;
 use serde_json::Value;
 
 use crate::tools::base::{BaseTool, ToolSource};
@@ -9,29 +9,33 @@ use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::mcp::client::McpHandle;
 use crate::tools::mcp::naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
+use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::result::content_to_model_text;
 use crate::tools::permission::Permission;
 
 /// An MCP server's tool, registered in a [`ToolRegistry`](crate::tools::ToolRegistry) like a
 /// local one. Calls go through the client's shared connection.
 ///
-/// Permissions come from the tool's annotations, so MCP tools obey the same
-/// [`PermissionChecker`](crate::tools::PermissionChecker) as local tools:
+/// Permissions come from the tool's annotations, read with the MCP spec's defaults for absent
+/// hints (`readOnlyHint: false`, `destructiveHint: true`, `openWorldHint: true`), so MCP tools
+/// obey the same [`PermissionChecker`](crate::tools::PermissionChecker) as local tools:
 ///
-/// | annotations | permissions | kind |
+/// | annotations (absent = the spec's default) | permissions | kind |
 /// |---|---|---|
 /// | `readOnlyHint: true` | `Read` | `Read` |
-/// | `destructiveHint: true` (not read-only) | `Delete` | `Delete` |
-/// | `readOnlyHint: false, destructiveHint: false` | `Write` | `Edit` |
-/// | none of these | the client's default permissions | `Other` |
-/// | `openWorldHint` absent or `true` | adds `Network` | `Fetch` if `true` and nothing else |
-/// | `openWorldHint: false` | adds nothing | |
+/// | not read-only, `destructiveHint: true` (also: no annotations at all) | `Write`, `Delete` | `Delete` |
+/// | not read-only, `destructiveHint: false` | `Write` | `Edit` |
+/// | `openWorldHint: true` or absent | adds `Network` | |
 ///
-/// The MCP spec says `openWorldHint` defaults to `true`: a tool that does not explicitly say
-/// `openWorldHint: false` may reach the outside world, so it requires `Network` on top of the
-/// rest. Under the default [`PermissionConfig`](crate::tools::PermissionConfig) Network is
-/// allowed, so such tools run as before; restricted mode hides them. An unannotated tool thus
-/// needs the client's default permissions plus `Network`.
+/// An unannotated tool therefore counts as writing, destructive and open-world: the default
+/// [`PermissionConfig`](crate::tools::PermissionConfig) (Delete denied) refuses it. The user
+/// says otherwise per server or per tool ([`McpClient::with_tool_permissions`],
+/// [`McpClient::with_default_permissions`], [`McpClient::with_trusted_annotations`]; in an
+/// `mcpServers` file `toolPermissions`, `defaultPermissions`, `trustAnnotations`).
+///
+/// [`McpClient::with_tool_permissions`]: crate::tools::mcp::McpClient::with_tool_permissions
+/// [`McpClient::with_default_permissions`]: crate::tools::mcp::McpClient::with_default_permissions
+/// [`McpClient::with_trusted_annotations`]: crate::tools::mcp::McpClient::with_trusted_annotations
 #[derive(Debug, Clone)]
 pub struct McpToolAdapter {
     name: String,
@@ -50,15 +54,14 @@ impl McpToolAdapter {
         handle: McpHandle,
         tool: &Tool,
         naming: McpToolNaming,
-        default_permissions: Vec<Permission>,
+        rule: &PermissionRule,
     ) -> Self {
         let server = handle.server_name().to_owned();
         let name = match naming {
             McpToolNaming::Raw => sanitize_tool_name(&tool.name),
             McpToolNaming::Qualified => qualified_tool_name(&server, &tool.name),
         };
-        let (permissions, kind) =
-            permissions_from_annotations(tool.annotations.as_ref(), default_permissions);
+        let (permissions, kind) = rule.permissions(&tool.name, tool.annotations.as_ref());
         McpToolAdapter {
             name,
             tool_name: tool.name.to_string(),
@@ -150,108 +153,5 @@ impl BaseTool for McpToolAdapter {
         ToolSource::Mcp {
             server: self.server.clone(),
         }
-    }
-}
-
-/// Permissions and kind from annotations (see [`McpToolAdapter`]): explicit read-only and
-/// destructive hints (else `default`), plus `Network` unless `openWorldHint` is explicitly false.
-pub(crate) fn permissions_from_annotations(
-    annotations: Option<&ToolAnnotations>,
-    default: Vec<Permission>,
-) -> (Vec<Permission>, ToolKind) {
-    let none = ToolAnnotations::default();
-    let hints = annotations.unwrap_or(&none);
-    let mut permissions = Vec::new();
-    let mut kind = ToolKind::Other;
-    match (hints.read_only_hint, hints.destructive_hint) {
-        (Some(true), _) => {
-            permissions.push(Permission::Read);
-            kind = ToolKind::Read;
-        }
-        (_, Some(true)) => {
-            permissions.push(Permission::Delete);
-            kind = ToolKind::Delete;
-        }
-        (Some(false), Some(false)) => {
-            permissions.push(Permission::Write);
-            kind = ToolKind::Edit;
-        }
-        _ => {}
-    }
-    if permissions.is_empty() {
-        permissions = default;
-    }
-    // The spec's default for an absent openWorldHint is true.
-    if hints.open_world_hint != Some(false) && !permissions.contains(&Permission::Network) {
-        permissions.push(Permission::Network);
-    }
-    if hints.open_world_hint == Some(true) && kind == ToolKind::Other {
-        kind = ToolKind::Fetch;
-    }
-    (permissions, kind)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn annotations_map_to_permissions() {
-        let read = ToolAnnotations::new().read_only(true).open_world(false);
-        assert_eq!(
-            permissions_from_annotations(Some(&read), vec![]),
-            (vec![Permission::Read], ToolKind::Read)
-        );
-        let destroy = ToolAnnotations::new().destructive(true).open_world(true);
-        assert_eq!(
-            permissions_from_annotations(Some(&destroy), vec![]),
-            (
-                vec![Permission::Delete, Permission::Network],
-                ToolKind::Delete
-            )
-        );
-        let web = ToolAnnotations::new().open_world(true);
-        assert_eq!(
-            permissions_from_annotations(Some(&web), vec![]),
-            (vec![Permission::Network], ToolKind::Fetch)
-        );
-        let closed = ToolAnnotations::new()
-            .read_only(false)
-            .destructive(false)
-            .open_world(false);
-        assert_eq!(
-            permissions_from_annotations(Some(&closed), vec![]),
-            (vec![Permission::Write], ToolKind::Edit)
-        );
-    }
-
-    #[test]
-    fn an_absent_open_world_hint_means_network_as_the_spec_defaults_it_to_true() {
-        assert_eq!(
-            permissions_from_annotations(None, vec![Permission::Write]),
-            (
-                vec![Permission::Write, Permission::Network],
-                ToolKind::Other
-            )
-        );
-        assert_eq!(
-            permissions_from_annotations(None, vec![]),
-            (vec![Permission::Network], ToolKind::Other)
-        );
-        let read = ToolAnnotations::new().read_only(true);
-        assert_eq!(
-            permissions_from_annotations(Some(&read), vec![]),
-            (vec![Permission::Read, Permission::Network], ToolKind::Read)
-        );
-        let titled = ToolAnnotations::with_title("Only a title");
-        assert_eq!(
-            permissions_from_annotations(Some(&titled), vec![Permission::Read]),
-            (vec![Permission::Read, Permission::Network], ToolKind::Other)
-        );
-        // Network is not listed twice when the default already has it.
-        assert_eq!(
-            permissions_from_annotations(None, vec![Permission::Network]),
-            (vec![Permission::Network], ToolKind::Other)
-        );
     }
 }

@@ -16,7 +16,9 @@ use crate::tools::mcp::adapter::McpToolAdapter;
 use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
 use crate::tools::mcp::handler::ToolCache;
 use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
+use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::result::call_result_to_value;
+use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
@@ -58,7 +60,7 @@ pub type ProgressCallback = Arc<dyn Fn(McpProgress) + Send + Sync>;
 pub struct McpClient {
     settings: Settings,
     shared: Arc<Shared>,
-    default_permissions: Vec<Permission>,
+    rule: PermissionRule,
     naming: McpToolNaming,
 }
 
@@ -94,7 +96,7 @@ impl McpClient {
                 protocol_version: DEFAULT_PROTOCOL_VERSION.to_owned(),
                 progress: None,
             },
-            default_permissions: Vec::new(),
+            rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
         }
     }
@@ -170,13 +172,49 @@ impl McpClient {
         self
     }
 
-    /// The permissions of tools whose annotations say neither read-only nor destructive
-    /// (default: none). `Network` is added to every tool that does not say
-    /// `openWorldHint: false` (the spec's default is true). See [`McpToolAdapter`] for how
-    /// annotations map to permissions.
+    /// The permissions of tools whose annotations say neither `readOnlyHint` nor
+    /// `destructiveHint` (default: empty, which means the spec's defaults: such a tool counts as
+    /// writing and destructive, `Write` + `Delete`). `Network` is added to every tool that does
+    /// not say `openWorldHint: false` (the spec's default is true). See [`McpToolAdapter`] for
+    /// how annotations map to permissions.
     pub fn with_default_permissions(mut self, permissions: Vec<Permission>) -> Self {
-        self.default_permissions = permissions;
+        self.rule.default = permissions;
         self
+    }
+
+    /// Whether the server's tool annotations count (default: true). With `false` every tool
+    /// counts as unannotated — writing, destructive, open-world (or the
+    /// [default permissions](Self::with_default_permissions)) — whatever the server claims:
+    /// for a server whose hints you do not believe.
+    ///
+    /// ```
+    /// use agcore::tools::Permission;
+    /// use agcore::tools::mcp::{McpClient, McpTransport};
+    ///
+    /// let client = McpClient::new("time", McpTransport::stdio("mcp-server-time", Vec::<String>::new()))
+    ///     .with_trusted_annotations(false)
+    ///     .with_tool_permissions("get_current_time", vec![Permission::Read]);
+    /// assert!(!client.trusts_annotations());
+    /// ```
+    pub fn with_trusted_annotations(mut self, trust: bool) -> Self {
+        self.rule.trust_annotations = trust;
+        self
+    }
+
+    /// The exact permissions of the tool `tool` (its name on the server), whatever its
+    /// annotations say — e.g. `Read` for an unannotated tool you know only reads.
+    pub fn with_tool_permissions(
+        mut self,
+        tool: impl Into<String>,
+        permissions: Vec<Permission>,
+    ) -> Self {
+        self.rule.per_tool.insert(tool.into(), permissions);
+        self
+    }
+
+    /// Whether the server's tool annotations count ([`with_trusted_annotations`](Self::with_trusted_annotations)).
+    pub fn trusts_annotations(&self) -> bool {
+        self.rule.trust_annotations
     }
 
     /// How [`into_tools`](Self::into_tools) names the adapters (default: the raw tool name).
@@ -204,9 +242,9 @@ impl McpClient {
         &self.settings.transport
     }
 
-    /// The default permissions of tools without annotations.
+    /// The default permissions of tools without annotations (empty: the spec's defaults).
     pub fn default_permissions(&self) -> &[Permission] {
-        &self.default_permissions
+        &self.rule.default
     }
 
     /// The naming of adapters.
@@ -215,13 +253,18 @@ impl McpClient {
     }
 
     /// Start the server (stdio) or open the session (HTTP) and run initialize → initialized,
-    /// within the connect timeout; then fetch the tool list. A connected client is closed and
-    /// started again.
+    /// within the connect timeout; then fetch the tool list (every page, within the request
+    /// timeout and the bounds [`MAX_LIST_PAGES`](crate::tools::mcp::MAX_LIST_PAGES) and
+    /// [`MAX_LISTED_TOOLS`](crate::tools::mcp::MAX_LISTED_TOOLS)). A connected client is closed
+    /// and started again. Tools that cannot be used (a schema that does not compile, a name
+    /// listed twice) are left out and listed by [`skipped_tools`](Self::skipped_tools).
     ///
     /// # Errors
     /// [`ToolError::McpError`] when the server cannot start, exits or fails the handshake (with
-    /// its exit status and last stderr lines); [`ToolError::McpTimeout`] when the handshake
-    /// takes longer than the connect timeout.
+    /// its exit status and last stderr lines), or when its tool list fails or breaks a bound
+    /// ([`McpListError`](crate::tools::mcp::McpListError)); [`ToolError::McpTimeout`] when the
+    /// handshake takes longer than the connect timeout or the listing longer than the request
+    /// timeout. The server is shut down again on any of these.
     pub async fn connect(&mut self) -> Result<(), ToolError> {
         self.close_connection().await;
         let conn = Connection::open(&self.settings, self.shared.cache.clone()).await?;
@@ -231,8 +274,11 @@ impl McpClient {
             .conn
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(conn));
+        // A server whose tools cannot be listed (a timeout, an error, an endless listing) is
+        // of no use and is reported unavailable with the reason — not "connected, 0 tools".
         if has_tools && let Err(error) = self.shared.list(true).await {
-            tracing::warn!(target: "agcore::mcp", server = %self.settings.server, %error, "listing tools after connect failed");
+            self.close_connection().await;
+            return Err(error);
         }
         Ok(())
     }
@@ -288,7 +334,7 @@ impl McpClient {
         McpHandle {
             shared: self.shared.clone(),
             naming: self.naming,
-            default_permissions: self.default_permissions.clone(),
+            rule: self.rule.clone(),
         }
     }
 
@@ -322,6 +368,12 @@ impl McpClient {
             .collect()
     }
 
+    /// The tools of the last listing that agcore left out, each with the reason (the rest are
+    /// usable: one bad tool does not cost the server).
+    pub fn skipped_tools(&self) -> Vec<SkippedMcpTool> {
+        self.shared.cache.skipped()
+    }
+
     /// The adapters [`into_tools`](Self::into_tools) returns, before erasing their type.
     pub fn adapters(&self) -> Vec<McpToolAdapter> {
         let handle = self.handle();
@@ -337,7 +389,7 @@ impl McpClient {
 pub struct McpHandle {
     shared: Arc<Shared>,
     naming: McpToolNaming,
-    default_permissions: Vec<Permission>,
+    rule: PermissionRule,
 }
 
 impl std::fmt::Debug for McpHandle {
@@ -373,7 +425,13 @@ impl McpHandle {
             .collect())
     }
 
-    /// The raw MCP tool descriptions from the cache (as last listed).
+    /// The tools of the last listing that were left out, with the reason
+    /// ([`McpClient::skipped_tools`]).
+    pub fn skipped_tools(&self) -> Vec<SkippedMcpTool> {
+        self.shared.cache.skipped()
+    }
+
+    /// The usable MCP tool descriptions from the cache (as last listed).
     pub fn cached_tools(&self) -> Vec<Tool> {
         self.shared
             .cache
@@ -398,14 +456,9 @@ impl McpHandle {
         sync_mcp_tools(registry, self)
     }
 
-    /// An adapter for `tool` with this client's naming and default permissions.
+    /// An adapter for `tool` with this client's naming and permission rule.
     pub(crate) fn adapter(&self, tool: &Tool) -> McpToolAdapter {
-        McpToolAdapter::new(
-            self.clone(),
-            tool,
-            self.naming,
-            self.default_permissions.clone(),
-        )
+        McpToolAdapter::new(self.clone(), tool, self.naming, &self.rule)
     }
 
     pub(crate) fn cached_tool(&self, name: &str) -> Option<Tool> {
@@ -465,10 +518,8 @@ impl Shared {
             return Ok(tools);
         }
         let conn = self.connection()?;
-        let tools = conn
-            .request("tools/list", "", conn.peer.list_all_tools())
-            .await?;
-        Ok(self.cache.store(tools))
+        let tools = conn.list_tools().await?;
+        Ok(self.cache.store(&self.server, tools))
     }
 }
 

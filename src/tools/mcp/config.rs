@@ -11,7 +11,19 @@
 //!
 //! `type` is optional (`stdio` when there is a `command`, `http` when there is a `url`);
 //! `streamable-http` and `streamableHttp` mean `http`. Servers with `"disabled": true` are
-//! skipped. agcore also reads `timeout` (seconds per request) and `connectTimeout` (seconds).
+//! skipped. agcore also reads `timeout` (seconds per request), `connectTimeout` (seconds), and
+//! what the user says about the server's tools' permissions (see
+//! [`McpToolAdapter`](crate::tools::mcp::McpToolAdapter)):
+//!
+//! ```json
+//! {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"],
+//!   "toolPermissions": {"get_current_time": ["read"], "convert_time": ["read"]}},
+//!  "third-party": {"url": "https://mcp.example.com/mcp", "trustAnnotations": false}}}
+//! ```
+//!
+//! `toolPermissions` names a tool's exact permissions; `defaultPermissions` replaces the spec's
+//! default (`write` + `delete`) for tools that say neither read-only nor destructive;
+//! `trustAnnotations: false` ignores the server's hints (every tool counts as unannotated).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +35,7 @@ use serde::Deserialize;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::client::McpClient;
 use crate::tools::mcp::transport::McpTransport;
+use crate::tools::permission::Permission;
 
 /// Why an `mcpServers` file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +107,20 @@ pub struct McpServerConfig {
     /// Connect timeout in seconds.
     #[serde(default)]
     pub connect_timeout: Option<u64>,
+    /// Whether the server's tool annotations count (absent: yes); `false` treats every tool
+    /// as unannotated (writing, destructive, open-world). See
+    /// [`McpClient::with_trusted_annotations`].
+    #[serde(default, alias = "trust_annotations")]
+    pub trust_annotations: Option<bool>,
+    /// Permissions of tools that say neither `readOnlyHint` nor `destructiveHint` (absent: the
+    /// spec's defaults, `write` + `delete`). See [`McpClient::with_default_permissions`].
+    #[serde(default, alias = "default_permissions")]
+    pub default_permissions: Vec<Permission>,
+    /// Exact permissions per tool (its name on the server), e.g.
+    /// `{"get_current_time": ["read"]}`; wins over annotations. See
+    /// [`McpClient::with_tool_permissions`].
+    #[serde(default, alias = "tool_permissions")]
+    pub tool_permissions: BTreeMap<String, Vec<Permission>>,
 }
 
 impl McpServerConfig {
@@ -145,6 +172,15 @@ impl McpServerConfig {
         }
         if let Some(secs) = self.connect_timeout {
             client = client.with_connect_timeout(Duration::from_secs(secs));
+        }
+        if let Some(trust) = self.trust_annotations {
+            client = client.with_trusted_annotations(trust);
+        }
+        if !self.default_permissions.is_empty() {
+            client = client.with_default_permissions(self.default_permissions.clone());
+        }
+        for (tool, permissions) in &self.tool_permissions {
+            client = client.with_tool_permissions(tool.clone(), permissions.clone());
         }
         Ok(client)
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::client::ProgressCallback;
 use crate::tools::mcp::handler::{Handler, ToolCache};
+use crate::tools::mcp::listing::{ListFailure, list_bounded};
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
 use crate::tools::mcp::transport::McpTransport;
 
@@ -189,10 +190,38 @@ impl Connection {
         }
     }
 
+    /// Every page of `tools/list`, within the request timeout and the listing bounds
+    /// ([`McpListError`](crate::tools::mcp::McpListError)).
+    pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, ToolError> {
+        if self.closed.is_cancelled() {
+            return Err(self.failure("tools/list", "").await);
+        }
+        let limit = self.request_timeout;
+        let pages = list_bounded(&self.server, |params| self.peer.list_tools(params));
+        match tokio::time::timeout(limit, pages).await {
+            Ok(Ok(tools)) => Ok(tools),
+            Ok(Err(ListFailure::Limit(error))) => Err(error.into()),
+            Ok(Err(ListFailure::Request(error))) => {
+                Err(self.map_error("tools/list", "", error).await)
+            }
+            Err(_) => Err(ToolError::McpTimeout(format!(
+                "MCP server '{}' did not finish tools/list within {}; the request was cancelled",
+                self.server,
+                seconds(limit)
+            ))),
+        }
+    }
+
     async fn map_error(&self, method: &str, target: &str, error: ServiceError) -> ToolError {
         let server = &self.server;
         let target_q = quoted(target);
         match error {
+            ServiceError::McpError(data) if data.code.0 == stdio::OVERSIZED_CODE => {
+                ToolError::McpError(format!(
+                    "MCP server '{server}': {method}{target_q} failed: {}",
+                    data.message
+                ))
+            }
             ServiceError::McpError(data) => ToolError::McpError(format!(
                 "MCP server '{server}' rejected {method}{target_q}: {} (code {})",
                 data.message, data.code.0

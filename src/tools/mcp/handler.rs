@@ -11,15 +11,19 @@ use rmcp::ClientHandler;
 use rmcp::model::{
     ClientConfig, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, Tool,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{NotificationContext, RoleClient, ServiceError};
 use tokio::sync::watch;
 
 use crate::tools::mcp::client::{McpProgress, ProgressCallback};
+use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::skipped::{SkippedMcpTool, partition};
 
 /// The cached `tools/list` of one server, shared by the client, its handles and its adapters.
 #[derive(Debug)]
 pub(crate) struct ToolCache {
     tools: RwLock<Option<Arc<Vec<Tool>>>>,
+    /// The listed tools that were not usable (bad schema, repeated name), with the reason.
+    skipped: RwLock<Vec<SkippedMcpTool>>,
     generation: watch::Sender<u64>,
 }
 
@@ -27,6 +31,7 @@ impl ToolCache {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(ToolCache {
             tools: RwLock::new(None),
+            skipped: RwLock::new(Vec::new()),
             generation: watch::Sender::new(0),
         })
     }
@@ -39,8 +44,19 @@ impl ToolCache {
             .clone()
     }
 
-    /// Replace the list and tell subscribers.
-    pub(crate) fn store(&self, tools: Vec<Tool>) -> Arc<Vec<Tool>> {
+    /// The tools of the last listing that were skipped, and why.
+    pub(crate) fn skipped(&self) -> Vec<SkippedMcpTool> {
+        self.skipped
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replace the list (keeping only usable tools; the rest is recorded as skipped) and tell
+    /// subscribers.
+    pub(crate) fn store(&self, server: &str, tools: Vec<Tool>) -> Arc<Vec<Tool>> {
+        let (tools, skipped) = partition(server, tools);
+        *self.skipped.write().unwrap_or_else(PoisonError::into_inner) = skipped;
         let tools = Arc::new(tools);
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Some(tools.clone());
         self.generation.send_modify(|generation| *generation += 1);
@@ -74,14 +90,28 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         self.cache.invalidate();
-        let listed =
-            tokio::time::timeout(self.request_timeout, context.peer.list_all_tools()).await;
+        let peer = &context.peer;
+        let pages = list_bounded(&self.server, |params| peer.list_tools(params));
+        let listed = tokio::time::timeout(self.request_timeout, pages).await;
         match listed {
             Ok(Ok(tools)) => {
                 tracing::debug!(target: "agcore::mcp", server = %self.server, count = tools.len(), "tool list changed");
-                self.cache.store(tools);
+                self.cache.store(&self.server, tools);
             }
-            Ok(Err(error)) => {
+            // The session ended (a clean close, or the server went away) while the refresh was
+            // in flight: not a failure of the refresh; the next call reports a dead server.
+            Ok(Err(ListFailure::Request(
+                ServiceError::TransportClosed | ServiceError::Cancelled { .. },
+            ))) => {
+                tracing::debug!(target: "agcore::mcp", server = %self.server, "tool list refresh ended with the session");
+            }
+            Ok(Err(_)) if peer.is_transport_closed() => {
+                tracing::debug!(target: "agcore::mcp", server = %self.server, "tool list refresh ended with the session");
+            }
+            Ok(Err(ListFailure::Limit(error))) => {
+                tracing::warn!(target: "agcore::mcp", server = %self.server, %error, "refreshing the tool list failed");
+            }
+            Ok(Err(ListFailure::Request(error))) => {
                 tracing::warn!(target: "agcore::mcp", server = %self.server, %error, "refreshing the tool list failed");
             }
             Err(_) => {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::tools::base::ToolSource;
 use crate::tools::error::ToolError;
-use crate::tools::mcp::adapter::McpToolAdapter;
 use crate::tools::mcp::client::{McpClient, McpHandle};
+use crate::tools::mcp::skipped::{McpSkipReason, SkippedMcpTool};
 use crate::tools::registry::ToolRegistry;
 
 /// The longest tool name the OpenAI wire format accepts.
@@ -85,50 +85,123 @@ pub struct RegisteredMcpTool {
     pub tool: String,
 }
 
+/// `base` if no name in `taken` has it; else `base` cut and suffixed with a stable hash of
+/// `key` (server and tool); else with `_2`, `_3`, ... — so the result is never in `taken`.
+///
+/// The numbered suffixes are distinct from each other (each ends in `_<digits>` of a different
+/// number), and at most `taken.len() + 1` of them are tried, so one is free.
+fn unique_name(base: &str, key: &str, taken: &HashSet<String>) -> String {
+    if !taken.contains(base) {
+        return base.to_owned();
+    }
+    let hashed = fit(base.to_owned(), key, true);
+    if !taken.contains(&hashed) {
+        return hashed;
+    }
+    (2..=taken.len() + 2)
+        .map(|n| {
+            let suffix = format!("_{n}");
+            let keep = MAX_NAME.saturating_sub(suffix.len()).min(base.len());
+            format!("{}{suffix}", &base[..keep])
+        })
+        .find(|name| !taken.contains(name))
+        .unwrap_or(hashed)
+}
+
+/// The registry names of `tools` (`(server, tool on the server, preferred name)`, raw names
+/// unique per server): the preferred name unless another tool or a name in `existing` wants
+/// it, then `<server>__<tool>`, then a unique variant. Distinct tools get distinct names.
+pub(crate) fn assign_names(
+    tools: &[(&str, &str, &str)],
+    existing: &HashSet<String>,
+) -> Vec<String> {
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for (_, _, preferred) in tools {
+        *uses.entry(preferred).or_default() += 1;
+    }
+    let mut taken = existing.clone();
+    tools
+        .iter()
+        .map(|(server, tool, preferred)| {
+            let clash =
+                uses.get(preferred).is_some_and(|n| *n > 1) || existing.contains(*preferred);
+            let base = if clash {
+                qualified_tool_name(server, tool)
+            } else {
+                (*preferred).to_owned()
+            };
+            let name = unique_name(&base, &format!("{server}\u{0}{tool}"), &taken);
+            taken.insert(name.clone());
+            name
+        })
+        .collect()
+}
+
+/// What [`register_mcp_tools_with_report`] did: the tools it registered and those it left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpRegistration {
+    /// The registered tools.
+    pub registered: Vec<RegisteredMcpTool>,
+    /// The tools left out, each with the reason: those the servers listed but agcore cannot
+    /// use ([`McpClient::skipped_tools`]) and those the registry refused.
+    pub skipped: Vec<SkippedMcpTool>,
+}
+
 /// Register the tools of several connected servers into `registry`. Tools keep their raw
-/// names (or the client's [`McpToolNaming`]) unless two servers — or a tool already in the
-/// registry — use the same name; those get `<server>__<tool>` names.
+/// names (or the client's [`McpToolNaming`]) unless two tools — of one server or of two — or a
+/// tool already in the registry want the same name; those get `<server>__<tool>` names, made
+/// unique with a stable hash suffix (then a number) where that is taken too: distinct tools
+/// never collide. A tool that cannot be registered is left out (logged); the rest register —
+/// see [`register_mcp_tools_with_report`] for the list of what was left out and why.
 ///
 /// # Errors
-/// The first registration error (e.g. an invalid input schema); tools before it stay
-/// registered.
+/// None today: a bad tool is skipped, not fatal. (The `Result` is kept for compatibility.)
 pub fn register_mcp_tools(
     registry: &mut ToolRegistry,
     clients: impl IntoIterator<Item = McpClient>,
 ) -> Result<Vec<RegisteredMcpTool>, ToolError> {
-    let adapters: Vec<McpToolAdapter> = clients
-        .into_iter()
-        .flat_map(|client| client.adapters())
-        .collect();
-    let mut uses: HashMap<String, usize> = HashMap::new();
-    for adapter in &adapters {
-        *uses.entry(adapter.name_str().to_owned()).or_default() += 1;
+    Ok(register_mcp_tools_with_report(registry, clients).registered)
+}
+
+/// [`register_mcp_tools`], returning the skipped tools (with their reasons) as well.
+pub fn register_mcp_tools_with_report(
+    registry: &mut ToolRegistry,
+    clients: impl IntoIterator<Item = McpClient>,
+) -> McpRegistration {
+    let mut report = McpRegistration::default();
+    let mut adapters = Vec::new();
+    for client in clients {
+        report.skipped.extend(client.skipped_tools());
+        adapters.extend(client.adapters());
     }
     let existing: HashSet<String> = registry.list_tools().into_iter().collect();
-    let mut taken = existing.clone();
-    let mut registered = Vec::with_capacity(adapters.len());
-    for adapter in adapters {
-        let clash = uses.get(adapter.name_str()).is_some_and(|n| *n > 1)
-            || existing.contains(adapter.name_str());
-        let mut name = if clash {
-            qualified_tool_name(adapter.server_name(), adapter.tool_name())
-        } else {
-            adapter.name_str().to_owned()
-        };
-        if taken.contains(&name) {
-            let key = format!("{}\u{0}{}", adapter.server_name(), adapter.tool_name());
-            name = fit(name, &key, true);
-        }
-        taken.insert(name.clone());
+    let wanted: Vec<(&str, &str, &str)> = adapters
+        .iter()
+        .map(|a| (a.server_name(), a.tool_name(), a.name_str()))
+        .collect();
+    let names = assign_names(&wanted, &existing);
+    for (adapter, name) in adapters.into_iter().zip(names) {
         let record = RegisteredMcpTool {
             name: name.clone(),
             server: adapter.server_name().to_owned(),
             tool: adapter.tool_name().to_owned(),
         };
-        registry.register(Arc::new(adapter.with_name(name)))?;
-        registered.push(record);
+        match registry.register(Arc::new(adapter.with_name(name))) {
+            Ok(()) => report.registered.push(record),
+            Err(error) => {
+                let skip = SkippedMcpTool {
+                    server: record.server,
+                    tool: record.tool,
+                    reason: McpSkipReason::Registration {
+                        detail: error.to_string(),
+                    },
+                };
+                tracing::warn!(target: "agcore::mcp", "{skip}");
+                report.skipped.push(skip);
+            }
+        }
     }
-    Ok(registered)
+    report
 }
 
 /// What [`McpHandle::sync_registry`] changed.
@@ -178,11 +251,14 @@ pub(crate) fn sync_mcp_tools(
             continue;
         }
         let adapter = handle.adapter(tool);
-        let name = [adapter.name_str(), &names[1], &names[2]]
+        let taken: HashSet<String> = registry.list_tools().into_iter().collect();
+        let name = match [adapter.name_str(), &names[1], &names[2]]
             .into_iter()
-            .find(|name| registry.get(name).is_none())
-            .map(str::to_owned)
-            .ok_or_else(|| ToolError::DuplicateName(names[1].clone()))?;
+            .find(|name| !taken.contains(*name))
+        {
+            Some(name) => name.to_owned(),
+            None => unique_name(&names[1], &format!("{server}\u{0}{}", tool.name), &taken),
+        };
         registry.register(Arc::new(adapter.with_name(name.clone())))?;
         sync.added.push(name);
     }
@@ -223,7 +299,45 @@ mod tests {
         assert!(validate_tool_name(&a).is_ok());
     }
 
+    #[test]
+    fn names_that_sanitise_alike_stay_distinct() {
+        let tools = [
+            ("s", "a.b", "a_b"),
+            ("s", "a_b", "a_b"),
+            ("s", "a b", "a_b"),
+            ("s", "s__a_b", "s__a_b"),
+        ];
+        let names = assign_names(&tools, &HashSet::from(["s__a_b_2".to_owned()]));
+        let unique: HashSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), 4, "{names:?}");
+        assert!(!names.contains(&"s__a_b_2".to_owned()));
+    }
+
     proptest::proptest! {
+        /// Distinct raw names (of one or two servers, from an alphabet that sanitises into
+        /// collisions, long enough to be cut) always get distinct, valid registry names that
+        /// avoid the names already registered.
+        #[test]
+        fn distinct_raw_names_get_distinct_registered_names(
+            raw in proptest::collection::btree_set(("[ab]", "[a._ -]{0,3}|[a.]{60,70}"), 1..24),
+            existing in proptest::collection::btree_set("[a_]{1,4}|a__a_[0-9]", 0..6),
+        ) {
+            let preferred: Vec<String> = raw.iter().map(|(_, tool)| sanitize_tool_name(tool)).collect();
+            let tools: Vec<(&str, &str, &str)> = raw
+                .iter()
+                .zip(&preferred)
+                .map(|((server, tool), name)| (server.as_str(), tool.as_str(), name.as_str()))
+                .collect();
+            let existing: HashSet<String> = existing.into_iter().collect();
+            let names = assign_names(&tools, &existing);
+            let unique: HashSet<&String> = names.iter().collect();
+            proptest::prop_assert_eq!(unique.len(), names.len());
+            for name in &names {
+                proptest::prop_assert!(validate_tool_name(name).is_ok(), "{}", name);
+                proptest::prop_assert!(!existing.contains(name), "{}", name);
+            }
+        }
+
         #[test]
         fn every_generated_name_is_valid(server in ".{0,80}", tool in ".{0,80}") {
             proptest::prop_assert!(validate_tool_name(&qualified_tool_name(&server, &tool)).is_ok());

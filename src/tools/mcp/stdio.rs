@@ -8,13 +8,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::RoleClient;
+use rmcp::model::{ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, JsonRpcRequest, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::tools::mcp::MAX_MESSAGE_BYTES;
+use crate::tools::mcp::lines::{LineReader, Read};
 use crate::tools::mcp::stderr::{StderrTail, pump_stderr};
 
 /// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
@@ -31,10 +34,21 @@ pub(crate) struct StdioSpec {
     pub cwd: Option<PathBuf>,
 }
 
-/// rmcp's stdio line transport over the child's pipes, firing `closed` when stdout ends.
+/// The JSON-RPC code of the error agcore puts in place of a server's oversized answer.
+pub(crate) const OVERSIZED_CODE: i32 = -32050;
+
+/// Newline-delimited JSON-RPC over the child's pipes; fires `closed` when stdout ends.
+///
+/// Unlike rmcp's line transport it fails the request an oversized line answers at once (an
+/// error response in its place), and it ignores responses to ids nobody asked for during
+/// `initialize` (rmcp would abort the handshake).
 pub(crate) struct StdioTransport {
-    inner: AsyncRwTransport<RoleClient, ChildStdout, ChildStdin>,
+    server: Arc<str>,
+    reader: LineReader<BufReader<ChildStdout>>,
+    writer: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     closed: CancellationToken,
+    /// The id of `initialize` until its answer arrives.
+    initialize: Option<RequestId>,
 }
 
 impl Transport<RoleClient> for StdioTransport {
@@ -44,21 +58,119 @@ impl Transport<RoleClient> for StdioTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
+        if let JsonRpcMessage::Request(JsonRpcRequest {
+            id,
+            request: ClientRequest::InitializeRequest(_),
+            ..
+        }) = &item
+        {
+            self.initialize = Some(id.clone());
+        }
+        let writer = self.writer.clone();
+        let line = serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        async move {
+            let line = line.map_err(std::io::Error::other)?;
+            let mut writer = writer.lock().await;
+            let Some(stdin) = writer.as_mut() else {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the server's stdin is closed",
+                ));
+            };
+            stdin.write_all(&line).await?;
+            stdin.flush().await
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await;
-        if message.is_none() {
-            self.closed.cancel();
+        loop {
+            match self.reader.next().await {
+                Read::Line(line) => {
+                    if let Some(message) = self.accept(&line) {
+                        return Some(message);
+                    }
+                }
+                Read::Oversized {
+                    id: Some(id),
+                    bytes,
+                    whole,
+                } => {
+                    tracing::warn!(target: "agcore::mcp", server = %self.server, %id, bytes, "discarded an oversized message");
+                    let message = format!(
+                        "the server's answer is larger than agcore's {} MiB message limit \
+                         ({}{bytes} bytes) and was discarded",
+                        MAX_MESSAGE_BYTES / (1024 * 1024),
+                        if !whole { "at least " } else { "" },
+                    );
+                    let error = ErrorData::new(ErrorCode(OVERSIZED_CODE), message, None);
+                    return Some(JsonRpcMessage::error(error, Some(id)));
+                }
+                Read::Oversized {
+                    id: None, bytes, ..
+                } => {
+                    tracing::warn!(target: "agcore::mcp", server = %self.server, bytes, "discarded an oversized message without an id");
+                }
+                Read::Eof => break,
+                Read::Io(error) => {
+                    tracing::debug!(target: "agcore::mcp", server = %self.server, %error, "reading the server's stdout failed");
+                    break;
+                }
+            }
         }
-        message
+        self.closed.cancel();
+        None
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         // Drops the writer: the server sees EOF on stdin, the spec's shutdown signal.
-        self.inner.close().await
+        drop(self.writer.lock().await.take());
+        Ok(())
     }
+}
+
+impl StdioTransport {
+    /// The message on `line`, or `None` to skip it (not JSON-RPC; a stray answer during
+    /// `initialize`).
+    fn accept(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        let message: RxJsonRpcMessage<RoleClient> = match serde_json::from_slice(line) {
+            Ok(message) => message,
+            Err(error) => {
+                tracing::debug!(target: "agcore::mcp", server = %self.server, %error, "ignored a line that is not a JSON-RPC message");
+                return None;
+            }
+        };
+        if let Some(expected) = &self.initialize {
+            let answered = match &message {
+                JsonRpcMessage::Response(response) => Some(Some(&response.id)),
+                JsonRpcMessage::Error(error) => Some(error.id.as_ref()),
+                _ => None,
+            };
+            match answered {
+                // An error without an id answers what the server could not read: initialize.
+                Some(Some(id)) if !same_id(expected, id) => {
+                    tracing::warn!(target: "agcore::mcp", server = %self.server, %id, "ignored a response to an unknown id during initialize");
+                    return None;
+                }
+                Some(_) => self.initialize = None,
+                None => {}
+            }
+        }
+        Some(message)
+    }
+}
+
+/// Whether a response id answers `request` (a numeric id may come back as a string).
+fn same_id(request: &RequestId, response: &RequestId) -> bool {
+    request == response
+        || matches!((request, response), (RequestId::Number(n), RequestId::String(s)) if s.parse::<i64>().ok() == Some(*n))
 }
 
 /// The running child: its pid, exit status (once known), stderr tail, and the supervisor that
@@ -161,8 +273,11 @@ pub(crate) fn spawn(
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
     let supervisor = tokio::spawn(supervise(child, pid, exit_tx, shutdown_rx, closed.clone()));
     let transport = StdioTransport {
-        inner: AsyncRwTransport::new_client(stdout, stdin),
+        server: server.clone(),
+        reader: LineReader::new(BufReader::new(stdout), MAX_MESSAGE_BYTES),
+        writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
         closed,
+        initialize: None,
     };
     Ok((
         transport,

@@ -1,5 +1,7 @@
 //! Serialisable views of servers and their tools, for listings (`agcore mcp list [--json]`).
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -8,6 +10,8 @@ use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::mcp::client::McpClient;
 use crate::tools::mcp::connection::McpServerInfo;
+use crate::tools::mcp::naming::assign_names;
+use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::permission::Permission;
 
 /// One tool of a server as agcore registers it.
@@ -45,6 +49,9 @@ pub struct McpServerStatus {
     pub info: Option<McpServerInfo>,
     /// Its tools (empty when not connected).
     pub tools: Vec<McpToolSummary>,
+    /// The tools it listed that agcore left out, each with the reason (omitted when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedMcpTool>,
 }
 
 impl McpServerStatus {
@@ -58,6 +65,7 @@ impl McpServerStatus {
                 error: None,
                 info: client.server_info(),
                 tools: client.tool_summaries(),
+                skipped: client.skipped_tools(),
             },
             Err(error) => McpServerStatus {
                 name: name.to_owned(),
@@ -65,6 +73,7 @@ impl McpServerStatus {
                 error: Some(error.to_string()),
                 info: None,
                 tools: Vec::new(),
+                skipped: Vec::new(),
             },
         }
     }
@@ -72,15 +81,26 @@ impl McpServerStatus {
 
 impl McpClient {
     /// The server's tools (as last listed) as agcore would register them.
+    ///
+    /// Names are those [`register_mcp_tools`](crate::tools::mcp::register_mcp_tools) gives
+    /// this server's tools in an empty registry (tools whose names sanitise alike are told
+    /// apart).
     pub fn tool_summaries(&self) -> Vec<McpToolSummary> {
-        self.adapters()
+        let adapters = self.adapters();
+        let wanted: Vec<(&str, &str, &str)> = adapters
             .iter()
-            .map(|adapter| {
+            .map(|a| (a.server_name(), a.tool_name(), a.name_str()))
+            .collect();
+        let names = assign_names(&wanted, &HashSet::new());
+        adapters
+            .iter()
+            .zip(names)
+            .map(|(adapter, name)| {
                 let title = adapter.title(&Value::Null);
                 McpToolSummary {
-                    name: adapter.name().to_owned(),
+                    title: (title != name).then_some(title),
+                    name,
                     tool: adapter.tool_name().to_owned(),
-                    title: (title != adapter.name()).then_some(title),
                     description: adapter.description().to_owned(),
                     kind: adapter.kind(),
                     permissions: adapter.required_permissions(),

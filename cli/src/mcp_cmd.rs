@@ -69,7 +69,11 @@ async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
                         );
                     }
                     for skipped in &status.skipped {
-                        println!("  skipped {}: {}", skipped.tool, skipped.reason);
+                        println!(
+                            "  skipped {}: {}",
+                            escape_for_terminal(&skipped.tool),
+                            escape_keeping_lines(&skipped.reason.to_string())
+                        );
                     }
                 }
             }

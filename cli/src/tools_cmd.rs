@@ -41,8 +41,9 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
             }
             for skipped in &server.skipped {
                 println!(
-                    "mcp server {}: tool {} skipped: {}",
-                    server.name, skipped.tool, skipped.reason
+                    "mcp server {name}: tool {} skipped: {}",
+                    escape_for_terminal(&skipped.tool),
+                    escape_keeping_lines(&skipped.reason.to_string())
                 );
             }
         }

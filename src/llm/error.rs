@@ -96,12 +96,13 @@ pub enum LlmError {
         /// The conversation so far (also in `LlmCycle::messages()`), valid to continue from.
         history: Vec<OpenaiChatMessage>,
     },
-    /// The model requested the same tool with the same arguments too many times in a row.
-    #[error("the model called '{tool}' with the same arguments {times} times in a row")]
+    /// The model requested the same tool with the same arguments in too many consecutive turns
+    /// (identical calls within one turn count once).
+    #[error("the model called '{tool}' with the same arguments in {times} turns in a row")]
     RepeatedToolCall {
         /// The tool.
         tool: String,
-        /// How many identical calls in a row.
+        /// In how many consecutive turns.
         times: u32,
     },
     /// The reply was cut at the token limit while it was calling tools: the calls were neither

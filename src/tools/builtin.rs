@@ -116,6 +116,11 @@ pub struct BuiltinOptions {
     /// Let `fetch_url` reach loopback, private and link-local addresses (default: refused; see
     /// [`FetchUrl::allow_private_network`]).
     pub allow_private_network: bool,
+    /// Let `write_file` and `edit_file` change agcore's own configuration and trust files
+    /// (default: refused; see [`crate::tools::builtin::Workspace`]).
+    pub allow_writing_agcore_config: bool,
+    /// Refuse to read files with more than one hard link (default: read them).
+    pub refuse_hard_linked_reads: bool,
 }
 
 impl BuiltinOptions {
@@ -128,6 +133,18 @@ impl BuiltinOptions {
     /// Let `fetch_url` reach non-public addresses (see [`FetchUrl::allow_private_network`]).
     pub fn allow_private_network(mut self, allow: bool) -> Self {
         self.allow_private_network = allow;
+        self
+    }
+
+    /// Let the write tools change agcore's own configuration and trust files.
+    pub fn allow_writing_agcore_config(mut self, allow: bool) -> Self {
+        self.allow_writing_agcore_config = allow;
+        self
+    }
+
+    /// Refuse to read files with more than one hard link.
+    pub fn refuse_hard_linked_reads(mut self, refuse: bool) -> Self {
+        self.refuse_hard_linked_reads = refuse;
         self
     }
 }

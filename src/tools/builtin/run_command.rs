@@ -66,6 +66,9 @@ pub struct RunCommand {
 }
 
 impl RunCommand {
+    /// How many commands one `RunCommand` (and its clones) runs at once by default.
+    pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+
     /// Run commands in `workspace`'s root.
     pub fn new(workspace: Workspace) -> Self {
         RunCommand {

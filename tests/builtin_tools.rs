@@ -315,7 +315,8 @@ async fn read_file_caps_lines_and_bytes_with_a_marker() {
     let output = call(&by_bytes, "read_file", json!({"path": "long.txt"}))
         .await
         .unwrap();
-    assert_eq!(output["content"], "line 1\nline 2\n");
+    // The byte cap counts what the model reads: `     1→line 1\n` is 16 bytes.
+    assert_eq!(output["content"], "line 1\n");
     assert_eq!(output["truncated"], true);
 }
 
@@ -357,7 +358,8 @@ async fn read_file_cuts_a_line_longer_than_the_byte_cap() {
     let output = call(&registry, "read_file", json!({"path": "minified.js"}))
         .await
         .unwrap();
-    assert_eq!(output["content"], "x".repeat(50));
+    // 50 bytes for the model: the 9-byte line-number prefix, then 41 bytes of the line.
+    assert_eq!(output["content"], "x".repeat(41));
     assert_eq!(output["total_lines"], 2);
     assert_eq!(output["truncated"], true);
     let text = registry.get("read_file").unwrap().model_content(&output);

@@ -44,8 +44,6 @@
 //! # Ok(()) }
 //! ```
 
-use std::io::{Read, Write};
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -56,9 +54,12 @@ use crate::tools::typed::Tool;
 
 mod edit_file;
 mod fetch_url;
+mod file_write;
 pub mod limits;
 mod list_directory;
 mod net_guard;
+mod process_tree;
+mod protected;
 mod read_file;
 mod run_command;
 mod search_files;
@@ -76,6 +77,10 @@ pub use run_command::{RunCommand, RunCommandInput, RunCommandOutput};
 pub use search_files::{SearchFiles, SearchFilesInput, SearchFilesOutput, SearchMatch};
 pub use workspace::{PathError, Workspace};
 pub use write_file::{WriteFile, WriteFileInput, WriteFileOutput};
+
+/// The timeout of one call of a file tool (`read_file`, `list_directory`, `search_files`,
+/// `write_file`, `edit_file`); their work is bounded besides, so this is a backstop.
+pub const FILE_TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The names of all built-in tools, in the order [`builtin_tools`] returns them.
 pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
@@ -160,10 +165,14 @@ pub fn builtin_tools_with(
         .fold(RunCommand::new(workspace.clone()), |tool, name| {
             tool.without_env(name.clone())
         });
-    let mut tools = read_only_tools(workspace);
+    let mut tools = read_only_tools_with(workspace, options);
     tools.extend([
-        WriteFile::new(workspace.clone()).erase(),
-        EditFile::new(workspace.clone()).erase(),
+        WriteFile::new(workspace.clone())
+            .allow_writing_agcore_config(options.allow_writing_agcore_config)
+            .erase(),
+        EditFile::new(workspace.clone())
+            .allow_writing_agcore_config(options.allow_writing_agcore_config)
+            .erase(),
         run_command.erase(),
         FetchUrl::new()
             .allow_private_network(options.allow_private_network)
@@ -174,31 +183,68 @@ pub fn builtin_tools_with(
 
 /// The tools that only read the workspace: `read_file`, `list_directory`, `search_files`.
 pub fn read_only_tools(workspace: &Workspace) -> Vec<Arc<dyn BaseTool>> {
+    read_only_tools_with(workspace, &BuiltinOptions::default())
+}
+
+fn read_only_tools_with(workspace: &Workspace, options: &BuiltinOptions) -> Vec<Arc<dyn BaseTool>> {
     vec![
-        ReadFile::new(workspace.clone()).erase(),
+        ReadFile::new(workspace.clone())
+            .refuse_hard_linked_reads(options.refuse_hard_linked_reads)
+            .erase(),
         ListDirectory::new(workspace.clone()).erase(),
-        SearchFiles::new(workspace.clone()).erase(),
+        SearchFiles::new(workspace.clone())
+            .refuse_hard_linked_reads(options.refuse_hard_linked_reads)
+            .erase(),
     ]
 }
 
-/// The content of the regular file at `path` (resolved by [`Workspace::resolve`]), read with
-/// [`workspace::open_resolved`]; `Ok(None)` when it is not a regular file.
-fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let mut file = workspace::open_resolved(path, std::fs::OpenOptions::new().read(true))?;
-    if !file.metadata()?.is_file() {
-        return Ok(None);
+/// Resolve `requested` for a write by `tool`: inside the workspace, and — unless `protected`
+/// is `None` — not agcore's own configuration under any name the path goes by.
+fn resolve_writable(
+    workspace: &Workspace,
+    protected: Option<&protected::ProtectedPaths>,
+    tool: &str,
+    requested: &str,
+) -> Result<std::path::PathBuf, ToolError> {
+    let (path, followed) = workspace
+        .resolve_traced(requested)
+        .map_err(|error| error.into_tool_error(tool))?;
+    if let Some(protected) = protected {
+        let display = workspace.relative(&path);
+        let lexical = workspace.root().join(requested);
+        let names = [lexical.as_path(), path.as_path()]
+            .into_iter()
+            .chain(followed.iter().map(|link| link.as_path()));
+        protected.check(tool, &display, names)?;
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(Some(bytes))
+    Ok(path)
 }
 
-/// Create or replace the file at `path` (resolved by [`Workspace::resolve`]) with `bytes`,
-/// opened with [`workspace::open_resolved`].
-fn write_resolved(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    workspace::open_resolved(path, &mut options)?.write_all(bytes)
+/// A failed read or replace of `path` (workspace-relative), phrased for the model.
+fn write_failure(tool: &str, path: &str, failure: file_write::WriteFailure) -> ToolError {
+    use file_write::WriteFailure;
+    match failure {
+        WriteFailure::Io(action, error) => io_failure(tool, action, path, error),
+        WriteFailure::Directory => {
+            ToolError::ExecutionFailed(tool.to_owned(), format!("'{path}' is a directory"))
+        }
+        WriteFailure::NotRegular => ToolError::ExecutionFailed(
+            tool.to_owned(),
+            format!("'{path}' is not a regular file"),
+        ),
+        WriteFailure::HardLinked(links) => hard_linked(tool, path, links),
+    }
+}
+
+/// The refusal of a file with `links` hard links.
+fn hard_linked(tool: &str, path: &str, links: u64) -> ToolError {
+    ToolError::PermissionDenied(
+        tool.to_owned(),
+        format!(
+            "a file with a single name, but '{path}' has {links} hard links: another name, \
+             possibly outside the workspace, shares its content"
+        ),
+    )
 }
 
 /// Run blocking file-system work off the async threads.

@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::blocking;
-use crate::tools::builtin::limits::truncate_line;
+use crate::tools::builtin::file_write::link_count;
+use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, truncate_line};
 use crate::tools::builtin::workspace::Workspace;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -69,11 +70,13 @@ pub struct SearchFilesOutput {
     pub files_searched: usize,
 }
 
-/// The `search_files` tool. Default: 100 results per call, at most 1,000.
+/// The `search_files` tool. Default: 100 results per call, at most 1,000, and no more than
+/// [`MODEL_OUTPUT_BUDGET`] bytes of them for the model (the rest are counted, not listed).
 #[derive(Debug, Clone)]
 pub struct SearchFiles {
     workspace: Workspace,
     max_results: usize,
+    refuse_hard_links: bool,
 }
 
 impl SearchFiles {
@@ -82,7 +85,15 @@ impl SearchFiles {
         SearchFiles {
             workspace,
             max_results: 100,
+            refuse_hard_links: false,
         }
+    }
+
+    /// Skip files with more than one hard link (default: search them; see
+    /// [`crate::tools::builtin::ReadFile::refuse_hard_linked_reads`]).
+    pub fn refuse_hard_linked_reads(mut self, refuse: bool) -> Self {
+        self.refuse_hard_links = refuse;
+        self
     }
 
     /// Return `max_results` lines unless the input asks for fewer.
@@ -106,6 +117,10 @@ impl Tool for SearchFiles {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn timeout(&self) -> Option<std::time::Duration> {
+        Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
     }
 
     fn title(&self, input: Result<&SearchFilesInput, &Value>) -> String {
@@ -175,8 +190,13 @@ impl Tool for SearchFiles {
             .unwrap_or(self.max_results)
             .clamp(1, RESULTS_CEILING);
         let workspace = self.workspace.clone();
+        let refuse_hard_links = self.refuse_hard_links;
         blocking(Self::NAME, move || {
-            search(&workspace, root, &matcher, glob.as_ref(), max_results)
+            let limits = SearchLimits {
+                max_results,
+                refuse_hard_links,
+            };
+            search(&workspace, root, &matcher, glob.as_ref(), limits)
         })
         .await
     }
@@ -188,13 +208,29 @@ struct GlobFilter {
     matcher: GlobMatcher,
 }
 
+struct SearchLimits {
+    max_results: usize,
+    refuse_hard_links: bool,
+}
+
+/// The bytes `model_content` writes for one match: `path:line: text\n`.
+fn rendered_len(found: &SearchMatch) -> usize {
+    found.path.len() + found.line.len() + found.line_number.to_string().len() + 4
+}
+
 fn search(
     workspace: &Workspace,
     root: PathBuf,
     matcher: &grep_regex::RegexMatcher,
     glob: Option<&GlobFilter>,
-    max_results: usize,
+    limits: SearchLimits,
 ) -> SearchFilesOutput {
+    let SearchLimits {
+        max_results,
+        refuse_hard_links,
+    } = limits;
+    // Room for the listed matches, leaving some for the closing marker.
+    let mut room = MODEL_OUTPUT_BUDGET - 256;
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
@@ -227,6 +263,9 @@ fn search(
                 continue;
             }
         }
+        if refuse_hard_links && entry.metadata().is_ok_and(|meta| link_count(&meta) > 1) {
+            continue;
+        }
         output.files_searched += 1;
         let display = workspace.relative(path);
         // Unreadable files are skipped, like ripgrep does with a warning.
@@ -235,12 +274,20 @@ fn search(
             path,
             Lossy(|line_number, line| {
                 output.total_matches += 1;
-                if output.matches.len() < max_results {
-                    output.matches.push(SearchMatch {
+                if output.matches.len() < max_results && room > 0 {
+                    let found = SearchMatch {
                         path: display.clone(),
                         line_number,
                         line: truncate_line(line.trim_end_matches(['\n', '\r']), MAX_LINE_BYTES),
-                    });
+                    };
+                    match room.checked_sub(rendered_len(&found)) {
+                        Some(left) => {
+                            room = left;
+                            output.matches.push(found);
+                        }
+                        // Full: later matches are only counted.
+                        None => room = 0,
+                    }
                 }
                 Ok(true)
             }),

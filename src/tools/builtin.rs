@@ -124,8 +124,11 @@ pub struct BuiltinOptions {
     /// Let `write_file` and `edit_file` change agcore's own configuration and trust files
     /// (default: refused; see [`crate::tools::builtin::Workspace`]).
     pub allow_writing_agcore_config: bool,
-    /// Refuse to read files with more than one hard link (default: read them).
+    /// Refuse to read files with more than one hard link (default: read them; the write
+    /// tools always refuse them). See [`ReadFile::refuse_hard_linked_reads`].
     pub refuse_hard_linked_reads: bool,
+    /// How many `run_command` commands run at once (`None`: [`RunCommand::DEFAULT_MAX_CONCURRENT`]).
+    pub max_concurrent_commands: Option<usize>,
 }
 
 impl BuiltinOptions {
@@ -152,6 +155,12 @@ impl BuiltinOptions {
         self.refuse_hard_linked_reads = refuse;
         self
     }
+
+    /// Run at most `max` `run_command` commands at once.
+    pub fn max_concurrent_commands(mut self, max: usize) -> Self {
+        self.max_concurrent_commands = Some(max);
+        self
+    }
 }
 
 /// Every built-in tool, confined to `workspace`, configured by `options`.
@@ -159,12 +168,14 @@ pub fn builtin_tools_with(
     workspace: &Workspace,
     options: &BuiltinOptions,
 ) -> Vec<Arc<dyn BaseTool>> {
-    let run_command = options
-        .withheld_env
-        .iter()
-        .fold(RunCommand::new(workspace.clone()), |tool, name| {
-            tool.without_env(name.clone())
-        });
+    let run_command = options.withheld_env.iter().fold(
+        RunCommand::new(workspace.clone()).with_max_concurrent(
+            options
+                .max_concurrent_commands
+                .unwrap_or(RunCommand::DEFAULT_MAX_CONCURRENT),
+        ),
+        |tool, name| tool.without_env(name.clone()),
+    );
     let mut tools = read_only_tools_with(workspace, options);
     tools.extend([
         WriteFile::new(workspace.clone())
@@ -228,10 +239,9 @@ fn write_failure(tool: &str, path: &str, failure: file_write::WriteFailure) -> T
         WriteFailure::Directory => {
             ToolError::ExecutionFailed(tool.to_owned(), format!("'{path}' is a directory"))
         }
-        WriteFailure::NotRegular => ToolError::ExecutionFailed(
-            tool.to_owned(),
-            format!("'{path}' is not a regular file"),
-        ),
+        WriteFailure::NotRegular => {
+            ToolError::ExecutionFailed(tool.to_owned(), format!("'{path}' is not a regular file"))
+        }
         WriteFailure::HardLinked(links) => hard_linked(tool, path, links),
     }
 }

@@ -200,7 +200,12 @@ impl Tool for EditFile {
             let _guard = guard;
             let bytes = read_for_edit(&path).map_err(Failed::File)?;
             let text = String::from_utf8(bytes).map_err(|_| {
-                Failed::Edit(EditError::NotText { path: shown.clone() }.into_tool_error())
+                Failed::Edit(
+                    EditError::NotText {
+                        path: shown.clone(),
+                    }
+                    .into_tool_error(),
+                )
             })?;
             let (edited, replacements) = replace_exact(
                 &shown,

@@ -24,7 +24,9 @@ static LOCKS: LazyLock<Mutex<LockMap>> = LazyLock::new(|| Mutex::new(HashMap::ne
 /// when the tool call is dropped.
 pub(crate) async fn lock_path(path: &Path) -> OwnedMutexGuard<()> {
     let lock = {
-        let mut locks = LOCKS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut locks = LOCKS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         match locks.get(path).and_then(Weak::upgrade) {
             Some(lock) => lock,
             None => {

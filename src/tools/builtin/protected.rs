@@ -150,6 +150,9 @@ mod tests {
             .unwrap_err();
         let text = error.to_string();
         assert!(matches!(error, ToolError::PermissionDenied(..)));
-        assert!(text.contains("'agcore.toml' is agcore's own configuration"), "{text}");
+        assert!(
+            text.contains("'agcore.toml' is agcore's own configuration"),
+            "{text}"
+        );
     }
 }

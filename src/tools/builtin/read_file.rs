@@ -436,7 +436,11 @@ mod tests {
     #[test]
     fn prefixes_are_as_wide_as_model_content_writes_them() {
         for number in [1, 9, 10, 999_999, 1_000_000, 12_345_678] {
-            assert_eq!(prefix_len(number), format!("{number:>6}→").len(), "{number}");
+            assert_eq!(
+                prefix_len(number),
+                format!("{number:>6}→").len(),
+                "{number}"
+            );
         }
     }
 
@@ -445,15 +449,24 @@ mod tests {
         let text = format!("a\n{}\nb\n", "x".repeat(1000));
         let mut reader = std::io::Cursor::new(text.into_bytes());
         let mut budget = 100;
-        assert!(matches!(skip_line(&mut reader, &mut budget).unwrap(), Skipped::Line));
+        assert!(matches!(
+            skip_line(&mut reader, &mut budget).unwrap(),
+            Skipped::Line
+        ));
         assert!(matches!(
             skip_line(&mut reader, &mut budget).unwrap(),
             Skipped::OutOfBudget
         ));
         assert_eq!(budget, 0);
         let mut budget = 10_000;
-        assert!(matches!(skip_line(&mut reader, &mut budget).unwrap(), Skipped::Line));
-        assert!(matches!(skip_line(&mut reader, &mut budget).unwrap(), Skipped::Line));
+        assert!(matches!(
+            skip_line(&mut reader, &mut budget).unwrap(),
+            Skipped::Line
+        ));
+        assert!(matches!(
+            skip_line(&mut reader, &mut budget).unwrap(),
+            Skipped::Line
+        ));
         assert!(matches!(
             skip_line(&mut reader, &mut budget).unwrap(),
             Skipped::Eof { bytes: false }

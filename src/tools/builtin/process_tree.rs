@@ -217,21 +217,37 @@ mod tests {
     #[test]
     fn a_marked_orphan_is_killed() {
         let marker = new_marker();
-        // A marked process in its own session, not our child's group: found by its marker.
-        let mut child = std::process::Command::new("setsid")
-            .args(["sleep", "30"])
+        // A marked process in its own session, orphaned (re-parented to init): found only by
+        // its marker.
+        let output = std::process::Command::new("sh")
+            .args(["-c", "setsid sleep 30 >/dev/null 2>&1 & echo $!"])
             .env(MARKER_ENV, &marker)
-            .spawn()
+            .output()
             .unwrap();
-        let pid = i32::try_from(child.id()).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        let pid: u32 = String::from_utf8(output.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            })
+        };
+        assert!(alive(), "the orphan {pid} is not running");
         let tree = CommandTree {
             leader: i32::MAX,
             marker,
             pipes: Vec::new(),
         };
         tree.kill_all();
-        let status = child.wait().unwrap();
-        assert!(!status.success(), "pid {pid} was not killed: {status:?}");
+        for _ in 0..100 {
+            if !alive() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("the marked orphan {pid} survived");
     }
 }

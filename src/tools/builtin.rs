@@ -28,8 +28,25 @@
 //! the way in between is not caught; see [`Workspace`]). `run_command` runs in the root but is a
 //! shell: it is not confined, which is why Shell is denied by default.
 //!
-//! **Bounded output.** Every output is capped in lines and bytes; what is cut is replaced by a
-//! marker such as `[... 1234 more lines (56789 bytes) cut ...]` (see [`OutputLimits`]).
+//! **Hard links and agcore's own files.** A hard link in the workspace may name a file outside
+//! it: `write_file` and `edit_file` refuse files with more than one link, and the read tools
+//! read them unless [`BuiltinOptions::refuse_hard_linked_reads`] (reads are allowed by default:
+//! package stores such as pnpm's and local git clones hard-link legitimately, no built-in tool
+//! creates links, and with `fs.protected_hardlinks` a link's creator could read the file
+//! anyway). The write tools also refuse agcore's own configuration and trust files — any
+//! `agcore.toml`, anything under `.agcore/` or the user's agcore config and data directories,
+//! by any name the path goes by — unless [`BuiltinOptions::allow_writing_agcore_config`]: a
+//! model allowed to write must not configure the next agcore run. Writes go to a temporary file
+//! renamed over the target (permissions kept), one writer per file at a time.
+//!
+//! **Bounded work.** Each tool has its own timeout ([`FILE_TOOL_TIMEOUT`]; `run_command` its
+//! per-command timeout) and bounded work: `read_file` scans at most 256 MiB per call however
+//! large the file, `run_command` runs at most [`RunCommand::DEFAULT_MAX_CONCURRENT`] commands
+//! at once and kills every process a command started when it ends.
+//!
+//! **Bounded output.** Every output is capped in lines and bytes, below the tool loop's default
+//! cut ([`limits::MODEL_OUTPUT_BUDGET`]), so paging never loses lines; what is cut is replaced
+//! by a marker such as `[... 1234 more lines (56789 bytes) cut ...]` (see [`OutputLimits`]).
 //!
 //! ```
 //! use agcore::tools::builtin::{Workspace, builtin_tools};

@@ -514,9 +514,10 @@ pub(crate) fn truncate_for_model(content: String, limit: usize) -> String {
         "\n"
     };
     format!(
-        "{head}{newline}[... bytes {}-{} of {} ({lines} of this output) were removed here: the \
+        "{head}{newline}[... {} bytes cut here: bytes {}-{} of {} ({lines} of this output); the \
          output was longer than the tool output limit of {limit} bytes; re-run with narrower \
          arguments (e.g. an offset, a limit or a filter) to see them ...]\n{tail}",
+        removed.len(),
         head_end + 1,
         tail_start,
         content.len(),
@@ -590,7 +591,7 @@ mod tests {
         let content = format!("HEAD{}TAIL", "é".repeat(10_000));
         let cut = truncate_for_model(content.clone(), 1_000);
         assert!(cut.starts_with("HEAD") && cut.ends_with("TAIL"));
-        assert!(cut.contains("were removed here"));
+        assert!(cut.contains("bytes cut here"));
         assert!(cut.len() < 1_200);
         assert_eq!(truncate_for_model("short".into(), 1_000), "short");
     }

@@ -164,6 +164,28 @@ async fn a_symlink_named_agcore_toml_does_not_make_its_target_writable_through_i
 }
 
 #[tokio::test]
+async fn a_hard_link_to_agcore_toml_is_not_a_way_around() {
+    let fixture = Fixture::new();
+    fixture.write("agcore.toml", "[builtin]\n");
+    std::fs::hard_link(fixture.path("agcore.toml"), fixture.path("other.txt")).unwrap();
+    let registry = fixture.registry();
+    let result = call(
+        &registry,
+        "write_file",
+        json!({"path": "other.txt", "content": "[[mcp]]\n"}),
+    )
+    .await;
+    assert!(
+        matches!(&result, Err(ToolError::PermissionDenied(_, why)) if why.contains("hard links")),
+        "{result:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fixture.path("agcore.toml")).unwrap(),
+        "[builtin]\n"
+    );
+}
+
+#[tokio::test]
 async fn writing_agcore_config_can_be_allowed_explicitly() {
     let fixture = Fixture::new();
     let registry =

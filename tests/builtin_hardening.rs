@@ -14,7 +14,9 @@ use std::time::Duration;
 use agcore::llm::config::DEFAULT_TOOL_OUTPUT_LIMIT;
 use agcore::llm::testing::{ScriptedModel, ScriptedReply};
 use agcore::llm::{CycleConfig, LlmCycle, OpenaiChatMessage, ToolCall};
-use agcore::tools::builtin::{BuiltinOptions, RunCommand, Workspace, builtin_tools_with};
+use agcore::tools::builtin::{
+    BuiltinOptions, RunCommand, SearchFiles, Workspace, builtin_tools_with,
+};
 use agcore::tools::{Tool, ToolError, ToolRegistry};
 use serde_json::{Value, json};
 
@@ -524,6 +526,38 @@ async fn run_command_caps_how_many_commands_run_at_once() {
         max <= RunCommand::DEFAULT_MAX_CONCURRENT,
         "{max} commands ran at once"
     );
+}
+
+#[tokio::test]
+async fn search_files_stops_at_its_time_limit_with_what_it_found() {
+    let fixture = Fixture::new();
+    for i in 0..20 {
+        fixture.write(&format!("f{i}.txt"), "needle\n");
+    }
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(
+            SearchFiles::new(fixture.workspace.clone())
+                .with_time_limit(Duration::ZERO)
+                .erase(),
+        )
+        .unwrap();
+    let output = call(&registry, "search_files", json!({"pattern": "needle"}))
+        .await
+        .unwrap();
+    assert_eq!(output["stopped_early"], true, "{output}");
+    let text = registry.get("search_files").unwrap().model_content(&output);
+    assert!(text.contains("time limit"), "{text}");
+    // Without a limit hit, the field is not even there.
+    let full = call(
+        &fixture.registry(),
+        "search_files",
+        json!({"pattern": "needle"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(full["total_matches"], 20);
+    assert!(full.get("stopped_early").is_none(), "{full}");
 }
 
 #[test]

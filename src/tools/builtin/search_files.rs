@@ -68,6 +68,9 @@ pub struct SearchFilesOutput {
     pub total_matches: usize,
     /// How many files were searched.
     pub files_searched: usize,
+    /// Whether the search stopped at its time limit before the whole tree was searched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_early: bool,
 }
 
 /// The `search_files` tool. Default: 100 results per call, at most 1,000, and no more than
@@ -77,7 +80,11 @@ pub struct SearchFiles {
     workspace: Workspace,
     max_results: usize,
     refuse_hard_links: bool,
+    time_limit: std::time::Duration,
 }
+
+/// How long one search walks the tree before it answers with what it found.
+const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl SearchFiles {
     /// Search in `workspace`.
@@ -86,7 +93,15 @@ impl SearchFiles {
             workspace,
             max_results: 100,
             refuse_hard_links: false,
+            time_limit: DEFAULT_TIME_LIMIT,
         }
+    }
+
+    /// Stop walking after `limit` and answer with what was found (default: 30 s, below the
+    /// tool's own timeout, so a huge tree gives partial results rather than a timeout).
+    pub fn with_time_limit(mut self, limit: std::time::Duration) -> Self {
+        self.time_limit = limit;
+        self
     }
 
     /// Skip files with more than one hard link (default: search them; see
@@ -143,8 +158,18 @@ impl Tool for SearchFiles {
     }
 
     fn model_content(output: &SearchFilesOutput) -> String {
+        let stopped = if output.stopped_early {
+            "[... the search stopped at its time limit; narrow the path or glob to search the rest ...]\n"
+        } else {
+            ""
+        };
         if output.matches.is_empty() {
-            return format!("No matches ({} files searched).", output.files_searched);
+            return format!(
+                "No matches ({} files searched).\n{stopped}",
+                output.files_searched
+            )
+            .trim_end()
+            .to_owned();
         }
         let mut text = String::new();
         for found in &output.matches {
@@ -159,6 +184,7 @@ impl Tool for SearchFiles {
                 "[... {cut} more matches cut; narrow the pattern, path or glob ...]\n"
             ));
         }
+        text.push_str(stopped);
         text
     }
 
@@ -191,10 +217,12 @@ impl Tool for SearchFiles {
             .clamp(1, RESULTS_CEILING);
         let workspace = self.workspace.clone();
         let refuse_hard_links = self.refuse_hard_links;
+        let deadline = std::time::Instant::now() + self.time_limit;
         blocking(Self::NAME, move || {
             let limits = SearchLimits {
                 max_results,
                 refuse_hard_links,
+                deadline,
             };
             search(&workspace, root, &matcher, glob.as_ref(), limits)
         })
@@ -211,6 +239,7 @@ struct GlobFilter {
 struct SearchLimits {
     max_results: usize,
     refuse_hard_links: bool,
+    deadline: std::time::Instant,
 }
 
 /// The bytes `model_content` writes for one match: `path:line: text\n`.
@@ -228,6 +257,7 @@ fn search(
     let SearchLimits {
         max_results,
         refuse_hard_links,
+        deadline,
     } = limits;
     // Room for the listed matches, leaving some for the closing marker.
     let mut room = MODEL_OUTPUT_BUDGET - 256;
@@ -247,8 +277,13 @@ fn search(
         matches: Vec::new(),
         total_matches: 0,
         files_searched: 0,
+        stopped_early: false,
     };
     for entry in walker.flatten() {
+        if std::time::Instant::now() >= deadline {
+            output.stopped_early = true;
+            break;
+        }
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }

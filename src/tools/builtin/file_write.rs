@@ -76,6 +76,11 @@ fn existing(path: &Path) -> Result<Option<Metadata>, WriteFailure> {
         // A symlink here was swapped in after the path was resolved: never write through it.
         Ok(meta) if !meta.is_file() => Err(WriteFailure::NotRegular),
         Ok(meta) if link_count(&meta) > 1 => Err(WriteFailure::HardLinked(link_count(&meta))),
+        // Renaming over a read-only file would succeed where writing it would not: refuse.
+        Ok(meta) if meta.permissions().readonly() => Err(WriteFailure::Io(
+            "write",
+            io::Error::new(io::ErrorKind::PermissionDenied, "the file is read-only"),
+        )),
         Ok(meta) => Ok(Some(meta)),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(WriteFailure::Io("inspect", error)),
@@ -156,6 +161,17 @@ mod tests {
             replace_file(&target, b"x"),
             Err(WriteFailure::Directory)
         ));
+        let readonly = dir.path().join("ro");
+        std::fs::write(&readonly, "keep").unwrap();
+        let mut permissions = std::fs::metadata(&readonly).unwrap().permissions();
+        permissions.set_readonly(true);
+        std::fs::set_permissions(&readonly, permissions).unwrap();
+        assert!(matches!(
+            replace_file(&readonly, b"x"),
+            Err(WriteFailure::Io(..))
+        ));
+        assert_eq!(std::fs::read_to_string(&readonly).unwrap(), "keep");
+        std::fs::remove_file(&readonly).unwrap();
         let created = replace_file(&dir.path().join("f"), b"x").unwrap();
         assert!(created);
         assert!(!replace_file(&dir.path().join("f"), b"y").unwrap());

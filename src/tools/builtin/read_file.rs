@@ -445,6 +445,38 @@ mod tests {
     }
 
     #[test]
+    fn paging_with_small_caps_returns_the_whole_file_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        // Lines of 1..40 bytes, the last without a newline.
+        let mut text: String = (0..500)
+            .map(|i| format!("{}\n", "x".repeat(i % 40)))
+            .collect();
+        text.push_str("end");
+        std::fs::write(&path, &text).unwrap();
+        for (limit, max_bytes) in [(1, 1000), (7, 1000), (2000, 100), (3, 60)] {
+            let mut seen = String::new();
+            let mut offset = 1;
+            loop {
+                let window = read_window(path.clone(), offset, limit, max_bytes, false)
+                    .unwrap_or_else(|_| panic!("offset {offset}"));
+                assert_eq!(window.total_lines, 501, "({limit}, {max_bytes})");
+                assert!(window.size_if_uncounted.is_none());
+                seen.push_str(&window.content);
+                offset += window.lines;
+                if !window.more {
+                    break;
+                }
+            }
+            assert_eq!(seen, text, "({limit}, {max_bytes})");
+            assert!(matches!(
+                read_window(path.clone(), 502, limit, max_bytes, false),
+                Err(ReadFailure::PastEnd { lines: 501 })
+            ));
+        }
+    }
+
+    #[test]
     fn skipping_is_bounded_by_the_budget() {
         let text = format!("a\n{}\nb\n", "x".repeat(1000));
         let mut reader = std::io::Cursor::new(text.into_bytes());

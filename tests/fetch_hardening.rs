@@ -317,3 +317,23 @@ async fn ipv6_forms_embedding_a_private_ipv4_are_blocked_with_the_rule() {
         assert!(why.contains(expected), "{url}: {why}");
     }
 }
+
+#[tokio::test]
+async fn a_long_page_fits_the_loop_limit_so_the_loop_never_cuts_its_middle() {
+    // Short lines with quotes: JSON escaping makes the model's text longer than the page text.
+    let lines: String = (0..20_000)
+        .map(|i| format!("<p>line {i} says \"hi\"</p>\n"))
+        .collect();
+    let server = serving_html(format!("<html><body>{lines}</body></html>")).await;
+    let output = fetch(&local(), format!("{}/page", server.uri()))
+        .await
+        .unwrap();
+    assert!(output.truncated);
+    let for_model = <FetchUrl as Tool>::model_content(&output);
+    assert!(
+        for_model.len() <= agcore::llm::config::DEFAULT_TOOL_OUTPUT_LIMIT,
+        "{} bytes for the model",
+        for_model.len()
+    );
+    assert!(output.content.contains("line 0 says"), "the head is kept");
+}

@@ -19,6 +19,13 @@ use crate::secrets::Secrets;
 /// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
+/// The timeout of a tool call whose tool sets none of its own (MCP tools; the built-in tools
+/// have their own, `run_command` its per-command timeout).
+pub const TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// How many calls of one turn run at once.
+pub const TOOL_CONCURRENCY: usize = 8;
+
 pub use crate::layers::Loaded;
 
 /// The config by the trust rule of [`crate::layers`]: the user's file, then `--config` or —
@@ -168,7 +175,12 @@ pub async fn build_registry(
     }
     tools.flags.extend(tool_args.flags.iter().cloned());
     let approver = approver_for(tool_args.yes);
-    let mut registry = tools.apply(ToolRegistry::new())?.with_approver(approver);
+    // Bounded by default: a tool without a timeout of its own gets TOOL_TIMEOUT, and one turn's
+    // calls run at most TOOL_CONCURRENCY at a time (run_command caps its processes itself too).
+    let registry = ToolRegistry::new()
+        .with_default_timeout(TOOL_TIMEOUT)
+        .with_concurrency_limit(TOOL_CONCURRENCY);
+    let mut registry = tools.apply(registry)?.with_approver(approver);
 
     let named = |set: &str| tool_args.tools.iter().any(|t| t == set);
     if named("none") {

@@ -549,21 +549,65 @@ fn completed_event(invocation: ToolInvocation, content: &str) -> StreamEvent {
     }
 }
 
-/// Cut `content` to about `limit` bytes for the model: head and tail kept, with a marker in
-/// between saying how much was cut.
+/// Cut `content` to about `limit` bytes for the model: its beginning (half the limit) and its
+/// end (a quarter), cut at line boundaries when lines are short, with a marker in between
+/// saying exactly what was removed — the byte and line range — and how to see it.
 pub(crate) fn truncate_for_model(content: String, limit: usize) -> String {
     if content.len() <= limit {
         return content;
     }
-    let keep_head = floor_char_boundary(&content, limit / 2);
-    let tail_start = ceil_char_boundary(&content, content.len() - limit / 4);
-    let cut = tail_start - keep_head;
+    let head_end = line_start_before(&content, floor_char_boundary(&content, limit / 2));
+    let tail_start = line_start_after(
+        &content,
+        ceil_char_boundary(&content, content.len() - limit / 4),
+    );
+    let (head, removed, tail) = (
+        &content[..head_end],
+        &content[head_end..tail_start],
+        &content[tail_start..],
+    );
+    let first_line = head.matches('\n').count() + 1;
+    let last_line =
+        first_line + removed.matches('\n').count() - usize::from(removed.ends_with('\n'));
+    let lines = if first_line == last_line {
+        format!("line {first_line}")
+    } else {
+        format!("lines {first_line}-{last_line}")
+    };
+    let newline = if head.is_empty() || head.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
     format!(
-        "{}\n[... {cut} of {} bytes cut here; the output was too long ...]\n{}",
-        &content[..keep_head],
+        "{head}{newline}[... {} bytes cut here: bytes {}-{} of {} ({lines} of this output); the \
+         output was longer than the tool output limit of {limit} bytes; re-run with narrower \
+         arguments (e.g. an offset, a limit or a filter) to see them ...]\n{tail}",
+        removed.len(),
+        head_end + 1,
+        tail_start,
         content.len(),
-        &content[tail_start..]
     )
+}
+
+/// `index` moved back to the start of its line, unless that loses more than half the text
+/// before it (then `index`, a char boundary, as it is).
+fn line_start_before(text: &str, index: usize) -> usize {
+    match text[..index].rfind('\n') {
+        Some(newline) if newline + 1 >= index / 2 => newline + 1,
+        _ => index,
+    }
+}
+
+/// `index` moved forward to the start of the next line, unless that loses more than half the
+/// text after it (then `index`, a char boundary, as it is).
+fn line_start_after(text: &str, index: usize) -> usize {
+    let after = text.len() - index;
+    match text[index..].find('\n') {
+        _ if index == 0 || text.as_bytes()[index - 1] == b'\n' => index,
+        Some(newline) if newline < after / 2 => index + newline + 1,
+        _ => index,
+    }
 }
 
 fn floor_char_boundary(text: &str, mut index: usize) -> usize {
@@ -633,6 +677,39 @@ mod tests {
         assert!(cut.contains("bytes cut here"));
         assert!(cut.len() < 1_200);
         assert_eq!(truncate_for_model("short".into(), 1_000), "short");
+    }
+
+    #[test]
+    fn the_cut_marker_says_exactly_which_bytes_and_lines_were_removed() {
+        let content: String = (1..=1000).map(|i| format!("line {i:04}\n")).collect();
+        // Each line is 10 bytes: line N spans bytes (N-1)*10 .. N*10.
+        let cut = truncate_for_model(content.clone(), 1_000);
+        let (head, rest) = cut.split_once("[... ").unwrap();
+        let (marker, tail) = rest.split_once(" ...]\n").unwrap();
+        assert!(
+            content.starts_with(head) && content.ends_with(tail),
+            "{cut}"
+        );
+        let removed_from = head.len() + 1;
+        let removed_to = content.len() - tail.len();
+        let first_line = head.matches('\n').count() + 1;
+        let last_line = content[..removed_to].matches('\n').count();
+        assert!(
+            marker.contains(&format!(
+                "bytes {removed_from}-{removed_to} of {}",
+                content.len()
+            )),
+            "{marker}"
+        );
+        assert!(
+            marker.contains(&format!("lines {first_line}-{last_line}")),
+            "{marker}"
+        );
+        assert!(marker.contains("narrower arguments"), "{marker}");
+        // The head ends and the tail starts on whole lines when lines are short.
+        assert!(head.ends_with("line 0050\n"), "{head}");
+        assert!(tail.starts_with("line "), "{tail}");
+        assert!(cut.len() <= 1_000 + 200, "{}", cut.len());
     }
 
     #[test]

@@ -28,8 +28,25 @@
 //! the way in between is not caught; see [`Workspace`]). `run_command` runs in the root but is a
 //! shell: it is not confined, which is why Shell is denied by default.
 //!
-//! **Bounded output.** Every output is capped in lines and bytes; what is cut is replaced by a
-//! marker such as `[... 1234 more lines (56789 bytes) cut ...]` (see [`OutputLimits`]).
+//! **Hard links and agcore's own files.** A hard link in the workspace may name a file outside
+//! it: `write_file` and `edit_file` refuse files with more than one link, and the read tools
+//! read them unless [`BuiltinOptions::refuse_hard_linked_reads`] (reads are allowed by default:
+//! package stores such as pnpm's and local git clones hard-link legitimately, no built-in tool
+//! creates links, and with `fs.protected_hardlinks` a link's creator could read the file
+//! anyway). The write tools also refuse agcore's own configuration and trust files — any
+//! `agcore.toml`, anything under `.agcore/` or the user's agcore config and data directories,
+//! by any name the path goes by — unless [`BuiltinOptions::allow_writing_agcore_config`]: a
+//! model allowed to write must not configure the next agcore run. Writes go to a temporary file
+//! renamed over the target (permissions kept), one writer per file at a time.
+//!
+//! **Bounded work.** Each tool has its own timeout ([`FILE_TOOL_TIMEOUT`]; `run_command` its
+//! per-command timeout) and bounded work: `read_file` scans at most 256 MiB per call however
+//! large the file, `run_command` runs at most [`RunCommand::DEFAULT_MAX_CONCURRENT`] commands
+//! at once and kills every process a command started when it ends.
+//!
+//! **Bounded output.** Every output is capped in lines and bytes, below the tool loop's default
+//! cut ([`limits::MODEL_OUTPUT_BUDGET`]), so paging never loses lines; what is cut is replaced
+//! by a marker such as `[... 1234 more lines (56789 bytes) cut ...]` (see [`OutputLimits`]).
 //!
 //! ```
 //! use agcore::tools::builtin::{Workspace, builtin_tools};
@@ -44,8 +61,6 @@
 //! # Ok(()) }
 //! ```
 
-use std::io::{Read, Write};
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -56,9 +71,12 @@ use crate::tools::typed::Tool;
 
 mod edit_file;
 mod fetch_url;
+mod file_write;
 pub mod limits;
 mod list_directory;
 mod net_guard;
+mod process_tree;
+mod protected;
 mod read_file;
 mod run_command;
 mod search_files;
@@ -76,6 +94,10 @@ pub use run_command::{RunCommand, RunCommandInput, RunCommandOutput};
 pub use search_files::{SearchFiles, SearchFilesInput, SearchFilesOutput, SearchMatch};
 pub use workspace::{PathError, Workspace};
 pub use write_file::{WriteFile, WriteFileInput, WriteFileOutput};
+
+/// The timeout of one call of a file tool (`read_file`, `list_directory`, `search_files`,
+/// `write_file`, `edit_file`); their work is bounded besides, so this is a backstop.
+pub const FILE_TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The names of all built-in tools, in the order [`builtin_tools`] returns them.
 pub const BUILTIN_TOOL_NAMES: [&str; 7] = [
@@ -116,6 +138,14 @@ pub struct BuiltinOptions {
     /// Let `fetch_url` reach loopback, private and link-local addresses (default: refused; see
     /// [`FetchUrl::allow_private_network`]).
     pub allow_private_network: bool,
+    /// Let `write_file` and `edit_file` change agcore's own configuration and trust files
+    /// (default: refused; see [`crate::tools::builtin::Workspace`]).
+    pub allow_writing_agcore_config: bool,
+    /// Refuse to read files with more than one hard link (default: read them; the write
+    /// tools always refuse them). See [`ReadFile::refuse_hard_linked_reads`].
+    pub refuse_hard_linked_reads: bool,
+    /// How many `run_command` commands run at once (`None`: [`RunCommand::DEFAULT_MAX_CONCURRENT`]).
+    pub max_concurrent_commands: Option<usize>,
 }
 
 impl BuiltinOptions {
@@ -130,6 +160,24 @@ impl BuiltinOptions {
         self.allow_private_network = allow;
         self
     }
+
+    /// Let the write tools change agcore's own configuration and trust files.
+    pub fn allow_writing_agcore_config(mut self, allow: bool) -> Self {
+        self.allow_writing_agcore_config = allow;
+        self
+    }
+
+    /// Refuse to read files with more than one hard link.
+    pub fn refuse_hard_linked_reads(mut self, refuse: bool) -> Self {
+        self.refuse_hard_linked_reads = refuse;
+        self
+    }
+
+    /// Run at most `max` `run_command` commands at once.
+    pub fn max_concurrent_commands(mut self, max: usize) -> Self {
+        self.max_concurrent_commands = Some(max);
+        self
+    }
 }
 
 /// Every built-in tool, confined to `workspace`, configured by `options`.
@@ -137,16 +185,22 @@ pub fn builtin_tools_with(
     workspace: &Workspace,
     options: &BuiltinOptions,
 ) -> Vec<Arc<dyn BaseTool>> {
-    let run_command = options
-        .withheld_env
-        .iter()
-        .fold(RunCommand::new(workspace.clone()), |tool, name| {
-            tool.without_env(name.clone())
-        });
-    let mut tools = read_only_tools(workspace);
+    let run_command = options.withheld_env.iter().fold(
+        RunCommand::new(workspace.clone()).with_max_concurrent(
+            options
+                .max_concurrent_commands
+                .unwrap_or(RunCommand::DEFAULT_MAX_CONCURRENT),
+        ),
+        |tool, name| tool.without_env(name.clone()),
+    );
+    let mut tools = read_only_tools_with(workspace, options);
     tools.extend([
-        WriteFile::new(workspace.clone()).erase(),
-        EditFile::new(workspace.clone()).erase(),
+        WriteFile::new(workspace.clone())
+            .allow_writing_agcore_config(options.allow_writing_agcore_config)
+            .erase(),
+        EditFile::new(workspace.clone())
+            .allow_writing_agcore_config(options.allow_writing_agcore_config)
+            .erase(),
         run_command.erase(),
         FetchUrl::new()
             .allow_private_network(options.allow_private_network)
@@ -157,31 +211,67 @@ pub fn builtin_tools_with(
 
 /// The tools that only read the workspace: `read_file`, `list_directory`, `search_files`.
 pub fn read_only_tools(workspace: &Workspace) -> Vec<Arc<dyn BaseTool>> {
+    read_only_tools_with(workspace, &BuiltinOptions::default())
+}
+
+fn read_only_tools_with(workspace: &Workspace, options: &BuiltinOptions) -> Vec<Arc<dyn BaseTool>> {
     vec![
-        ReadFile::new(workspace.clone()).erase(),
+        ReadFile::new(workspace.clone())
+            .refuse_hard_linked_reads(options.refuse_hard_linked_reads)
+            .erase(),
         ListDirectory::new(workspace.clone()).erase(),
-        SearchFiles::new(workspace.clone()).erase(),
+        SearchFiles::new(workspace.clone())
+            .refuse_hard_linked_reads(options.refuse_hard_linked_reads)
+            .erase(),
     ]
 }
 
-/// The content of the regular file at `path` (resolved by [`Workspace::resolve`]), read with
-/// [`workspace::open_resolved`]; `Ok(None)` when it is not a regular file.
-fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let mut file = workspace::open_resolved(path, std::fs::OpenOptions::new().read(true))?;
-    if !file.metadata()?.is_file() {
-        return Ok(None);
+/// Resolve `requested` for a write by `tool`: inside the workspace, and — unless `protected`
+/// is `None` — not agcore's own configuration under any name the path goes by.
+fn resolve_writable(
+    workspace: &Workspace,
+    protected: Option<&protected::ProtectedPaths>,
+    tool: &str,
+    requested: &str,
+) -> Result<std::path::PathBuf, ToolError> {
+    let (path, followed) = workspace
+        .resolve_traced(requested)
+        .map_err(|error| error.into_tool_error(tool))?;
+    if let Some(protected) = protected {
+        let display = workspace.relative(&path);
+        let lexical = workspace.root().join(requested);
+        let names = [lexical.as_path(), path.as_path()]
+            .into_iter()
+            .chain(followed.iter().map(|link| link.as_path()));
+        protected.check(tool, &display, names)?;
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(Some(bytes))
+    Ok(path)
 }
 
-/// Create or replace the file at `path` (resolved by [`Workspace::resolve`]) with `bytes`,
-/// opened with [`workspace::open_resolved`].
-fn write_resolved(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    workspace::open_resolved(path, &mut options)?.write_all(bytes)
+/// A failed read or replace of `path` (workspace-relative), phrased for the model.
+fn write_failure(tool: &str, path: &str, failure: file_write::WriteFailure) -> ToolError {
+    use file_write::WriteFailure;
+    match failure {
+        WriteFailure::Io(action, error) => io_failure(tool, action, path, error),
+        WriteFailure::Directory => {
+            ToolError::ExecutionFailed(tool.to_owned(), format!("'{path}' is a directory"))
+        }
+        WriteFailure::NotRegular => {
+            ToolError::ExecutionFailed(tool.to_owned(), format!("'{path}' is not a regular file"))
+        }
+        WriteFailure::HardLinked(links) => hard_linked(tool, path, links),
+    }
+}
+
+/// The refusal of a file with `links` hard links.
+fn hard_linked(tool: &str, path: &str, links: u64) -> ToolError {
+    ToolError::PermissionDenied(
+        tool.to_owned(),
+        format!(
+            "a file with a single name, but '{path}' has {links} hard links: another name, \
+             possibly outside the workspace, shares its content"
+        ),
+    )
 }
 
 /// Run blocking file-system work off the async threads.

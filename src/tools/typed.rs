@@ -104,6 +104,12 @@ pub trait Tool: Send + Sync + Sized + 'static {
             .unwrap_or_default()
     }
 
+    /// A timeout for one call, overriding the registry's default (see
+    /// [`BaseTool::timeout`]); `None` (the default) leaves it to the registry.
+    fn timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Where the tool comes from (built-in tools say [`ToolSource::Builtin`]).
     fn source() -> ToolSource {
         ToolSource::Local
@@ -239,6 +245,10 @@ impl<T: Tool> BaseTool for TypedTool<T> {
 
     fn allow_in_restricted_mode(&self) -> bool {
         T::allow_in_restricted_mode()
+    }
+
+    fn timeout(&self) -> Option<std::time::Duration> {
+        self.tool.timeout()
     }
 }
 

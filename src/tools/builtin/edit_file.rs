@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::base::ToolSource;
+use crate::tools::builtin::file_write::{lock_path, read_for_edit, replace_file};
+use crate::tools::builtin::protected::ProtectedPaths;
 use crate::tools::builtin::workspace::Workspace;
-use crate::tools::builtin::{blocking, io_failure, path_of, read_regular, write_resolved};
+use crate::tools::builtin::{blocking, path_of, resolve_writable, write_failure};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
@@ -114,17 +116,37 @@ pub fn replace_exact(
     }
 }
 
-/// The `edit_file` tool.
+/// The `edit_file` tool. Like [`crate::tools::builtin::WriteFile`], it refuses agcore's own
+/// configuration and multiply-linked files, and replaces the file atomically; edits of one file
+/// are serialised (read, replace and write happen under the file's lock), so parallel edits
+/// each apply or fail, none is lost.
 #[derive(Debug, Clone)]
 pub struct EditFile {
     workspace: Workspace,
+    protected: Option<ProtectedPaths>,
 }
 
 impl EditFile {
     /// Edit files in `workspace`.
     pub fn new(workspace: Workspace) -> Self {
-        EditFile { workspace }
+        EditFile {
+            workspace,
+            protected: Some(ProtectedPaths::from_env()),
+        }
     }
+
+    /// Let the tool edit agcore's own configuration and trust files (default: refused; see
+    /// [`crate::tools::builtin::WriteFile::allow_writing_agcore_config`]).
+    pub fn allow_writing_agcore_config(mut self, allow: bool) -> Self {
+        self.protected = (!allow).then(ProtectedPaths::from_env);
+        self
+    }
+}
+
+/// Why an edit did not happen: the file, or the arguments.
+enum Failed {
+    File(crate::tools::builtin::file_write::WriteFailure),
+    Edit(ToolError),
 }
 
 impl Tool for EditFile {
@@ -138,6 +160,10 @@ impl Tool for EditFile {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn timeout(&self) -> Option<std::time::Duration> {
+        Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
     }
 
     fn title(&self, input: Result<&EditFileInput, &Value>) -> String {
@@ -160,35 +186,43 @@ impl Tool for EditFile {
     }
 
     async fn run(&self, input: EditFileInput) -> Result<EditFileOutput, ToolError> {
-        let path = self.workspace.resolve_for(Self::NAME, &input.path)?;
+        let path = resolve_writable(
+            &self.workspace,
+            self.protected.as_ref(),
+            Self::NAME,
+            &input.path,
+        )?;
         let display = self.workspace.relative(&path);
-        let read_path = path.clone();
-        let bytes = blocking(Self::NAME, move || read_regular(&read_path))
-            .await?
-            .map_err(|error| io_failure(Self::NAME, "read", &display, error))?
-            .ok_or_else(|| {
-                ToolError::ExecutionFailed(
-                    Self::NAME.to_owned(),
-                    format!("'{display}' is not a regular file"),
+        let shown = display.clone();
+        // Read, replace and write under the file's lock: a parallel edit waits for this one.
+        let guard = lock_path(&path).await;
+        let replacements = blocking(Self::NAME, move || {
+            let _guard = guard;
+            let bytes = read_for_edit(&path).map_err(Failed::File)?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                Failed::Edit(
+                    EditError::NotText {
+                        path: shown.clone(),
+                    }
+                    .into_tool_error(),
                 )
             })?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            EditError::NotText {
-                path: display.clone(),
-            }
-            .into_tool_error()
+            let (edited, replacements) = replace_exact(
+                &shown,
+                &text,
+                &input.old_string,
+                &input.new_string,
+                input.replace_all,
+            )
+            .map_err(|error| Failed::Edit(error.into_tool_error()))?;
+            replace_file(&path, edited.as_bytes()).map_err(Failed::File)?;
+            Ok(replacements)
+        })
+        .await?
+        .map_err(|failed| match failed {
+            Failed::File(failure) => write_failure(Self::NAME, &display, failure),
+            Failed::Edit(error) => error,
         })?;
-        let (edited, replacements) = replace_exact(
-            &display,
-            &text,
-            &input.old_string,
-            &input.new_string,
-            input.replace_all,
-        )
-        .map_err(EditError::into_tool_error)?;
-        blocking(Self::NAME, move || write_resolved(&path, edited.as_bytes()))
-            .await?
-            .map_err(|error| io_failure(Self::NAME, "write", &display, error))?;
         Ok(EditFileOutput {
             path: display,
             replacements,

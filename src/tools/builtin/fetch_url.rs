@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::base::ToolSource;
-use crate::tools::builtin::limits::{OutputLimits, truncate_head};
+use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_head};
 use crate::tools::builtin::net_guard::{self, GuardedResolver, PrivateAddress};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -50,8 +50,8 @@ pub struct FetchUrlOutput {
 /// The most redirects followed.
 const MAX_REDIRECTS: usize = 5;
 
-/// The `fetch_url` tool. Defaults: 30 s timeout, 2 MiB download, 2,000 lines and 100 KiB of
-/// text, at most 5 redirects. It runs under the Network permission and is hidden in restricted
+/// The `fetch_url` tool. Defaults: 30 s timeout, 2 MiB download, 2,000 lines and 26 KiB of
+/// text (below the loop's tool-output limit), at most 5 redirects. It runs under the Network permission and is hidden in restricted
 /// mode.
 ///
 /// **The timeout covers the whole call**: connecting, downloading and converting HTML to text.
@@ -108,7 +108,9 @@ impl FetchUrl {
         FetchUrl {
             timeout: Duration::from_secs(30),
             max_download: 2 * 1024 * 1024,
-            limits: OutputLimits::new(2000, 100 * 1024),
+            // Below the loop's tool-output limit (with room for the JSON fields and escaping), so the
+            // loop never cuts a page's middle: the model is told where the text was cut instead.
+            limits: OutputLimits::new(2000, MODEL_OUTPUT_BUDGET - 4 * 1024),
             allow_private_network: false,
             #[cfg(test)]
             public_port: None,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::base::ToolSource;
+use crate::tools::builtin::limits::MODEL_OUTPUT_BUDGET;
 use crate::tools::builtin::workspace::Workspace;
 use crate::tools::builtin::{blocking, io_failure, path_of};
 use crate::tools::error::ToolError;
@@ -59,7 +60,8 @@ pub struct ListDirectoryOutput {
     pub cut_entries: usize,
 }
 
-/// The `list_directory` tool. Default cap: 1,000 entries.
+/// The `list_directory` tool. Default cap: 1,000 entries, and no more than
+/// [`MODEL_OUTPUT_BUDGET`] bytes of them for the model.
 #[derive(Debug, Clone)]
 pub struct ListDirectory {
     workspace: Workspace,
@@ -93,6 +95,10 @@ impl Tool for ListDirectory {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn timeout(&self) -> Option<std::time::Duration> {
+        Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
     }
 
     fn title(&self, input: Result<&ListDirectoryInput, &Value>) -> String {
@@ -136,13 +142,34 @@ impl Tool for ListDirectory {
             (a.kind != EntryKind::Directory, &a.name)
                 .cmp(&(b.kind != EntryKind::Directory, &b.name))
         });
-        let cut_entries = entries.len().saturating_sub(self.max_entries);
-        entries.truncate(self.max_entries);
+        // Within the entry cap and the model's byte budget (names can be 255 bytes long).
+        let mut room = MODEL_OUTPUT_BUDGET - 256;
+        let fit = entries
+            .iter()
+            .take(self.max_entries)
+            .take_while(|entry| match room.checked_sub(rendered_len(entry)) {
+                Some(left) => {
+                    room = left;
+                    true
+                }
+                None => false,
+            })
+            .count();
+        let cut_entries = entries.len() - fit;
+        entries.truncate(fit);
         Ok(ListDirectoryOutput {
             path: display,
             entries,
             cut_entries,
         })
+    }
+}
+
+/// The bytes `model_content` writes for `entry`.
+fn rendered_len(entry: &DirectoryEntry) -> usize {
+    match (entry.kind, entry.size) {
+        (_, Some(size)) => entry.name.len() + size.to_string().len() + 10,
+        _ => entry.name.len() + 2,
     }
 }
 

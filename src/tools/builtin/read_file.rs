@@ -8,15 +8,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::base::ToolSource;
-use crate::tools::builtin::limits::OutputLimits;
+use crate::tools::builtin::file_write::link_count;
+use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits};
 use crate::tools::builtin::workspace::{Workspace, open_resolved};
-use crate::tools::builtin::{blocking, io_failure, path_of};
+use crate::tools::builtin::{blocking, hard_linked, io_failure, path_of};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
 
 /// How many bytes at the start of a file are checked for NUL bytes (binary detection).
 const BINARY_PROBE: usize = 8 * 1024;
+/// The most bytes one call scans to reach `offset`: work stays bounded on huge files (a
+/// 20 GiB sparse file is one 20 GiB line of NULs past its text).
+const SKIP_BUDGET: u64 = 256 * 1024 * 1024;
+/// The most bytes one call scans after its window to count the lines left.
+const COUNT_BUDGET: u64 = 16 * 1024 * 1024;
 
 /// Read a text file in the workspace. Returns its lines prefixed with their line numbers
 /// (`   12→text`). Long files are cut with a marker saying how many lines are left; read on
@@ -44,17 +50,27 @@ pub struct ReadFileOutput {
     pub start_line: usize,
     /// How many lines were returned.
     pub lines: usize,
-    /// How many lines the file has.
+    /// How many lines the file has. When the rest of the file was too large to count in one
+    /// call (`size_bytes` is set), only the lines up to the returned ones and those counted
+    /// after them.
     pub total_lines: usize,
     /// Whether lines after the returned ones exist (cut by `limit` or the byte cap).
     pub truncated: bool,
+    /// The file's size in bytes, set when its lines were not all counted (a huge file):
+    /// `total_lines` is then a lower bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
 }
 
-/// The `read_file` tool. Default caps: 2,000 lines and 128 KiB per call.
+/// The `read_file` tool. Default caps: 2,000 lines and [`MODEL_OUTPUT_BUDGET`] bytes of what
+/// the model reads (line-number prefixes included), so the tool loop never cuts a page and
+/// paging with `offset` sees every line. One call scans at most 256 MiB to reach `offset` and
+/// 16 MiB after its window to count the lines left, however large the file.
 #[derive(Debug, Clone)]
 pub struct ReadFile {
     workspace: Workspace,
     limits: OutputLimits,
+    refuse_hard_links: bool,
 }
 
 impl ReadFile {
@@ -62,15 +78,30 @@ impl ReadFile {
     pub fn new(workspace: Workspace) -> Self {
         ReadFile {
             workspace,
-            limits: OutputLimits::new(2000, 128 * 1024),
+            limits: OutputLimits::new(2000, MODEL_OUTPUT_BUDGET),
+            refuse_hard_links: false,
         }
     }
 
-    /// Cap each call at these limits (`limit` in the input cannot exceed `max_lines`).
+    /// Cap each call at these limits (`limit` in the input cannot exceed `max_lines`;
+    /// `max_bytes` counts the text the model reads, line-number prefixes included).
     pub fn with_limits(mut self, limits: OutputLimits) -> Self {
         self.limits = limits;
         self
     }
+
+    /// Refuse files with more than one hard link (default: read them). A hard link in the
+    /// workspace may name a file outside it; the write tools always refuse such files.
+    pub fn refuse_hard_linked_reads(mut self, refuse: bool) -> Self {
+        self.refuse_hard_links = refuse;
+        self
+    }
+}
+
+/// The prefix `model_content` puts before line `number`: `{:>6}→`.
+fn prefix_len(number: usize) -> usize {
+    let digits = number.checked_ilog10().map_or(1, |log| log as usize + 1);
+    digits.max(6) + '→'.len_utf8()
 }
 
 impl Tool for ReadFile {
@@ -86,6 +117,10 @@ impl Tool for ReadFile {
         ToolSource::Builtin
     }
 
+    fn timeout(&self) -> Option<std::time::Duration> {
+        Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
+    }
+
     fn title(&self, input: Result<&ReadFileInput, &Value>) -> String {
         match input {
             Ok(ReadFileInput {
@@ -95,7 +130,7 @@ impl Tool for ReadFile {
             }) => match limit {
                 Some(limit) => format!(
                     "Read {path} (lines {offset}-{})",
-                    offset + limit.saturating_sub(1)
+                    offset.saturating_add(limit.saturating_sub(1))
                 ),
                 None => format!("Read {path} (from line {offset})"),
             },
@@ -105,10 +140,10 @@ impl Tool for ReadFile {
     }
 
     fn model_content(output: &ReadFileOutput) -> String {
-        let mut text = String::with_capacity(output.content.len() + output.lines * 8);
-        if output.total_lines == 0 {
+        if output.total_lines == 0 && output.lines == 0 {
             return format!("{} is empty.", output.path);
         }
+        let mut text = String::with_capacity(output.content.len() + output.lines * 9 + 128);
         for (index, line) in output.content.split_inclusive('\n').enumerate() {
             text.push_str(&format!("{:>6}→{}", output.start_line + index, line));
         }
@@ -116,7 +151,13 @@ impl Tool for ReadFile {
             text.push('\n');
         }
         let next = output.start_line + output.lines;
-        if output.truncated && next <= output.total_lines {
+        if let Some(size) = output.size_bytes.filter(|_| output.truncated) {
+            text.push_str(&format!(
+                "[... the file continues after line {}; it has {size} bytes, too many to count \
+                 its lines; read on with offset={next} ...]\n",
+                next - 1
+            ));
+        } else if output.truncated && next <= output.total_lines {
             let left = output.total_lines + 1 - next;
             let lines = if left == 1 { "line" } else { "lines" };
             text.push_str(&format!(
@@ -137,42 +178,45 @@ impl Tool for ReadFile {
             .unwrap_or(self.limits.max_lines)
             .clamp(1, self.limits.max_lines);
         let max_bytes = self.limits.max_bytes;
+        let refuse_hard_links = self.refuse_hard_links;
         let window = blocking(Self::NAME, move || {
-            read_window(path, offset, limit, max_bytes)
+            read_window(path, offset, limit, max_bytes, refuse_hard_links)
         })
         .await?
-        .map_err(|failure| match failure {
-            ReadFailure::Io(error) => io_failure(Self::NAME, "read", &display, error),
-            ReadFailure::Directory => ToolError::ExecutionFailed(
-                Self::NAME.to_owned(),
-                format!("'{display}' is a directory; use list_directory to see its entries"),
-            ),
-            ReadFailure::NotRegular => ToolError::ExecutionFailed(
-                Self::NAME.to_owned(),
-                format!("'{display}' is not a regular file"),
-            ),
-            ReadFailure::Binary => ToolError::ExecutionFailed(
-                Self::NAME.to_owned(),
-                format!("'{display}' is a binary file; read_file only reads text"),
-            ),
-        })?;
-        if offset > 1 && offset > window.total_lines {
-            return Err(ToolError::InvalidArguments(
-                Self::NAME.to_owned(),
-                format!(
-                    "offset {offset} is past the end of '{display}', which has {} lines",
-                    window.total_lines
+        .map_err(|failure| {
+            let failed = |why: String| ToolError::ExecutionFailed(Self::NAME.to_owned(), why);
+            match failure {
+                ReadFailure::Io(error) => io_failure(Self::NAME, "read", &display, error),
+                ReadFailure::Directory => failed(format!(
+                    "'{display}' is a directory; use list_directory to see its entries"
+                )),
+                ReadFailure::NotRegular => failed(format!("'{display}' is not a regular file")),
+                ReadFailure::Binary => failed(format!(
+                    "'{display}' is a binary file; read_file only reads text"
+                )),
+                ReadFailure::HardLinked(links) => hard_linked(Self::NAME, &display, links),
+                ReadFailure::PastEnd { lines } => ToolError::InvalidArguments(
+                    Self::NAME.to_owned(),
+                    format!(
+                        "offset {offset} is past the end of '{display}', which has {lines} lines"
+                    ),
                 ),
-            ));
-        }
-        let truncated = window.partial || offset + window.lines <= window.total_lines;
+                ReadFailure::TooFar { size } => failed(format!(
+                    "line {offset} of '{display}' starts beyond the first {} MiB, which is as \
+                     far as read_file scans in one call (the file has {size} bytes); use \
+                     search_files, or run_command with sed -n or tail",
+                    SKIP_BUDGET / (1024 * 1024)
+                )),
+            }
+        })?;
         Ok(ReadFileOutput {
             path: display,
             content: window.content,
             start_line: offset,
             lines: window.lines,
             total_lines: window.total_lines,
-            truncated,
+            truncated: window.more,
+            size_bytes: window.size_if_uncounted,
         })
     }
 }
@@ -182,6 +226,15 @@ enum ReadFailure {
     Directory,
     NotRegular,
     Binary,
+    HardLinked(u64),
+    /// The file ends before `offset`; it has `lines` lines.
+    PastEnd {
+        lines: usize,
+    },
+    /// `offset` lies beyond [`SKIP_BUDGET`].
+    TooFar {
+        size: u64,
+    },
 }
 
 impl From<std::io::Error> for ReadFailure {
@@ -194,18 +247,59 @@ struct Window {
     content: String,
     lines: usize,
     total_lines: usize,
-    /// Whether the last returned line was cut by the byte cap.
-    partial: bool,
+    /// Whether anything follows the returned content.
+    more: bool,
+    /// The file size when the lines after the window were not all counted.
+    size_if_uncounted: Option<u64>,
 }
 
-/// Stream the file once: keep the lines of the window (within the byte cap), count them all.
-/// Memory stays within the cap: lines outside the window are skipped, not read into memory,
-/// and no line is read beyond `max_bytes + 1` bytes.
+/// How a bounded skip over one line ended.
+enum Skipped {
+    /// At the end of the line (its `\n` consumed).
+    Line,
+    /// At the end of the file; `bytes` of an unterminated line were consumed.
+    Eof { bytes: bool },
+    /// The budget ran out inside the line.
+    OutOfBudget,
+}
+
+/// Skip to just past the next `\n`, consuming at most `budget` bytes (decremented).
+fn skip_line(reader: &mut impl BufRead, budget: &mut u64) -> std::io::Result<Skipped> {
+    let mut consumed = false;
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(Skipped::Eof { bytes: consumed });
+        }
+        let (take, ends) = match memchr::memchr(b'\n', buffer) {
+            Some(at) => (at + 1, true),
+            None => (buffer.len(), false),
+        };
+        let take64 = u64::try_from(take).unwrap_or(u64::MAX);
+        if take64 > *budget {
+            let rest = usize::try_from(*budget).unwrap_or(usize::MAX);
+            reader.consume(rest);
+            *budget = 0;
+            return Ok(Skipped::OutOfBudget);
+        }
+        reader.consume(take);
+        *budget -= take64;
+        consumed = true;
+        if ends {
+            return Ok(Skipped::Line);
+        }
+    }
+}
+
+/// Read the window of `limit` lines from line `offset`, within `max_bytes` of rendered text.
+/// The work is bounded whatever the file: at most [`SKIP_BUDGET`] bytes scanned to reach
+/// `offset`, the window itself, and at most [`COUNT_BUDGET`] bytes after it to count the rest.
 fn read_window(
     path: PathBuf,
     offset: usize,
     limit: usize,
     max_bytes: usize,
+    refuse_hard_links: bool,
 ) -> Result<Window, ReadFailure> {
     // Checked on the handle: the path may have changed since it was resolved.
     let file = open_resolved(&path, std::fs::OpenOptions::new().read(true))?;
@@ -216,56 +310,198 @@ fn read_window(
     if !meta.is_file() {
         return Err(ReadFailure::NotRegular);
     }
-    let mut reader = BufReader::new(file);
+    if refuse_hard_links && link_count(&meta) > 1 {
+        return Err(ReadFailure::HardLinked(link_count(&meta)));
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
     let probe = reader.fill_buf()?;
     if probe[..probe.len().min(BINARY_PROBE)].contains(&0) {
         return Err(ReadFailure::Binary);
     }
+
+    // Skip to `offset`.
+    let mut budget = SKIP_BUDGET;
+    for before in 1..offset {
+        match skip_line(&mut reader, &mut budget)? {
+            Skipped::Line => {}
+            Skipped::Eof { bytes } => {
+                return Err(ReadFailure::PastEnd {
+                    lines: before - 1 + usize::from(bytes),
+                });
+            }
+            Skipped::OutOfBudget => return Err(ReadFailure::TooFar { size: meta.len() }),
+        }
+    }
+
+    // The window: whole lines while they fit; a first line that does not fit is cut.
     let cap = u64::try_from(max_bytes)
         .unwrap_or(u64::MAX)
         .saturating_add(1);
     let mut content = String::new();
+    let mut rendered = 0usize;
     let mut lines = 0usize;
-    let mut total = 0usize;
-    let mut full = false;
-    let mut partial = false;
     let mut line = Vec::new();
-    loop {
-        if full || total + 1 < offset {
-            if reader.skip_until(b'\n')? == 0 {
-                break;
-            }
-            total += 1;
-            continue;
-        }
+    // Whether part of the line after the returned content was already consumed.
+    let mut inside_next = false;
+    let mut first_cut = false;
+    // Whether the last line read was read to its end.
+    let mut complete = false;
+    while lines < limit {
         line.clear();
         let read = reader.by_ref().take(cap).read_until(b'\n', &mut line)?;
         if read == 0 {
-            break;
+            // The end of the file within the window: everything is counted.
+            if offset > 1 && lines == 0 {
+                return Err(ReadFailure::PastEnd { lines: offset - 1 });
+            }
+            return Ok(Window {
+                content,
+                lines,
+                total_lines: offset - 1 + lines,
+                more: false,
+                size_if_uncounted: None,
+            });
         }
-        if !line.ends_with(b"\n") && read as u64 == cap {
-            // Longer than the whole cap: skip the rest of the line.
-            reader.skip_until(b'\n')?;
-        }
-        total += 1;
+        complete = line.ends_with(b"\n") || (read as u64) < cap;
         let text = String::from_utf8_lossy(&line);
-        if lines == limit || content.len() + text.len() > max_bytes {
+        let prefix = prefix_len(offset + lines);
+        if rendered + prefix + text.len() > max_bytes {
             if lines == 0 {
                 // A single line longer than the cap: return its beginning.
-                content.push_str(&text[..text.floor_char_boundary(max_bytes)]);
+                let room = max_bytes.saturating_sub(prefix);
+                content.push_str(&text[..text.floor_char_boundary(room)]);
                 lines = 1;
-                partial = true;
+                first_cut = true;
             }
-            full = true;
-            continue;
+            inside_next = true;
+            break;
         }
+        rendered += prefix + text.len();
         content.push_str(&text);
         lines += 1;
     }
-    Ok(Window {
-        content,
-        lines,
-        total_lines: total,
-        partial,
-    })
+
+    // Count what is left, within the budget.
+    let mut budget = COUNT_BUDGET;
+    let mut counted = 0usize;
+    let mut more = first_cut || inside_next;
+    if inside_next && complete {
+        // The whole line was read: it is the only one left unless more follow.
+        counted += usize::from(!first_cut);
+    } else if inside_next {
+        match skip_line(&mut reader, &mut budget)? {
+            Skipped::Line | Skipped::Eof { .. } => counted += usize::from(!first_cut),
+            Skipped::OutOfBudget => {
+                return Ok(Window {
+                    content,
+                    lines,
+                    total_lines: offset - 1 + lines,
+                    more: true,
+                    size_if_uncounted: Some(meta.len()),
+                });
+            }
+        }
+    }
+    loop {
+        match skip_line(&mut reader, &mut budget)? {
+            Skipped::Line => counted += 1,
+            Skipped::Eof { bytes } => {
+                counted += usize::from(bytes);
+                more |= counted > 0;
+                return Ok(Window {
+                    content,
+                    lines,
+                    total_lines: offset - 1 + lines + counted,
+                    more,
+                    size_if_uncounted: None,
+                });
+            }
+            Skipped::OutOfBudget => {
+                return Ok(Window {
+                    content,
+                    lines,
+                    total_lines: offset - 1 + lines + counted,
+                    more: true,
+                    size_if_uncounted: Some(meta.len()),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_as_wide_as_model_content_writes_them() {
+        for number in [1, 9, 10, 999_999, 1_000_000, 12_345_678] {
+            assert_eq!(
+                prefix_len(number),
+                format!("{number:>6}→").len(),
+                "{number}"
+            );
+        }
+    }
+
+    #[test]
+    fn paging_with_small_caps_returns_the_whole_file_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        // Lines of 1..40 bytes, the last without a newline.
+        let mut text: String = (0..500)
+            .map(|i| format!("{}\n", "x".repeat(i % 40)))
+            .collect();
+        text.push_str("end");
+        std::fs::write(&path, &text).unwrap();
+        for (limit, max_bytes) in [(1, 1000), (7, 1000), (2000, 100), (3, 60)] {
+            let mut seen = String::new();
+            let mut offset = 1;
+            loop {
+                let window = read_window(path.clone(), offset, limit, max_bytes, false)
+                    .unwrap_or_else(|_| panic!("offset {offset}"));
+                assert_eq!(window.total_lines, 501, "({limit}, {max_bytes})");
+                assert!(window.size_if_uncounted.is_none());
+                seen.push_str(&window.content);
+                offset += window.lines;
+                if !window.more {
+                    break;
+                }
+            }
+            assert_eq!(seen, text, "({limit}, {max_bytes})");
+            assert!(matches!(
+                read_window(path.clone(), 502, limit, max_bytes, false),
+                Err(ReadFailure::PastEnd { lines: 501 })
+            ));
+        }
+    }
+
+    #[test]
+    fn skipping_is_bounded_by_the_budget() {
+        let text = format!("a\n{}\nb\n", "x".repeat(1000));
+        let mut reader = std::io::Cursor::new(text.into_bytes());
+        let mut budget = 100;
+        assert!(matches!(
+            skip_line(&mut reader, &mut budget).unwrap(),
+            Skipped::Line
+        ));
+        assert!(matches!(
+            skip_line(&mut reader, &mut budget).unwrap(),
+            Skipped::OutOfBudget
+        ));
+        assert_eq!(budget, 0);
+        let mut budget = 10_000;
+        assert!(matches!(
+            skip_line(&mut reader, &mut budget).unwrap(),
+            Skipped::Line
+        ));
+        assert!(matches!(
+            skip_line(&mut reader, &mut budget).unwrap(),
+            Skipped::Line
+        ));
+        assert!(matches!(
+            skip_line(&mut reader, &mut budget).unwrap(),
+            Skipped::Eof { bytes: false }
+        ));
+    }
 }

@@ -1,8 +1,10 @@
-//! `run_command`: `sh -c COMMAND` in the workspace root, with a timeout that kills the whole
-//! process group, and bounded stdout/stderr capture.
+//! `run_command`: `sh -c COMMAND` in the workspace root, with a timeout that kills every
+//! process the command started (see [`super::process_tree`]), a cap on how many commands run
+//! at once, and bounded stdout/stderr capture.
 
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -12,7 +14,8 @@ use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use crate::tools::base::ToolSource;
-use crate::tools::builtin::limits::{OutputLimits, truncate_parts};
+use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_parts};
+use crate::tools::builtin::process_tree::{CommandTree, MARKER_ENV, new_marker};
 use crate::tools::builtin::workspace::Workspace;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -21,6 +24,9 @@ use crate::tools::typed::Tool;
 /// How long to keep draining the pipes after the shell exited and its group was killed (a
 /// process that left the group may still hold them open).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// What [`RunCommand`]'s own timeout (for the registry) adds to its longest command timeout:
+/// the drain grace and the killing, so the registry never cuts a command the tool still runs.
+const TOOL_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
 
 /// Run a shell command (`sh -c`) in the workspace root and return its exit code, stdout and
 /// stderr. Long output keeps its beginning and end. The command is killed (with every process
@@ -54,8 +60,15 @@ pub struct RunCommandOutput {
     pub truncated: bool,
 }
 
-/// The `run_command` tool. Defaults: 60 s timeout (at most 600 s), each stream capped at
-/// 400 lines and 32 KiB.
+/// The `run_command` tool. Defaults: 60 s timeout (at most 600 s; the timeout also covers
+/// waiting for a free slot), at most [`RunCommand::DEFAULT_MAX_CONCURRENT`] commands at once
+/// (shared by clones), each stream capped at 400 lines and half of [`MODEL_OUTPUT_BUDGET`].
+///
+/// When a command ends or times out, every process it started is killed: its process group,
+/// and on Linux also descendants that left the group (`setsid`, double forks), found by an
+/// environment marker (`AGCORE_RUN_COMMAND_ID`), by holding the command's output pipes, or by
+/// descent. A process that clears its environment, closes the pipes and leaves the group
+/// escapes; confine commands with a sandbox when that matters.
 #[derive(Debug, Clone)]
 pub struct RunCommand {
     workspace: Workspace,
@@ -63,18 +76,34 @@ pub struct RunCommand {
     max_timeout: Duration,
     limits: OutputLimits,
     removed_env: Vec<String>,
+    slots: Arc<tokio::sync::Semaphore>,
+    max_concurrent: usize,
 }
 
 impl RunCommand {
+    /// How many commands one `RunCommand` (and its clones) runs at once by default.
+    pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+
     /// Run commands in `workspace`'s root.
     pub fn new(workspace: Workspace) -> Self {
         RunCommand {
             workspace,
             default_timeout: Duration::from_secs(60),
             max_timeout: Duration::from_secs(600),
-            limits: OutputLimits::new(400, 32 * 1024),
+            limits: OutputLimits::new(400, MODEL_OUTPUT_BUDGET / 2 - 512),
             removed_env: Vec::new(),
+            slots: Arc::new(tokio::sync::Semaphore::new(Self::DEFAULT_MAX_CONCURRENT)),
+            max_concurrent: Self::DEFAULT_MAX_CONCURRENT,
         }
+    }
+
+    /// Run at most `max` commands at once (minimum 1); further calls wait for a slot, within
+    /// their timeout. The cap is shared by this tool and its clones.
+    pub fn with_max_concurrent(mut self, max: usize) -> Self {
+        let max = max.max(1);
+        self.slots = Arc::new(tokio::sync::Semaphore::new(max));
+        self.max_concurrent = max;
+        self
     }
 
     /// Do not pass the environment variable `name` to commands (e.g. an API key the agent's
@@ -109,6 +138,10 @@ impl Tool for RunCommand {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.max_timeout + DRAIN_GRACE + TOOL_TIMEOUT_SLACK)
     }
 
     fn title(&self, input: Result<&RunCommandInput, &Value>) -> String {
@@ -154,11 +187,30 @@ impl Tool for RunCommand {
             .map(Duration::from_secs)
             .unwrap_or(self.default_timeout)
             .min(self.max_timeout);
+        let deadline = Instant::now() + timeout;
+        // A slot first: 300 calls in one turn must not start 300 processes at once.
+        let _slot =
+            match tokio::time::timeout_at(deadline, self.slots.clone().acquire_owned()).await {
+                Ok(Ok(slot)) => slot,
+                Ok(Err(_)) | Err(_) => {
+                    return Err(ToolError::ExecutionFailed(
+                        Self::NAME.to_owned(),
+                        format!(
+                            "the command did not start within its timeout of {} s: all {} command \
+                         slots were busy; run fewer commands at once",
+                            timeout.as_secs(),
+                            self.max_concurrent
+                        ),
+                    ));
+                }
+            };
+        let marker = new_marker();
         let mut command = tokio::process::Command::new("sh");
         command
             .arg("-c")
             .arg(&input.command)
             .current_dir(self.workspace.root())
+            .env(MARKER_ENV, &marker)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -175,7 +227,6 @@ impl Tool for RunCommand {
                 format!("could not start sh: {error}"),
             )
         })?;
-        let mut group = ProcessGroup::of(&child);
         let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take())
         else {
             return Err(ToolError::ExecutionFailed(
@@ -183,6 +234,7 @@ impl Tool for RunCommand {
                 "the command's output pipes are missing".to_owned(),
             ));
         };
+        let mut tree = TreeGuard::of(&child, marker, [pipe_of(&stdout), pipe_of(&stderr)]);
         let half = self.limits.max_bytes.div_ceil(2);
         let mut out = Capture::new(half);
         let mut err = Capture::new(half);
@@ -190,7 +242,6 @@ impl Tool for RunCommand {
         let mut status: Option<std::io::Result<ExitStatus>> = None;
         let mut timed_out = false;
         let mut killed = false;
-        let deadline = Instant::now() + timeout;
         let mut drain_until: Option<Instant> = None;
         let mut out_buf = vec![0u8; 8192];
         let mut err_buf = vec![0u8; 8192];
@@ -206,12 +257,12 @@ impl Tool for RunCommand {
                     status = Some(exited);
                     // Background processes do not outlive the command (they would hold the
                     // pipes open); then drain what is buffered.
-                    group.kill();
+                    tree.kill().await;
                     drain_until = Some(Instant::now() + DRAIN_GRACE);
                 }
                 () = tokio::time::sleep_until(deadline), if status.is_none() && !timed_out => {
                     timed_out = true;
-                    group.kill();
+                    tree.kill().await;
                 }
                 () = tokio::time::sleep_until(drain_until.unwrap_or(deadline)), if drain_until.is_some() => {
                     break;
@@ -223,7 +274,7 @@ impl Tool for RunCommand {
                 killed = true;
             }
         }
-        group.disarm();
+        tree.disarm();
         let status = status
             .unwrap_or_else(|| Err(std::io::Error::other("no exit status")))
             .map_err(|error| {
@@ -257,52 +308,61 @@ fn exit_signal(_status: &ExitStatus) -> Option<i32> {
     None
 }
 
-/// The child's process group; killed on timeout, after the shell exits, and on drop (when the
-/// call is cancelled or the registry's own timeout fires).
-struct ProcessGroup {
-    #[cfg(unix)]
-    id: Option<nix::unistd::Pid>,
+/// The `/proc/self/fd` text of a pipe end, to find the processes holding the other end.
+fn pipe_of(pipe: &impl std::os::fd::AsRawFd) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        crate::tools::builtin::process_tree::fd_link(pipe)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pipe;
+        None
+    }
 }
 
-impl ProcessGroup {
-    fn of(child: &tokio::process::Child) -> Self {
-        #[cfg(unix)]
-        {
-            ProcessGroup {
-                id: child
-                    .id()
-                    .and_then(|id| i32::try_from(id).ok())
-                    .map(nix::unistd::Pid::from_raw),
+/// The command's processes; killed on timeout, after the shell exits, and on drop (when the
+/// call is cancelled or the registry's own timeout fires).
+struct TreeGuard {
+    tree: Option<CommandTree>,
+}
+
+impl TreeGuard {
+    fn of(child: &tokio::process::Child, marker: String, pipes: [Option<String>; 2]) -> Self {
+        TreeGuard {
+            tree: child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .map(|leader| CommandTree {
+                    leader,
+                    marker,
+                    pipes: pipes.into_iter().flatten().collect(),
+                }),
+        }
+    }
+
+    /// Forget the tree once the command is over and was killed: the group id may be reused
+    /// by an unrelated process group later.
+    fn disarm(&mut self) {
+        self.tree = None;
+    }
+
+    /// Kill every process of the command, off the async threads (it reads `/proc`).
+    async fn kill(&self) {
+        if let Some(tree) = self.tree.clone() {
+            let _ = tokio::task::spawn_blocking(move || tree.kill_all()).await;
+        }
+    }
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        if let Some(tree) = self.tree.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn_blocking(move || tree.kill_all())),
+                Err(_) => tree.kill_all(),
             }
         }
-        #[cfg(not(unix))]
-        {
-            let _ = child;
-            ProcessGroup {}
-        }
-    }
-
-    /// Forget the group once the command is over and its group was killed: the id may be
-    /// reused by an unrelated process group later.
-    fn disarm(&mut self) {
-        #[cfg(unix)]
-        {
-            self.id = None;
-        }
-    }
-
-    fn kill(&self) {
-        #[cfg(unix)]
-        if let Some(id) = self.id {
-            // ESRCH (already gone) is the normal case after a clean exit.
-            let _ = nix::sys::signal::killpg(id, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

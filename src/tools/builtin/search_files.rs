@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::blocking;
-use crate::tools::builtin::limits::truncate_line;
+use crate::tools::builtin::file_write::link_count;
+use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, truncate_line};
 use crate::tools::builtin::workspace::Workspace;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -67,14 +68,23 @@ pub struct SearchFilesOutput {
     pub total_matches: usize,
     /// How many files were searched.
     pub files_searched: usize,
+    /// Whether the search stopped at its time limit before the whole tree was searched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_early: bool,
 }
 
-/// The `search_files` tool. Default: 100 results per call, at most 1,000.
+/// The `search_files` tool. Default: 100 results per call, at most 1,000, and no more than
+/// [`MODEL_OUTPUT_BUDGET`] bytes of them for the model (the rest are counted, not listed).
 #[derive(Debug, Clone)]
 pub struct SearchFiles {
     workspace: Workspace,
     max_results: usize,
+    refuse_hard_links: bool,
+    time_limit: std::time::Duration,
 }
+
+/// How long one search walks the tree before it answers with what it found.
+const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl SearchFiles {
     /// Search in `workspace`.
@@ -82,7 +92,23 @@ impl SearchFiles {
         SearchFiles {
             workspace,
             max_results: 100,
+            refuse_hard_links: false,
+            time_limit: DEFAULT_TIME_LIMIT,
         }
+    }
+
+    /// Stop walking after `limit` and answer with what was found (default: 30 s, below the
+    /// tool's own timeout, so a huge tree gives partial results rather than a timeout).
+    pub fn with_time_limit(mut self, limit: std::time::Duration) -> Self {
+        self.time_limit = limit;
+        self
+    }
+
+    /// Skip files with more than one hard link (default: search them; see
+    /// [`crate::tools::builtin::ReadFile::refuse_hard_linked_reads`]).
+    pub fn refuse_hard_linked_reads(mut self, refuse: bool) -> Self {
+        self.refuse_hard_links = refuse;
+        self
     }
 
     /// Return `max_results` lines unless the input asks for fewer.
@@ -108,6 +134,10 @@ impl Tool for SearchFiles {
         ToolSource::Builtin
     }
 
+    fn timeout(&self) -> Option<std::time::Duration> {
+        Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
+    }
+
     fn title(&self, input: Result<&SearchFilesInput, &Value>) -> String {
         match input {
             Ok(input) => {
@@ -128,8 +158,18 @@ impl Tool for SearchFiles {
     }
 
     fn model_content(output: &SearchFilesOutput) -> String {
+        let stopped = if output.stopped_early {
+            "[... the search stopped at its time limit; narrow the path or glob to search the rest ...]\n"
+        } else {
+            ""
+        };
         if output.matches.is_empty() {
-            return format!("No matches ({} files searched).", output.files_searched);
+            return format!(
+                "No matches ({} files searched).\n{stopped}",
+                output.files_searched
+            )
+            .trim_end()
+            .to_owned();
         }
         let mut text = String::new();
         for found in &output.matches {
@@ -144,6 +184,7 @@ impl Tool for SearchFiles {
                 "[... {cut} more matches cut; narrow the pattern, path or glob ...]\n"
             ));
         }
+        text.push_str(stopped);
         text
     }
 
@@ -175,8 +216,15 @@ impl Tool for SearchFiles {
             .unwrap_or(self.max_results)
             .clamp(1, RESULTS_CEILING);
         let workspace = self.workspace.clone();
+        let refuse_hard_links = self.refuse_hard_links;
+        let deadline = std::time::Instant::now() + self.time_limit;
         blocking(Self::NAME, move || {
-            search(&workspace, root, &matcher, glob.as_ref(), max_results)
+            let limits = SearchLimits {
+                max_results,
+                refuse_hard_links,
+                deadline,
+            };
+            search(&workspace, root, &matcher, glob.as_ref(), limits)
         })
         .await
     }
@@ -188,13 +236,31 @@ struct GlobFilter {
     matcher: GlobMatcher,
 }
 
+struct SearchLimits {
+    max_results: usize,
+    refuse_hard_links: bool,
+    deadline: std::time::Instant,
+}
+
+/// The bytes `model_content` writes for one match: `path:line: text\n`.
+fn rendered_len(found: &SearchMatch) -> usize {
+    found.path.len() + found.line.len() + found.line_number.to_string().len() + 4
+}
+
 fn search(
     workspace: &Workspace,
     root: PathBuf,
     matcher: &grep_regex::RegexMatcher,
     glob: Option<&GlobFilter>,
-    max_results: usize,
+    limits: SearchLimits,
 ) -> SearchFilesOutput {
+    let SearchLimits {
+        max_results,
+        refuse_hard_links,
+        deadline,
+    } = limits;
+    // Room for the listed matches, leaving some for the closing marker.
+    let mut room = MODEL_OUTPUT_BUDGET - 256;
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
@@ -211,8 +277,13 @@ fn search(
         matches: Vec::new(),
         total_matches: 0,
         files_searched: 0,
+        stopped_early: false,
     };
     for entry in walker.flatten() {
+        if std::time::Instant::now() >= deadline {
+            output.stopped_early = true;
+            break;
+        }
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
@@ -227,6 +298,9 @@ fn search(
                 continue;
             }
         }
+        if refuse_hard_links && entry.metadata().is_ok_and(|meta| link_count(&meta) > 1) {
+            continue;
+        }
         output.files_searched += 1;
         let display = workspace.relative(path);
         // Unreadable files are skipped, like ripgrep does with a warning.
@@ -235,12 +309,20 @@ fn search(
             path,
             Lossy(|line_number, line| {
                 output.total_matches += 1;
-                if output.matches.len() < max_results {
-                    output.matches.push(SearchMatch {
+                if output.matches.len() < max_results && room > 0 {
+                    let found = SearchMatch {
                         path: display.clone(),
                         line_number,
                         line: truncate_line(line.trim_end_matches(['\n', '\r']), MAX_LINE_BYTES),
-                    });
+                    };
+                    match room.checked_sub(rendered_len(&found)) {
+                        Some(left) => {
+                            room = left;
+                            output.matches.push(found);
+                        }
+                        // Full: later matches are only counted.
+                        None => room = 0,
+                    }
                 }
                 Ok(true)
             }),

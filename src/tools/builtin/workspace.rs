@@ -164,6 +164,12 @@ impl Workspace {
     /// on a symlink loop, [`PathError::Invalid`] for an empty path or one with a NUL byte,
     /// [`PathError::Io`] when a component cannot be inspected (e.g. a file used as a directory).
     pub fn resolve(&self, path: &str) -> Result<PathBuf, PathError> {
+        self.resolve_traced(path).map(|(resolved, _)| resolved)
+    }
+
+    /// [`Workspace::resolve`], also returning every symlink followed on the way (each as the
+    /// path of the link itself), for checks that must hold for every name a path goes by.
+    pub(crate) fn resolve_traced(&self, path: &str) -> Result<(PathBuf, Vec<PathBuf>), PathError> {
         if path.is_empty() || path.contains('\0') {
             return Err(PathError::Invalid(path.to_owned()));
         }
@@ -173,7 +179,7 @@ impl Workspace {
         } else {
             self.root.join(requested)
         };
-        let (resolved, via_symlink) = resolve_physically(&start).map_err(|error| match error {
+        let (resolved, followed) = resolve_physically(&start).map_err(|error| match error {
             Walk::TooManySymlinks => PathError::TooManySymlinks {
                 path: path.to_owned(),
             },
@@ -183,13 +189,13 @@ impl Workspace {
             },
         })?;
         if resolved.starts_with(&self.root) {
-            Ok(resolved)
+            Ok((resolved, followed))
         } else {
             Err(PathError::OutsideRoot {
                 path: path.to_owned(),
                 root: self.root.to_path_buf(),
                 resolved,
-                via_symlink: via_symlink.map(|link| self.display_path(&link)),
+                via_symlink: followed.last().map(|link| self.display_path(link)),
             })
         }
     }
@@ -264,14 +270,14 @@ fn parts_of(path: &Path) -> Vec<Part> {
 
 /// Resolve an absolute path like `realpath -m`: follow every symlink, apply `..` to what each
 /// component really is, and append components that do not exist. Returns the resolved path and
-/// the last symlink followed.
-fn resolve_physically(start: &Path) -> Result<(PathBuf, Option<PathBuf>), Walk> {
+/// the symlinks followed, in order.
+fn resolve_physically(start: &Path) -> Result<(PathBuf, Vec<PathBuf>), Walk> {
     let mut pending: VecDeque<Part> = parts_of(start).into();
     let mut resolved = PathBuf::new();
     // How many trailing components of `resolved` do not exist (none of them is a symlink).
     let mut missing = 0usize;
     let mut symlinks = 0usize;
-    let mut via_symlink = None;
+    let mut followed = Vec::new();
     while let Some(part) = pending.pop_front() {
         match part {
             Part::Root(root) => {
@@ -301,7 +307,7 @@ fn resolve_physically(start: &Path) -> Result<(PathBuf, Option<PathBuf>), Walk> 
                         for part in parts_of(&target).into_iter().rev() {
                             pending.push_front(part);
                         }
-                        via_symlink = Some(next);
+                        followed.push(next);
                     }
                     Ok(_) => resolved = next,
                     Err(error) if error.kind() == io::ErrorKind::NotFound => {
@@ -313,7 +319,7 @@ fn resolve_physically(start: &Path) -> Result<(PathBuf, Option<PathBuf>), Walk> 
             }
         }
     }
-    Ok((resolved, via_symlink))
+    Ok((resolved, followed))
 }
 
 #[cfg(test)]

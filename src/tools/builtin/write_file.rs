@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::base::ToolSource;
+use crate::tools::builtin::file_write::{lock_path, replace_file};
+use crate::tools::builtin::protected::ProtectedPaths;
 use crate::tools::builtin::workspace::Workspace;
-use crate::tools::builtin::{blocking, io_failure, path_of, write_resolved};
+use crate::tools::builtin::{blocking, io_failure, path_of, resolve_writable, write_failure};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
@@ -32,16 +34,31 @@ pub struct WriteFileOutput {
     pub created: bool,
 }
 
-/// The `write_file` tool.
+/// The `write_file` tool. It refuses agcore's own configuration and trust files (see
+/// [`WriteFile::allow_writing_agcore_config`]) and files with more than one hard link; it
+/// replaces a file atomically (a temporary file renamed over it, permissions kept), one writer
+/// per path at a time.
 #[derive(Debug, Clone)]
 pub struct WriteFile {
     workspace: Workspace,
+    protected: Option<ProtectedPaths>,
 }
 
 impl WriteFile {
     /// Write files in `workspace`.
     pub fn new(workspace: Workspace) -> Self {
-        WriteFile { workspace }
+        WriteFile {
+            workspace,
+            protected: Some(ProtectedPaths::from_env()),
+        }
+    }
+
+    /// Let the tool write agcore's own configuration and trust files: any `agcore.toml`,
+    /// anything under a `.agcore` directory or the user's agcore config and data directories
+    /// (default: refused, so a model allowed to write cannot configure the next agcore run).
+    pub fn allow_writing_agcore_config(mut self, allow: bool) -> Self {
+        self.protected = (!allow).then(ProtectedPaths::from_env);
+        self
     }
 }
 
@@ -56,6 +73,10 @@ impl Tool for WriteFile {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn timeout(&self) -> Option<std::time::Duration> {
+        Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
     }
 
     fn title(&self, input: Result<&WriteFileInput, &Value>) -> String {
@@ -75,38 +96,32 @@ impl Tool for WriteFile {
     }
 
     async fn run(&self, input: WriteFileInput) -> Result<WriteFileOutput, ToolError> {
-        let path = self.workspace.resolve_for(Self::NAME, &input.path)?;
+        let path = resolve_writable(
+            &self.workspace,
+            self.protected.as_ref(),
+            Self::NAME,
+            &input.path,
+        )?;
         let display = self.workspace.relative(&path);
-        let fail = |action: &str, error| io_failure(Self::NAME, action, &display, error);
-        let created = match tokio::fs::metadata(&path).await {
-            Ok(meta) if meta.is_dir() => {
-                return Err(ToolError::ExecutionFailed(
-                    Self::NAME.to_owned(),
-                    format!("'{display}' is a directory"),
-                ));
-            }
-            Ok(meta) if !meta.is_file() => {
-                return Err(ToolError::ExecutionFailed(
-                    Self::NAME.to_owned(),
-                    format!("'{display}' is not a regular file"),
-                ));
-            }
-            Ok(_) => false,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => true,
-            Err(error) => return Err(fail("inspect", error)),
-        };
         // The resolved path is symlink-free and inside the root, so its missing parents are too.
         if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|error| fail("create the parent directories of", error))?;
+            tokio::fs::create_dir_all(parent).await.map_err(|error| {
+                io_failure(
+                    Self::NAME,
+                    "create the parent directories of",
+                    &display,
+                    error,
+                )
+            })?;
         }
         let bytes = input.content.len();
-        blocking(Self::NAME, move || {
-            write_resolved(&path, input.content.as_bytes())
+        let guard = lock_path(&path).await;
+        let created = blocking(Self::NAME, move || {
+            let _guard = guard;
+            replace_file(&path, input.content.as_bytes())
         })
         .await?
-        .map_err(|error| fail("write", error))?;
+        .map_err(|failure| write_failure(Self::NAME, &display, failure))?;
         Ok(WriteFileOutput {
             path: display,
             bytes,

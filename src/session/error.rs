@@ -56,7 +56,9 @@ pub enum SessionError {
         supported: u32,
     },
     /// The database's schema was created by a newer build.
-    #[error("session database {location} has schema version {found}; this build supports up to {supported}")]
+    #[error(
+        "session database {location} has schema version {found}; this build supports up to {supported}"
+    )]
     UnsupportedSchema {
         /// The file path or the (password-free) database address.
         location: String,

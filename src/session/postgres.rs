@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
+use deadpool_postgres::{
+    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls};
 
@@ -308,10 +310,7 @@ impl SessionStore for PostgresStore {
             )
             .await
             .map_err(|e| self.err(e))?;
-        let rows = tx
-            .query(&select, &[&name])
-            .await
-            .map_err(|e| self.err(e))?;
+        let rows = tx.query(&select, &[&name]).await.map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))?;
         let mut steps = Vec::with_capacity(rows.len());
         for r in rows {
@@ -418,11 +417,7 @@ impl SessionStore for PostgresStore {
     async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {
         validate_name(name)?;
         // A dedicated connection, not a pooled one: the lock lives exactly as long as it.
-        let (client, connection) = self
-            .config
-            .connect(NoTls)
-            .await
-            .map_err(|e| self.err(e))?;
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| self.err(e))?;
         tokio::spawn(async move {
             // Ends when the client is dropped (or the server goes away).
             let _ = connection.await;
@@ -458,7 +453,10 @@ impl SessionStore for PostgresStore {
                 .get(0),
         };
         if held {
-            Ok(SessionLease::new(name, Box::new(PgLease { _client: client })))
+            Ok(SessionLease::new(
+                name,
+                Box::new(PgLease { _client: client }),
+            ))
         } else {
             Err(busy())
         }

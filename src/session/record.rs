@@ -109,7 +109,10 @@ pub(crate) fn validate_steps(session: &str, expected_next_seq: u64, steps: &[Ste
     };
     let last = expected_next_seq.saturating_add(steps.len() as u64);
     if last > i64::MAX as u64 {
-        return Err(invalid(format!("sequence number {last} exceeds {}", i64::MAX)));
+        return Err(invalid(format!(
+            "sequence number {last} exceeds {}",
+            i64::MAX
+        )));
     }
     for (i, step) in steps.iter().enumerate() {
         let want = expected_next_seq + i as u64;

@@ -185,9 +185,7 @@ fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
         if found < 1 || !has("agcore_sessions") || !has("agcore_steps") {
             return Err(SessionError::Corrupt {
                 path: path.to_path_buf(),
-                reason: format!(
-                    "agcore_schema_version says {found} but the tables are {tables:?}"
-                ),
+                reason: format!("agcore_schema_version says {found} but the tables are {tables:?}"),
             });
         }
         return Ok(());
@@ -265,7 +263,10 @@ fn append_blocking(
         .map_err(&err)?;
     let row: Option<(i64, i64)> = tx
         .prepare_cached("SELECT next_seq, format_version FROM agcore_sessions WHERE name = ?1")
-        .and_then(|mut s| s.query_row([name], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .and_then(|mut s| {
+            s.query_row([name], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
         .map_err(&err)?;
     let now = now_ms();
     let conflict = |found: i64| SessionError::Conflict {
@@ -379,7 +380,8 @@ impl SessionStore for SqliteStore {
     async fn delete(&self, name: &str) -> Result<bool> {
         validate_name(name)?;
         let name = name.to_string();
-        self.with_conn(move |c, p| delete_blocking(c, p, &name)).await
+        self.with_conn(move |c, p| delete_blocking(c, p, &name))
+            .await
     }
 
     async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {

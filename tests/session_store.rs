@@ -240,7 +240,7 @@ async fn concurrent_body(store: Arc<dyn SessionStore>, _url: String) {
     for summary in list {
         let s = store.load(&summary.name).await.unwrap().unwrap();
         assert_eq!(s.steps.len() as u64, WORKERS as u64 * TURN, "{}", s.name);
-        let mut seen = vec![false; WORKERS];
+        let mut seen = [false; WORKERS];
         for (k, chunk) in s.steps.chunks(TURN as usize).enumerate() {
             let w = chunk[0].payload["worker"].as_u64().unwrap() as usize;
             for (i, step) in chunk.iter().enumerate() {

@@ -3,6 +3,7 @@
 //! session's lease is a `pg_advisory_lock` held by a dedicated connection, which the server
 //! releases when that connection ends — drop, or the holder's death.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,6 +26,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connections the pool keeps at most.
 const POOL_SIZE: usize = 16;
+
+/// Idle lock connections kept for reuse at most.
+const IDLE_LOCKS: usize = 16;
 
 /// Serialises concurrent first-use migrations ("agcore" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_636f_7265;
@@ -66,6 +70,9 @@ pub struct PostgresStore {
     pool: Pool,
     config: Config,
     location: String,
+    // Lock connections between leases: a connect costs a server process start, so a released
+    // lease's connection (unlocked first) serves the next lease.
+    idle_locks: Arc<Mutex<Vec<Client>>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -127,6 +134,7 @@ impl PostgresStore {
             pool,
             config,
             location,
+            idle_locks: Arc::default(),
         };
         store.migrate().await?;
         Ok(store)
@@ -268,10 +276,58 @@ fn map_pg(location: &str, e: tokio_postgres::Error) -> SessionError {
     }
 }
 
-/// Keeps the lease's dedicated connection open; dropping it closes the connection, and the
-/// server drops the advisory lock with it.
+/// Holds the lease's connection, which holds the advisory lock. On drop the lock is released:
+/// `pg_advisory_unlock_all` on a task, then the connection goes back to the idle list; without
+/// a runtime, or if that fails, the connection is closed, and the server drops the lock with it.
 struct PgLease {
-    _client: Client,
+    client: Option<Client>,
+    idle: Arc<Mutex<Vec<Client>>>,
+}
+
+impl Drop for PgLease {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else {
+            return;
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return; // dropping the client closes the connection
+        };
+        let idle = Arc::clone(&self.idle);
+        rt.spawn(async move {
+            if client
+                .batch_execute("SELECT pg_advisory_unlock_all()")
+                .await
+                .is_ok()
+                && let Ok(mut idle) = idle.lock()
+                && idle.len() < IDLE_LOCKS
+            {
+                idle.push(client);
+            }
+        });
+    }
+}
+
+impl PostgresStore {
+    /// An idle lock connection, or a new one.
+    async fn lock_client(&self) -> Result<Client> {
+        loop {
+            let reused = match self.idle_locks.lock() {
+                Ok(mut idle) => idle.pop(),
+                Err(_) => None,
+            };
+            match reused {
+                Some(c) if !c.is_closed() => return Ok(c),
+                Some(_) => continue,
+                None => break,
+            }
+        }
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| self.err(e))?;
+        tokio::spawn(async move {
+            // Ends when the client is dropped (or the server goes away).
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
 }
 
 #[async_trait]
@@ -416,12 +472,9 @@ impl SessionStore for PostgresStore {
 
     async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {
         validate_name(name)?;
-        // A dedicated connection, not a pooled one: the lock lives exactly as long as it.
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| self.err(e))?;
-        tokio::spawn(async move {
-            // Ends when the client is dropped (or the server goes away).
-            let _ = connection.await;
-        });
+        // A connection of its own, not the pool's: the lock lives as long as it, or until the
+        // lease unlocks it.
+        let client = self.lock_client().await?;
         let key = lock_key(name) as i64;
         let busy = || SessionError::Busy {
             session: name.to_string(),
@@ -455,7 +508,10 @@ impl SessionStore for PostgresStore {
         if held {
             Ok(SessionLease::new(
                 name,
-                Box::new(PgLease { _client: client }),
+                Box::new(PgLease {
+                    client: Some(client),
+                    idle: Arc::clone(&self.idle_locks),
+                }),
             ))
         } else {
             Err(busy())

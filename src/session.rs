@@ -39,13 +39,16 @@ pub use store::{LockMode, SessionLease, SessionStore};
 /// The version of the stores' table layout, kept in the `agcore_schema_version` table.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Opens the store an address names: `sqlite:PATH` (or a bare path) or `postgres://…` /
-/// `postgresql://…`.
+/// Opens the store an address names: `sqlite:PATH` (also `sqlite://PATH`, or a bare path) or
+/// `postgres://…` / `postgresql://…`. Any other `scheme://` is [`SessionError::UnsupportedUrl`].
 pub async fn open(url: &str) -> Result<Arc<dyn SessionStore>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         return Ok(Arc::new(PostgresStore::connect(url).await?));
     }
-    let path = url.strip_prefix("sqlite:").unwrap_or(url);
+    let path = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
     if path.is_empty() || (url.contains("://") && !url.starts_with("sqlite:")) {
         return Err(SessionError::UnsupportedUrl {
             url: url.split('@').next_back().unwrap_or_default().to_string(),

@@ -564,3 +564,55 @@ async fn postgres_stopped_mid_run() {
     store.append("run", 5, &steps(5, 1, "after")).await.unwrap();
     let _lease = store.lock("run", LockMode::FailFast).await.unwrap();
 }
+
+/// A database written by format version 1 (tests/fixtures/sessions-v1.sql) still loads, and
+/// appends continue it.
+#[tokio::test]
+async fn sqlite_reads_a_version_1_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let sql = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sessions-v1.sql"
+    ))
+    .unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(&sql)
+        .unwrap();
+    let store = agcore::session::open(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    let s = store.load("fixture/chat").await.unwrap().unwrap();
+    assert_eq!(s.format_version, 1);
+    assert_eq!(
+        s.created,
+        std::time::UNIX_EPOCH + Duration::from_millis(1_767_225_600_000)
+    );
+    let kinds: Vec<&str> = s.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(kinds, ["message", "tool_started", "tool_finished"]);
+    assert_eq!(s.steps[1].payload["arguments"], json!({"path": "src"}));
+    store
+        .append("fixture/chat", 3, &steps(3, 1, "next"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .load("fixture/chat")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_seq(),
+        4
+    );
+
+    let err = agcore::session::open("mysql://user:pw@host/db")
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, SessionError::UnsupportedUrl { .. }),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains("pw"), "{err}");
+}

@@ -16,6 +16,7 @@
 pub mod display;
 pub mod llm;
 pub mod prompt;
+pub mod session;
 pub mod tools;
 
 // The README's library example is compiled as a doc test, so it cannot rot.

@@ -1,0 +1,428 @@
+//! [`SqliteStore`]: sessions in one SQLite file (WAL, `synchronous=NORMAL`), the embedded
+//! default. Locks are `flock`s on per-session files in a `<file>.locks/` folder beside the
+//! database, so the kernel releases them when the holder dies.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+
+use super::error::{Result, SessionError};
+use super::record::{
+    Session, SessionSummary, Step, check_version, decode_step, from_ms, now_ms, validate_name,
+    validate_steps,
+};
+use super::store::{LockMode, SessionLease, SessionStore};
+use super::{SCHEMA_VERSION, lock_key};
+
+/// How long a write waits for another process's write transaction on the same file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often a waiting `lock` retries.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
+const SCHEMA: &str = "
+CREATE TABLE agcore_schema_version (version INTEGER NOT NULL);
+CREATE TABLE agcore_sessions (
+    name           TEXT    PRIMARY KEY,
+    format_version INTEGER NOT NULL,
+    created_ms     INTEGER NOT NULL,
+    updated_ms     INTEGER NOT NULL,
+    next_seq       INTEGER NOT NULL
+);
+CREATE TABLE agcore_steps (
+    session TEXT    NOT NULL,
+    seq     INTEGER NOT NULL,
+    kind    TEXT    NOT NULL,
+    payload TEXT    NOT NULL,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+";
+
+/// A [`SessionStore`] in one SQLite file. Cheap to clone; clones share one connection
+/// (SQLite has one writer at a time anyway). Blocking calls run on tokio's blocking pool.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    lock_dir: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the session database at `path`, and its folder. A file
+    /// that is not a SQLite database is [`SessionError::Corrupt`]; a SQLite database of
+    /// something else is [`SessionError::Foreign`]; a newer schema is
+    /// [`SessionError::UnsupportedSchema`].
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let opened = tokio::task::spawn_blocking(move || open_blocking(path)).await;
+        let inner = opened.map_err(|e| SessionError::Database {
+            location: "sqlite".into(),
+            reason: format!("open task failed: {e}"),
+        })??;
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` on the connection on the blocking pool.
+    async fn with_conn<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Path) -> Result<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut conn = inner.conn.lock().map_err(|_| SessionError::Database {
+                location: inner.path.display().to_string(),
+                reason: "connection mutex poisoned by a panic".into(),
+            })?;
+            f(&mut conn, &inner.path)
+        })
+        .await;
+        joined.map_err(|e| SessionError::Database {
+            location: self.inner.path.display().to_string(),
+            reason: format!("blocking task failed: {e}"),
+        })?
+    }
+}
+
+/// Maps a rusqlite error: damaged or non-database files are `Corrupt`, the rest `Database`.
+fn map_err(path: &Path) -> impl Fn(rusqlite::Error) -> SessionError + '_ {
+    move |e| match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => SessionError::Corrupt {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        },
+        _ => SessionError::Database {
+            location: path.display().to_string(),
+            reason: e.to_string(),
+        },
+    }
+}
+
+fn open_blocking(path: PathBuf) -> Result<Inner> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| SessionError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let err = map_err(&path);
+    let mut conn = Connection::open(&path).map_err(&err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(&err)?;
+    // The first statement that reads the file: a text file fails here with NOTADB.
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(&err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(SessionError::Database {
+            location: path.display().to_string(),
+            reason: format!("cannot switch to WAL journaling (journal_mode is {mode})"),
+        });
+    }
+    // NORMAL in WAL mode: a commit survives a process crash; an OS crash may lose the last
+    // commits but never corrupts the file.
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(&err)?;
+    init_schema(&mut conn, &path)?;
+    let mut lock_dir = path.clone().into_os_string();
+    lock_dir.push(".locks");
+    Ok(Inner {
+        path: path.clone(),
+        lock_dir: PathBuf::from(lock_dir),
+        conn: Mutex::new(conn),
+    })
+}
+
+fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
+    let err = map_err(path);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(&err)?;
+    let tables: Vec<String> = {
+        let mut stmt = tx
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .map_err(&err)?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(&err)?
+    };
+    let has = |t: &str| tables.iter().any(|n| n == t);
+    if has("agcore_schema_version") {
+        let found: Option<i64> = tx
+            .query_row("SELECT max(version) FROM agcore_schema_version", [], |r| {
+                r.get(0)
+            })
+            .map_err(&err)?;
+        let found = found.unwrap_or(0);
+        if found > i64::from(SCHEMA_VERSION) {
+            return Err(SessionError::UnsupportedSchema {
+                location: path.display().to_string(),
+                found: u32::try_from(found).unwrap_or(u32::MAX),
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found < 1 || !has("agcore_sessions") || !has("agcore_steps") {
+            return Err(SessionError::Corrupt {
+                path: path.to_path_buf(),
+                reason: format!("agcore_schema_version says {found} but the tables are {tables:?}"),
+            });
+        }
+        return Ok(());
+    }
+    if !tables.is_empty() {
+        return Err(SessionError::Foreign {
+            location: path.display().to_string(),
+            reason: format!("it has tables {tables:?} and no agcore_schema_version table"),
+        });
+    }
+    tx.execute_batch(SCHEMA).map_err(&err)?;
+    tx.execute(
+        "INSERT INTO agcore_schema_version (version) VALUES (?1)",
+        [SCHEMA_VERSION],
+    )
+    .map_err(&err)?;
+    tx.commit().map_err(&err)
+}
+
+fn load_blocking(conn: &mut Connection, path: &Path, name: &str) -> Result<Option<Session>> {
+    let err = map_err(path);
+    // One read transaction: the session row and its steps from the same snapshot.
+    let tx = conn.transaction().map_err(&err)?;
+    let row: Option<(i64, i64, i64, i64)> = tx
+        .prepare_cached(
+            "SELECT format_version, created_ms, updated_ms, next_seq
+             FROM agcore_sessions WHERE name = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_row([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .optional()
+        })
+        .map_err(&err)?;
+    let Some((version, created, updated, next_seq)) = row else {
+        return Ok(None);
+    };
+    let format_version = check_version(name, version)?;
+    let mut steps = Vec::with_capacity(usize::try_from(next_seq).unwrap_or(0).min(1 << 20));
+    {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT seq, kind, payload FROM agcore_steps WHERE session = ?1 ORDER BY seq",
+            )
+            .map_err(&err)?;
+        let mut rows = stmt.query([name]).map_err(&err)?;
+        while let Some(r) = rows.next().map_err(&err)? {
+            let seq: i64 = r.get(0).map_err(&err)?;
+            let kind: String = r.get(1).map_err(&err)?;
+            let payload: String = r.get(2).map_err(&err)?;
+            steps.push(decode_step(name, seq, kind, &payload)?);
+        }
+    }
+    super::check_dense(name, &steps, next_seq)?;
+    Ok(Some(Session {
+        name: name.to_string(),
+        format_version,
+        created: from_ms(created),
+        updated: from_ms(updated),
+        steps,
+    }))
+}
+
+fn append_blocking(
+    conn: &mut Connection,
+    path: &Path,
+    name: &str,
+    expected: u64,
+    steps: &[Step],
+) -> Result<()> {
+    let err = map_err(path);
+    // IMMEDIATE: take the write lock before reading next_seq, so the check and the write are
+    // one atomic step even across processes.
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(&err)?;
+    let row: Option<(i64, i64)> = tx
+        .prepare_cached("SELECT next_seq, format_version FROM agcore_sessions WHERE name = ?1")
+        .and_then(|mut s| {
+            s.query_row([name], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
+        .map_err(&err)?;
+    let now = now_ms();
+    let conflict = |found: i64| SessionError::Conflict {
+        session: name.to_string(),
+        expected,
+        found: u64::try_from(found).unwrap_or(0),
+    };
+    match row {
+        None if expected != 0 => return Err(conflict(0)),
+        None => {
+            tx.prepare_cached(
+                "INSERT INTO agcore_sessions (name, format_version, created_ms, updated_ms, next_seq)
+                 VALUES (?1, ?2, ?3, ?3, 0)",
+            )
+            .and_then(|mut s| s.execute(params![name, super::SESSION_FORMAT_VERSION, now]))
+            .map_err(&err)?;
+        }
+        Some((next, version)) => {
+            check_version(name, version)?;
+            if next != expected as i64 {
+                return Err(conflict(next));
+            }
+        }
+    }
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO agcore_steps (session, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(&err)?;
+        for step in steps {
+            let payload = step.payload.to_string();
+            insert
+                .execute(params![name, step.seq as i64, step.kind, payload])
+                .map_err(&err)?;
+        }
+    }
+    let next = (expected + steps.len() as u64) as i64;
+    tx.prepare_cached("UPDATE agcore_sessions SET next_seq = ?2, updated_ms = ?3 WHERE name = ?1")
+        .and_then(|mut s| s.execute(params![name, next, now]))
+        .map_err(&err)?;
+    tx.commit().map_err(&err)
+}
+
+fn list_blocking(conn: &mut Connection, path: &Path) -> Result<Vec<SessionSummary>> {
+    let err = map_err(path);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT name, format_version, created_ms, updated_ms, next_seq
+             FROM agcore_sessions ORDER BY name",
+        )
+        .map_err(&err)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(SessionSummary {
+                name: r.get(0)?,
+                format_version: u32::try_from(r.get::<_, i64>(1)?).unwrap_or(u32::MAX),
+                created: from_ms(r.get(2)?),
+                updated: from_ms(r.get(3)?),
+                steps: u64::try_from(r.get::<_, i64>(4)?).unwrap_or(0),
+            })
+        })
+        .map_err(&err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(&err)
+}
+
+fn delete_blocking(conn: &mut Connection, path: &Path, name: &str) -> Result<bool> {
+    let err = map_err(path);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(&err)?;
+    tx.execute("DELETE FROM agcore_steps WHERE session = ?1", [name])
+        .map_err(&err)?;
+    let n = tx
+        .execute("DELETE FROM agcore_sessions WHERE name = ?1", [name])
+        .map_err(&err)?;
+    tx.commit().map_err(&err)?;
+    Ok(n > 0)
+}
+
+/// Holds an exclusive `flock` on the session's lock file; closing the file (drop, or the
+/// process dying) releases it.
+struct FileLease {
+    _file: File,
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn load(&self, name: &str) -> Result<Option<Session>> {
+        validate_name(name)?;
+        let name = name.to_string();
+        self.with_conn(move |c, p| load_blocking(c, p, &name)).await
+    }
+
+    async fn append(&self, name: &str, expected_next_seq: u64, steps: &[Step]) -> Result<()> {
+        validate_name(name)?;
+        validate_steps(name, expected_next_seq, steps)?;
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let name = name.to_string();
+        let steps = steps.to_vec();
+        self.with_conn(move |c, p| append_blocking(c, p, &name, expected_next_seq, &steps))
+            .await
+    }
+
+    async fn list(&self) -> Result<Vec<SessionSummary>> {
+        self.with_conn(list_blocking).await
+    }
+
+    async fn delete(&self, name: &str) -> Result<bool> {
+        validate_name(name)?;
+        let name = name.to_string();
+        self.with_conn(move |c, p| delete_blocking(c, p, &name))
+            .await
+    }
+
+    async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {
+        validate_name(name)?;
+        let dir = &self.inner.lock_dir;
+        std::fs::create_dir_all(dir).map_err(|source| SessionError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        // Hashed: names may hold '/' and other characters a file name cannot.
+        let file_path = dir.join(format!("{:016x}.lock", lock_key(name)));
+        let io = |source| SessionError::Io {
+            path: file_path.clone(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&file_path)
+            .map_err(io)?;
+        let deadline = match mode {
+            LockMode::FailFast => None,
+            LockMode::Wait { timeout } => Some(tokio::time::Instant::now() + timeout),
+        };
+        loop {
+            match file.try_lock() {
+                Ok(()) => {
+                    return Ok(SessionLease::new(name, Box::new(FileLease { _file: file })));
+                }
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(e)) => return Err(io(e)),
+            }
+            match deadline {
+                Some(d) if tokio::time::Instant::now() < d => tokio::time::sleep(LOCK_POLL).await,
+                _ => {
+                    return Err(SessionError::Busy {
+                        session: name.to_string(),
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The [`SessionStore`] trait, lock modes and the [`SessionLease`] a lock returns.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::error::Result;
+use super::record::{Session, SessionSummary, Step};
+
+/// How [`SessionStore::lock`] behaves when another holder has the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Wait up to `timeout` for the holder to let go, then fail with
+    /// [`SessionError::Busy`](super::SessionError::Busy).
+    Wait {
+        /// The longest wait.
+        timeout: Duration,
+    },
+    /// Fail at once with [`SessionError::Busy`](super::SessionError::Busy).
+    FailFast,
+}
+
+/// A held session lock. Dropping it releases the lock; so does the death of the holding
+/// process (the operating system closes the lock file or the database connection), so a
+/// `kill -9`ed worker never blocks a session forever.
+pub struct SessionLease {
+    session: String,
+    // The store-specific holder (a locked file, a database connection); releasing is dropping it.
+    _guard: Box<dyn Send + Sync>,
+}
+
+impl SessionLease {
+    /// Wraps a store's lock holder. For implementations of [`SessionStore`]: the lock must be
+    /// released when `guard` is dropped.
+    pub fn new(session: impl Into<String>, guard: Box<dyn Send + Sync>) -> Self {
+        Self {
+            session: session.into(),
+            _guard: guard,
+        }
+    }
+
+    /// The session this lease holds.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+}
+
+impl std::fmt::Debug for SessionLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionLease")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Durable storage for sessions: an append-only list of committed steps per session name.
+///
+/// Writers use optimistic concurrency (`append` names the sequence number it expects next) and
+/// hold a [`SessionLease`] while they run, so two workers never interleave their steps in
+/// one history. Implementations: [`SqliteStore`](super::SqliteStore) (embedded, one file) and
+/// [`PostgresStore`](super::PostgresStore) (many processes and machines).
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// The session with all its steps in order, or `None` when there is none by that name.
+    async fn load(&self, name: &str) -> Result<Option<Session>>;
+
+    /// Commits `steps` (sequence numbers `expected_next_seq`, `expected_next_seq + 1`, …) in
+    /// one transaction: all or none. When the session's next sequence number is not
+    /// `expected_next_seq` nothing is written and the result is
+    /// [`SessionError::Conflict`](super::SessionError::Conflict). A missing session is created
+    /// only when `expected_next_seq` is 0. An empty `steps` writes nothing.
+    async fn append(&self, name: &str, expected_next_seq: u64, steps: &[Step]) -> Result<()>;
+
+    /// Every session, by name.
+    async fn list(&self) -> Result<Vec<SessionSummary>>;
+
+    /// Deletes a session and its steps; `true` when it existed.
+    async fn delete(&self, name: &str) -> Result<bool>;
+
+    /// Takes the session's exclusive lease (the session need not exist yet). A second holder
+    /// gets [`SessionError::Busy`](super::SessionError::Busy), at once or after waiting, per
+    /// `mode`.
+    async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease>;
+}

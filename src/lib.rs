@@ -17,6 +17,7 @@ pub mod display;
 pub mod llm;
 pub mod prompt;
 pub mod tools;
+pub mod vocab;
 
 // The README's library example is compiled as a doc test, so it cannot rot.
 #[cfg(doctest)]

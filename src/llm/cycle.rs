@@ -11,8 +11,8 @@ use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
 use crate::llm::tool_loop::{LoopItem, Mode};
-use crate::llm::types::{ChatResponse, OpenaiChatMessage};
 use crate::tools::registry::ToolRegistry;
+use crate::vocab::{ChatResponse, OpenaiChatMessage};
 
 /// The stream returned by [`LlmCycle::submit_stream`] and [`LlmCycle::submit_stream_with_tools`].
 /// Dropping it cancels the call: the in-flight request and running tools are dropped and the

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::llm::event::StreamEvent;
-use crate::llm::types::{FinishReason, OpenaiChatMessage};
+use crate::vocab::{FinishReason, OpenaiChatMessage};
 
 /// The event sequence of a saved history — reasoning, text, tool calls and their results with
 /// error flags — without calling the model or any tool. Use it to redraw a restored

@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use crate::llm::error::{LlmError, ResponseLimit};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ModelDelta;
-use crate::llm::types::{
+use crate::vocab::generate_call_id;
+use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, ToolCall, Usage,
 };
-use crate::tools::registry::generate_call_id;
 
 /// Limits on one assembled reply, whatever the provider: a server (or a model) that streams
 /// without end gets [`LlmError::ResponseLimitExceeded`] instead of all the memory.

@@ -17,10 +17,11 @@ use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::retry::open_stream;
 use crate::llm::stream::StreamAssembler;
-use crate::llm::types::{
+use crate::tools::registry::{ToolCallRequest, ToolInvocation, ToolRegistry};
+use crate::vocab::generate_call_id;
+use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolCall, ToolChoice, Usage,
 };
-use crate::tools::registry::{ToolCallRequest, ToolInvocation, ToolRegistry, generate_call_id};
 
 /// How a turn talks to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::llm::types::ToolCall;
 use crate::tools::error::ToolError;
+use crate::vocab::ToolCall;
 
 /// The record of one tool call: what was asked, what came back, and how long it took.
 #[derive(Debug)]
@@ -104,13 +104,7 @@ impl From<&ToolCall> for ToolCallRequest {
     }
 }
 
-/// A unique call id (`call_` + 24 random alphanumerics), for calls that arrived without one.
-pub fn generate_call_id() -> String {
-    let mut id = String::with_capacity(29);
-    id.push_str("call_");
-    id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(24));
-    id
-}
+pub use crate::vocab::generate_call_id;
 
 /// Parse call arguments: empty text means `{}`.
 pub(crate) fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {

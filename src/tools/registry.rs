@@ -13,7 +13,6 @@ use serde_json::Value;
 pub use crate::tools::call::{ToolArguments, ToolCallRequest, ToolInvocation, generate_call_id};
 pub use crate::tools::validate::validate_tool_name;
 
-use crate::llm::types::ToolDefinition;
 use crate::tools::approval::{
     ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, PermissionDecision, SessionGrants,
 };
@@ -23,6 +22,7 @@ use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposureCheckError, ExposurePolicy, ExposureReport};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
 use crate::tools::validate::{compile_schema, validate_arguments};
+use crate::vocab::ToolDefinition;
 
 /// A registered tool and what registration computed for it once.
 struct Entry {

@@ -10,7 +10,7 @@ use serde::ser::{SerializeSeq, Serializer};
 use crate::llm::error::LlmError;
 use crate::llm::model::ChatRequest;
 use crate::llm::openai::ReasoningEcho;
-use crate::llm::types::{OpenaiChatMessage, RequestOptions, ToolCall, ToolDefinition};
+use crate::vocab::{OpenaiChatMessage, RequestOptions, ToolCall, ToolDefinition};
 
 /// The JSON body of a `/chat/completions` request.
 pub(crate) fn request_body(
@@ -155,7 +155,7 @@ struct WireAssistant<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::types::{StreamOptions, ToolChoice};
+    use crate::vocab::{StreamOptions, ToolChoice};
     use serde_json::{Value, json};
 
     fn assistant(text: &str, reasoning: &str, field: &str, calls: bool) -> OpenaiChatMessage {

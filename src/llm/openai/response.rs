@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{embedded_status, error_object_message, status_error, truncate};
-use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
-use crate::tools::registry::generate_call_id;
+use crate::vocab::generate_call_id;
+use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
 
 /// Parse a successful (HTTP 200) completion body.
 pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {

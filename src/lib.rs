@@ -16,6 +16,7 @@
 pub mod display;
 pub mod llm;
 pub mod prompt;
+pub mod run;
 pub mod tools;
 pub mod vocab;
 

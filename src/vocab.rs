@@ -5,8 +5,10 @@
 //! the other; the run ([`crate::run`]) sits on top of both. The same items are also reachable
 //! under their older paths (`agcore::llm::types::*`, `agcore::tools::registry::generate_call_id`).
 
+mod answer;
 mod call_id;
 pub mod types;
 
+pub use answer::ToolAnswer;
 pub use call_id::generate_call_id;
 pub use types::*;

@@ -12,8 +12,8 @@ use crate::vocab::{FinishReason, OpenaiChatMessage};
 /// conversation.
 ///
 /// Tool outputs are what the model saw (the `tool` message content, parsed as JSON when it is
-/// JSON); a result whose text starts with `Error: ` (how the loop reports failures) is flagged
-/// `is_error`. Durations are not recorded in the history and replay as 0.
+/// JSON); a result is flagged `is_error` when its message is (the history keeps the flag as
+/// data). Durations are not recorded in the history and replay as 0.
 pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
     let mut events = Vec::new();
     let mut names: HashMap<&str, &str> = HashMap::new();
@@ -58,6 +58,7 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
             OpenaiChatMessage::Tool {
                 tool_call_id,
                 content,
+                is_error,
             } => {
                 let text = content.text();
                 events.push(StreamEvent::ToolExecutionCompleted {
@@ -66,7 +67,7 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
                         .get(tool_call_id.as_str())
                         .map(|name| (*name).to_owned())
                         .unwrap_or_default(),
-                    is_error: text.starts_with("Error: "),
+                    is_error: *is_error,
                     output: serde_json::from_str(&text).unwrap_or(Value::String(text)),
                     duration_ms: 0,
                 });

@@ -12,6 +12,8 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::vocab::ToolAnswer;
+
 /// The text or content parts of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -150,7 +152,17 @@ pub enum OpenaiChatMessage {
         tool_call_id: String,
         /// The result text.
         content: MessageContent,
+        /// Whether the call failed or was refused. Data for the application (replay, UIs,
+        /// stores), never sent to the model: the wire encoder leaves it out, and the model
+        /// reads the failure in `content`. Serialised (only when true) so a saved history
+        /// keeps it.
+        #[serde(default, skip_serializing_if = "is_false")]
+        is_error: bool,
     },
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 impl OpenaiChatMessage {
@@ -207,7 +219,22 @@ impl OpenaiChatMessage {
         OpenaiChatMessage::Tool {
             tool_call_id: call_id.into(),
             content: MessageContent::Text(content.into()),
+            is_error: false,
         }
+    }
+
+    /// The tool message answering `call_id` with `answer` (its text and error flag).
+    pub fn tool_answer(call_id: impl Into<String>, answer: ToolAnswer) -> Self {
+        OpenaiChatMessage::Tool {
+            tool_call_id: call_id.into(),
+            content: MessageContent::Text(answer.content),
+            is_error: answer.is_error,
+        }
+    }
+
+    /// Whether this is a tool message reporting a failed or refused call.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(self, OpenaiChatMessage::Tool { is_error: true, .. })
     }
 
     /// The role name as it appears on the wire.

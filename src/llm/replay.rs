@@ -77,3 +77,30 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
     }
     events
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::{ToolAnswer, ToolCall};
+
+    #[test]
+    fn the_error_flag_comes_from_the_message_not_its_text() {
+        let messages = [
+            OpenaiChatMessage::assistant_tool_calls(
+                None,
+                vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "f", "{}")],
+            ),
+            OpenaiChatMessage::tool_answer("a", ToolAnswer::error("boom")),
+            // A successful output that happens to start like an error text.
+            OpenaiChatMessage::tool_result("b", "Error: 404 is the page's title"),
+        ];
+        let flags: Vec<(String, bool)> = replay(&messages)
+            .into_iter()
+            .filter_map(|event| match event {
+                StreamEvent::ToolExecutionCompleted { id, is_error, .. } => Some((id, is_error)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(flags, [("a".to_owned(), true), ("b".to_owned(), false)]);
+    }
+}

@@ -6,9 +6,11 @@
 //! under their older paths (`agcore::llm::types::*`, `agcore::tools::registry::generate_call_id`).
 
 mod answer;
+mod arguments;
 mod call_id;
 pub mod types;
 
 pub use answer::ToolAnswer;
+pub use arguments::{is_blank_arguments, normalise_arguments};
 pub use call_id::generate_call_id;
 pub use types::*;

@@ -12,7 +12,7 @@ use crate::llm::error::LlmError;
 use crate::run::state::{Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall,
-    ToolChoice, Usage, generate_call_id,
+    ToolChoice, Usage, generate_call_id, normalise_arguments,
 };
 
 /// What happened since the last step.
@@ -434,9 +434,8 @@ fn normalise_tool_calls(message: &mut OpenaiChatMessage) {
                 call.id = generate_call_id();
                 seen.insert(call.id.clone());
             }
-            if call.function.arguments.trim().is_empty() {
-                call.function.arguments = "{}".to_owned();
-            }
+            call.function.arguments =
+                normalise_arguments(std::mem::take(&mut call.function.arguments));
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::tools::error::ToolError;
-use crate::vocab::ToolCall;
+use crate::vocab::{ToolCall, is_blank_arguments};
 
 /// The record of one tool call: what was asked, what came back, and how long it took.
 #[derive(Debug)]
@@ -108,7 +108,7 @@ pub use crate::vocab::generate_call_id;
 
 /// Parse call arguments: empty text means `{}`.
 pub(crate) fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
-    if text.trim().is_empty() {
+    if is_blank_arguments(text) {
         Ok(Value::Object(Default::default()))
     } else {
         serde_json::from_str(text)

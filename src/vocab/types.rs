@@ -512,6 +512,18 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
+    /// The finish reason of a reply as the server sent it (`sent`) given whether the reply
+    /// holds tool calls: calls under `stop`, an unknown reason or none (Ollama sends `stop`)
+    /// are still tool calls. `length` stays `length` — its calls may be cut mid-JSON.
+    pub fn for_reply(sent: Option<FinishReason>, has_tool_calls: bool) -> Option<FinishReason> {
+        match sent {
+            Some(FinishReason::Stop) | Some(FinishReason::Other(_)) | None if has_tool_calls => {
+                Some(FinishReason::ToolCalls)
+            }
+            other => other,
+        }
+    }
+
     /// Parse a server's finish reason; never fails.
     pub fn parse(value: &str) -> Self {
         match value {

@@ -585,7 +585,7 @@ impl ToolRegistry {
     ) -> CompletedCall {
         let Prepared { input, entry, .. } = prepared;
         let tool = &entry.tool;
-        let run = AssertUnwindSafe(tool.execute(input.clone())).catch_unwind();
+        let run = AssertUnwindSafe(tool.execute_rendered(input.clone())).catch_unwind();
         let outcome = match tool.timeout().or(self.default_timeout) {
             Some(limit) => match tokio::time::timeout(limit, run).await {
                 Ok(outcome) => outcome,
@@ -596,16 +596,19 @@ impl ToolRegistry {
             },
             None => run.await,
         };
-        let result = outcome.unwrap_or_else(|panic| {
+        let rendered = outcome.unwrap_or_else(|panic| {
             Err(ToolError::ExecutionFailed(
                 tool_name.clone(),
                 format!("the tool panicked: {}", panic_message(panic.as_ref())),
             ))
         });
         // Rendered here, with the tool at hand: no second lookup later.
-        let answer = match &result {
-            Ok(output) => ToolAnswer::ok(tool.model_content(output)),
-            Err(error) => self.error_answer(error),
+        let (result, answer) = match rendered {
+            Ok((output, text)) => (Ok(output), ToolAnswer::ok(text)),
+            Err(error) => {
+                let answer = self.error_answer(&error);
+                (Err(error), answer)
+            }
         };
         CompletedCall {
             id,

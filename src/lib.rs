@@ -16,8 +16,10 @@
 pub mod display;
 pub mod llm;
 pub mod prompt;
+pub mod run;
 pub mod session;
 pub mod tools;
+pub mod vocab;
 
 // The README's library example is compiled as a doc test, so it cannot rot.
 #[cfg(doctest)]

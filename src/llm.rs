@@ -16,7 +16,6 @@ pub mod replay;
 pub mod retry;
 pub mod stream;
 pub mod testing;
-mod tool_loop;
 pub mod types;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};

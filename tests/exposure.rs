@@ -817,6 +817,7 @@ fn tool_message(cycle: &agcore::llm::LlmCycle, id: &str) -> String {
             agcore::llm::OpenaiChatMessage::Tool {
                 tool_call_id,
                 content,
+                ..
             } if tool_call_id == id => Some(content.text()),
             _ => None,
         })

@@ -403,6 +403,7 @@ async fn every_tool_failure_is_fed_back_and_the_model_recovers() {
                 OpenaiChatMessage::Tool {
                     tool_call_id,
                     content,
+                    ..
                 } if tool_call_id == id => Some(content.text()),
                 _ => None,
             })

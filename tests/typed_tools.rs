@@ -275,3 +275,50 @@ async fn the_model_reads_model_content_while_the_caller_gets_the_full_output() {
     let output = record.output.unwrap();
     assert_eq!(output, json!({"city": "Rome", "days": [21.5, 21.5]}));
 }
+
+/// An output whose JSON does not read back as itself (renamed on the way out only).
+#[derive(Debug, Serialize, Deserialize)]
+struct OneWay {
+    #[serde(rename(serialize = "c"))]
+    city: String,
+}
+
+struct OneWayTool;
+
+impl Tool for OneWayTool {
+    type Input = Value;
+    type Output = OneWay;
+    const NAME: &'static str = "one_way";
+
+    fn kind() -> ToolKind {
+        ToolKind::Other
+    }
+
+    fn model_content(output: &OneWay) -> String {
+        format!("city {}", output.city)
+    }
+
+    async fn run(&self, _input: Value) -> Result<OneWay, ToolError> {
+        Ok(OneWay {
+            city: "Oslo".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_model_text_is_rendered_from_the_typed_output_not_its_json() {
+    use agcore::tools::{ToolCallRequest, ToolOutcome};
+    use futures::StreamExt;
+    let mut registry = ToolRegistry::new();
+    registry.register(OneWayTool.erase()).unwrap();
+    let done: Vec<_> = registry
+        .run_stream(vec![ToolCallRequest::new("c1", "one_way", json!({}))])
+        .collect()
+        .await;
+    let call = &done[0].1;
+    assert_eq!(call.answer.content, "city Oslo");
+    assert!(!call.answer.is_error);
+    assert!(
+        matches!(&call.outcome, ToolOutcome::Ran { result: Ok(output) } if output["c"] == "Oslo")
+    );
+}

@@ -185,11 +185,8 @@ impl Session {
         let mut renderer = HumanRenderer::new();
         let cancelled = {
             let work = async {
-                let stream = if self.registry.is_empty() {
-                    cycle.submit_stream(prompt).await
-                } else {
-                    cycle.submit_stream_with_tools(prompt, &self.registry).await
-                };
+                let tools = (!self.registry.is_empty()).then_some(&self.registry);
+                let stream = cycle.run_stream(Some(prompt), tools).await;
                 match stream {
                     // Errors in the stream are rendered as `error: ...` by the renderer.
                     Ok(mut events) => {

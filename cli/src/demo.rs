@@ -143,12 +143,13 @@ fn final_answer(request: &RecordedRequest) -> ScriptedReply {
             OpenaiChatMessage::Tool {
                 tool_call_id,
                 content,
-            } if tool_call_id == id => Some(content.text()),
+                is_error,
+            } if tool_call_id == id => Some((content.text(), *is_error)),
             _ => None,
         })
     };
     let weather: serde_json::Value = result("call_weather")
-        .and_then(|text| serde_json::from_str(&text).ok())
+        .and_then(|(text, _)| serde_json::from_str(&text).ok())
         .unwrap_or_default();
     let forecast = match (
         weather["conditions"].as_str(),
@@ -158,13 +159,13 @@ fn final_answer(request: &RecordedRequest) -> ScriptedReply {
         _ => "unavailable".to_owned(),
     };
     let cleanup = match result("call_clean") {
-        Some(text) if text.starts_with("Error: permission denied") => {
+        Some((text, true)) if text.contains("permission denied") => {
             "I could not clear `build/`: running shell commands is denied by the default permissions. \
              To let me, allow Shell in agcore.toml (`[tools.permissions]`, move \"shell\" from `denied` to `allowed`), \
              or run `rm -rf build` yourself."
                 .to_owned()
         }
-        Some(text) => format!("Cleanup result: {text}"),
+        Some((text, _)) => format!("Cleanup result: {text}"),
         None => "I did not get to the cleanup.".to_owned(),
     };
     ScriptedReply::text(format!(

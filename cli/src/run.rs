@@ -60,13 +60,9 @@ async fn execute(
     args: &RunArgs,
 ) -> anyhow::Result<ExitCode> {
     let prompt = args.prompt.clone();
-    let with_tools = !registry.is_empty();
+    let tools = (!registry.is_empty()).then_some(registry);
     if args.no_stream {
-        let response = if with_tools {
-            cycle.submit_with_tools(prompt, registry).await?
-        } else {
-            cycle.submit(prompt).await?
-        };
+        let response = cycle.run(Some(prompt), tools).await?;
         if args.json {
             println!("{}", json_for_terminal(serde_json::to_string(&response)?));
         } else {
@@ -75,11 +71,7 @@ async fn execute(
         return Ok(ExitCode::SUCCESS);
     }
 
-    let mut stream = if with_tools {
-        cycle.submit_stream_with_tools(prompt, registry).await?
-    } else {
-        cycle.submit_stream(prompt).await?
-    };
+    let mut stream = cycle.run_stream(Some(prompt), tools).await?;
     let mut renderer = HumanRenderer::new();
     let mut failed = false;
     let start = interrupt_count();

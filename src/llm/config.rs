@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::llm::retry::RetryPolicy;
 use crate::llm::stream::ReplyLimits;
-use crate::llm::types::RequestOptions;
+use crate::vocab::RequestOptions;
 
 /// Configuration of an [`crate::llm::LlmCycle`].
 #[derive(Debug, Clone)]

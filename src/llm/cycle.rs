@@ -1,18 +1,16 @@
 //! [`LlmCycle`]: a conversation with a model — history, retries, streaming, and the automatic
-//! tool loop.
+//! tool loop. The calls (`submit*`, `resume*`) are defined with the run they drive, in
+//! `crate::run`.
 
 use std::pin::Pin;
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 
 use crate::llm::config::CycleConfig;
-use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
-use crate::llm::tool_loop::{LoopItem, Mode};
-use crate::llm::types::{ChatResponse, OpenaiChatMessage};
-use crate::tools::registry::ToolRegistry;
+use crate::vocab::OpenaiChatMessage;
 
 /// The stream returned by [`LlmCycle::submit_stream`] and [`LlmCycle::submit_stream_with_tools`].
 /// Dropping it cancels the call: the in-flight request and running tools are dropped and the
@@ -129,99 +127,4 @@ impl LlmCycle {
     pub fn model(&self) -> &Arc<dyn ChatModel> {
         &self.model
     }
-
-    /// Send `prompt` and wait for the reply. No tools are offered; tool calls in the reply are
-    /// returned, not run (see [`LlmCycle::submit_with_tools`]). The history stores them each
-    /// answered by a `tool` message saying it was not run, so it never holds an unanswered
-    /// call and every later request (or a saved transcript) stays valid.
-    ///
-    /// # Errors
-    /// Besides the transport and server errors, [`LlmError::TruncatedToolCalls`] when the reply
-    /// called tools but was cut by the token limit (`finish_reason: length`): the history is
-    /// then left as it was, without the prompt, as for any failure (same for every other call).
-    pub async fn submit(&mut self, prompt: String) -> Result<ChatResponse, LlmError> {
-        drain(self.run_loop(Some(prompt), None, Mode::Blocking)).await
-    }
-
-    /// Send `prompt` and stream the reply. Errors before the reply starts (HTTP status,
-    /// connection, retries used up) are returned here; later ones end the stream with
-    /// [`StreamEvent::Error`].
-    pub async fn submit_stream(&mut self, prompt: String) -> Result<EventStream<'_>, LlmError> {
-        into_event_stream(self.run_loop(Some(prompt), None, Mode::Streaming)).await
-    }
-
-    /// Send `prompt` with the registry's tools and run the tool loop until the model answers
-    /// without tool calls (or `max_turns` requests were made). Tool failures are fed back to
-    /// the model; the returned usage is the sum over all turns. A forced `tool_choice`
-    /// (`required` or a named function) applies to the first request only; later turns send
-    /// `auto`, so the model can give its final answer.
-    pub async fn submit_with_tools(
-        &mut self,
-        prompt: String,
-        registry: &ToolRegistry,
-    ) -> Result<ChatResponse, LlmError> {
-        drain(self.run_loop(Some(prompt), Some(registry), Mode::Blocking)).await
-    }
-
-    /// The streaming tool loop: per turn text/reasoning deltas, `ToolExecutionStarted`,
-    /// `TurnComplete { reason: ToolCalls }`, `ToolExecutionCompleted` as each tool finishes;
-    /// finally `TurnComplete { reason: Stop, usage: <sum> }`.
-    pub async fn submit_stream_with_tools<'a>(
-        &'a mut self,
-        prompt: String,
-        registry: &'a ToolRegistry,
-    ) -> Result<EventStream<'a>, LlmError> {
-        into_event_stream(self.run_loop(Some(prompt), Some(registry), Mode::Streaming)).await
-    }
-
-    /// Continue the tool loop from the current history without a new user message — e.g.
-    /// after [`LlmError::MaxTurnsExceeded`], a restored history that ends with tool results, or
-    /// a restored history that ends with unanswered tool calls (those calls are run first).
-    pub async fn resume_with_tools(
-        &mut self,
-        registry: &ToolRegistry,
-    ) -> Result<ChatResponse, LlmError> {
-        drain(self.run_loop(None, Some(registry), Mode::Blocking)).await
-    }
-
-    /// Streaming form of [`LlmCycle::resume_with_tools`].
-    pub async fn resume_stream_with_tools<'a>(
-        &'a mut self,
-        registry: &'a ToolRegistry,
-    ) -> Result<EventStream<'a>, LlmError> {
-        into_event_stream(self.run_loop(None, Some(registry), Mode::Streaming)).await
-    }
-}
-
-async fn drain(items: impl Stream<Item = LoopItem>) -> Result<ChatResponse, LlmError> {
-    let mut items = std::pin::pin!(items);
-    while let Some(item) = items.next().await {
-        match item {
-            LoopItem::Event(_) => {}
-            LoopItem::Done(response) => return Ok(*response),
-            LoopItem::Failed(error) => return Err(error),
-        }
-    }
-    Err(LlmError::Other(
-        "the call ended without a result".to_owned(),
-    ))
-}
-
-async fn into_event_stream<'a>(
-    items: impl Stream<Item = LoopItem> + Send + 'a,
-) -> Result<EventStream<'a>, LlmError> {
-    let mut items = Box::pin(items);
-    let first = match items.next().await {
-        Some(LoopItem::Event(event)) => Some(event),
-        Some(LoopItem::Failed(error)) => return Err(error),
-        Some(LoopItem::Done(_)) | None => None,
-    };
-    let rest = items.filter_map(|item| {
-        futures::future::ready(match item {
-            LoopItem::Event(event) => Some(event),
-            LoopItem::Failed(error) => Some(StreamEvent::from_error(&error)),
-            LoopItem::Done(_) => None,
-        })
-    });
-    Ok(Box::pin(futures::stream::iter(first).chain(rest)))
 }

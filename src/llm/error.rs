@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::llm::types::OpenaiChatMessage;
+use crate::vocab::OpenaiChatMessage;
 
 /// Why a call to the model failed. Tool failures are *not* here: they are fed back to the
 /// model as tool messages and the loop goes on (see [`crate::tools::ToolError`]).

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::llm::error::ErrorKind;
-use crate::llm::types::{FinishReason, Usage};
+use crate::vocab::{FinishReason, Usage};
 
 /// One event of a streaming call. Serialises as `{"type": "assistant_text_delta", ...}`.
 ///

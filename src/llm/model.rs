@@ -7,7 +7,7 @@ use futures::Stream;
 use serde::Serialize;
 
 use crate::llm::error::LlmError;
-use crate::llm::types::{
+use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, RequestOptions, ToolDefinition,
     Usage,
 };

@@ -40,7 +40,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName
 
 use crate::llm::error::{LlmError, ResponseLimit, TimeoutKind};
 use crate::llm::model::{ChatModel, ChatRequest, ModelStream};
-use crate::llm::types::ChatResponse;
+use crate::vocab::ChatResponse;
 
 pub use decode::decode_stream;
 

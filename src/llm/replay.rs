@@ -5,15 +5,15 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::llm::event::StreamEvent;
-use crate::llm::types::{FinishReason, OpenaiChatMessage};
+use crate::vocab::{FinishReason, OpenaiChatMessage};
 
 /// The event sequence of a saved history — reasoning, text, tool calls and their results with
 /// error flags — without calling the model or any tool. Use it to redraw a restored
 /// conversation.
 ///
 /// Tool outputs are what the model saw (the `tool` message content, parsed as JSON when it is
-/// JSON); a result whose text starts with `Error: ` (how the loop reports failures) is flagged
-/// `is_error`. Durations are not recorded in the history and replay as 0.
+/// JSON); a result is flagged `is_error` when its message is (the history keeps the flag as
+/// data). Durations are not recorded in the history and replay as 0.
 pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
     let mut events = Vec::new();
     let mut names: HashMap<&str, &str> = HashMap::new();
@@ -58,6 +58,7 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
             OpenaiChatMessage::Tool {
                 tool_call_id,
                 content,
+                is_error,
             } => {
                 let text = content.text();
                 events.push(StreamEvent::ToolExecutionCompleted {
@@ -66,7 +67,7 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
                         .get(tool_call_id.as_str())
                         .map(|name| (*name).to_owned())
                         .unwrap_or_default(),
-                    is_error: text.starts_with("Error: "),
+                    is_error: *is_error,
                     output: serde_json::from_str(&text).unwrap_or(Value::String(text)),
                     duration_ms: 0,
                 });
@@ -75,4 +76,31 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
         }
     }
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::{ToolAnswer, ToolCall};
+
+    #[test]
+    fn the_error_flag_comes_from_the_message_not_its_text() {
+        let messages = [
+            OpenaiChatMessage::assistant_tool_calls(
+                None,
+                vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "f", "{}")],
+            ),
+            OpenaiChatMessage::tool_answer("a", ToolAnswer::error("boom")),
+            // A successful output that happens to start like an error text.
+            OpenaiChatMessage::tool_result("b", "Error: 404 is the page's title"),
+        ];
+        let flags: Vec<(String, bool)> = replay(&messages)
+            .into_iter()
+            .filter_map(|event| match event {
+                StreamEvent::ToolExecutionCompleted { id, is_error, .. } => Some((id, is_error)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(flags, [("a".to_owned(), true), ("b".to_owned(), false)]);
+    }
 }

@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use crate::llm::error::{LlmError, ResponseLimit};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ModelDelta;
-use crate::llm::types::{
+use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, ToolCall, Usage,
 };
-use crate::tools::registry::generate_call_id;
+use crate::vocab::{generate_call_id, normalise_arguments};
 
 /// Limits on one assembled reply, whatever the provider: a server (or a model) that streams
 /// without end gets [`LlmError::ResponseLimitExceeded`] instead of all the memory.
@@ -289,15 +289,10 @@ impl StreamAssembler {
         let tool_calls: Vec<ToolCall> = calls
             .into_iter()
             .map(|call| {
-                let arguments = if call.arguments.trim().is_empty() {
-                    "{}".to_owned()
-                } else {
-                    call.arguments
-                };
                 ToolCall::new(
                     call.id.unwrap_or_else(generate_call_id),
                     call.name,
-                    arguments,
+                    normalise_arguments(call.arguments),
                 )
             })
             .collect();
@@ -308,14 +303,7 @@ impl StreamAssembler {
                 arguments: call.function.arguments.clone(),
             });
         }
-        let stop_reason = match self.finish {
-            Some(FinishReason::Stop) | Some(FinishReason::Other(_)) | None
-                if !tool_calls.is_empty() =>
-            {
-                Some(FinishReason::ToolCalls)
-            }
-            other => other,
-        };
+        let stop_reason = FinishReason::for_reply(self.finish, !tool_calls.is_empty());
         // A tool-calling message keeps even an empty reasoning field: DeepSeek's thinking mode
         // answers 400 when a tool-calling assistant message comes back without it.
         let field = self

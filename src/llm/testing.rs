@@ -27,7 +27,7 @@ use futures::StreamExt;
 
 use crate::llm::error::LlmError;
 use crate::llm::model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
-use crate::llm::types::{
+use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, RequestOptions, ToolCall,
     ToolDefinition, Usage,
 };

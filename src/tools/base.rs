@@ -70,6 +70,16 @@ pub trait BaseTool: Send + Sync {
         default_model_content(output)
     }
 
+    /// [`BaseTool::execute`] and [`BaseTool::model_content`] in one go: the output and what
+    /// the model reads of it. The registry runs calls through this. The default runs one,
+    /// then the other; a typed tool renders from its typed output before it becomes JSON, so
+    /// nothing is deserialised a second time.
+    async fn execute_rendered(&self, args: Value) -> Result<(Value, String), ToolError> {
+        let output = self.execute(args).await?;
+        let text = self.model_content(&output);
+        Ok((output, text))
+    }
+
     /// Where the tool comes from.
     fn source(&self) -> ToolSource {
         ToolSource::Local

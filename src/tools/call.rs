@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::llm::types::ToolCall;
 use crate::tools::error::ToolError;
+use crate::vocab::{ToolCall, is_blank_arguments};
 
 /// The record of one tool call: what was asked, what came back, and how long it took.
 #[derive(Debug)]
@@ -104,17 +104,11 @@ impl From<&ToolCall> for ToolCallRequest {
     }
 }
 
-/// A unique call id (`call_` + 24 random alphanumerics), for calls that arrived without one.
-pub fn generate_call_id() -> String {
-    let mut id = String::with_capacity(29);
-    id.push_str("call_");
-    id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(24));
-    id
-}
+pub use crate::vocab::generate_call_id;
 
 /// Parse call arguments: empty text means `{}`.
 pub(crate) fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
-    if text.trim().is_empty() {
+    if is_blank_arguments(text) {
         Ok(Value::Object(Default::default()))
     } else {
         serde_json::from_str(text)

@@ -13,7 +13,6 @@ use serde_json::Value;
 pub use crate::tools::call::{ToolArguments, ToolCallRequest, ToolInvocation, generate_call_id};
 pub use crate::tools::validate::validate_tool_name;
 
-use crate::llm::types::ToolDefinition;
 use crate::tools::approval::{
     ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, PermissionDecision, SessionGrants,
 };
@@ -21,8 +20,10 @@ use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposureCheckError, ExposurePolicy, ExposureReport};
+use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
 use crate::tools::validate::{compile_schema, validate_arguments};
+use crate::vocab::{ToolAnswer, ToolDefinition};
 
 /// A registered tool and what registration computed for it once.
 struct Entry {
@@ -294,34 +295,30 @@ impl ToolRegistry {
         let call = ToolCallRequest::new(generate_call_id(), name, args);
         let prepared = self.prepare(&call)?;
         self.approve(&call, &prepared).await?;
-        Ok(self.execute(call.id, call.name, prepared, started).await)
+        Ok(self
+            .execute(call.id, call.name, prepared, started)
+            .await
+            .into_invocation())
     }
 
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
-        self.invoke_call_observed(call, || {}).await
+        self.run_call(call, || {}).await.into_invocation()
     }
 
-    /// [`ToolRegistry::invoke_call`], calling `on_start` once the call passed every check and
-    /// its tool is about to execute (from then on it may have had effects).
-    async fn invoke_call_observed(
-        &self,
-        call: ToolCallRequest,
-        on_start: impl FnOnce(),
-    ) -> ToolInvocation {
+    /// Run one call to its [`CompletedCall`], calling `on_start` once the call passed every
+    /// check and its tool is about to execute (from then on it may have had effects).
+    async fn run_call(&self, call: ToolCallRequest, on_start: impl FnOnce()) -> CompletedCall {
         let started = Instant::now();
         let prepared = match self.prepare(&call) {
             Ok(prepared) => prepared,
-            Err(error) => return failed(call, error, started),
+            Err(error) => {
+                let input = call.arguments.into_value();
+                return self.refused(call.id, call.name, input, error, started);
+            }
         };
         if let Err(error) = self.approve(&call, &prepared).await {
-            return ToolInvocation {
-                id: call.id,
-                tool_name: call.name,
-                input: prepared.input,
-                output: Err(error),
-                duration: started.elapsed(),
-            };
+            return self.refused(call.id, call.name, prepared.input, error, started);
         }
         on_start();
         self.execute(call.id, call.name, prepared, started).await
@@ -337,25 +334,36 @@ impl ToolRegistry {
         &self,
         calls: Vec<ToolCallRequest>,
     ) -> impl Stream<Item = (usize, ToolInvocation)> + Send + '_ {
-        self.invoke_stream_observed(calls, |_| {})
+        self.run_stream_observed(calls, |_| {})
+            .map(|(position, call)| (position, call.into_invocation()))
     }
 
-    /// [`ToolRegistry::invoke_stream`], calling `on_start(position)` when a call's tool is
-    /// about to execute. The tool loop uses it to know, when it is cancelled, which calls
-    /// may have had effects.
-    pub(crate) fn invoke_stream_observed<'a>(
+    /// [`ToolRegistry::invoke_stream`] yielding [`CompletedCall`]s: each with its
+    /// [`ToolOutcome`](crate::tools::ToolOutcome) (refused or ran) and the model's text,
+    /// rendered once.
+    pub fn run_stream(
+        &self,
+        calls: Vec<ToolCallRequest>,
+    ) -> impl Stream<Item = (usize, CompletedCall)> + Send + '_ {
+        self.run_stream_observed(calls, |_| {})
+    }
+
+    /// [`ToolRegistry::run_stream`], calling `on_start(position)` when a call's tool is about
+    /// to execute. The run uses it to know, when it is cancelled, which calls may have had
+    /// effects.
+    pub(crate) fn run_stream_observed<'a>(
         &'a self,
         calls: Vec<ToolCallRequest>,
         on_start: impl Fn(usize) + Send + Sync + 'a,
-    ) -> impl Stream<Item = (usize, ToolInvocation)> + Send + 'a {
+    ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
         let on_start = Arc::new(on_start);
         stream::iter(calls.into_iter().enumerate())
             .map(move |(position, call)| {
                 let on_start = on_start.clone();
                 async move {
-                    let invocation = self.invoke_call_observed(call, || on_start(position)).await;
-                    (position, invocation)
+                    let completed = self.run_call(call, || on_start(position)).await;
+                    (position, completed)
                 }
             })
             .buffer_unordered(limit)
@@ -413,12 +421,12 @@ impl ToolRegistry {
                 Some(entry) => entry.tool.model_content(output),
                 None => default_model_content(output),
             },
-            Err(error) => self.error_content(error),
+            Err(error) => self.error_answer(error).content,
         }
     }
 
     /// The model's view of an error, with a hint where one helps.
-    fn error_content(&self, error: &ToolError) -> String {
+    fn error_answer(&self, error: &ToolError) -> ToolAnswer {
         let hint = match error {
             ToolError::NotFound(_) => {
                 // Only tools the model could actually use (not hidden by a gate).
@@ -448,7 +456,7 @@ impl ToolRegistry {
             _ => String::new(),
         };
         let text = error.to_string();
-        format!("Error: {}.{hint}", text.trim_end_matches('.'))
+        ToolAnswer::error(format_args!("{}.{hint}", text.trim_end_matches('.')))
     }
 
     /// Whether the exposure policy's own gates (profile, restricted mode, flags) let `tool`
@@ -574,10 +582,10 @@ impl ToolRegistry {
         tool_name: String,
         prepared: Prepared<'_>,
         started: Instant,
-    ) -> ToolInvocation {
+    ) -> CompletedCall {
         let Prepared { input, entry, .. } = prepared;
         let tool = &entry.tool;
-        let run = AssertUnwindSafe(tool.execute(input.clone())).catch_unwind();
+        let run = AssertUnwindSafe(tool.execute_rendered(input.clone())).catch_unwind();
         let outcome = match tool.timeout().or(self.default_timeout) {
             Some(limit) => match tokio::time::timeout(limit, run).await {
                 Ok(outcome) => outcome,
@@ -588,30 +596,47 @@ impl ToolRegistry {
             },
             None => run.await,
         };
-        let output = outcome.unwrap_or_else(|panic| {
+        let rendered = outcome.unwrap_or_else(|panic| {
             Err(ToolError::ExecutionFailed(
                 tool_name.clone(),
                 format!("the tool panicked: {}", panic_message(panic.as_ref())),
             ))
         });
-        ToolInvocation {
+        // Rendered here, with the tool at hand: no second lookup later.
+        let (result, answer) = match rendered {
+            Ok((output, text)) => (Ok(output), ToolAnswer::ok(text)),
+            Err(error) => {
+                let answer = self.error_answer(&error);
+                (Err(error), answer)
+            }
+        };
+        CompletedCall {
             id,
             tool_name,
             input,
-            output,
+            outcome: ToolOutcome::Ran { result },
+            answer,
             duration: started.elapsed(),
         }
     }
-}
 
-/// The record of a call that failed before approval or execution.
-fn failed(call: ToolCallRequest, error: ToolError, started: Instant) -> ToolInvocation {
-    ToolInvocation {
-        input: call.arguments.into_value(),
-        id: call.id,
-        tool_name: call.name,
-        output: Err(error),
-        duration: started.elapsed(),
+    /// The record of a call refused before its tool started.
+    fn refused(
+        &self,
+        id: String,
+        tool_name: String,
+        input: Value,
+        reason: ToolError,
+        started: Instant,
+    ) -> CompletedCall {
+        CompletedCall {
+            id,
+            tool_name,
+            input,
+            answer: self.error_answer(&reason),
+            outcome: ToolOutcome::Refused { reason },
+            duration: started.elapsed(),
+        }
     }
 }
 

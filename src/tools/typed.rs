@@ -205,12 +205,15 @@ impl<T: Tool> BaseTool for TypedTool<T> {
     async fn execute(&self, args: Value) -> Result<Value, ToolError> {
         let input: T::Input = deserialize_input(T::NAME, args)?;
         let output = self.tool.run(input).await?;
-        serde_json::to_value(&output).map_err(|error| {
-            ToolError::ExecutionFailed(
-                T::NAME.to_owned(),
-                format!("output not serialisable: {error}"),
-            )
-        })
+        to_json::<T>(&output)
+    }
+
+    async fn execute_rendered(&self, args: Value) -> Result<(Value, String), ToolError> {
+        let input: T::Input = deserialize_input(T::NAME, args)?;
+        let output = self.tool.run(input).await?;
+        // Rendered from the typed output: no round trip through JSON.
+        let text = T::model_content(&output);
+        Ok((to_json::<T>(&output)?, text))
     }
 
     fn kind(&self) -> ToolKind {
@@ -225,6 +228,7 @@ impl<T: Tool> BaseTool for TypedTool<T> {
     }
 
     fn model_content(&self, output: &Value) -> String {
+        // Only for records made outside the registry's run path (`execute_rendered`).
         match serde_json::from_value::<T::Output>(output.clone()) {
             Ok(typed) => T::model_content(&typed),
             Err(_) => default_model_content(output),
@@ -315,4 +319,14 @@ fn one_of_to_any_of(schema: &mut Value) {
             }
         }
     }
+}
+
+/// A typed output as the JSON the caller gets.
+fn to_json<T: Tool>(output: &T::Output) -> Result<Value, ToolError> {
+    serde_json::to_value(output).map_err(|error| {
+        ToolError::ExecutionFailed(
+            T::NAME.to_owned(),
+            format!("output not serialisable: {error}"),
+        )
+    })
 }

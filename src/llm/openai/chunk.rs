@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{stream_error, truncate};
-use crate::llm::types::{FinishReason, ReasoningField, Usage};
-use crate::tools::registry::generate_call_id;
+use crate::vocab::generate_call_id;
+use crate::vocab::{FinishReason, ReasoningField, Usage};
 
 /// Per-stream state of the chunk decoder.
 #[derive(Debug, Default)]

@@ -10,7 +10,7 @@ use serde::ser::{SerializeSeq, Serializer};
 use crate::llm::error::LlmError;
 use crate::llm::model::ChatRequest;
 use crate::llm::openai::ReasoningEcho;
-use crate::llm::types::{OpenaiChatMessage, RequestOptions, ToolCall, ToolDefinition};
+use crate::vocab::{MessageContent, OpenaiChatMessage, RequestOptions, ToolCall, ToolDefinition};
 
 /// The JSON body of a `/chat/completions` request.
 pub(crate) fn request_body(
@@ -126,6 +126,16 @@ impl Serialize for WireMessages<'_> {
                         tool_calls,
                         name: name.as_deref(),
                     })?,
+                    // `is_error` is the application's, not the model's: left out.
+                    OpenaiChatMessage::Tool {
+                        tool_call_id,
+                        content,
+                        ..
+                    } => seq.serialize_element(&WireTool {
+                        role: "tool",
+                        tool_call_id,
+                        content,
+                    })?,
                     other => seq.serialize_element(other)?,
                 }
             }
@@ -152,10 +162,18 @@ struct WireAssistant<'a> {
     name: Option<&'a str>,
 }
 
+/// The wire form of [`OpenaiChatMessage::Tool`], borrowed: without `is_error`.
+#[derive(Serialize)]
+struct WireTool<'a> {
+    role: &'static str,
+    tool_call_id: &'a str,
+    content: &'a MessageContent,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::types::{StreamOptions, ToolChoice};
+    use crate::vocab::{StreamOptions, ToolChoice};
     use serde_json::{Value, json};
 
     fn assistant(text: &str, reasoning: &str, field: &str, calls: bool) -> OpenaiChatMessage {
@@ -209,6 +227,31 @@ mod tests {
         assert!(sent[7].get("reasoning_content").is_none());
         assert_eq!(body["stream"], false);
         assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn a_tool_error_flag_is_kept_in_serde_but_never_sent() {
+        let failed = OpenaiChatMessage::tool_answer("c1", crate::vocab::ToolAnswer::error("boom"));
+        let saved = serde_json::to_value(&failed).unwrap();
+        assert_eq!(saved["is_error"], true);
+        let loaded: OpenaiChatMessage = serde_json::from_value(saved).unwrap();
+        assert!(loaded.is_tool_error());
+        let messages = vec![
+            OpenaiChatMessage::user_text("q"),
+            OpenaiChatMessage::assistant_tool_calls(None, vec![ToolCall::new("c1", "f", "{}")]),
+            failed,
+        ];
+        let options = RequestOptions::default();
+        let request = ChatRequest {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        assert_eq!(
+            body(&request, false)["messages"][2],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "Error: boom"})
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 use crate::llm::error::LlmError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{embedded_status, error_object_message, status_error, truncate};
-use crate::llm::types::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
-use crate::tools::registry::generate_call_id;
+use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
+use crate::vocab::{generate_call_id, normalise_arguments};
 
 /// Parse a successful (HTTP 200) completion body.
 pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
@@ -34,20 +34,11 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
         .map_err(|error| LlmError::Decode(format!("invalid assistant message: {error}")))?;
     if let OpenaiChatMessage::Assistant { tool_calls, .. } = &mut message {
         for call in tool_calls.iter_mut() {
-            if call.function.arguments.trim().is_empty() {
-                call.function.arguments = "{}".to_owned();
-            }
+            call.function.arguments =
+                normalise_arguments(std::mem::take(&mut call.function.arguments));
         }
     }
-    // Same rule as the stream assembler: tool calls under `stop` (Ollama) are still tool calls.
-    let stop_reason = match finish {
-        Some(FinishReason::Stop) | Some(FinishReason::Other(_)) | None
-            if !message.tool_calls().is_empty() =>
-        {
-            Some(FinishReason::ToolCalls)
-        }
-        other => other,
-    };
+    let stop_reason = FinishReason::for_reply(finish, !message.tool_calls().is_empty());
     let text = |key: &str| {
         value
             .get(key)

@@ -9,7 +9,6 @@ use rmcp::model::{CallToolRequestParams, Tool};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::llm::types::ToolDefinition;
 use crate::tools::base::BaseTool;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::adapter::McpToolAdapter;
@@ -25,6 +24,7 @@ use crate::tools::mcp::{
 };
 use crate::tools::permission::Permission;
 use crate::tools::registry::{ToolRegistry, definition_of};
+use crate::vocab::ToolDefinition;
 
 /// A progress notification from a server (`notifications/progress`).
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,213 @@
+//! [`RunState`]: one run of the tool loop as data — serialisable, versioned, and the only
+//! place a run's progress lives.
+//!
+//! # Format (version 1)
+//!
+//! `serde_json::to_value(&state)` gives an object:
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `version` | [`RUN_STATE_VERSION`]; loading any other version is an error naming both |
+//! | `messages` | the history, oldest first; only completed turns, plus the pending prompt |
+//! | `committed` | how many of `messages` are committed: a failure keeps exactly these |
+//! | `phase` | where the run is: `{"phase": "need_model"}`, `model_replied` (`reply`), `awaiting_tools` (`turn`), `awaiting_approval` (`turn`, `requests`), `finished` (`reply`), `failed` (`error`) |
+//! | `turns` | model requests made so far by this run |
+//! | `rules` | the limits the run was started with ([`RunRules`]) |
+//! | `tools_offered` | whether the run has tools (tool calls run) or not (they are answered as not run) |
+//! | `tool_choice_relaxed` | whether a forced `tool_choice` has been relaxed to `auto` (after the first request) |
+//! | `repeats` | the repeated-call guard's streaks: `[{"tool", "arguments", "streak"}]` |
+//! | `usage` | the usage summed over the run's requests, or `null` |
+//!
+//! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
+//! `"is_error": true` (never sent to the model).
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+
+use crate::llm::config::{CycleConfig, RepeatedCallGuard};
+use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
+
+/// The version of the [`RunState`] format this library writes and reads.
+pub const RUN_STATE_VERSION: u32 = 1;
+
+/// One run of the tool loop, between two steps (see [`crate::run::step`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// The format version, [`RUN_STATE_VERSION`].
+    #[serde(deserialize_with = "known_version")]
+    pub version: u32,
+    /// The history, oldest first: completed turns, then (until the first turn completes) the
+    /// prompt of this run.
+    pub messages: Vec<OpenaiChatMessage>,
+    /// How many of `messages` are committed; a failure or cancellation keeps only these.
+    pub committed: usize,
+    /// Where the run is.
+    pub phase: Phase,
+    /// Model requests made so far by this run.
+    pub turns: u32,
+    /// The limits the run was started with.
+    pub rules: RunRules,
+    /// Whether tool calls run (the run has tools) or are answered as not run.
+    pub tools_offered: bool,
+    /// Whether a forced `tool_choice` now goes out as `auto`: forced on every turn, the model
+    /// could never give its final answer.
+    pub tool_choice_relaxed: bool,
+    /// The repeated-call guard's memory of the last tool turn.
+    pub repeats: Vec<RepeatStreak>,
+    /// Usage summed over this run's requests.
+    pub usage: Option<Usage>,
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// The next effect is a model request (or, on start, the calls left unanswered).
+    NeedModel,
+    /// The model replied; the reply's rules are applied by the next step.
+    ModelReplied {
+        /// The reply.
+        reply: ChatResponse,
+    },
+    /// A tool turn in progress: its calls run.
+    AwaitingTools {
+        /// The turn.
+        turn: ToolTurn,
+    },
+    /// A tool turn waiting for human decisions on some calls.
+    AwaitingApproval {
+        /// The turn.
+        turn: ToolTurn,
+        /// The calls that wait for a decision.
+        requests: Vec<ToolCall>,
+    },
+    /// The run ended with the model's final answer (committed to `messages`).
+    Finished {
+        /// The final reply, usage summed over the run.
+        reply: ChatResponse,
+    },
+    /// The run failed; `messages` holds only committed turns.
+    Failed {
+        /// What went wrong, as text.
+        error: String,
+    },
+}
+
+/// A tool turn: the assistant message that called tools and one slot per call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolTurn {
+    /// The assistant message with the calls (`None`: it is already in `messages`, a turn
+    /// resumed from a history that ended with unanswered calls).
+    pub assistant: Option<OpenaiChatMessage>,
+    /// The calls, in call order.
+    pub calls: Vec<TurnCall>,
+}
+
+/// One call of a tool turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnCall {
+    /// The call as the model sent it (id and arguments normalised).
+    pub call: ToolCall,
+    /// Whether its tool started (from then on it may have had effects).
+    pub started: bool,
+    /// Its answer, once known.
+    pub answer: Option<ToolAnswer>,
+}
+
+/// The limits a run applies, taken from [`CycleConfig`] when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunRules {
+    /// Model requests allowed in the run.
+    pub max_turns: u32,
+    /// Bytes of a tool's output the model reads (longer outputs are cut in the middle).
+    pub tool_output_limit: usize,
+    /// The repeated-call guard.
+    pub repeated_call_guard: RepeatedCallGuard,
+}
+
+impl RunRules {
+    /// The rules of `config`.
+    pub fn of(config: &CycleConfig) -> Self {
+        RunRules {
+            max_turns: config.effective_max_turns(),
+            tool_output_limit: config.tool_output_limit,
+            repeated_call_guard: config.repeated_call_guard,
+        }
+    }
+}
+
+/// A call (tool and canonical arguments) and in how many consecutive tool turns it came.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepeatStreak {
+    /// The tool name.
+    pub tool: String,
+    /// The arguments, canonical JSON text.
+    pub arguments: String,
+    /// Consecutive turns with this call.
+    pub streak: u32,
+}
+
+impl RunState {
+    /// A run over `messages` (a conversation's history, all committed), with `rules`; tool
+    /// calls run when `tools_offered`. Its first step takes [`crate::run::Input::Start`].
+    pub fn new(messages: Vec<OpenaiChatMessage>, rules: RunRules, tools_offered: bool) -> Self {
+        RunState {
+            version: RUN_STATE_VERSION,
+            committed: messages.len(),
+            messages,
+            phase: Phase::NeedModel,
+            turns: 0,
+            rules,
+            tools_offered,
+            tool_choice_relaxed: false,
+            repeats: Vec::new(),
+            usage: None,
+        }
+    }
+
+    /// The committed history, what survives a failure or cancellation.
+    pub fn committed_messages(&self) -> &[OpenaiChatMessage] {
+        &self.messages[..self.committed.min(self.messages.len())]
+    }
+
+    /// The tool turn in progress, if any.
+    pub fn turn_mut(&mut self) -> Option<&mut ToolTurn> {
+        match &mut self.phase {
+            Phase::AwaitingTools { turn } | Phase::AwaitingApproval { turn, .. } => Some(turn),
+            _ => None,
+        }
+    }
+
+    /// Record that the call at `position` of the current tool turn started.
+    pub fn mark_started(&mut self, position: usize) {
+        if let Some(call) = self
+            .turn_mut()
+            .and_then(|turn| turn.calls.get_mut(position))
+        {
+            call.started = true;
+        }
+    }
+
+    /// Record the answer of the call at `position` of the current tool turn (cut to the
+    /// rules' output limit).
+    pub fn record_answer(&mut self, position: usize, answer: ToolAnswer) {
+        let limit = self.rules.tool_output_limit;
+        if let Some(call) = self
+            .turn_mut()
+            .and_then(|turn| turn.calls.get_mut(position))
+        {
+            call.answer = Some(crate::run::step::truncate_answer(answer, limit));
+        }
+    }
+}
+
+fn known_version<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let version = u32::deserialize(deserializer)?;
+    if version == RUN_STATE_VERSION {
+        Ok(version)
+    } else {
+        Err(de::Error::custom(format_args!(
+            "run state version {version} is not supported: this library reads version {RUN_STATE_VERSION}"
+        )))
+    }
+}

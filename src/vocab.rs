@@ -1,0 +1,16 @@
+//! The vocabulary every layer shares: messages, tool calls, tool definitions, usage, finish
+//! reasons and call ids.
+//!
+//! Providers ([`crate::llm`]) and tools ([`crate::tools`]) both speak it and neither imports
+//! the other; the run ([`crate::run`]) sits on top of both. The same items are also reachable
+//! under their older paths (`agcore::llm::types::*`, `agcore::tools::registry::generate_call_id`).
+
+mod answer;
+mod arguments;
+mod call_id;
+pub mod types;
+
+pub use answer::ToolAnswer;
+pub use arguments::{is_blank_arguments, normalise_arguments};
+pub use call_id::generate_call_id;
+pub use types::*;

@@ -20,7 +20,9 @@ use crate::approve::{interrupt_count, interrupted_since, raise_interrupt};
 use crate::cli::ChatArgs;
 use crate::render::HumanRenderer;
 use crate::secrets::Secrets;
-use crate::session::{Loaded, base_url, build_cycle, build_registry, build_session_cycle, provider};
+use crate::session::{
+    Loaded, base_url, build_cycle, build_registry, build_session_cycle, provider,
+};
 use crate::store::{OpenSession, open_session};
 
 /// The prompt shown for each line.

@@ -148,7 +148,12 @@ pub struct SessionArgs {
 pub struct StoreArgs {
     /// The session store: sqlite:PATH or postgres://... [env: AGCORE_STORE; config:
     /// session.store; default sqlite:$XDG_DATA_HOME/agcore/sessions.db].
-    #[arg(long = "store", value_name = "URL", env = "AGCORE_STORE", hide_env_values = true)]
+    #[arg(
+        long = "store",
+        value_name = "URL",
+        env = "AGCORE_STORE",
+        hide_env_values = true
+    )]
     pub url: Option<String>,
 }
 

@@ -72,7 +72,9 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Tools(args) => session::load_config(&args.tools),
         Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
-        Command::Sessions(SessionsCommand::List(args)) => layers::load(args.config.as_deref(), false),
+        Command::Sessions(SessionsCommand::List(args)) => {
+            layers::load(args.config.as_deref(), false)
+        }
         Command::Sessions(SessionsCommand::Show(args) | SessionsCommand::Rm(args)) => {
             layers::load(args.config.as_deref(), false)
         }

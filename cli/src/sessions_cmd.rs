@@ -15,9 +15,8 @@ use crate::store::{history, open, store_url};
 
 /// Run `agcore sessions ...`.
 pub async fn sessions(command: SessionsCommand, loaded: Loaded) -> anyhow::Result<ExitCode> {
-    let store_of = |args: &StoreArgs| {
-        store_url(args.url.as_deref(), loaded.config.session.store.as_deref())
-    };
+    let store_of =
+        |args: &StoreArgs| store_url(args.url.as_deref(), loaded.config.session.store.as_deref());
     match command {
         SessionsCommand::List(args) => {
             let store = open(&store_of(&args.store)?).await?;

@@ -11,9 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agcore::llm::{
-    ChatModel, ChatRequest, ChatResponse, LlmError, ModelStream, OpenaiChatMessage,
-};
+use agcore::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, ModelStream, OpenaiChatMessage};
 use agcore::session::{LockMode, SessionError, SessionLease, SessionStore, Step};
 use anyhow::{Context, bail};
 use async_trait::async_trait;
@@ -111,12 +109,7 @@ pub async fn history(
     };
     let mut messages: Vec<OpenaiChatMessage> = Vec::new();
     for step in &session.steps {
-        let bad = |reason: String| {
-            anyhow::anyhow!(
-                "session {name:?}, step {}: {reason}",
-                step.seq
-            )
-        };
+        let bad = |reason: String| anyhow::anyhow!("session {name:?}, step {}: {reason}", step.seq);
         match step.kind.as_str() {
             MESSAGES => {
                 let added = step

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use agcore::session::{LockMode, SessionStore, Step};
+use agcore::session::{LockMode, Step};
 use assert_cmd::Command;
 use serde_json::{Value, json};
 use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
@@ -170,7 +170,10 @@ async fn sessions_list_show_and_rm_in_json_and_for_people() {
     let text = stdout(&human);
     assert!(text.contains("user: hi"), "{text}");
     assert!(text.contains("assistant: red"), "{text}");
-    assert!(!text.contains('\u{1b}'), "an escape reached the terminal: {text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "an escape reached the terminal: {text:?}"
+    );
 
     let removed = sessions(dir.path(), &["rm", "notes", "--store", &store]);
     assert!(removed.status.success(), "{removed:?}");
@@ -202,14 +205,25 @@ async fn a_session_held_by_another_process_is_busy() {
         stderr(&output).contains("session shared is busy (used by another agcore process)"),
         "{output:?}"
     );
-    assert!(request_bodies(&server).await.is_empty(), "the model was asked");
+    assert!(
+        request_bodies(&server).await.is_empty(),
+        "the model was asked"
+    );
 
     // Waiting gives up after the wait, with the same message.
     let started = Instant::now();
     let output = run(
         dir.path(),
         &server,
-        &["--session", "shared", "--store", &store_url, "--wait-session", "1", "hi"],
+        &[
+            "--session",
+            "shared",
+            "--store",
+            &store_url,
+            "--wait-session",
+            "1",
+            "hi",
+        ],
     );
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     assert!(stderr(&output).contains("is busy"), "{output:?}");
@@ -241,7 +255,10 @@ async fn resume_after_kill_9(store: &str) {
     let mut child = command.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while request_bodies(&server).await.len() < 2 {
-        assert!(Instant::now() < deadline, "the run never reached its second turn");
+        assert!(
+            Instant::now() < deadline,
+            "the run never reached its second turn"
+        );
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -253,7 +270,11 @@ async fn resume_after_kill_9(store: &str) {
     let store_flags = ["--store", store];
     let history = shown(dir.path(), &store_flags, &name);
     assert_history_valid(&history);
-    assert_eq!(roles(&history), ["user", "assistant", "tool"], "{history:?}");
+    assert_eq!(
+        roles(&history),
+        ["user", "assistant", "tool"],
+        "{history:?}"
+    );
     assert_eq!(history[1]["tool_calls"][0]["id"], "call_count");
     assert_eq!(std::fs::read_to_string(&counter).unwrap(), "run\n");
 
@@ -306,7 +327,11 @@ async fn resume_runs_the_unanswered_calls_of_a_stored_history_then_asks_the_mode
             "function": {"name": "run_command", "arguments": json!({"command": count}).to_string()}}]},
     ]);
     store
-        .append("open", 0, &[Step::new(0, "messages", json!({ "messages": messages }))])
+        .append(
+            "open",
+            0,
+            &[Step::new(0, "messages", json!({ "messages": messages }))],
+        )
         .await
         .unwrap();
     drop(store);
@@ -316,8 +341,15 @@ async fn resume_runs_the_unanswered_calls_of_a_stored_history_then_asks_the_mode
         dir.path(),
         &server,
         &[
-            "--tools", "builtin", "--config", config.to_str().unwrap(),
-            "--session", "open", "--store", &store_url, "--resume",
+            "--tools",
+            "builtin",
+            "--config",
+            config.to_str().unwrap(),
+            "--session",
+            "open",
+            "--store",
+            &store_url,
+            "--resume",
         ],
     );
     assert!(output.status.success(), "{output:?}");
@@ -333,7 +365,11 @@ async fn a_failed_request_leaves_the_session_as_the_library_left_the_history() {
     let dir = tempfile::tempdir().unwrap();
     let server = fake_openai(vec![Reply::Status(400, "bad request".to_owned())]).await;
     let store = sqlite_store(dir.path());
-    let output = run(dir.path(), &server, &["--session", "f", "--store", &store, "hi"]);
+    let output = run(
+        dir.path(),
+        &server,
+        &["--session", "f", "--store", &store, "hi"],
+    );
     assert!(!output.status.success(), "{output:?}");
     // The prompt was stored before the request (a crash then resumes it); the library dropped
     // it when the request failed, and so does the session.
@@ -395,11 +431,20 @@ async fn a_bad_store_address_is_a_clear_error_without_the_password() {
     let output = run(
         dir.path(),
         &server,
-        &["--session", "s", "--store", "postgres://me:hunter2@127.0.0.1:1/db", "hi"],
+        &[
+            "--session",
+            "s",
+            "--store",
+            "postgres://me:hunter2@127.0.0.1:1/db",
+            "hi",
+        ],
     );
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let text = stderr(&output);
-    assert!(text.contains("could not open the session store postgres://me@127.0.0.1:1/db"), "{text}");
+    assert!(
+        text.contains("could not open the session store postgres://me@127.0.0.1:1/db"),
+        "{text}"
+    );
     assert!(!text.contains("hunter2"), "{text}");
     assert!(request_bodies(&server).await.is_empty());
 }
@@ -411,12 +456,53 @@ async fn a_corrupt_sqlite_file_is_a_clear_error_naming_the_file() {
     let file = dir.path().join("broken.db");
     std::fs::write(&file, "this is not a database, just text ".repeat(200)).unwrap();
     let store = format!("sqlite:{}", file.display());
-    let output = run(dir.path(), &server, &["--session", "s", "--store", &store, "hi"]);
+    let output = run(
+        dir.path(),
+        &server,
+        &["--session", "s", "--store", &store, "hi"],
+    );
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let text = stderr(&output);
     assert!(text.contains("corrupt or not a SQLite database"), "{text}");
     assert!(text.contains(&file.display().to_string()), "{text}");
     let output = sessions(dir.path(), &["list", "--store", &store]);
     assert!(!output.status.success());
-    assert!(stderr(&output).contains(&file.display().to_string()), "{output:?}");
+    assert!(
+        stderr(&output).contains(&file.display().to_string()),
+        "{output:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_with_a_session_continues_and_stores_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = fake_openai(vec![Reply::text("First."), Reply::text("Second.")]).await;
+    let store = sqlite_store(dir.path());
+    let first = run(
+        dir.path(),
+        &server,
+        &["--session", "c", "--store", &store, "one"],
+    );
+    assert!(first.status.success(), "{first:?}");
+
+    let mut command = agcore(dir.path());
+    command
+        .args(["chat", "--base-url", &base_url(&server), "--model", "m"])
+        .args(["--session", "c", "--store", &store]);
+    let output = Command::from_std(command)
+        .write_stdin("two\n")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        stdout(&output).contains("session c · 2 messages"),
+        "{output:?}"
+    );
+    let bodies = request_bodies(&server).await;
+    let sent = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(roles(sent), ["user", "assistant", "user"], "{sent:?}");
+    let history = shown(dir.path(), &["--store", &store], "c");
+    assert_eq!(roles(&history), ["user", "assistant", "user", "assistant"]);
+    assert_eq!(history[3]["content"], "Second.");
 }

@@ -99,10 +99,10 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
 
 /// Make the stored session equal to what the library kept of the conversation.
 async fn store(stored: Option<&OpenSession>, cycle: &LlmCycle) {
-    if let Some(stored) = stored {
-        if let Err(error) = stored.journal.sync(cycle.messages()).await {
-            eprintln!("error: {}", crate::describe(&error));
-        }
+    if let Some(stored) = stored
+        && let Err(error) = stored.journal.sync(cycle.messages()).await
+    {
+        eprintln!("error: {}", crate::describe(&error));
     }
 }
 

@@ -83,10 +83,10 @@ pub fn build_session_cycle(
     let (client, cycle_config, system) = cycle_parts(args, config, secrets)?;
     let model = JournalingModel::new(Arc::new(client), journal);
     let mut cycle = LlmCycle::from_history(model, cycle_config, history);
-    if let Some(system) = system {
-        if cycle.system_prompt().as_deref() != Some(system.as_str()) {
-            cycle.set_system_prompt(system);
-        }
+    if let Some(system) = system
+        && cycle.system_prompt().as_deref() != Some(system.as_str())
+    {
+        cycle.set_system_prompt(system);
     }
     Ok(cycle)
 }

@@ -412,6 +412,24 @@ async fn the_store_comes_from_agcore_store_or_the_users_config() {
     let list = sessions(dir.path(), &["list", "--json"]);
     let rows: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(rows[0]["name"], "c", "{rows:?}");
+
+    // A relative SQLite path in a config file is relative to that file.
+    let elsewhere = dir.path().join("conf");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(
+        elsewhere.join("c.toml"),
+        "[session]\nstore = \"sqlite:rel.db\"\n",
+    )
+    .unwrap();
+    let config = elsewhere.join("c.toml");
+    let output = run(
+        dir.path(),
+        &server,
+        &["--config", config.to_str().unwrap(), "--session", "r", "hi"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert!(elsewhere.join("rel.db").is_file());
+    assert!(!dir.path().join("rel.db").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

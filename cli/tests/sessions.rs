@@ -524,3 +524,55 @@ async fn chat_with_a_session_continues_and_stores_the_conversation() {
     assert_eq!(roles(&history), ["user", "assistant", "user", "assistant"]);
     assert_eq!(history[3]["content"], "Second.");
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_tool_stores_what_the_library_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = fake_openai(vec![
+        Reply::tool("call_slow", "run_command", r#"{"command":"sleep 20"}"#),
+        Reply::text("never"),
+    ])
+    .await;
+    let config = shell_config(dir.path());
+    let store = sqlite_store(dir.path());
+    let mut command = agcore(dir.path());
+    command
+        .args(["run", "--base-url", &base_url(&server), "--model", "m"])
+        .args(["--tools", "builtin", "--config"])
+        .arg(&config)
+        .args(["--session", "int", "--store", &store, "sleep"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while request_bodies(&server).await.is_empty() {
+        assert!(Instant::now() < deadline, "the run never asked the model");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "Ctrl-C did not end the run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(130));
+    // The tool had started, so the library kept the turn with the call answered as cancelled.
+    let history = shown(dir.path(), &["--store", &store], "int");
+    assert_history_valid(&history);
+    assert_eq!(
+        roles(&history),
+        ["user", "assistant", "tool"],
+        "{history:?}"
+    );
+    let answer = history[2]["content"].as_str().unwrap();
+    assert!(answer.contains("cancelled"), "{answer}");
+}

@@ -133,8 +133,7 @@ pub struct SessionArgs {
     /// committed turn is stored as it completes.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
-    /// The session store [env: AGCORE_STORE; config: session.store; default
-    /// sqlite:$XDG_DATA_HOME/agcore/sessions.db].
+    /// Where sessions are stored.
     #[command(flatten)]
     pub store: StoreArgs,
     /// When another agcore process holds the session, wait up to SECONDS for it (default: fail
@@ -146,8 +145,8 @@ pub struct SessionArgs {
 /// Where sessions are stored.
 #[derive(Debug, Args, Clone, Default)]
 pub struct StoreArgs {
-    /// The session store: sqlite:PATH or postgres://... [env: AGCORE_STORE; config:
-    /// session.store; default sqlite:$XDG_DATA_HOME/agcore/sessions.db].
+    /// The session store: sqlite:PATH or postgres://... [config: session.store; default
+    /// sqlite:$XDG_DATA_HOME/agcore/sessions.db].
     #[arg(
         long = "store",
         value_name = "URL",
@@ -160,7 +159,7 @@ pub struct StoreArgs {
 /// `agcore sessions ...`.
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// Every stored session: name, messages, last update.
+    /// Every stored session: name, steps, last update.
     List(SessionsListArgs),
     /// One session's history (the same JSON shape as `run --transcript`).
     Show(SessionsNameArgs),

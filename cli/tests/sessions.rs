@@ -279,7 +279,17 @@ async fn resume_after_kill_9(store: &str) {
     assert_eq!(std::fs::read_to_string(&counter).unwrap(), "run\n");
 
     let mut resume = vec!["--tools", "builtin", "--config", config.to_str().unwrap()];
-    resume.extend(["--session", &name, "--store", store, "--resume"]);
+    // A killed PostgreSQL holder's lock goes when the server sees its connection close: wait
+    // for that rather than race it.
+    resume.extend([
+        "--session",
+        &name,
+        "--store",
+        store,
+        "--wait-session",
+        "10",
+        "--resume",
+    ]);
     let output = run(dir.path(), &server, &resume);
     assert!(output.status.success(), "{output:?}");
     assert!(stdout(&output).contains("All done."), "{output:?}");

@@ -20,7 +20,10 @@ use crate::approve::{interrupt_count, interrupted_since, raise_interrupt};
 use crate::cli::ChatArgs;
 use crate::render::HumanRenderer;
 use crate::secrets::Secrets;
-use crate::session::{Loaded, base_url, build_cycle, build_registry, provider};
+use crate::session::{
+    Loaded, base_url, build_cycle, build_registry, build_session_cycle, provider,
+};
+use crate::store::{OpenSession, open_session};
 
 /// The prompt shown for each line.
 const PROMPT: &str = "you> ";
@@ -37,7 +40,18 @@ as cancelled); at the prompt it clears the line.";
 
 /// Run `agcore chat`.
 pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
-    let mut cycle = build_cycle(&args.model, &loaded.config, secrets)?;
+    // Held (locked) for the whole chat; every completed prompt is stored.
+    let stored = open_session(&args.session, &loaded.config).await?;
+    let mut cycle = match &stored {
+        Some(stored) => build_session_cycle(
+            &args.model,
+            &loaded.config,
+            secrets,
+            stored.history.clone(),
+            stored.journal.clone(),
+        )?,
+        None => build_cycle(&args.model, &loaded.config, secrets)?,
+    };
     let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     let mut session = Session {
         provider: provider(&loaded.config),
@@ -45,6 +59,13 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         registry,
     };
     println!("{}", session.banner(&base_url(&args.model, &loaded.config)));
+    if let (Some(name), Some(stored)) = (&args.session.session, &stored) {
+        println!(
+            "session {} · {} messages",
+            escape_for_terminal(name),
+            stored.history.len()
+        );
+    }
     forward_ctrl_c()?;
 
     let mut history = Vec::new();
@@ -62,14 +83,27 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         }
         history.push(line.to_owned());
         if let Some(command) = line.strip_prefix('/') {
-            match session.command(command, &mut cycle) {
+            let flow = session.command(command, &mut cycle);
+            // `/clear` changed the history: the session follows.
+            store(stored.as_ref(), &cycle).await;
+            match flow {
                 Flow::Continue => continue,
                 Flow::Exit => break,
             }
         }
         session.turn(&mut cycle, line.to_owned()).await;
+        store(stored.as_ref(), &cycle).await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Make the stored session equal to what the library kept of the conversation.
+async fn store(stored: Option<&OpenSession>, cycle: &LlmCycle) {
+    if let Some(stored) = stored
+        && let Err(error) = stored.journal.sync(cycle.messages()).await
+    {
+        eprintln!("error: {}", crate::describe(&error));
+    }
 }
 
 /// Read one line on a blocking thread, so the runtime (and the MCP servers' I/O) keeps going.

@@ -32,6 +32,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Trust a workspace's agcore.toml (shows what it does first), revoke or list trust.
     Trust(TrustArgs),
+    /// Stored conversations (`run --session`, `chat --session`): list, show, rm.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
     /// Serve agcore's demo MCP server on stdio (used by `agcore demo`).
     #[command(hide = true)]
     McpDemoServer {
@@ -111,8 +114,87 @@ pub struct RunArgs {
     /// Write the conversation (all messages, tool messages included) as JSON to FILE at the end.
     #[arg(long, value_name = "FILE")]
     pub transcript: Option<PathBuf>,
+    /// The stored conversation to continue or create.
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Continue the session's interrupted run without a new prompt: unanswered tool calls are
+    /// run, an unanswered message is sent again.
+    #[arg(long, requires = "session", conflicts_with = "prompt")]
+    pub resume: bool,
     /// The prompt.
-    pub prompt: String,
+    #[arg(required_unless_present = "resume")]
+    pub prompt: Option<String>,
+}
+
+/// A stored conversation.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SessionArgs {
+    /// Continue (or create) the stored conversation NAME: its history is loaded first and each
+    /// committed turn is stored as it completes.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+    /// Where sessions are stored.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// When another agcore process holds the session, wait up to SECONDS for it (default: fail
+    /// at once).
+    #[arg(long, value_name = "SECONDS", requires = "session")]
+    pub wait_session: Option<u64>,
+}
+
+/// Where sessions are stored.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreArgs {
+    /// The session store: sqlite:PATH or postgres://... [config: session.store; default
+    /// sqlite:$XDG_DATA_HOME/agcore/sessions.db].
+    #[arg(
+        long = "store",
+        value_name = "URL",
+        env = "AGCORE_STORE",
+        hide_env_values = true
+    )]
+    pub url: Option<String>,
+}
+
+/// `agcore sessions ...`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Every stored session: name, steps, last update.
+    List(SessionsListArgs),
+    /// One session's history (the same JSON shape as `run --transcript`).
+    Show(SessionsNameArgs),
+    /// Delete a session.
+    Rm(SessionsNameArgs),
+}
+
+/// `agcore sessions list`.
+#[derive(Debug, Args)]
+pub struct SessionsListArgs {
+    /// Where sessions are stored.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Config file (for `[session] store`; default: ./agcore.toml when it is trusted).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `agcore sessions show|rm NAME`.
+#[derive(Debug, Args)]
+pub struct SessionsNameArgs {
+    /// The session.
+    pub name: String,
+    /// Where sessions are stored.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Config file (for `[session] store`; default: ./agcore.toml when it is trusted).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `agcore chat`.
@@ -124,6 +206,9 @@ pub struct ChatArgs {
     /// Which tools.
     #[command(flatten)]
     pub tools: ToolArgs,
+    /// The stored conversation to continue or create.
+    #[command(flatten)]
+    pub session: SessionArgs,
 }
 
 /// `agcore tools`.

@@ -66,6 +66,9 @@ pub enum ConfigError {
 /// [mcp.servers.time]                      # or servers inline, same fields as mcpServers entries
 /// command = "uvx"
 /// args = ["mcp-server-time"]
+///
+/// [session]
+/// store = "sqlite:/home/me/agcore.db"      # or postgres://...; where --session conversations go
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +85,18 @@ pub struct AgcoreConfig {
     /// MCP servers.
     #[serde(default)]
     pub mcp: McpSection,
+    /// Stored conversations (`--session`).
+    #[serde(default)]
+    pub session: SessionSection,
+}
+
+/// `[session]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSection {
+    /// The session store: `sqlite:PATH` or `postgres://...` (default: SQLite under the data
+    /// directory). Where conversations are written, so only a trusted config may set it.
+    pub store: Option<String>,
 }
 
 /// `[model]`.

@@ -79,6 +79,19 @@ impl ConfigFile {
                 referenced = Some((PathBuf::from(&*value), text));
             }
         }
+        // A relative SQLite store is the file's too, like `builtin.root`.
+        if let Some(toml::Value::String(value)) = table
+            .get_mut("session")
+            .and_then(|section| section.get_mut("store"))
+        {
+            let (scheme, rest) = match value.strip_prefix("sqlite://") {
+                Some(rest) => ("sqlite://", rest),
+                None => ("sqlite:", value.strip_prefix("sqlite:").unwrap_or_default()),
+            };
+            if !rest.is_empty() && Path::new(rest).is_relative() {
+                *value = format!("{scheme}{}", base.join(rest).to_string_lossy());
+            }
+        }
         let config = into_config(table.clone()).map_err(parse_error)?;
         Ok(ConfigFile {
             path: path.to_owned(),

@@ -13,6 +13,8 @@ mod render;
 mod run;
 mod secrets;
 mod session;
+mod sessions_cmd;
+mod store;
 mod tools_cmd;
 mod trust;
 
@@ -20,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, McpCommand};
+use crate::cli::{Cli, Command, McpCommand, SessionsCommand};
 use crate::layers::Loaded;
 use crate::secrets::Secrets;
 
@@ -70,6 +72,12 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Tools(args) => session::load_config(&args.tools),
         Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
+        Command::Sessions(SessionsCommand::List(args)) => {
+            layers::load(args.config.as_deref(), false)
+        }
+        Command::Sessions(SessionsCommand::Show(args) | SessionsCommand::Rm(args)) => {
+            layers::load(args.config.as_deref(), false)
+        }
         Command::Demo(_) | Command::Trust(_) | Command::McpDemoServer { .. } => {
             Ok(Loaded::default())
         }
@@ -84,6 +92,7 @@ async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow:
         Command::Mcp(command) => mcp_cmd::mcp(command, loaded).await,
         Command::Demo(args) => demo::demo(args).await,
         Command::Trust(args) => trust::trust(args),
+        Command::Sessions(command) => sessions_cmd::sessions(command, loaded).await,
         Command::McpDemoServer { args } => mcp_demo_server::serve(args)
             .await
             .map(|()| ExitCode::SUCCESS),
@@ -99,7 +108,7 @@ pub(crate) fn describe(error: &anyhow::Error) -> String {
 }
 
 /// [`describe`] unescaped, for JSON (which escapes it itself).
-fn describe_raw(error: &anyhow::Error) -> String {
+pub(crate) fn describe_raw(error: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in error.chain() {
         let text = cause.to_string();

@@ -2,7 +2,9 @@
 //! tool registry (built-in tools, MCP servers, permissions, profiles, approvals).
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
-use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
+use std::sync::Arc;
+
+use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig, OpenaiChatMessage};
 use agcore::tools::ToolError;
 use agcore::tools::ToolRegistry;
 use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
@@ -15,6 +17,7 @@ use crate::approve::approver_for;
 use crate::cli::{ModelArgs, ToolArgs};
 use crate::config::AgcoreConfig;
 use crate::secrets::Secrets;
+use crate::store::{Journal, JournalingModel};
 
 /// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -59,6 +62,41 @@ pub fn build_cycle(
     config: &AgcoreConfig,
     secrets: &Secrets,
 ) -> anyhow::Result<LlmCycle> {
+    let (client, cycle_config, system) = cycle_parts(args, config, secrets)?;
+    let mut cycle = LlmCycle::new(client, cycle_config);
+    if let Some(system) = system {
+        cycle.set_system_prompt(system);
+    }
+    Ok(cycle)
+}
+
+/// [`build_cycle`] continuing a stored session: `history` loaded, and every committed turn
+/// written to `journal` before the next request. The system prompt of the arguments or the
+/// config replaces the stored one (the journal stores the change).
+pub fn build_session_cycle(
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+    secrets: &Secrets,
+    history: Vec<OpenaiChatMessage>,
+    journal: Arc<Journal>,
+) -> anyhow::Result<LlmCycle> {
+    let (client, cycle_config, system) = cycle_parts(args, config, secrets)?;
+    let model = JournalingModel::new(Arc::new(client), journal);
+    let mut cycle = LlmCycle::from_history(model, cycle_config, history);
+    if let Some(system) = system
+        && cycle.system_prompt().as_deref() != Some(system.as_str())
+    {
+        cycle.set_system_prompt(system);
+    }
+    Ok(cycle)
+}
+
+/// The client, the cycle's configuration and the system prompt the arguments describe.
+fn cycle_parts(
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+    secrets: &Secrets,
+) -> anyhow::Result<(OpenAiClient, CycleConfig, Option<String>)> {
     let section = &config.model;
     let base_url = base_url(args, config);
     let Some(model) = args
@@ -87,11 +125,8 @@ pub fn build_cycle(
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);
-    let mut cycle = LlmCycle::new(client, cycle_config);
-    if let Some(system) = args.system.clone().or_else(|| section.system.clone()) {
-        cycle.set_system_prompt(system);
-    }
-    Ok(cycle)
+    let system = args.system.clone().or_else(|| section.system.clone());
+    Ok((client, cycle_config, system))
 }
 
 /// The environment variable holding the model's API key: `--api-key-env`, then the config's

@@ -10,7 +10,7 @@ mod arguments;
 mod call_id;
 pub mod types;
 
-pub use answer::ToolAnswer;
+pub use answer::{DEFAULT_TOOL_OUTPUT_LIMIT, ToolAnswer};
 pub use arguments::{is_blank_arguments, normalise_arguments};
 pub use call_id::generate_call_id;
 pub use types::*;

@@ -306,3 +306,23 @@ async fn server_closing_stdout_while_running_fails_initialize_fast() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_server_that_closes_stdin_and_exits_is_reported_by_its_exit_not_a_broken_pipe() {
+    // Our initialize request meets a closed pipe (EPIPE) while the server's stdout is still
+    // open: the error must still say how the server ended and quote its stderr.
+    let script = "exec 0<&-; printf 'config missing\\n' >&2; sleep 0.3; exit 3";
+    for _ in 0..5 {
+        let mut client = McpClient::new(
+            "closer",
+            agcore::tools::mcp::McpTransport::Stdio {
+                command: "sh".into(),
+                args: vec!["-c".into(), script.into()],
+            },
+        );
+        let error = before_10s(client.connect()).await.unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("exit status: 3"), "{message}");
+        assert!(message.contains("config missing"), "{message}");
+    }
+}

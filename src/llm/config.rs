@@ -48,8 +48,7 @@ impl CycleConfig {
 /// `max_turns` when none is configured.
 pub const DEFAULT_MAX_TURNS: u32 = 10;
 
-/// The default cap on tool output sent to the model, in bytes.
-pub const DEFAULT_TOOL_OUTPUT_LIMIT: usize = 32 * 1024;
+pub use crate::vocab::DEFAULT_TOOL_OUTPUT_LIMIT;
 
 impl Default for CycleConfig {
     fn default() -> Self {

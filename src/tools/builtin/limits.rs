@@ -2,8 +2,8 @@
 //! enforces them with an explicit marker (`[... 1234 more lines (56789 bytes) cut ...]`).
 
 /// How many bytes a built-in tool's answer for the model may take: below the tool loop's
-/// default cut ([`crate::llm::config::DEFAULT_TOOL_OUTPUT_LIMIT`]), so the loop never cuts one.
-pub const MODEL_OUTPUT_BUDGET: usize = crate::llm::config::DEFAULT_TOOL_OUTPUT_LIMIT - 2 * 1024;
+/// default cut ([`crate::vocab::DEFAULT_TOOL_OUTPUT_LIMIT`]), so the loop never cuts one.
+pub const MODEL_OUTPUT_BUDGET: usize = crate::vocab::DEFAULT_TOOL_OUTPUT_LIMIT - 2 * 1024;
 
 /// Caps on one output: at most `max_lines` lines and `max_bytes` bytes (UTF-8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

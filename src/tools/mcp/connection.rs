@@ -304,10 +304,18 @@ async fn open_stdio(
             tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
             Err(ended(server, &child, "initialize").await)
         }
-        Ok(Err(error)) => Err(ToolError::McpError(format!(
-            "MCP server '{server}' failed to initialize: {error}{}",
-            child.stderr().quote()
-        ))),
+        Ok(Err(error)) => {
+            // A server that exits at once can fail our first write (broken pipe) before its
+            // stdout is seen to close: say how it ended, with its stderr, not the pipe error.
+            if child.exit_status(EXIT_STATUS_WAIT).await.is_some() {
+                tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
+                return Err(ended(server, &child, "initialize").await);
+            }
+            Err(ToolError::McpError(format!(
+                "MCP server '{server}' failed to initialize: {error}{}",
+                child.stderr().quote()
+            )))
+        }
         Err(_) => Err(ToolError::McpTimeout(format!(
             "MCP server '{server}' did not finish initialize within {}{}",
             seconds(limit),

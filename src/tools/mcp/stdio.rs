@@ -195,15 +195,19 @@ impl ChildHandle {
         &self.stderr
     }
 
+    /// The child's exit status, waiting up to `wait` for it; `None` while it still runs.
+    pub(crate) async fn exit_status(&self, wait: Duration) -> Option<ExitStatus> {
+        let mut exit = self.exit.clone();
+        tokio::time::timeout(wait, exit.wait_for(Option::is_some))
+            .await
+            .ok()
+            .and_then(|status| status.ok().and_then(|status| *status))
+    }
+
     /// What happened to the server, waiting up to `wait` for its exit status:
     /// `exited with exit status: 3`, or `closed its stdout` while it still runs.
     pub(crate) async fn describe_end(&self, wait: Duration) -> String {
-        let mut exit = self.exit.clone();
-        let status = tokio::time::timeout(wait, exit.wait_for(Option::is_some))
-            .await
-            .ok()
-            .and_then(|status| status.ok().and_then(|status| *status));
-        match status {
+        match self.exit_status(wait).await {
             Some(status) => {
                 // The process is gone: its stderr ends now; take the last lines with it.
                 self.stderr.wait_for_end(Duration::from_millis(300)).await;

@@ -70,8 +70,12 @@ impl AuthSession {
                 scopes,
                 authorizer,
             } => {
-                let mut request =
-                    AuthorizationRequest::new(redirect_uri.as_str()).with_challenge(challenge);
+                // Initial selection: the challenge's scopes, else the resource's
+                // `scopes_supported`, else none — not their union, which would ask a
+                // step-up server for everything up front.
+                let mut request = AuthorizationRequest::new(redirect_uri.as_str())
+                    .with_challenge(challenge)
+                    .with_initial_scope_selection();
                 match identity {
                     ClientIdentity::Dynamic {
                         client_name,

@@ -36,7 +36,7 @@ fn mask_after(text: &str, marker: &str, end: impl Fn(char) -> bool) -> String {
         let value_start = at + marker.len();
         out.push_str(&rest[..value_start]);
         let tail = &rest[value_start..];
-        let value_len = tail.find(|c| end(c)).unwrap_or(tail.len());
+        let value_len = tail.find(&end).unwrap_or(tail.len());
         if value_len > 0 {
             out.push_str("<redacted>");
         }

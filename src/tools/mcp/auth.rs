@@ -11,7 +11,8 @@
 //! was refused is then sent again with the token. Scopes come from the challenge, else from
 //! `scopes_supported`, and are omitted when neither names any; a `403 insufficient_scope`
 //! re-authorizes with the scopes it asks for, at most [`MAX_AUTHORIZATIONS_PER_REQUEST`]
-//! times per request. Tokens refresh on their own (rmcp's `AuthClient`).
+//! times per request. Tokens refresh on their own (rmcp's `AuthClient`) and, with
+//! [`McpAuth::with_store`] (e.g. a [`FileCredentialStore`], mode `0600`), outlive the process.
 //!
 //! Machine clients use [`McpAuth::client_credentials`] (`client_secret_basic` /
 //! `client_secret_post`, or `private_key_jwt`, RFC 7523).
@@ -23,10 +24,13 @@ mod config;
 mod http;
 mod redact;
 mod session;
+mod store;
 
 pub use authorizer::{Authorizer, RedirectAuthorizer};
 pub use config::{ClientCredentials, ClientIdentity, JwtAlgorithm, McpAuth};
 pub use redact::redact;
+pub use rmcp::transport::auth::{CredentialStore, StoredCredentials};
+pub use store::{FileCredentialStore, SharedCredentialStore};
 
 pub(crate) use http::OAuthHttpClient;
 

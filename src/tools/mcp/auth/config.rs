@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::tools::mcp::auth::authorizer::{Authorizer, RedirectAuthorizer};
+use crate::tools::mcp::auth::store::SharedCredentialStore;
 
 /// How the client is known to the authorization server in the authorization-code flow.
 #[derive(Clone, PartialEq, Eq)]
@@ -159,6 +160,8 @@ pub enum McpAuth {
         scopes: Vec<String>,
         /// Takes the user to the authorization URL and returns the redirect.
         authorizer: Arc<dyn Authorizer>,
+        /// Where tokens are kept between runs (none: in memory only).
+        store: Option<SharedCredentialStore>,
     },
     /// The `client_credentials` grant of a machine client.
     ClientCredentials {
@@ -166,6 +169,8 @@ pub enum McpAuth {
         credentials: ClientCredentials,
         /// Scopes to ask for (none by default).
         scopes: Vec<String>,
+        /// Where tokens are kept between runs (none: in memory only).
+        store: Option<SharedCredentialStore>,
     },
 }
 
@@ -183,6 +188,7 @@ impl McpAuth {
             },
             scopes: Vec::new(),
             authorizer: Arc::new(RedirectAuthorizer::new()),
+            store: None,
         }
     }
 
@@ -191,6 +197,7 @@ impl McpAuth {
         McpAuth::ClientCredentials {
             credentials,
             scopes: Vec::new(),
+            store: None,
         }
     }
 
@@ -208,6 +215,26 @@ impl McpAuth {
             *authorizer = new;
         }
         self
+    }
+
+    /// Keep the client ID and tokens in `new` (loaded before the first request, saved after
+    /// each authorization and refresh).
+    pub fn with_store(mut self, new: Arc<dyn rmcp::transport::auth::CredentialStore>) -> Self {
+        match &mut self {
+            McpAuth::AuthorizationCode { store, .. } | McpAuth::ClientCredentials { store, .. } => {
+                *store = Some(SharedCredentialStore(new));
+            }
+        }
+        self
+    }
+
+    /// The credential store, if any.
+    pub(crate) fn store(&self) -> Option<&SharedCredentialStore> {
+        match self {
+            McpAuth::AuthorizationCode { store, .. } | McpAuth::ClientCredentials { store, .. } => {
+                store.as_ref()
+            }
+        }
     }
 
     /// Ask for these scopes instead of choosing them from the server's metadata.

@@ -14,6 +14,8 @@ use crate::tools::mcp::auth::redact::redact;
 /// The authorized HTTP client, replaced on each new authorization.
 struct State {
     client: Option<AuthClient<reqwest::Client>>,
+    /// Whether stored credentials were looked for (once, before the first request).
+    loaded: bool,
     /// Bumped by every authorization, so that requests refused at the same time authorize once.
     generation: u64,
 }
@@ -33,6 +35,7 @@ impl AuthSession {
             auth,
             state: Mutex::new(State {
                 client: None,
+                loaded: false,
                 generation: 0,
             }),
         }
@@ -40,8 +43,42 @@ impl AuthSession {
 
     /// The current authorized client (none before the first challenge) and its generation.
     pub(crate) async fn current(&self) -> (Option<AuthClient<reqwest::Client>>, u64) {
-        let state = self.state.lock().await;
+        let mut state = self.state.lock().await;
+        if !state.loaded {
+            state.loaded = true;
+            match self.from_store().await {
+                Ok(client) => state.client = client,
+                // Unusable stored credentials only mean a new authorization when asked.
+                Err(error) => tracing::debug!(
+                    target: "agcore::mcp",
+                    url = %self.url,
+                    error = %redact(&error.to_string()),
+                    "stored OAuth credentials not used"
+                ),
+            }
+        }
         (state.client.clone(), state.generation)
+    }
+
+    /// An authorized client from the credential store, if it holds tokens.
+    async fn from_store(&self) -> Result<Option<AuthClient<reqwest::Client>>, AuthError> {
+        if self.auth.store().is_none() {
+            return Ok(None);
+        }
+        let mut manager = self.manager().await?;
+        if !manager.initialize_from_store().await? {
+            return Ok(None);
+        }
+        Ok(Some(AuthClient::new(reqwest::Client::default(), manager)))
+    }
+
+    /// A fresh rmcp manager for this server, saving into the credential store if any.
+    async fn manager(&self) -> Result<AuthorizationManager, AuthError> {
+        let mut manager = AuthorizationManager::new(self.url.as_str()).await?;
+        if let Some(store) = self.auth.store() {
+            manager.set_credential_store(store.clone());
+        }
+        Ok(manager)
     }
 
     /// Authorize on `challenge` (a `WWW-Authenticate` value) unless another request already
@@ -62,13 +99,14 @@ impl AuthSession {
     }
 
     async fn run_flow(&self, challenge: &str) -> Result<AuthorizationManager, AuthError> {
-        let mut oauth = OAuthState::new(self.url.as_str(), None).await?;
+        let mut oauth = OAuthState::Unauthorized(self.manager().await?);
         match &self.auth {
             McpAuth::AuthorizationCode {
                 redirect_uri,
                 identity,
                 scopes,
                 authorizer,
+                ..
             } => {
                 // Initial selection: the challenge's scopes, else the resource's
                 // `scopes_supported`, else none — not their union, which would ask a
@@ -117,6 +155,7 @@ impl AuthSession {
             McpAuth::ClientCredentials {
                 credentials,
                 scopes,
+                ..
             } => {
                 let config = self.client_credentials(credentials, scopes);
                 return client_credentials_flow(oauth, config).await;

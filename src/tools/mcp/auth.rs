@@ -22,12 +22,14 @@
 mod authorizer;
 mod config;
 mod http;
+mod loopback;
 mod redact;
 mod session;
 mod store;
 
 pub use authorizer::{Authorizer, RedirectAuthorizer};
 pub use config::{ClientCredentials, ClientIdentity, JwtAlgorithm, McpAuth};
+pub use loopback::{LoopbackAuthorizer, ShowUrl};
 pub use redact::redact;
 pub use rmcp::transport::auth::{CredentialStore, StoredCredentials};
 pub use store::{FileCredentialStore, SharedCredentialStore};

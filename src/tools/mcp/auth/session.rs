@@ -46,7 +46,7 @@ impl AuthSession {
         let mut state = self.state.lock().await;
         if !state.loaded {
             state.loaded = true;
-            match self.from_store().await {
+            match self.stored_client().await {
                 Ok(client) => state.client = client,
                 // Unusable stored credentials only mean a new authorization when asked.
                 Err(error) => tracing::debug!(
@@ -61,7 +61,7 @@ impl AuthSession {
     }
 
     /// An authorized client from the credential store, if it holds tokens.
-    async fn from_store(&self) -> Result<Option<AuthClient<reqwest::Client>>, AuthError> {
+    async fn stored_client(&self) -> Result<Option<AuthClient<reqwest::Client>>, AuthError> {
         if self.auth.store().is_none() {
             return Ok(None);
         }

@@ -68,10 +68,20 @@ struct LoginRequired {
 #[async_trait]
 impl Authorizer for LoginRequired {
     async fn authorize(&self, _authorization_url: &str) -> Result<String, String> {
-        Err(format!(
+        Err(self.reason())
+    }
+
+    fn declines(&self) -> Option<String> {
+        Some(self.reason())
+    }
+}
+
+impl LoginRequired {
+    fn reason(&self) -> String {
+        format!(
             "the server asks for a new authorization: run `agcore mcp login {}`",
             self.server
-        ))
+        )
     }
 }
 

@@ -121,3 +121,64 @@ fn login_refuses_a_stdio_server() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("is a stdio server"), "{stderr}");
 }
+
+/// `auth/scope-retry-limit` answers any bearer token with `403 insufficient_scope`: the stored
+/// token is refused, and a command other than `login` must say so instead of authorizing.
+#[test]
+fn rejected_stored_tokens_ask_for_login_without_registering_a_client() {
+    let Some(suite) = suite() else {
+        eprintln!("AGCORE_TEST_NODE_MODULES not set: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let tokens = data.join("agcore/mcp-auth/remote.json");
+    std::fs::create_dir_all(tokens.parent().unwrap()).unwrap();
+    std::fs::write(
+        &tokens,
+        r#"{"client_id":"old-client","token_response":{"access_token":"revoked-token","token_type":"bearer"}}"#,
+    )
+    .unwrap();
+    let client = dir.path().join("client.sh");
+    executable(
+        &client,
+        r#"#!/bin/sh
+for url; do :; done
+printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mcp.json"
+"$AGCORE" mcp list --mcp-config "$WORK/mcp.json" > "$WORK/list.txt" 2>&1
+"#,
+    );
+    let output = Command::new("node")
+        .arg(&suite)
+        .args([
+            "client",
+            "--timeout",
+            "60000",
+            "--scenario",
+            "auth/scope-retry-limit",
+            "--command",
+        ])
+        .arg(&client)
+        .env("XDG_DATA_HOME", &data)
+        .env("WORK", dir.path())
+        .env("AGCORE", env!("CARGO_BIN_EXE_agcore"))
+        .output()
+        .unwrap();
+    let suite_log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let list = std::fs::read_to_string(dir.path().join("list.txt")).unwrap_or_default();
+    assert!(
+        list.contains("run `agcore mcp login remote`"),
+        "{list}\n{suite_log}"
+    );
+    assert!(!list.contains("revoked-token"), "{list}");
+    assert!(
+        suite_log.contains("Sent 403 response for POST /mcp")
+            && !suite_log.contains("POST request for /register")
+            && !suite_log.contains("GET request for /authorize"),
+        "{suite_log}"
+    );
+}

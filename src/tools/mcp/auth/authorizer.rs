@@ -15,6 +15,12 @@ const REDIRECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub trait Authorizer: Send + Sync + fmt::Debug {
     /// Authorize at `authorization_url`; the redirect URL, or why not (no secrets in it).
     async fn authorize(&self, authorization_url: &str) -> Result<String, String>;
+
+    /// Why this authorizer will not authorize now (e.g. no user to ask), checked before any
+    /// request to the authorization server — so no client gets registered in vain.
+    fn declines(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An [`Authorizer`] for authorization servers that redirect at once (automation, tests,

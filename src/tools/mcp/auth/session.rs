@@ -99,6 +99,11 @@ impl AuthSession {
     }
 
     async fn run_flow(&self, challenge: &str) -> Result<AuthorizationManager, AuthError> {
+        if let McpAuth::AuthorizationCode { authorizer, .. } = &self.auth
+            && let Some(reason) = authorizer.declines()
+        {
+            return Err(AuthError::AuthorizationFailed(reason));
+        }
         let mut oauth = OAuthState::Unauthorized(self.manager().await?);
         match &self.auth {
             McpAuth::AuthorizationCode {

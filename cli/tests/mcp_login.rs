@@ -182,3 +182,66 @@ printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mc
         "{suite_log}"
     );
 }
+
+/// An expired stored token is refreshed with the stored refresh token (and the new one saved)
+/// before the request, without a login.
+#[test]
+fn expired_stored_tokens_refresh_on_their_own() {
+    let Some(suite) = suite() else {
+        eprintln!("AGCORE_TEST_NODE_MODULES not set: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let tokens = data.join("agcore/mcp-auth/remote.json");
+    std::fs::create_dir_all(tokens.parent().unwrap()).unwrap();
+    std::fs::write(
+        &tokens,
+        r#"{"client_id":"test-client-id","token_response":{"access_token":"expired-token","token_type":"bearer","expires_in":60,"refresh_token":"refresh-1"},"token_received_at":1000}"#,
+    )
+    .unwrap();
+    let client = dir.path().join("client.sh");
+    executable(
+        &client,
+        r#"#!/bin/sh
+for url; do :; done
+printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mcp.json"
+"$AGCORE" mcp list --mcp-config "$WORK/mcp.json" > "$WORK/list.txt" 2>&1
+"#,
+    );
+    let output = Command::new("node")
+        .arg(&suite)
+        .args([
+            "client",
+            "--timeout",
+            "60000",
+            "--scenario",
+            "auth/metadata-default",
+            "--command",
+        ])
+        .arg(&client)
+        .env("XDG_DATA_HOME", &data)
+        .env("WORK", dir.path())
+        .env("AGCORE", env!("CARGO_BIN_EXE_agcore"))
+        .output()
+        .unwrap();
+    let suite_log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let list = std::fs::read_to_string(dir.path().join("list.txt")).unwrap_or_default();
+    assert!(
+        list.contains("remote: connected, 1 tool(s)"),
+        "{list}\n{suite_log}"
+    );
+    assert!(
+        !suite_log.contains("GET request for /authorize"),
+        "{suite_log}"
+    );
+    let stored = std::fs::read_to_string(&tokens).unwrap();
+    assert!(
+        !stored.contains("expired-token") && stored.contains("test-token"),
+        "{stored}"
+    );
+}

@@ -8,10 +8,14 @@
 //! ```
 //!
 //! Scenarios handled: `initialize` (handshake, list, close), `tools_call` and `sse-retry` (list
-//! the tools and call each one with arguments made from its schema). Anything else runs the
-//! `tools_call` flow. Exit status 0 on success, 1 with the error on stderr otherwise.
+//! the tools and call each one with arguments made from its schema), `auth/*` (the same flow
+//! with [`McpAuth`]: client credentials when the scenario says so, else the authorization-code
+//! flow, pre-registered when the context (`MCP_CONFORMANCE_CONTEXT`) gives a client ID).
+//! Anything else runs the `tools_call` flow. Exit status 0 on success, 1 with the error on
+//! stderr otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use agcore::tools::mcp::auth::{ClientCredentials, ClientIdentity, JwtAlgorithm, McpAuth};
 use agcore::tools::mcp::{McpClient, McpTransport};
 use serde_json::{Map, Value, json};
 
@@ -36,8 +40,53 @@ fn arguments_for(schema: &Value) -> Value {
     Value::Object(args)
 }
 
+/// This client's ID metadata document (used when the authorization server supports them).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The OAuth settings for an `auth/*` scenario, from its name and context.
+fn auth_for(scenario: &str) -> McpAuth {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
+    let client_id = field("client_id");
+    match (scenario, client_id) {
+        ("auth/client-credentials-jwt", Some(client_id)) => {
+            McpAuth::client_credentials(ClientCredentials::PrivateKeyJwt {
+                client_id,
+                private_key_pem: field("private_key_pem").unwrap_or_default(),
+                algorithm: field("signing_algorithm")
+                    .and_then(|name| JwtAlgorithm::from_name(&name))
+                    .unwrap_or(JwtAlgorithm::Es256),
+            })
+        }
+        ("auth/client-credentials-basic", Some(client_id)) => {
+            McpAuth::client_credentials(ClientCredentials::Secret {
+                client_id,
+                client_secret: field("client_secret").unwrap_or_default(),
+            })
+        }
+        (_, Some(client_id)) => McpAuth::authorization_code("http://127.0.0.1:8765/callback")
+            .with_identity(ClientIdentity::Preregistered {
+                client_id,
+                client_secret: field("client_secret"),
+            }),
+        (_, None) => McpAuth::authorization_code("http://127.0.0.1:8765/callback").with_identity(
+            ClientIdentity::Dynamic {
+                client_name: "agcore-conformance".into(),
+                metadata_url: Some(CLIENT_METADATA_URL.into()),
+            },
+        ),
+    }
+}
+
 async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError> {
     let mut client = McpClient::new("conformance", McpTransport::http(url)).with_timeout(20);
+    client = match scenario {
+        auth if auth.starts_with("auth/") => client.with_auth(auth_for(auth)),
+        _ => client,
+    };
     client.connect().await?;
     let tools = client.list_tools().await?;
     eprintln!("scenario {scenario}: {} tool(s)", tools.len());

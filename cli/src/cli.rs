@@ -235,6 +235,10 @@ pub enum McpCommand {
     List(McpListArgs),
     /// Call one tool of one server and print the result.
     Call(McpCallArgs),
+    /// Authorize to an OAuth-protected HTTP server (browser, 127.0.0.1 redirect) and store the tokens.
+    Login(McpLoginArgs),
+    /// Forget the stored OAuth tokens of a server.
+    Logout(McpLogoutArgs),
 }
 
 /// Where the MCP servers are configured.
@@ -271,6 +275,26 @@ pub struct McpCallArgs {
     pub tool: String,
     /// The arguments as a JSON object (default `{}`).
     pub args: Option<String>,
+}
+
+/// `agcore mcp login`.
+#[derive(Debug, Args)]
+pub struct McpLoginArgs {
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
+    /// The server's name in the config.
+    pub server: String,
+    /// The 127.0.0.1 port of the redirect listener (default: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+}
+
+/// `agcore mcp logout`.
+#[derive(Debug, Args)]
+pub struct McpLogoutArgs {
+    /// The server's name in the config.
+    pub server: String,
 }
 
 /// `agcore trust`.

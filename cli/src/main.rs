@@ -9,6 +9,7 @@ mod demo;
 mod json_error;
 mod layers;
 mod mcp_cmd;
+mod mcp_login;
 mod render;
 mod run;
 mod secrets;
@@ -72,6 +73,8 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Tools(args) => session::load_config(&args.tools),
         Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
+        Command::Mcp(McpCommand::Login(args)) => layers::load(args.source.config.as_deref(), false),
+        Command::Mcp(McpCommand::Logout(_)) => Ok(Loaded::default()),
         Command::Sessions(SessionsCommand::List(args)) => {
             layers::load(args.config.as_deref(), false)
         }

@@ -1,4 +1,4 @@
-//! `agcore mcp list` and `agcore mcp call`.
+//! `agcore mcp list` and `agcore mcp call` (`login` / `logout`: [`crate::mcp_login`]).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -18,6 +18,8 @@ pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode
     match command {
         McpCommand::List(args) => list(args, &loaded).await,
         McpCommand::Call(args) => call(args, &loaded).await,
+        McpCommand::Login(args) => crate::mcp_login::login(args, &loaded).await,
+        McpCommand::Logout(args) => crate::mcp_login::logout(args).await,
     }
 }
 

@@ -165,7 +165,12 @@ pub async fn connect_servers(
     let clients = servers
         .clients()
         .into_iter()
-        .map(|(name, client)| (name, client.map(|client| withholding(client, withheld))))
+        .map(|(name, client)| {
+            let client = client.map(|client| {
+                crate::mcp_login::with_stored_auth(withholding(client, withheld), &name)
+            });
+            (name, client)
+        })
         .collect();
     connect_all(clients).await
 }

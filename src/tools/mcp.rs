@@ -77,6 +77,7 @@
 //! `notifications/message`, at their level).
 
 mod adapter;
+pub mod auth;
 mod client;
 mod config;
 mod connection;

@@ -95,6 +95,7 @@ impl McpClient {
                 connect_timeout: Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_SECS),
                 protocol_version: DEFAULT_PROTOCOL_VERSION.to_owned(),
                 progress: None,
+                auth: None,
             },
             rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
@@ -110,6 +111,14 @@ impl McpClient {
     /// Limit every request to `limit` (default 30 s). Takes effect at the next `connect()`.
     pub fn with_request_timeout(mut self, limit: Duration) -> Self {
         self.settings.request_timeout = limit;
+        self
+    }
+
+    /// Authorize to an OAuth-protected HTTP server with `auth` when it asks (a `401` or
+    /// `403 insufficient_scope`); see [`auth`](crate::tools::mcp::auth). Ignored by `Stdio`.
+    /// Takes effect at the next `connect()`.
+    pub fn with_auth(mut self, auth: crate::tools::mcp::auth::McpAuth) -> Self {
+        self.settings.auth = Some(auth);
         self
     }
 

@@ -14,6 +14,7 @@ use rmcp::{Peer, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::error::ToolError;
+use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::client::ProgressCallback;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
@@ -35,6 +36,8 @@ pub(crate) struct Settings {
     pub connect_timeout: Duration,
     pub protocol_version: String,
     pub progress: Option<ProgressCallback>,
+    /// OAuth for an HTTP server (none: only the configured headers).
+    pub auth: Option<McpAuth>,
 }
 
 /// The server's self-description from `initialize`.
@@ -332,9 +335,24 @@ async fn open_http(
     handler: Handler,
 ) -> Result<Service, ToolError> {
     let server = &settings.server;
-    let transport = http_transport(server, url, headers)?;
+    let config = http_config(server, url, headers)?;
     let limit = settings.connect_timeout;
-    match tokio::time::timeout(limit, handler.serve(transport)).await {
+    let serve = async {
+        match &settings.auth {
+            Some(auth) => {
+                let client = OAuthHttpClient::new(url, auth.clone());
+                handler
+                    .serve(StreamableHttpClientTransport::with_client(client, config))
+                    .await
+            }
+            None => {
+                handler
+                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .await
+            }
+        }
+    };
+    match tokio::time::timeout(limit, serve).await {
         Ok(Ok(service)) => Ok(service),
         Ok(Err(error)) => Err(ToolError::McpError(format!(
             "MCP server '{server}' at {url} failed to initialize: {error}"
@@ -355,11 +373,11 @@ async fn ended(server: &str, child: &ChildHandle, during: &str) -> ToolError {
     ))
 }
 
-fn http_transport(
+fn http_config(
     server: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, ToolError> {
+) -> Result<StreamableHttpClientTransportConfig, ToolError> {
     use reqwest::header::{HeaderName, HeaderValue};
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     let mut custom = HashMap::new();
@@ -379,9 +397,7 @@ fn http_transport(
         let header_value = HeaderValue::from_str(value).map_err(|_| invalid("value for"))?;
         custom.insert(header_name, header_value);
     }
-    Ok(StreamableHttpClientTransport::from_config(
-        config.custom_headers(custom),
-    ))
+    Ok(config.custom_headers(custom))
 }
 
 fn quoted(target: &str) -> String {

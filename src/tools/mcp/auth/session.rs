@@ -1,0 +1,228 @@
+//! [`AuthSession`]: the authorization state of one MCP server — runs a flow on a challenge and
+//! holds rmcp's [`AuthClient`] (which adds the token to requests and refreshes it).
+
+use rmcp::transport::AuthClient;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
+    ClientCredentialsConfig, OAuthState,
+};
+use tokio::sync::Mutex;
+
+use crate::tools::mcp::auth::config::{ClientCredentials, ClientIdentity, McpAuth};
+use crate::tools::mcp::auth::redact::redact;
+
+/// The authorized HTTP client, replaced on each new authorization.
+struct State {
+    client: Option<AuthClient<reqwest::Client>>,
+    /// Whether stored credentials were looked for (once, before the first request).
+    loaded: bool,
+    /// Bumped by every authorization, so that requests refused at the same time authorize once.
+    generation: u64,
+}
+
+/// The authorization state of one server.
+pub(crate) struct AuthSession {
+    /// The MCP endpoint (the protected resource).
+    url: String,
+    auth: McpAuth,
+    state: Mutex<State>,
+}
+
+impl AuthSession {
+    pub(crate) fn new(url: &str, auth: McpAuth) -> Self {
+        AuthSession {
+            url: url.to_owned(),
+            auth,
+            state: Mutex::new(State {
+                client: None,
+                loaded: false,
+                generation: 0,
+            }),
+        }
+    }
+
+    /// The current authorized client (none before the first challenge) and its generation.
+    pub(crate) async fn current(&self) -> (Option<AuthClient<reqwest::Client>>, u64) {
+        let mut state = self.state.lock().await;
+        if !state.loaded {
+            state.loaded = true;
+            match self.stored_client().await {
+                Ok(client) => state.client = client,
+                // Unusable stored credentials only mean a new authorization when asked.
+                Err(error) => tracing::debug!(
+                    target: "agcore::mcp",
+                    url = %self.url,
+                    error = %redact(&error.to_string()),
+                    "stored OAuth credentials not used"
+                ),
+            }
+        }
+        (state.client.clone(), state.generation)
+    }
+
+    /// An authorized client from the credential store, if it holds tokens.
+    async fn stored_client(&self) -> Result<Option<AuthClient<reqwest::Client>>, AuthError> {
+        if self.auth.store().is_none() {
+            return Ok(None);
+        }
+        let mut manager = self.manager().await?;
+        if !manager.initialize_from_store().await? {
+            return Ok(None);
+        }
+        Ok(Some(AuthClient::new(reqwest::Client::default(), manager)))
+    }
+
+    /// A fresh rmcp manager for this server, saving into the credential store if any.
+    async fn manager(&self) -> Result<AuthorizationManager, AuthError> {
+        let mut manager = AuthorizationManager::new(self.url.as_str()).await?;
+        if let Some(store) = self.auth.store() {
+            manager.set_credential_store(store.clone());
+        }
+        Ok(manager)
+    }
+
+    /// Authorize on `challenge` (a `WWW-Authenticate` value) unless another request already
+    /// did since `seen` — then its token is used.
+    pub(crate) async fn authorize(&self, challenge: &str, seen: u64) -> Result<(), AuthError> {
+        let mut state = self.state.lock().await;
+        if state.generation != seen {
+            return Ok(());
+        }
+        let manager = self.run_flow(challenge).await.map_err(|error| {
+            // The flow's texts may quote token-endpoint answers or redirect URLs.
+            AuthError::AuthorizationFailed(redact(&error.to_string()))
+        })?;
+        state.client = Some(AuthClient::new(reqwest::Client::default(), manager));
+        state.generation += 1;
+        tracing::debug!(target: "agcore::mcp", url = %self.url, "authorized");
+        Ok(())
+    }
+
+    async fn run_flow(&self, challenge: &str) -> Result<AuthorizationManager, AuthError> {
+        if let McpAuth::AuthorizationCode { authorizer, .. } = &self.auth
+            && let Some(reason) = authorizer.declines()
+        {
+            return Err(AuthError::AuthorizationFailed(reason));
+        }
+        let mut oauth = OAuthState::Unauthorized(self.manager().await?);
+        match &self.auth {
+            McpAuth::AuthorizationCode {
+                redirect_uri,
+                identity,
+                scopes,
+                authorizer,
+                ..
+            } => {
+                // Initial selection: the challenge's scopes, else the resource's
+                // `scopes_supported`, else none — not their union, which would ask a
+                // step-up server for everything up front.
+                let mut request = AuthorizationRequest::new(redirect_uri.as_str())
+                    .with_challenge(challenge)
+                    .with_initial_scope_selection();
+                match identity {
+                    ClientIdentity::Dynamic {
+                        client_name,
+                        metadata_url,
+                    } => {
+                        request = request.with_client_name(client_name.as_str());
+                        if let Some(url) = metadata_url {
+                            request = request.with_client_metadata_url(url.as_str());
+                        }
+                    }
+                    ClientIdentity::Preregistered {
+                        client_id,
+                        client_secret,
+                    } => {
+                        request = request.with_preregistered_client(client_id.as_str());
+                        if let Some(secret) = client_secret {
+                            request = request.with_client_secret(secret.as_str());
+                        }
+                    }
+                }
+                if !scopes.is_empty() {
+                    request = request.with_scopes(scopes.iter().cloned());
+                }
+                oauth.start_authorization(request).await?;
+                let url = oauth.get_authorization_url().await?;
+                let redirect = authorizer
+                    .authorize(&url)
+                    .await
+                    .map_err(AuthError::AuthorizationFailed)?;
+                let callback = AuthorizationCallback::from_redirect_url(&redirect)?;
+                oauth
+                    .handle_callback_with_issuer(
+                        &callback.code,
+                        &callback.csrf_token,
+                        callback.issuer.as_deref(),
+                    )
+                    .await?;
+            }
+            McpAuth::ClientCredentials {
+                credentials,
+                scopes,
+                ..
+            } => {
+                let config = self.client_credentials(credentials, scopes);
+                return client_credentials_flow(oauth, config).await;
+            }
+        }
+        oauth.into_authorization_manager().ok_or_else(|| {
+            AuthError::InternalError("the authorization flow did not complete".into())
+        })
+    }
+
+    /// rmcp's settings for the `client_credentials` grant.
+    fn client_credentials(
+        &self,
+        credentials: &ClientCredentials,
+        scopes: &[String],
+    ) -> ClientCredentialsConfig {
+        // RFC 8707: the token is for this MCP endpoint.
+        let resource = Some(self.url.clone());
+        match credentials {
+            ClientCredentials::Secret {
+                client_id,
+                client_secret,
+            } => ClientCredentialsConfig::ClientSecret {
+                client_id: client_id.clone(),
+                client_secret: client_secret.clone(),
+                scopes: scopes.to_vec(),
+                resource,
+            },
+            ClientCredentials::PrivateKeyJwt {
+                client_id,
+                private_key_pem,
+                algorithm,
+            } => ClientCredentialsConfig::PrivateKeyJwt {
+                client_id: client_id.clone(),
+                signing_key: private_key_pem.clone().into_bytes(),
+                signing_algorithm: algorithm.to_rmcp(),
+                token_endpoint_audience: None,
+                scopes: scopes.to_vec(),
+                resource,
+            },
+        }
+    }
+}
+
+/// Run rmcp's `client_credentials` grant. Its `private_key_jwt` future holds a non-`Send`
+/// form serializer across an await (rmcp 3.11), so it runs on a blocking thread driven by the
+/// current runtime instead of inside the transport's `Send` futures.
+async fn client_credentials_flow(
+    mut oauth: OAuthState,
+    config: ClientCredentialsConfig,
+) -> Result<AuthorizationManager, AuthError> {
+    let handle = tokio::runtime::Handle::current();
+    let task = tokio::task::spawn_blocking(move || {
+        handle.block_on(async move {
+            oauth.authenticate_client_credentials(config).await?;
+            Ok::<_, AuthError>(oauth.into_authorization_manager())
+        })
+    });
+    let manager = task.await.map_err(|error| {
+        AuthError::InternalError(format!("the client credentials task failed: {error}"))
+    })??;
+    manager.ok_or_else(|| {
+        AuthError::InternalError("the client credentials grant did not complete".into())
+    })
+}

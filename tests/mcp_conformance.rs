@@ -48,3 +48,8 @@ fn conformance_tools_call() {
 fn conformance_sse_retry() {
     run_scenario("sse-retry");
 }
+
+#[test]
+fn conformance_elicitation_sep1034_client_defaults() {
+    run_scenario("elicitation-sep1034-client-defaults");
+}

@@ -80,12 +80,14 @@ mod adapter;
 mod client;
 mod config;
 mod connection;
+mod elicitation;
 mod handler;
 mod lines;
 mod listing;
 mod naming;
 mod permissions;
 mod result;
+mod roots;
 mod skipped;
 mod stderr;
 mod stdio;
@@ -96,6 +98,10 @@ pub use adapter::McpToolAdapter;
 pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
 pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
 pub use connection::McpServerInfo;
+pub use elicitation::{
+    ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
+    validate_elicited,
+};
 pub use listing::McpListError;
 pub use naming::{
     McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
+    Implementation, ProtocolVersion, RootsCapabilities, Tool, UrlElicitationCapability,
+};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -15,8 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::client::ProgressCallback;
+use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
 use crate::tools::mcp::transport::McpTransport;
 
@@ -35,6 +40,29 @@ pub(crate) struct Settings {
     pub connect_timeout: Duration,
     pub protocol_version: String,
     pub progress: Option<ProgressCallback>,
+    pub elicitor: Option<Arc<dyn Elicitor>>,
+    pub roots: Arc<Roots>,
+}
+
+/// What agcore declares: elicitation (form, and URL when the elicitor supports it) only with an
+/// elicitor; roots (with `listChanged`) only when some are configured.
+#[allow(deprecated)] // roots: deprecated by SEP-2577 for the 2026 protocol; released servers use it.
+fn capabilities(settings: &Settings) -> ClientCapabilities {
+    let mut capabilities = ClientCapabilities::default();
+    if let Some(elicitor) = &settings.elicitor {
+        let mut elicitation = ElicitationCapability::new()
+            .with_form(FormElicitationCapability::new().with_schema_validation(true));
+        if elicitor.supports_url() {
+            elicitation = elicitation.with_url(UrlElicitationCapability::new());
+        }
+        capabilities.elicitation = Some(elicitation);
+    }
+    if settings.roots.is_enabled() {
+        let mut roots = RootsCapabilities::default();
+        roots.list_changed = Some(true);
+        capabilities.roots = Some(roots);
+    }
+    capabilities
 }
 
 /// The server's self-description from `initialize`.
@@ -81,7 +109,7 @@ impl Connection {
                 })?;
         let handler = Handler {
             info: ClientConfig::new(
-                ClientCapabilities::default(),
+                capabilities(settings),
                 Implementation::new("agcore", env!("CARGO_PKG_VERSION")),
             )
             .with_protocol_version(protocol_version),
@@ -89,6 +117,8 @@ impl Connection {
             cache,
             progress: settings.progress.clone(),
             request_timeout: settings.request_timeout,
+            elicitor: settings.elicitor.clone(),
+            roots: settings.roots.clone(),
         };
         let closed = CancellationToken::new();
         let (service, child) = match &settings.transport {

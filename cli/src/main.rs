@@ -6,6 +6,7 @@ mod chat;
 mod cli;
 mod config;
 mod demo;
+mod elicit;
 mod json_error;
 mod layers;
 mod mcp_cmd;

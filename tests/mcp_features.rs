@@ -1,0 +1,164 @@
+//! MCP client features against `@modelcontextprotocol/server-everything` (stdio): elicitation
+//! through an `Elicitor` (schema defaults, validation, decline without one) and roots.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod mcp_support;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agcore::tools::mcp::{
+    ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, McpClient, McpTransport,
+};
+use mcp_support::npm_script;
+use serde_json::{Map, Value, json};
+
+const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
+
+fn everything() -> Option<McpTransport> {
+    let script = npm_script(EVERYTHING, "dist/index.js")?;
+    Some(McpTransport::Stdio {
+        command: "node".into(),
+        args: vec![script.to_string_lossy().into_owned(), "stdio".into()],
+    })
+}
+
+/// Answers with fixed content and remembers what it was asked.
+struct Scripted {
+    answer: ElicitationResponse,
+    asked: Mutex<Vec<ElicitationRequest>>,
+}
+
+#[async_trait::async_trait]
+impl Elicitor for Scripted {
+    async fn elicit(&self, request: &ElicitationRequest) -> ElicitationResponse {
+        self.asked.lock().unwrap().push(request.clone());
+        self.answer.clone()
+    }
+}
+
+fn scripted(answer: ElicitationResponse) -> Arc<Scripted> {
+    Arc::new(Scripted {
+        answer,
+        asked: Mutex::new(Vec::new()),
+    })
+}
+
+async fn elicit_with(elicitor: Arc<Scripted>) -> String {
+    let transport = everything().unwrap();
+    let mut client = McpClient::new("everything", transport).with_elicitor(elicitor);
+    tokio::time::timeout(Duration::from_secs(60), client.connect())
+        .await
+        .unwrap()
+        .unwrap();
+    let call = client.call_tool("trigger-elicitation-request", json!({}));
+    let result = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .unwrap()
+        .unwrap();
+    client.close().await.unwrap();
+    match result {
+        Value::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn an_accepted_form_gets_the_schema_defaults() {
+    if everything().is_none() {
+        return;
+    }
+    let mut content = Map::new();
+    content.insert("name".into(), json!("Ada"));
+    let elicitor = scripted(ElicitationResponse::Accept { content });
+    let text = elicit_with(elicitor.clone()).await;
+    assert!(
+        text.contains("User provided the requested information"),
+        "{text}"
+    );
+    assert!(text.contains("- Name: Ada"), "{text}");
+    // Not answered, filled in from the schema's defaults (SEP-1034).
+    assert!(text.contains("- Favorite Integer: 42"), "{text}");
+    assert!(text.contains("- Favorite Number: 3.14"), "{text}");
+    let asked = elicitor.asked.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].server, "everything");
+    let ElicitationMode::Form { schema } = &asked[0].mode else {
+        panic!("expected a form: {:?}", asked[0].mode)
+    };
+    assert_eq!(schema["required"], json!(["name"]));
+}
+
+#[tokio::test]
+async fn an_answer_that_breaks_the_schema_is_declined_not_sent() {
+    if everything().is_none() {
+        return;
+    }
+    // "name" is required and has no default.
+    let elicitor = scripted(ElicitationResponse::Accept {
+        content: Map::new(),
+    });
+    let text = elicit_with(elicitor).await;
+    assert!(text.contains("User declined"), "{text}");
+}
+
+#[tokio::test]
+async fn cancel_reaches_the_server() {
+    if everything().is_none() {
+        return;
+    }
+    let text = elicit_with(scripted(ElicitationResponse::Cancel)).await;
+    assert!(text.contains("User cancelled"), "{text}");
+}
+
+#[tokio::test]
+async fn without_an_elicitor_elicitation_is_not_offered() {
+    let Some(transport) = everything() else {
+        return;
+    };
+    let mut client = McpClient::new("everything", transport);
+    client.connect().await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    assert!(!names.contains(&"trigger-elicitation-request"), "{names:?}");
+    assert!(!names.contains(&"get-roots-list"), "{names:?}");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn roots_are_listed_and_changes_are_announced() {
+    let Some(transport) = everything() else {
+        return;
+    };
+    let mut client =
+        McpClient::new("everything", transport).with_roots(vec![PathBuf::from("/tmp/agcore root")]);
+    client.connect().await.unwrap();
+    let text = client
+        .call_tool("get-roots-list", json!({}))
+        .await
+        .unwrap()
+        .to_string();
+    assert!(text.contains("file:///tmp/agcore%20root"), "{text}");
+
+    client
+        .set_roots(vec![PathBuf::from("/tmp/other")])
+        .await
+        .unwrap();
+    // The server asks for the new list when told it changed; poll (bounded) until it has.
+    let mut seen = String::new();
+    for _ in 0..50 {
+        seen = client
+            .call_tool("get-roots-list", json!({}))
+            .await
+            .unwrap()
+            .to_string();
+        if seen.contains("file:///tmp/other") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(seen.contains("file:///tmp/other"), "{seen}");
+    client.close().await.unwrap();
+}

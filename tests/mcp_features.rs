@@ -124,6 +124,7 @@ async fn without_an_elicitor_elicitation_is_not_offered() {
     assert!(names.contains(&"echo"), "{names:?}");
     assert!(!names.contains(&"trigger-elicitation-request"), "{names:?}");
     assert!(!names.contains(&"get-roots-list"), "{names:?}");
+    assert!(!names.contains(&"trigger-sampling-request"), "{names:?}");
     client.close().await.unwrap();
 }
 
@@ -160,5 +161,84 @@ async fn roots_are_listed_and_changes_are_announced() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(seen.contains("file:///tmp/other"), "{seen}");
+    client.close().await.unwrap();
+}
+
+/// Answers every sampling request with a fixed text, remembering the request.
+struct Echoing {
+    asked: Mutex<Vec<agcore::tools::mcp::SamplingRequest>>,
+    refuse: bool,
+}
+
+#[async_trait::async_trait]
+impl agcore::tools::mcp::Sampler for Echoing {
+    async fn sample(
+        &self,
+        request: &agcore::tools::mcp::SamplingRequest,
+    ) -> Result<agcore::tools::mcp::SamplingReply, String> {
+        self.asked.lock().unwrap().push(request.clone());
+        if self.refuse {
+            return Err("the user refused".to_owned());
+        }
+        Ok(agcore::tools::mcp::SamplingReply {
+            model: "test-model".to_owned(),
+            text: format!("sampled: {}", request.messages[0].text),
+            stop_reason: Some("endTurn".to_owned()),
+        })
+    }
+}
+
+#[tokio::test]
+async fn sampling_goes_to_the_sampler() {
+    let Some(transport) = everything() else {
+        return;
+    };
+    let sampler = Arc::new(Echoing {
+        asked: Mutex::new(Vec::new()),
+        refuse: false,
+    });
+    let mut client = McpClient::new("everything", transport).with_sampler(sampler.clone());
+    client.connect().await.unwrap();
+    let call = client.call_tool(
+        "trigger-sampling-request",
+        json!({"prompt": "hello", "maxTokens": 7}),
+    );
+    let text = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .unwrap()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("sampled: Resource trigger-sampling-request context: hello"),
+        "{text}"
+    );
+    assert!(text.contains("test-model"), "{text}");
+    let asked = sampler.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].max_tokens, 7);
+    assert_eq!(
+        asked[0].system_prompt.as_deref(),
+        Some("You are a helpful test server.")
+    );
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refused_sampling_fails_the_servers_request() {
+    let Some(transport) = everything() else {
+        return;
+    };
+    let sampler = Arc::new(Echoing {
+        asked: Mutex::new(Vec::new()),
+        refuse: true,
+    });
+    let mut client = McpClient::new("everything", transport).with_sampler(sampler);
+    client.connect().await.unwrap();
+    let call = client.call_tool("trigger-sampling-request", json!({"prompt": "hello"}));
+    let result = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .unwrap();
+    let text = format!("{result:?}");
+    assert!(text.contains("the user refused"), "{text}");
     client.close().await.unwrap();
 }

@@ -88,6 +88,7 @@ mod naming;
 mod permissions;
 mod result;
 mod roots;
+mod sampling;
 mod skipped;
 mod stderr;
 mod stdio;
@@ -108,6 +109,7 @@ pub use naming::{
     register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
 };
 pub use result::{call_result_to_value, content_to_model_text};
+pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, SamplingTurn};
 pub use skipped::{McpSkipReason, SkippedMcpTool};
 pub use summary::{McpServerStatus, McpToolSummary};
 pub use transport::McpTransport;

@@ -20,6 +20,7 @@ use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
 use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::result::call_result_to_value;
 use crate::tools::mcp::roots::Roots;
+use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
@@ -99,6 +100,7 @@ impl McpClient {
                 progress: None,
                 elicitor: None,
                 roots: Arc::new(Roots::default()),
+                sampler: None,
             },
             rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
@@ -241,6 +243,14 @@ impl McpClient {
     /// (logged). Takes effect at the next `connect()`.
     pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
         self.settings.elicitor = Some(elicitor);
+        self
+    }
+
+    /// Answer the server's `sampling/createMessage` requests with `sampler` (and declare the
+    /// capability). Without one, sampling is not declared and any request is refused (logged).
+    /// Takes effect at the next `connect()`.
+    pub fn with_sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
+        self.settings.sampler = Some(sampler);
         self
     }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-    Implementation, ProtocolVersion, RootsCapabilities, Tool, UrlElicitationCapability,
+    Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, Tool,
+    UrlElicitationCapability,
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -22,6 +23,7 @@ use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
 use crate::tools::mcp::roots::Roots;
+use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
 use crate::tools::mcp::transport::McpTransport;
 
@@ -42,10 +44,12 @@ pub(crate) struct Settings {
     pub progress: Option<ProgressCallback>,
     pub elicitor: Option<Arc<dyn Elicitor>>,
     pub roots: Arc<Roots>,
+    pub sampler: Option<Arc<dyn Sampler>>,
 }
 
 /// What agcore declares: elicitation (form, and URL when the elicitor supports it) only with an
-/// elicitor; roots (with `listChanged`) only when some are configured.
+/// elicitor; sampling only with a sampler; roots (with `listChanged`) only when some are
+/// configured.
 #[allow(deprecated)] // roots: deprecated by SEP-2577 for the 2026 protocol; released servers use it.
 fn capabilities(settings: &Settings) -> ClientCapabilities {
     let mut capabilities = ClientCapabilities::default();
@@ -56,6 +60,9 @@ fn capabilities(settings: &Settings) -> ClientCapabilities {
             elicitation = elicitation.with_url(UrlElicitationCapability::new());
         }
         capabilities.elicitation = Some(elicitation);
+    }
+    if settings.sampler.is_some() {
+        capabilities.sampling = Some(SamplingCapability::default());
     }
     if settings.roots.is_enabled() {
         let mut roots = RootsCapabilities::default();
@@ -119,6 +126,7 @@ impl Connection {
             request_timeout: settings.request_timeout,
             elicitor: settings.elicitor.clone(),
             roots: settings.roots.clone(),
+            sampler: settings.sampler.clone(),
         };
         let closed = CancellationToken::new();
         let (service, child) = match &settings.transport {

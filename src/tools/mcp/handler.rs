@@ -1,7 +1,7 @@
 //! The client side of the session: what agcore tells the server about itself, and what it does
 //! with the server's notifications (tool list changes, progress, log messages).
 
-// Logging and roots are deprecated by SEP-2577 for the 2026 protocol; released servers still send it.
+// Logging, roots and sampling are deprecated by SEP-2577 for the 2026 protocol; released servers still send it.
 #![allow(deprecated)]
 
 use std::sync::{Arc, PoisonError, RwLock};
@@ -10,8 +10,9 @@ use std::time::Duration;
 use rmcp::ClientHandler;
 use rmcp::ErrorData;
 use rmcp::model::{
-    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ListRootsResult,
-    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, Root, Tool,
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, Root, SamplingMessage, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, ServiceError};
 use tokio::sync::watch;
@@ -23,6 +24,7 @@ use crate::tools::mcp::elicitation::{
 };
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
 use crate::tools::mcp::roots::Roots;
+use crate::tools::mcp::sampling::{Sampler, request_of};
 use crate::tools::mcp::skipped::{SkippedMcpTool, partition};
 
 /// The cached `tools/list` of one server, shared by the client, its handles and its adapters.
@@ -149,6 +151,7 @@ pub(crate) struct Handler {
     pub(crate) request_timeout: Duration,
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
     pub(crate) roots: Arc<Roots>,
+    pub(crate) sampler: Option<Arc<dyn Sampler>>,
 }
 
 impl ClientHandler for Handler {
@@ -162,6 +165,38 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         Ok(self.elicit(request).await)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let server = &*self.server;
+        let Some(sampler) = &self.sampler else {
+            tracing::warn!(target: "agcore::mcp", server, "refused a sampling request: no sampler is configured (McpClient::with_sampler)");
+            return Err(ErrorData::invalid_request(
+                "sampling is not enabled for this server",
+                None,
+            ));
+        };
+        let request = request_of(server, params);
+        match sampler.sample(&request).await {
+            Ok(reply) => {
+                let result = CreateMessageResult::new(
+                    SamplingMessage::assistant_text(reply.text),
+                    reply.model,
+                );
+                Ok(match reply.stop_reason {
+                    Some(reason) => result.with_stop_reason(reason),
+                    None => result,
+                })
+            }
+            Err(reason) => {
+                tracing::info!(target: "agcore::mcp", server, %reason, "refused a sampling request");
+                Err(ErrorData::invalid_request(reason, None))
+            }
+        }
     }
 
     async fn list_roots(

@@ -242,3 +242,50 @@ async fn a_refused_sampling_fails_the_servers_request() {
     assert!(text.contains("the user refused"), "{text}");
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn resources_templates_and_prompts_are_listed_read_and_rendered() {
+    let Some(transport) = everything() else {
+        return;
+    };
+    let mut client = McpClient::new("everything", transport);
+    client.connect().await.unwrap();
+    let resources = client.list_resources().await.unwrap();
+    let document = resources
+        .iter()
+        .find(|r| r.uri.starts_with("demo://resource/static/document/"))
+        .unwrap_or_else(|| panic!("no static document in {resources:?}"));
+    let contents = client.read_resource(&document.uri).await.unwrap();
+    assert_eq!(contents[0].uri, document.uri);
+    assert!(
+        contents[0].text.as_deref().is_some_and(|t| !t.is_empty()),
+        "{contents:?}"
+    );
+
+    let templates = client.list_resource_templates().await.unwrap();
+    assert!(
+        templates
+            .iter()
+            .any(|t| t.uri_template.starts_with("demo://resource/dynamic/text/")),
+        "{templates:?}"
+    );
+    let text = client
+        .read_resource("demo://resource/dynamic/text/1")
+        .await
+        .unwrap();
+    assert!(text[0].text.is_some(), "{text:?}");
+
+    let prompts = client.list_prompts().await.unwrap();
+    let args = prompts.iter().find(|p| p.name == "args-prompt").unwrap();
+    assert_eq!(args.arguments[0].name, "city");
+    assert_eq!(args.arguments[0].required, Some(true));
+    let mut arguments = Map::new();
+    arguments.insert("city".into(), json!("Paris"));
+    let messages = client.get_prompt("args-prompt", arguments).await.unwrap();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0].role, "user");
+    assert_eq!(messages[0].text, "What's weather in Paris?");
+    let missing = client.read_resource("demo://nothing/here").await;
+    assert!(missing.is_err(), "{missing:?}");
+    client.close().await.unwrap();
+}

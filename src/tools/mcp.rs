@@ -77,6 +77,7 @@
 //! `notifications/message`, at their level).
 
 mod adapter;
+mod catalog;
 mod client;
 mod config;
 mod connection;
@@ -96,6 +97,10 @@ mod summary;
 mod transport;
 
 pub use adapter::McpToolAdapter;
+pub use catalog::{
+    McpPrompt, McpPromptArgument, McpPromptMessage, McpResource, McpResourceContent,
+    McpResourceTemplate,
+};
 pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
 pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
 pub use connection::McpServerInfo;

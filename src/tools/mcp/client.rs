@@ -278,6 +278,11 @@ impl McpClient {
             })
     }
 
+    /// The live connection, or `McpNotInitialized`.
+    pub(crate) fn live_connection(&self) -> Result<Arc<Connection>, ToolError> {
+        self.shared.connection()
+    }
+
     /// The server's name.
     pub fn server_name(&self) -> &str {
         &self.settings.server

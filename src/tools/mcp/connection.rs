@@ -89,7 +89,7 @@ pub struct McpServerInfo {
 
 /// A live session.
 pub(crate) struct Connection {
-    server: Arc<str>,
+    pub(crate) server: Arc<str>,
     pub(crate) peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     /// Fires when the server's stdout ends or the process exits (stdio only).

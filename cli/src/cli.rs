@@ -150,6 +150,10 @@ pub enum McpCommand {
     List(McpListArgs),
     /// Call one tool of one server and print the result.
     Call(McpCallArgs),
+    /// List a server's resources and resource templates, or read one resource (URI).
+    Resources(McpResourcesArgs),
+    /// List a server's prompts, or render one (NAME, with --arg KEY=VALUE).
+    Prompts(McpPromptsArgs),
 }
 
 /// Where the MCP servers are configured.
@@ -186,6 +190,33 @@ pub struct McpCallArgs {
     pub tool: String,
     /// The arguments as a JSON object (default `{}`).
     pub args: Option<String>,
+}
+
+/// `agcore mcp resources`.
+#[derive(Debug, Args)]
+pub struct McpResourcesArgs {
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
+    /// The server's name in the config.
+    pub server: String,
+    /// Read this resource instead of listing.
+    pub uri: Option<String>,
+}
+
+/// `agcore mcp prompts`.
+#[derive(Debug, Args)]
+pub struct McpPromptsArgs {
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
+    /// The server's name in the config.
+    pub server: String,
+    /// Render this prompt instead of listing.
+    pub name: Option<String>,
+    /// A prompt argument (repeatable).
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
 }
 
 /// `agcore trust`.

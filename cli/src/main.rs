@@ -9,6 +9,7 @@ mod demo;
 mod elicit;
 mod json_error;
 mod layers;
+mod mcp_catalog;
 mod mcp_cmd;
 mod render;
 mod run;
@@ -71,6 +72,12 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Tools(args) => session::load_config(&args.tools),
         Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
+        Command::Mcp(McpCommand::Resources(args)) => {
+            layers::load(args.source.config.as_deref(), false)
+        }
+        Command::Mcp(McpCommand::Prompts(args)) => {
+            layers::load(args.source.config.as_deref(), false)
+        }
         Command::Demo(_) | Command::Trust(_) | Command::McpDemoServer { .. } => {
             Ok(Loaded::default())
         }

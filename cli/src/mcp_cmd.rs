@@ -1,4 +1,4 @@
-//! `agcore mcp list` and `agcore mcp call`.
+//! `agcore mcp list`, `agcore mcp call`, `agcore mcp resources` and `agcore mcp prompts`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -18,12 +18,14 @@ pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode
     match command {
         McpCommand::List(args) => list(args, &loaded).await,
         McpCommand::Call(args) => call(args, &loaded).await,
+        McpCommand::Resources(args) => crate::mcp_catalog::resources(args, &loaded).await,
+        McpCommand::Prompts(args) => crate::mcp_catalog::prompts(args, &loaded).await,
     }
 }
 
 /// The configured servers and the variables none of them may see (the model's API key).
 /// `loaded` follows the trust rule of every command: an untrusted ./agcore.toml starts nothing.
-fn servers(
+pub(crate) fn servers(
     source: &McpSourceArgs,
     loaded: &Loaded,
 ) -> anyhow::Result<(McpServersConfig, Vec<String>)> {

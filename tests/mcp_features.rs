@@ -289,3 +289,41 @@ async fn resources_templates_and_prompts_are_listed_read_and_rendered() {
     assert!(missing.is_err(), "{missing:?}");
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_tool_image_becomes_an_image_part_for_the_model() {
+    let Some(transport) = everything() else {
+        return;
+    };
+    let mut client = McpClient::new("everything", transport);
+    client.connect().await.unwrap();
+    let output = client.call_tool("get-tiny-image", json!({})).await.unwrap();
+    client.close().await.unwrap();
+    let message = agcore::tools::mcp::media_message(
+        "get-tiny-image",
+        "call_7",
+        &output,
+        agcore::tools::mcp::MAX_MEDIA_BYTES,
+    )
+    .unwrap();
+    let wire = serde_json::to_value(&message).unwrap();
+    assert_eq!(wire["role"], "user");
+    let parts = wire["content"].as_array().unwrap();
+    assert_eq!(parts[0]["type"], "text");
+    assert!(
+        parts[0]["text"].as_str().unwrap().contains("call_7"),
+        "{wire}"
+    );
+    assert_eq!(parts[1]["type"], "image_url");
+    assert!(
+        parts[1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,"),
+        "{wire}"
+    );
+    // Over a tiny budget the image is named, not sent.
+    let small = agcore::tools::mcp::media_message("get-tiny-image", "call_7", &output, 10).unwrap();
+    let wire = serde_json::to_value(&small).unwrap();
+    assert_eq!(wire["content"].as_array().unwrap().len(), 1, "{wire}");
+}

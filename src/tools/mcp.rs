@@ -85,6 +85,7 @@ mod elicitation;
 mod handler;
 mod lines;
 mod listing;
+mod media;
 mod naming;
 mod permissions;
 mod result;
@@ -109,6 +110,7 @@ pub use elicitation::{
     validate_elicited,
 };
 pub use listing::McpListError;
+pub use media::{MAX_MEDIA_BYTES, media_message};
 pub use naming::{
     McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
     register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,

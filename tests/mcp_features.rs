@@ -327,3 +327,91 @@ async fn a_tool_image_becomes_an_image_part_for_the_model() {
     let wire = serde_json::to_value(&small).unwrap();
     assert_eq!(wire["content"].as_array().unwrap().len(), 1, "{wire}");
 }
+
+/// A streamable-HTTP server whose first session expires (HTTP 404) at the first `tools/call`.
+struct ExpiringSessions {
+    sessions: std::sync::atomic::AtomicUsize,
+    initializes: std::sync::atomic::AtomicUsize,
+}
+
+impl wiremock::Respond for ExpiringSessions {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        use std::sync::atomic::Ordering;
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let session = request
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let id = body.get("id").cloned();
+        let json = |result: Value, session: &str| {
+            wiremock::ResponseTemplate::new(200)
+                .insert_header("content-type", "application/json")
+                .insert_header("mcp-session-id", session)
+                .set_body_json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        };
+        match body.get("method").and_then(Value::as_str) {
+            Some("initialize") => {
+                self.initializes.fetch_add(1, Ordering::SeqCst);
+                let n = self.sessions.fetch_add(1, Ordering::SeqCst) + 1;
+                json(
+                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "expiring", "version": "1"}}),
+                    &format!("s{n}"),
+                )
+            }
+            Some("tools/list") => json(
+                json!({"tools": [{"name": "ping", "inputSchema": {"type": "object"},
+                    "annotations": {"readOnlyHint": true}}]}),
+                &session,
+            ),
+            Some("tools/call") if session == "s1" => wiremock::ResponseTemplate::new(404),
+            Some("tools/call") => json(
+                json!({"content": [{"type": "text", "text": format!("pong from {session}")}]}),
+                &session,
+            ),
+            _ => wiremock::ResponseTemplate::new(202),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_expired_http_session_is_reinitialised_and_the_call_retried_once() {
+    use std::sync::atomic::Ordering;
+    let server = wiremock::MockServer::start().await;
+    let responder = Arc::new(ExpiringSessions {
+        sessions: Default::default(),
+        initializes: Default::default(),
+    });
+    struct Shared(Arc<ExpiringSessions>);
+    impl wiremock::Respond for Shared {
+        fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+            self.0.respond(request)
+        }
+    }
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(Shared(responder.clone()))
+        .mount(&server)
+        .await;
+    wiremock::Mock::given(wiremock::matchers::method("GET"))
+        .respond_with(wiremock::ResponseTemplate::new(405))
+        .mount(&server)
+        .await;
+    wiremock::Mock::given(wiremock::matchers::method("DELETE"))
+        .respond_with(wiremock::ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    let url = format!("{}/mcp", server.uri());
+    let mut client = McpClient::new("expiring", McpTransport::http(url)).with_timeout(10);
+    tokio::time::timeout(Duration::from_secs(20), client.connect())
+        .await
+        .unwrap()
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(20), client.call_tool("ping", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(result.unwrap(), json!("pong from s2"));
+    assert_eq!(responder.initializes.load(Ordering::SeqCst), 2);
+    let _ = tokio::time::timeout(Duration::from_secs(10), client.close()).await;
+}

@@ -391,7 +391,10 @@ fn http_transport(
     headers: &BTreeMap<String, String>,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, ToolError> {
     use reqwest::header::{HeaderName, HeaderValue};
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    // A session the server forgot (HTTP 404) is re-initialised and the failed request retried
+    // once — rmcp's default, set here so agcore does not lose it if that default changes.
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(url).reinit_on_expired_session(true);
     let mut custom = HashMap::new();
     for (name, value) in headers {
         if name.eq_ignore_ascii_case("authorization")

@@ -136,7 +136,7 @@ fn ask_field(
 pub struct Field {
     /// The property name.
     pub name: String,
-    /// `string`, `integer`, `number` or `boolean`.
+    /// `string`, `integer`, `number`, `boolean` or `array` (a multi-select, comma-separated).
     pub kind: String,
     /// Title / description for the user.
     pub label: Option<String>,
@@ -170,9 +170,12 @@ pub fn fields(schema: &Value) -> Vec<Field> {
                 keys.iter()
                     .find_map(|key| property.get(*key).and_then(Value::as_f64))
             };
-            let choices = property
+            // A multi-select (`type: array`) takes its choices from `items`.
+            let choices_of = property.get("items").unwrap_or(property);
+            let choices = choices_of
                 .get("enum")
-                .or_else(|| property.get("oneOf"))
+                .or_else(|| choices_of.get("oneOf"))
+                .or_else(|| choices_of.get("anyOf"))
                 .and_then(Value::as_array)
                 .map(|items| {
                     items
@@ -237,6 +240,18 @@ impl Field {
                 "n" | "no" | "false" => Value::Bool(false),
                 _ => return Err("answer yes or no".to_owned()),
             },
+            "array" => {
+                let items: Vec<&str> = answer.split(',').map(str::trim).collect();
+                if let Some(bad) = items.iter().find(|item| {
+                    !self.choices.is_empty() && !self.choices.iter().any(|c| c == *item)
+                }) {
+                    return Err(format!(
+                        "'{bad}' is not one of: {}",
+                        self.choices.join(", ")
+                    ));
+                }
+                return Ok(Value::from(items));
+            }
             _ => Value::String(answer.to_owned()),
         };
         if !self.choices.is_empty() && !self.choices.iter().any(|choice| choice == answer) {
@@ -275,7 +290,8 @@ mod tests {
             "name": {"type": "string", "title": "Name\u{1b}[2J", "minLength": 2},
             "age": {"type": "integer", "minimum": 0, "default": 30},
             "status": {"type": "string", "enum": ["active", "inactive"]},
-            "ok": {"type": "boolean"}
+            "ok": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"anyOf": [{"const": "a"}, {"const": "b"}]}}
         }, "required": ["name"]})
     }
 
@@ -298,5 +314,7 @@ mod tests {
         assert_eq!(status.parse("active"), Ok(json!("active")));
         assert_eq!(by("ok").parse("yes"), Ok(json!(true)));
         assert!(by("ok").parse("maybe").is_err());
+        assert_eq!(by("tags").parse("a, b"), Ok(json!(["a", "b"])));
+        assert!(by("tags").parse("a,c").is_err());
     }
 }

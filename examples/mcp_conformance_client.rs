@@ -10,13 +10,18 @@
 //! Scenarios handled: `initialize` (handshake, list, close), `tools_call` and `sse-retry` (list
 //! the tools and call each one with arguments made from its schema), `auth/*` (the same flow
 //! with [`McpAuth`]: client credentials when the scenario says so, else the authorization-code
-//! flow, pre-registered when the context (`MCP_CONFORMANCE_CONTEXT`) gives a client ID).
-//! Anything else runs the `tools_call` flow. Exit status 0 on success, 1 with the error on
-//! stderr otherwise.
+//! flow, pre-registered when the context (`MCP_CONFORMANCE_CONTEXT`) gives a client ID),
+//! `elicitation-sep1034-client-defaults` (the same, with an elicitor that accepts every form
+//! empty, so agcore fills in the schema's defaults). Anything else runs the `tools_call` flow.
+//! Exit status 0 on success, 1 with the error on stderr otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
+
 use agcore::tools::mcp::auth::{ClientCredentials, ClientIdentity, JwtAlgorithm, McpAuth};
-use agcore::tools::mcp::{McpClient, McpTransport};
+use agcore::tools::mcp::{
+    ElicitationRequest, ElicitationResponse, Elicitor, McpClient, McpTransport,
+};
 use serde_json::{Map, Value, json};
 
 /// Arguments for a tool from its input schema: numbers 5, 3, 1, ...; strings "test"; booleans
@@ -81,10 +86,23 @@ fn auth_for(scenario: &str) -> McpAuth {
     }
 }
 
+/// Accepts every form without values of its own: the schema's defaults fill it (SEP-1034).
+struct AcceptDefaults;
+
+#[async_trait::async_trait]
+impl Elicitor for AcceptDefaults {
+    async fn elicit(&self, _request: &ElicitationRequest) -> ElicitationResponse {
+        ElicitationResponse::Accept {
+            content: Map::new(),
+        }
+    }
+}
+
 async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError> {
-    let mut client = McpClient::new("conformance", McpTransport::http(url)).with_timeout(20);
-    client = match scenario {
+    let client = McpClient::new("conformance", McpTransport::http(url)).with_timeout(20);
+    let mut client = match scenario {
         auth if auth.starts_with("auth/") => client.with_auth(auth_for(auth)),
+        "elicitation-sep1034-client-defaults" => client.with_elicitor(Arc::new(AcceptDefaults)),
         _ => client,
     };
     client.connect().await?;

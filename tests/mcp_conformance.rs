@@ -117,3 +117,8 @@ fn conformance_auth_metadata_var2_var3_reject_a_mismatched_issuer() {
         );
     }
 }
+
+#[test]
+fn conformance_elicitation_sep1034_client_defaults() {
+    run_scenario("elicitation-sep1034-client-defaults");
+}

@@ -239,6 +239,10 @@ pub enum McpCommand {
     Login(McpLoginArgs),
     /// Forget the stored OAuth tokens of a server.
     Logout(McpLogoutArgs),
+    /// List a server's resources and resource templates, or read one resource (URI).
+    Resources(McpResourcesArgs),
+    /// List a server's prompts, or render one (NAME, with --arg KEY=VALUE).
+    Prompts(McpPromptsArgs),
 }
 
 /// Where the MCP servers are configured.
@@ -295,6 +299,33 @@ pub struct McpLoginArgs {
 pub struct McpLogoutArgs {
     /// The server's name in the config.
     pub server: String,
+}
+
+/// `agcore mcp resources`.
+#[derive(Debug, Args)]
+pub struct McpResourcesArgs {
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
+    /// The server's name in the config.
+    pub server: String,
+    /// Read this resource instead of listing.
+    pub uri: Option<String>,
+}
+
+/// `agcore mcp prompts`.
+#[derive(Debug, Args)]
+pub struct McpPromptsArgs {
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
+    /// The server's name in the config.
+    pub server: String,
+    /// Render this prompt instead of listing.
+    pub name: Option<String>,
+    /// A prompt argument (repeatable).
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
 }
 
 /// `agcore trust`.

@@ -6,8 +6,10 @@ mod chat;
 mod cli;
 mod config;
 mod demo;
+mod elicit;
 mod json_error;
 mod layers;
+mod mcp_catalog;
 mod mcp_cmd;
 mod mcp_login;
 mod render;
@@ -80,6 +82,12 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         }
         Command::Sessions(SessionsCommand::Show(args) | SessionsCommand::Rm(args)) => {
             layers::load(args.config.as_deref(), false)
+        }
+        Command::Mcp(McpCommand::Resources(args)) => {
+            layers::load(args.source.config.as_deref(), false)
+        }
+        Command::Mcp(McpCommand::Prompts(args)) => {
+            layers::load(args.source.config.as_deref(), false)
         }
         Command::Demo(_) | Command::Trust(_) | Command::McpDemoServer { .. } => {
             Ok(Loaded::default())

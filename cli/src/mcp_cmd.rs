@@ -1,4 +1,5 @@
-//! `agcore mcp list` and `agcore mcp call` (`login` / `logout`: [`crate::mcp_login`]).
+//! `agcore mcp list`, `agcore mcp call`, `agcore mcp resources` and `agcore mcp prompts`
+//! (`login` / `logout`: [`crate::mcp_login`]).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -20,12 +21,14 @@ pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode
         McpCommand::Call(args) => call(args, &loaded).await,
         McpCommand::Login(args) => crate::mcp_login::login(args, &loaded).await,
         McpCommand::Logout(args) => crate::mcp_login::logout(args).await,
+        McpCommand::Resources(args) => crate::mcp_catalog::resources(args, &loaded).await,
+        McpCommand::Prompts(args) => crate::mcp_catalog::prompts(args, &loaded).await,
     }
 }
 
 /// The configured servers and the variables none of them may see (the model's API key).
 /// `loaded` follows the trust rule of every command: an untrusted ./agcore.toml starts nothing.
-fn servers(
+pub(crate) fn servers(
     source: &McpSourceArgs,
     loaded: &Loaded,
 ) -> anyhow::Result<(McpServersConfig, Vec<String>)> {

@@ -150,11 +150,13 @@ pub fn secret_env_names(config: &AgcoreConfig, model: Option<&ModelArgs>) -> Vec
     names
 }
 
-/// `client` with every variable of `withheld` kept from its (stdio) server.
+/// `client` with every variable of `withheld` kept from its (stdio) server, answering
+/// elicitations in the terminal and offering the current directory as its root.
 pub fn withholding(client: McpClient, withheld: &[String]) -> McpClient {
-    withheld
+    let client = withheld
         .iter()
-        .fold(client, |client, name| client.without_env(name.clone()))
+        .fold(client, |client, name| client.without_env(name.clone()));
+    crate::elicit::interactive(client)
 }
 
 /// Start every enabled server of `servers` concurrently, none of them seeing `withheld`.

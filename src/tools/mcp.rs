@@ -78,15 +78,20 @@
 
 mod adapter;
 pub mod auth;
+mod catalog;
 mod client;
 mod config;
 mod connection;
+mod elicitation;
 mod handler;
 mod lines;
 mod listing;
+mod media;
 mod naming;
 mod permissions;
 mod result;
+mod roots;
+mod sampling;
 mod skipped;
 mod stderr;
 mod stdio;
@@ -94,15 +99,25 @@ mod summary;
 mod transport;
 
 pub use adapter::McpToolAdapter;
+pub use catalog::{
+    McpPrompt, McpPromptArgument, McpPromptMessage, McpResource, McpResourceContent,
+    McpResourceTemplate,
+};
 pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
 pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
 pub use connection::McpServerInfo;
+pub use elicitation::{
+    ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
+    validate_elicited,
+};
 pub use listing::McpListError;
+pub use media::{MAX_MEDIA_BYTES, media_message};
 pub use naming::{
     McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
     register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
 };
 pub use result::{call_result_to_value, content_to_model_text};
+pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, SamplingTurn};
 pub use skipped::{McpSkipReason, SkippedMcpTool};
 pub use summary::{McpServerStatus, McpToolSummary};
 pub use transport::McpTransport;

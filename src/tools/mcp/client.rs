@@ -13,10 +13,13 @@ use crate::tools::base::BaseTool;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::adapter::McpToolAdapter;
 use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
+use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::ToolCache;
 use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
 use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::result::call_result_to_value;
+use crate::tools::mcp::roots::Roots;
+use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
@@ -96,6 +99,9 @@ impl McpClient {
                 protocol_version: DEFAULT_PROTOCOL_VERSION.to_owned(),
                 progress: None,
                 auth: None,
+                elicitor: None,
+                roots: Arc::new(Roots::default()),
+                sampler: None,
             },
             rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
@@ -239,6 +245,51 @@ impl McpClient {
     ) -> Self {
         self.settings.progress = Some(Arc::new(callback));
         self
+    }
+
+    /// Answer the server's `elicitation/create` requests with `elicitor` (and declare the
+    /// capability). Without one, elicitation is not declared and any request is declined
+    /// (logged). Takes effect at the next `connect()`.
+    pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
+        self.settings.elicitor = Some(elicitor);
+        self
+    }
+
+    /// Answer the server's `sampling/createMessage` requests with `sampler` (and declare the
+    /// capability). Without one, sampling is not declared and any request is refused (logged).
+    /// Takes effect at the next `connect()`.
+    pub fn with_sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
+        self.settings.sampler = Some(sampler);
+        self
+    }
+
+    /// Offer `roots` (e.g. the workspace root) as `roots/list` and declare the capability.
+    /// Takes effect at the next `connect()`; change them later with [`McpClient::set_roots`].
+    pub fn with_roots(self, roots: Vec<PathBuf>) -> Self {
+        self.settings.roots.set(roots);
+        self
+    }
+
+    /// Replace the roots and tell a connected server (`notifications/roots/list_changed`).
+    pub async fn set_roots(&self, roots: Vec<PathBuf>) -> Result<(), ToolError> {
+        self.settings.roots.set(roots);
+        let Ok(conn) = self.shared.connection() else {
+            return Ok(());
+        };
+        conn.peer
+            .notify_roots_list_changed()
+            .await
+            .map_err(|error| {
+                ToolError::McpError(format!(
+                    "MCP server '{}': notifying the roots change failed: {error}",
+                    self.settings.server
+                ))
+            })
+    }
+
+    /// The live connection, or `McpNotInitialized`.
+    pub(crate) fn live_connection(&self) -> Result<Arc<Connection>, ToolError> {
+        self.shared.connection()
     }
 
     /// The server's name.

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
+    Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, Tool,
+    UrlElicitationCapability,
+};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -16,8 +20,11 @@ use tokio_util::sync::CancellationToken;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::client::ProgressCallback;
+use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::roots::Roots;
+use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
 use crate::tools::mcp::transport::McpTransport;
 
@@ -38,6 +45,34 @@ pub(crate) struct Settings {
     pub progress: Option<ProgressCallback>,
     /// OAuth for an HTTP server (none: only the configured headers).
     pub auth: Option<McpAuth>,
+    pub elicitor: Option<Arc<dyn Elicitor>>,
+    pub roots: Arc<Roots>,
+    pub sampler: Option<Arc<dyn Sampler>>,
+}
+
+/// What agcore declares: elicitation (form, and URL when the elicitor supports it) only with an
+/// elicitor; sampling only with a sampler; roots (with `listChanged`) only when some are
+/// configured.
+#[allow(deprecated)] // roots: deprecated by SEP-2577 for the 2026 protocol; released servers use it.
+fn capabilities(settings: &Settings) -> ClientCapabilities {
+    let mut capabilities = ClientCapabilities::default();
+    if let Some(elicitor) = &settings.elicitor {
+        let mut elicitation = ElicitationCapability::new()
+            .with_form(FormElicitationCapability::new().with_schema_validation(true));
+        if elicitor.supports_url() {
+            elicitation = elicitation.with_url(UrlElicitationCapability::new());
+        }
+        capabilities.elicitation = Some(elicitation);
+    }
+    if settings.sampler.is_some() {
+        capabilities.sampling = Some(SamplingCapability::default());
+    }
+    if settings.roots.is_enabled() {
+        let mut roots = RootsCapabilities::default();
+        roots.list_changed = Some(true);
+        capabilities.roots = Some(roots);
+    }
+    capabilities
 }
 
 /// The server's self-description from `initialize`.
@@ -57,7 +92,7 @@ pub struct McpServerInfo {
 
 /// A live session.
 pub(crate) struct Connection {
-    server: Arc<str>,
+    pub(crate) server: Arc<str>,
     pub(crate) peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     /// Fires when the server's stdout ends or the process exits (stdio only).
@@ -84,7 +119,7 @@ impl Connection {
                 })?;
         let handler = Handler {
             info: ClientConfig::new(
-                ClientCapabilities::default(),
+                capabilities(settings),
                 Implementation::new("agcore", env!("CARGO_PKG_VERSION")),
             )
             .with_protocol_version(protocol_version),
@@ -92,6 +127,9 @@ impl Connection {
             cache,
             progress: settings.progress.clone(),
             request_timeout: settings.request_timeout,
+            elicitor: settings.elicitor.clone(),
+            roots: settings.roots.clone(),
+            sampler: settings.sampler.clone(),
         };
         let closed = CancellationToken::new();
         let (service, child) = match &settings.transport {
@@ -379,7 +417,10 @@ fn http_config(
     headers: &BTreeMap<String, String>,
 ) -> Result<StreamableHttpClientTransportConfig, ToolError> {
     use reqwest::header::{HeaderName, HeaderValue};
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    // A session the server forgot (HTTP 404) is re-initialised and the failed request retried
+    // once — rmcp's default, set here so agcore does not lose it if that default changes.
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(url).reinit_on_expired_session(true);
     let mut custom = HashMap::new();
     for (name, value) in headers {
         if name.eq_ignore_ascii_case("authorization")

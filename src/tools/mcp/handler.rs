@@ -1,21 +1,30 @@
 //! The client side of the session: what agcore tells the server about itself, and what it does
 //! with the server's notifications (tool list changes, progress, log messages).
 
-// Logging is deprecated by SEP-2577 for the 2026 protocol; released servers still send it.
+// Logging, roots and sampling are deprecated by SEP-2577 for the 2026 protocol; released servers still send it.
 #![allow(deprecated)]
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use rmcp::ClientHandler;
+use rmcp::ErrorData;
 use rmcp::model::{
-    ClientConfig, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, Tool,
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, Root, SamplingMessage, Tool,
 };
-use rmcp::service::{NotificationContext, RoleClient, ServiceError};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, ServiceError};
 use tokio::sync::watch;
 
 use crate::tools::mcp::client::{McpProgress, ProgressCallback};
+use crate::tools::mcp::elicitation::{
+    ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
+    validate_elicited,
+};
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::roots::Roots;
+use crate::tools::mcp::sampling::{Sampler, request_of};
 use crate::tools::mcp::skipped::{SkippedMcpTool, partition};
 
 /// The cached `tools/list` of one server, shared by the client, its handles and its adapters.
@@ -74,6 +83,65 @@ impl ToolCache {
     }
 }
 
+impl Handler {
+    /// Ask the elicitor (decline, logged, without one); complete and check an accepted form.
+    async fn elicit(&self, params: ElicitRequestParams) -> ElicitResult {
+        let server = &*self.server;
+        let (message, mode) = match params {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                (message, ElicitationMode::Form { schema })
+            }
+            ElicitRequestParams::UrlElicitationParams {
+                message,
+                url,
+                elicitation_id,
+                ..
+            } => (
+                message,
+                ElicitationMode::Url {
+                    url,
+                    elicitation_id,
+                },
+            ),
+            #[allow(unreachable_patterns)] // the enum is non-exhaustive
+            _ => {
+                tracing::warn!(target: "agcore::mcp", server, "declined an elicitation of an unknown mode");
+                return ElicitResult::new(ElicitationAction::Decline);
+            }
+        };
+        let Some(elicitor) = &self.elicitor else {
+            tracing::warn!(target: "agcore::mcp", server, "declined an elicitation: no elicitor is configured (McpClient::with_elicitor)");
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        let request = ElicitationRequest {
+            server: server.to_owned(),
+            message,
+            mode,
+        };
+        match elicitor.elicit(&request).await {
+            ElicitationResponse::Accept { mut content } => match &request.mode {
+                ElicitationMode::Form { schema } => {
+                    apply_schema_defaults(schema, &mut content);
+                    if let Err(problem) = validate_elicited(schema, &content) {
+                        tracing::warn!(target: "agcore::mcp", server, %problem, "declined an elicitation: the answer does not fit the requested schema");
+                        return ElicitResult::new(ElicitationAction::Decline);
+                    }
+                    ElicitResult::new(ElicitationAction::Accept)
+                        .with_content(serde_json::Value::Object(content))
+                }
+                ElicitationMode::Url { .. } => ElicitResult::new(ElicitationAction::Accept),
+            },
+            ElicitationResponse::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitationResponse::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        }
+    }
+}
+
 /// agcore's `ClientHandler`.
 pub(crate) struct Handler {
     pub(crate) info: ClientConfig,
@@ -81,11 +149,73 @@ pub(crate) struct Handler {
     pub(crate) cache: Arc<ToolCache>,
     pub(crate) progress: Option<ProgressCallback>,
     pub(crate) request_timeout: Duration,
+    pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
+    pub(crate) roots: Arc<Roots>,
+    pub(crate) sampler: Option<Arc<dyn Sampler>>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.elicit(request).await)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let server = &*self.server;
+        let Some(sampler) = &self.sampler else {
+            tracing::warn!(target: "agcore::mcp", server, "refused a sampling request: no sampler is configured (McpClient::with_sampler)");
+            return Err(ErrorData::invalid_request(
+                "sampling is not enabled for this server",
+                None,
+            ));
+        };
+        let request = request_of(server, params);
+        match sampler.sample(&request).await {
+            Ok(reply) => {
+                let result = CreateMessageResult::new(
+                    SamplingMessage::assistant_text(reply.text),
+                    reply.model,
+                );
+                Ok(match reply.stop_reason {
+                    Some(reason) => result.with_stop_reason(reason),
+                    None => result,
+                })
+            }
+            Err(reason) => {
+                tracing::info!(target: "agcore::mcp", server, %reason, "refused a sampling request");
+                Err(ErrorData::invalid_request(reason, None))
+            }
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = self
+            .roots
+            .listed()
+            .into_iter()
+            .map(|(uri, name)| {
+                let root = Root::new(uri);
+                match name {
+                    Some(name) => root.with_name(name),
+                    None => root,
+                }
+            })
+            .collect();
+        Ok(ListRootsResult::new(roots))
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {

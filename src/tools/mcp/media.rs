@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::llm::types::{ContentPart, ImageUrl, OpenaiChatMessage};
+use crate::vocab::{ContentPart, ImageUrl, OpenaiChatMessage};
 
 /// The most base64 bytes of media [`media_message`] puts in one message (8 MiB).
 pub const MAX_MEDIA_BYTES: usize = 8 * 1024 * 1024;
@@ -88,7 +88,7 @@ fn audio_format(mime: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::types::MessageContent;
+    use crate::vocab::MessageContent;
 
     #[test]
     fn images_become_parts_within_the_budget() {

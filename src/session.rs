@@ -20,6 +20,7 @@
 //! ```
 
 mod error;
+pub mod journal;
 mod postgres;
 mod record;
 mod sqlite;
@@ -28,6 +29,7 @@ mod store;
 use std::sync::Arc;
 
 pub use error::{Result, SessionError};
+pub use journal::{Restored, SessionJournal, replay};
 pub use postgres::PostgresStore;
 pub use record::{
     MAX_SESSION_NAME_BYTES, MAX_STEP_KIND_BYTES, SESSION_FORMAT_VERSION, Session, SessionSummary,

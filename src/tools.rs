@@ -27,7 +27,7 @@ pub mod registry;
 pub mod typed;
 pub mod validate;
 
-pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver};
+pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll};
 pub use base::{BaseTool, ToolSource};
 pub use config::ToolsConfig;
 pub use error::ToolError;

@@ -136,6 +136,19 @@ pub enum LlmError {
         /// The limit and its configured value.
         limit: ResponseLimit,
     },
+    /// The run's journal (e.g. its session store) could not record a step: the run stopped
+    /// before its next effect, so nothing happened that the journal does not know of.
+    #[error("the run's journal failed: {message}")]
+    Journal {
+        /// What failed (the store's error).
+        message: String,
+    },
+    /// A decision given to continue a suspended run names a call that does not wait for one.
+    #[error("no approval is pending for tool call {call_id}")]
+    NotPending {
+        /// The call id of the decision.
+        call_id: String,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -263,6 +276,10 @@ pub enum ErrorKind {
     CrossOriginRedirect,
     /// [`LlmError::ResponseLimitExceeded`].
     ResponseLimitExceeded,
+    /// [`LlmError::Journal`].
+    Journal,
+    /// [`LlmError::NotPending`].
+    NotPending,
     /// [`LlmError::Other`].
     Other,
 }
@@ -287,6 +304,8 @@ impl LlmError {
             LlmError::Cancelled => ErrorKind::Cancelled,
             LlmError::CrossOriginRedirect { .. } => ErrorKind::CrossOriginRedirect,
             LlmError::ResponseLimitExceeded { .. } => ErrorKind::ResponseLimitExceeded,
+            LlmError::Journal { .. } => ErrorKind::Journal,
+            LlmError::NotPending { .. } => ErrorKind::NotPending,
             LlmError::Other(_) => ErrorKind::Other,
         }
     }

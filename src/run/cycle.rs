@@ -6,7 +6,7 @@ use futures::{Stream, StreamExt};
 use crate::llm::cycle::{EventStream, LlmCycle};
 use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
-use crate::run::driver::{LoopItem, drive};
+use crate::run::driver::{Drive, LoopItem, drive};
 use crate::run::model_turn::Mode;
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::ChatResponse;
@@ -22,14 +22,14 @@ impl LlmCycle {
     /// called tools but was cut by the token limit (`finish_reason: length`): the history is
     /// then left as it was, without the prompt, as for any failure (same for every other call).
     pub async fn submit(&mut self, prompt: String) -> Result<ChatResponse, LlmError> {
-        drain(drive(self, Some(prompt), None, Mode::Blocking)).await
+        drain(drive(self, Drive::plain(Some(prompt), None, Mode::Blocking))).await
     }
 
     /// Send `prompt` and stream the reply. Errors before the reply starts (HTTP status,
     /// connection, retries used up) are returned here; later ones end the stream with
     /// [`StreamEvent::Error`].
     pub async fn submit_stream(&mut self, prompt: String) -> Result<EventStream<'_>, LlmError> {
-        into_event_stream(drive(self, Some(prompt), None, Mode::Streaming)).await
+        into_event_stream(drive(self, Drive::plain(Some(prompt), None, Mode::Streaming))).await
     }
 
     /// Send `prompt` with the registry's tools and run the tool loop until the model answers
@@ -42,7 +42,7 @@ impl LlmCycle {
         prompt: String,
         registry: &ToolRegistry,
     ) -> Result<ChatResponse, LlmError> {
-        drain(drive(self, Some(prompt), Some(registry), Mode::Blocking)).await
+        drain(drive(self, Drive::plain(Some(prompt), Some(registry), Mode::Blocking))).await
     }
 
     /// The streaming tool loop: per turn text/reasoning deltas, `ToolExecutionStarted`,
@@ -53,7 +53,7 @@ impl LlmCycle {
         prompt: String,
         registry: &'a ToolRegistry,
     ) -> Result<EventStream<'a>, LlmError> {
-        into_event_stream(drive(self, Some(prompt), Some(registry), Mode::Streaming)).await
+        into_event_stream(drive(self, Drive::plain(Some(prompt), Some(registry), Mode::Streaming))).await
     }
 
     /// Continue the tool loop from the current history without a new user message — e.g.
@@ -63,7 +63,7 @@ impl LlmCycle {
         &mut self,
         registry: &ToolRegistry,
     ) -> Result<ChatResponse, LlmError> {
-        drain(drive(self, None, Some(registry), Mode::Blocking)).await
+        drain(drive(self, Drive::plain(None, Some(registry), Mode::Blocking))).await
     }
 
     /// Streaming form of [`LlmCycle::resume_with_tools`].
@@ -71,7 +71,7 @@ impl LlmCycle {
         &'a mut self,
         registry: &'a ToolRegistry,
     ) -> Result<EventStream<'a>, LlmError> {
-        into_event_stream(drive(self, None, Some(registry), Mode::Streaming)).await
+        into_event_stream(drive(self, Drive::plain(None, Some(registry), Mode::Streaming))).await
     }
 
     /// The one call behind all the others: `prompt` (or `None`, to continue from the
@@ -82,7 +82,7 @@ impl LlmCycle {
         prompt: Option<String>,
         tools: Option<&ToolRegistry>,
     ) -> Result<ChatResponse, LlmError> {
-        drain(drive(self, prompt, tools, Mode::Blocking)).await
+        drain(drive(self, Drive::plain(prompt, tools, Mode::Blocking))).await
     }
 
     /// Streaming form of [`LlmCycle::run`].
@@ -91,7 +91,7 @@ impl LlmCycle {
         prompt: Option<String>,
         tools: Option<&'a ToolRegistry>,
     ) -> Result<EventStream<'a>, LlmError> {
-        into_event_stream(drive(self, prompt, tools, Mode::Streaming)).await
+        into_event_stream(drive(self, Drive::plain(prompt, tools, Mode::Streaming))).await
     }
 }
 
@@ -102,6 +102,8 @@ async fn drain(items: impl Stream<Item = LoopItem>) -> Result<ChatResponse, LlmE
             LoopItem::Event(_) => {}
             LoopItem::Done(response) => return Ok(*response),
             LoopItem::Failed(error) => return Err(error),
+            // Only a run that may suspend does (`run_with`); never these.
+            LoopItem::Suspended(_) => break,
         }
     }
     Err(LlmError::Other(
@@ -116,13 +118,13 @@ async fn into_event_stream<'a>(
     let first = match items.next().await {
         Some(LoopItem::Event(event)) => Some(event),
         Some(LoopItem::Failed(error)) => return Err(error),
-        Some(LoopItem::Done(_)) | None => None,
+        Some(LoopItem::Done(_) | LoopItem::Suspended(_)) | None => None,
     };
     let rest = items.filter_map(|item| {
         futures::future::ready(match item {
             LoopItem::Event(event) => Some(event),
             LoopItem::Failed(error) => Some(StreamEvent::from_error(&error)),
-            LoopItem::Done(_) => None,
+            LoopItem::Done(_) | LoopItem::Suspended(_) => None,
         })
     });
     Ok(Box::pin(futures::stream::iter(first).chain(rest)))

@@ -12,29 +12,79 @@ use crate::llm::cycle::LlmCycle;
 use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
+use crate::run::journal::{JournalEntry, RunJournal};
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::{Phase, RunRules, RunState};
-use crate::run::step::{Decision, Effect, Input, ToolBatch, relaxed_tool_choice, step};
-use crate::tools::outcome::CompletedCall;
+use crate::run::step::{
+    Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
+    truncate_answer,
+};
+use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
+use crate::tools::error::ToolError;
+use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::registry::{ToolCallRequest, ToolRegistry};
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer};
 
-/// What a run yields: events for streaming callers, then exactly one `Done` or `Failed`.
+/// What a run yields: events for streaming callers, then exactly one `Done`, `Suspended` or
+/// `Failed`.
 pub(crate) enum LoopItem {
     Event(StreamEvent),
     Done(Box<ChatResponse>),
+    Suspended(Box<RunState>),
     Failed(LlmError),
 }
 
+/// Where a run starts.
+pub(crate) enum Start {
+    /// A new run over the cycle's history: this prompt, or none (continue the history).
+    Prompt(Option<String>),
+    /// A saved run (suspended, or stopped mid-turn), with decisions on its pending approvals.
+    State {
+        state: Box<RunState>,
+        decisions: Vec<Decision>,
+    },
+}
+
+/// How to drive a run.
+pub(crate) struct Drive<'a> {
+    pub start: Start,
+    /// The tools (none: tool calls are returned, not run).
+    pub registry: Option<&'a ToolRegistry>,
+    /// Where progress is recorded before each effect.
+    pub journal: Option<&'a dyn RunJournal>,
+    /// Whether a deferred approval suspends the run (else it refuses the call).
+    pub suspend: bool,
+    pub mode: Mode,
+}
+
+impl<'a> Drive<'a> {
+    /// The design's calls: a prompt (or none), tools (or none), no journal, no suspension.
+    pub(crate) fn plain(
+        prompt: Option<String>,
+        registry: Option<&'a ToolRegistry>,
+        mode: Mode,
+    ) -> Self {
+        Drive {
+            start: Start::Prompt(prompt),
+            registry,
+            journal: None,
+            suspend: false,
+            mode,
+        }
+    }
+}
+
 /// A run's state, owned while the run goes on; the conversation gets its committed history
-/// back however the run ends — finished, failed, or dropped mid-turn (cancelled: a turn in
-/// which some tool started is kept, see [`step`]).
+/// back however the run ends — finished, failed, suspended, or dropped mid-turn (cancelled: a
+/// turn in which some tool started is kept, see [`step`]).
 struct Run<'a> {
     history: &'a mut Vec<OpenaiChatMessage>,
     state: RunState,
-    /// The batch in flight: which of its calls' tools started (set by the registry as each
-    /// starts, before it finishes) and their positions in the turn.
+    /// The batch in flight: which of its calls' tools started (set as each starts, before it
+    /// finishes) and their positions in the turn.
     in_flight: Option<(StartedCalls, Vec<usize>)>,
+    /// The run suspended: its state went to the caller, nothing is cancelled.
+    suspended: bool,
 }
 
 impl Run<'_> {
@@ -59,10 +109,11 @@ impl Run<'_> {
 
 impl Drop for Run<'_> {
     fn drop(&mut self) {
-        if !matches!(
+        let ended = matches!(
             self.state.phase,
             Phase::Finished { .. } | Phase::Failed { .. }
-        ) {
+        );
+        if !ended && !self.suspended {
             self.collect_started();
             let _ = self.step(Input::Cancel);
         }
@@ -94,13 +145,32 @@ impl StartedCalls {
     }
 }
 
-/// Drive one run of `cycle`: `prompt` (or none, to continue from the history), with
-/// `registry`'s tools (or none: tool calls are returned, not run).
+/// Record `entry` in `journal` (if any), as an [`LlmError::Journal`] when it fails.
+async fn record(journal: Option<&dyn RunJournal>, entry: JournalEntry<'_>) -> Result<(), LlmError> {
+    let Some(journal) = journal else {
+        return Ok(());
+    };
+    journal.record(entry).await.map_err(|error| LlmError::Journal {
+        message: error_chain(&error),
+    })
+}
+
+/// `error` and its sources, `: `-separated.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Drive one run of `cycle` as `drive` says.
 pub(crate) fn drive<'a>(
     cycle: &'a mut LlmCycle,
-    prompt: Option<String>,
-    registry: Option<&'a ToolRegistry>,
-    mode: Mode,
+    drive: Drive<'a>,
 ) -> impl Stream<Item = LoopItem> + Send + 'a {
     let LlmCycle {
         model,
@@ -109,19 +179,51 @@ pub(crate) fn drive<'a>(
     } = cycle;
     let model: &'a dyn ChatModel = &**model;
     let config = &*config;
+    let Drive {
+        start,
+        registry,
+        journal,
+        suspend,
+        mode,
+    } = drive;
     async_stream::stream! {
-        let state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
-        let mut run = Run { history: messages, state, in_flight: None };
+        let (state, mut input) = match start {
+            Start::Prompt(prompt) => {
+                let state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
+                (state, Input::Start { prompt })
+            }
+            Start::State { state, decisions } => {
+                let mut state = *state;
+                if let Some(registry) = registry {
+                    rerun_idempotent(&mut state, |name| registry.get(name).is_some_and(|tool| tool.idempotent()));
+                    remember_grants(registry, state.pending_approvals(), &decisions);
+                }
+                // The saved run's history replaces the cycle's.
+                messages.clear();
+                let input = if decisions.is_empty() {
+                    Input::Start { prompt: None }
+                } else {
+                    Input::Decisions(decisions)
+                };
+                (state, input)
+            }
+        };
+        let mut run = Run { history: messages, state, in_flight: None, suspended: false };
         // Built once per run, not per turn: a registry's schemas can be large.
         let tools = match registry {
             Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
             None => Vec::new(),
         };
         let relaxed = relaxed_tool_choice(&config.options);
-        let mut input = Input::Start { prompt };
         loop {
             match run.step(input) {
                 Effect::RequestModel(request) => {
+                    // The history (with the prompt) is recorded before the request: a crash
+                    // during it can be resumed.
+                    if let Err(error) = record(journal, JournalEntry::History(&run.state.messages)).await {
+                        input = Input::ModelFailed(error);
+                        continue;
+                    }
                     let options = match &relaxed {
                         Some(relaxed) if request.tool_choice_relaxed => relaxed,
                         _ => &config.options,
@@ -153,43 +255,131 @@ pub(crate) fn drive<'a>(
                         input = Input::ToolsDone;
                         continue;
                     };
+                    if let Err(error) = record(journal, JournalEntry::Run(&run.state.without_messages())).await {
+                        input = Input::Abort(error);
+                        continue;
+                    }
                     for event in announce(&batch) {
                         yield LoopItem::Event(event);
                     }
                     // Run the calls concurrently; report each as it finishes, answer in call order.
-                    let ToolBatch { calls, run: positions, .. } = batch;
-                    let requests = positions.iter().filter_map(|&p| calls.get(p)).map(ToolCallRequest::from).collect();
+                    let ToolBatch { calls, run: positions, approved, .. } = batch;
+                    let requests: Vec<(ToolCallRequest, bool)> = positions
+                        .iter()
+                        .filter_map(|&p| calls.get(p).map(|call| (ToolCallRequest::from(call), approved.contains(&p))))
+                        .collect();
+                    let ids: Arc<[String]> = requests.iter().map(|(call, _)| call.id.clone()).collect();
                     let started = StartedCalls::new(positions.len());
                     run.in_flight = Some((started.clone(), positions.clone()));
-                    {
-                        let mut completed = registry.run_stream_observed(requests, move |index| started.mark(index));
-                        while let Some((index, call)) = completed.next().await {
-                            let (event, answer) = completed_event(call);
-                            if let Some(&position) = positions.get(index) {
-                                run.state.record_answer(position, answer);
+                    let gate = {
+                        let ids = ids.clone();
+                        move |index: usize| {
+                            let (started, ids) = (started.clone(), ids.clone());
+                            async move {
+                                if let Some(id) = ids.get(index) {
+                                    record(journal, JournalEntry::CallStarted { call_id: id })
+                                        .await
+                                        .map_err(|error| error.to_string())?;
+                                }
+                                started.mark(index);
+                                Ok(())
                             }
+                        }
+                    };
+                    let limit = run.state.rules.tool_output_limit;
+                    let mut deferred = Vec::new();
+                    let mut failure = None;
+                    {
+                        let mut completed = registry.run_stream_gated(requests, gate);
+                        while let Some((index, call)) = completed.next().await {
+                            let (Some(&position), Some(id)) = (positions.get(index), ids.get(index)) else {
+                                continue;
+                            };
+                            match &call.outcome {
+                                ToolOutcome::Refused { reason: ToolError::ApprovalDeferred { request } } if suspend => {
+                                    deferred.push((**request).clone());
+                                    continue;
+                                }
+                                ToolOutcome::Refused { reason: ToolError::NotStarted { reason, .. } } if journal.is_some() => {
+                                    failure.get_or_insert_with(|| LlmError::Journal { message: reason.clone() });
+                                }
+                                _ => {}
+                            }
+                            let (event, answer) = completed_event(call);
+                            let answer = truncate_answer(answer, limit);
+                            if failure.is_none()
+                                && let Err(error) = record(journal, JournalEntry::CallFinished { call_id: id, answer: &answer }).await
+                            {
+                                failure = Some(error);
+                            }
+                            run.state.set_answer(position, answer);
                             yield LoopItem::Event(event);
                         }
                     }
                     run.collect_started();
-                    input = Input::ToolsDone;
+                    input = match failure {
+                        Some(error) => Input::Abort(error),
+                        None if !deferred.is_empty() => Input::ToolsDeferred(deferred),
+                        None => Input::ToolsDone,
+                    };
                 }
                 Effect::AskApproval(requests) => {
-                    // This driver leaves each decision to the registry's approver, which asks
-                    // as the call runs.
-                    input = Input::Decisions(requests.into_iter().map(|call| Decision { call_id: call.id, denied: None }).collect());
+                    // A suspended run resumed without decisions: its approver is asked now.
+                    let mut decisions = Vec::with_capacity(requests.len());
+                    for request in requests {
+                        let answer = match registry {
+                            Some(registry) => registry.ask_pending(&request).await,
+                            None => ApprovalDecision::Defer,
+                        };
+                        decisions.push(Decision { call_id: request.call_id, answer });
+                    }
+                    input = Input::Decisions(decisions);
+                }
+                Effect::Suspend(requests) => {
+                    if !suspend {
+                        // This caller cannot wait: the deferred calls are refused.
+                        input = Input::Decisions(requests.into_iter().map(|request| Decision::deny(
+                            request.call_id,
+                            Some("its approval was deferred and this run cannot wait for a decision".to_owned()),
+                        )).collect());
+                        continue;
+                    }
+                    if let Err(error) = record(journal, JournalEntry::Run(&run.state.without_messages())).await {
+                        input = Input::Abort(error);
+                        continue;
+                    }
+                    run.suspended = true;
+                    yield LoopItem::Suspended(Box::new(run.state.clone()));
+                    return;
                 }
                 Effect::Done(reply) => {
+                    if let Err(error) = record(journal, JournalEntry::History(run.state.committed_messages())).await {
+                        yield LoopItem::Failed(error);
+                        return;
+                    }
                     let reason = reply.stop_reason.clone().unwrap_or(FinishReason::Stop);
                     yield LoopItem::Event(StreamEvent::TurnComplete { reason, usage: reply.usage });
                     yield LoopItem::Done(reply);
                     return;
                 }
                 Effect::Fail(error) => {
+                    // What the run committed (a failure drops the prompt) is what the journal keeps.
+                    if let Err(journal_error) = record(journal, JournalEntry::History(run.state.committed_messages())).await {
+                        tracing::warn!(error = %journal_error, "could not record the failed run's history");
+                    }
                     yield LoopItem::Failed(error);
                     return;
                 }
             }
+        }
+    }
+}
+
+/// Remember the session-wide grants among `decisions` (on `pending`'s calls) in the registry.
+fn remember_grants(registry: &ToolRegistry, pending: &[ApprovalRequest], decisions: &[Decision]) {
+    for decision in decisions {
+        if let Some(request) = pending.iter().find(|r| r.call_id == decision.call_id) {
+            registry.remember_grant(request, &decision.answer);
         }
     }
 }

@@ -25,6 +25,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::config::{CycleConfig, RepeatedCallGuard};
+use crate::tools::approval::ApprovalRequest;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
 /// The version of the [`RunState`] format this library writes and reads.
@@ -74,12 +75,13 @@ pub enum Phase {
         /// The turn.
         turn: ToolTurn,
     },
-    /// A tool turn waiting for human decisions on some calls.
+    /// A tool turn waiting for decisions on some calls (the approver deferred them): the run
+    /// is suspended. The other calls of the turn have their answers already.
     AwaitingApproval {
         /// The turn.
         turn: ToolTurn,
-        /// The calls that wait for a decision.
-        requests: Vec<ToolCall>,
+        /// What the approver was asked for each call that waits for a decision.
+        requests: Vec<ApprovalRequest>,
     },
     /// The run ended with the model's final answer (committed to `messages`).
     Finished {
@@ -112,6 +114,10 @@ pub struct TurnCall {
     pub started: bool,
     /// Its answer, once known.
     pub answer: Option<ToolAnswer>,
+    /// Whether a decision given while the run was suspended allowed it (it then runs without
+    /// asking the approver again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approved: bool,
 }
 
 /// The limits a run applies, taken from [`CycleConfig`] when it starts.
@@ -163,6 +169,64 @@ impl RunState {
             repeats: Vec::new(),
             usage: None,
         }
+    }
+
+    /// This state without its history (`messages` empty, the rest cloned): what a journal
+    /// stores at each step, next to the history it already holds.
+    pub fn without_messages(&self) -> RunState {
+        RunState {
+            version: self.version,
+            messages: Vec::new(),
+            committed: self.committed,
+            phase: self.phase.clone(),
+            turns: self.turns,
+            rules: self.rules,
+            tools_offered: self.tools_offered,
+            tool_choice_relaxed: self.tool_choice_relaxed,
+            repeats: self.repeats.clone(),
+            usage: self.usage,
+        }
+    }
+
+    /// The approvals a suspended run waits for (empty unless the phase is `AwaitingApproval`).
+    pub fn pending_approvals(&self) -> &[ApprovalRequest] {
+        match &self.phase {
+            Phase::AwaitingApproval { requests, .. } => requests,
+            _ => &[],
+        }
+    }
+
+    /// Record that the call with `call_id` of the current tool turn started (a journal
+    /// replaying its entries).
+    pub fn mark_started_id(&mut self, call_id: &str) {
+        if let Some(call) = self.call_mut(call_id) {
+            call.started = true;
+        }
+    }
+
+    /// Record the answer of the call with `call_id` of the current tool turn, as it is (a
+    /// journal replaying its entries: the answer was cut to the limit when it was recorded).
+    pub fn record_answer_id(&mut self, call_id: &str, answer: ToolAnswer) {
+        if let Some(call) = self.call_mut(call_id) {
+            call.answer = Some(answer);
+        }
+    }
+
+    /// Set the answer of the call at `position`, already cut to the limit.
+    pub(crate) fn set_answer(&mut self, position: usize, answer: ToolAnswer) {
+        if let Some(call) = self
+            .turn_mut()
+            .and_then(|turn| turn.calls.get_mut(position))
+        {
+            call.answer = Some(answer);
+        }
+    }
+
+    fn call_mut(&mut self, call_id: &str) -> Option<&mut TurnCall> {
+        self.turn_mut()?
+            .calls
+            .iter_mut()
+            .find(|call| call.call.id == call_id)
     }
 
     /// The committed history, what survives a failure or cancellation.

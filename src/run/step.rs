@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::llm::config::RepeatedCallAction;
 use crate::llm::error::LlmError;
 use crate::run::state::{Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
+use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall,
     ToolChoice, Usage, generate_call_id, normalise_arguments,
@@ -31,10 +32,17 @@ pub enum Input {
     /// Every call of the [`Effect::RunTools`] batch has its answer (recorded with
     /// [`RunState::record_answer`]) or is left without one.
     ToolsDone,
-    /// Decisions on the calls of an [`Effect::AskApproval`].
+    /// The batch ran, except these calls: the approver deferred them (their answers are not
+    /// recorded). The run suspends until they are decided.
+    ToolsDeferred(Vec<ApprovalRequest>),
+    /// Decisions on calls awaiting approval (an [`Effect::AskApproval`] or a suspended run).
+    /// A call without a decision, or decided [`ApprovalDecision::Defer`], stays pending.
     Decisions(Vec<Decision>),
     /// The run was cancelled (its caller went away).
     Cancel,
+    /// The run must stop with this error (e.g. its journal failed); like [`Input::Cancel`],
+    /// a tool turn in which some tool started is kept.
+    Abort(LlmError),
 }
 
 /// A decision on a call awaiting approval.
@@ -42,8 +50,27 @@ pub enum Input {
 pub struct Decision {
     /// The call id.
     pub call_id: String,
-    /// Denied, with the reason told to the model; `None`: the call goes ahead.
-    pub denied: Option<String>,
+    /// The decision: an allow runs the call (without asking the approver again), a deny
+    /// answers it with the denial (its message told to the model), a defer keeps it pending.
+    pub answer: ApprovalDecision,
+}
+
+impl Decision {
+    /// Allow the call `call_id` once.
+    pub fn allow(call_id: impl Into<String>) -> Self {
+        Decision {
+            call_id: call_id.into(),
+            answer: ApprovalDecision::AllowOnce,
+        }
+    }
+
+    /// Deny the call `call_id`; `message` (if any) is told to the model.
+    pub fn deny(call_id: impl Into<String>, message: Option<String>) -> Self {
+        Decision {
+            call_id: call_id.into(),
+            answer: ApprovalDecision::Deny { message },
+        }
+    }
 }
 
 /// What the driver does next.
@@ -53,8 +80,12 @@ pub enum Effect {
     RequestModel(ModelRequest),
     /// Run a tool turn's calls.
     RunTools(ToolBatch),
-    /// Ask for decisions on these calls, then step with [`Input::Decisions`].
-    AskApproval(Vec<ToolCall>),
+    /// Ask the approver about these calls of a resumed suspended run, then step with
+    /// [`Input::Decisions`].
+    AskApproval(Vec<ApprovalRequest>),
+    /// Suspend the run: these calls wait for decisions (the state holds everything needed to
+    /// continue, in this process or another).
+    Suspend(Vec<ApprovalRequest>),
     /// The run finished with this reply (usage summed over the run).
     Done(Box<ChatResponse>),
     /// The run failed; the state holds only committed turns.
@@ -82,6 +113,8 @@ pub struct ToolBatch {
     pub answered: Vec<(usize, ToolAnswer)>,
     /// Positions (in `calls`) of the calls to execute.
     pub run: Vec<usize>,
+    /// Positions (in `calls`) of the calls a decision already allowed (not asked again).
+    pub approved: Vec<usize>,
 }
 
 /// The answer given to a call that was never run because the conversation went on without it.
@@ -96,6 +129,15 @@ const CANCELLED: &str = "cancelled before the tool finished; whether it had any 
 /// The answer of a call that was cancelled before its tool started (queued, or waiting for
 /// approval).
 const NOT_STARTED: &str = "cancelled before the tool started; it did not run.";
+
+/// The answer of a call found started and unfinished when a run is restored (the process
+/// died or was stopped while it ran).
+const INTERRUPTED: &str =
+    "interrupted: the run stopped while this tool ran; whether it had any effect is unknown.";
+
+/// The answer of a call still waiting for approval when the user sent a new message instead.
+const UNDECIDED: &str = "this call was never approved or denied: the user went on with a new \
+message instead. It did not run; do not retry it unless the user asks.";
 
 /// One step of a run.
 pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
@@ -112,50 +154,84 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
             state.tool_choice_relaxed |= !resumed;
             request_model(state)
         }
+        (Phase::AwaitingTools { turn }, Input::ToolsDeferred(requests)) => {
+            suspend(state, turn, requests)
+        }
         (Phase::AwaitingTools { mut turn }, Input::Start { .. }) => {
             // A restored turn: a call that started but has no answer may or may not have had
-            // its effect; it is not run again.
+            // its effect; it is not run again (the driver clears `started` first for a tool
+            // that declares itself idempotent, see [`rerun_idempotent`]).
             for call in &mut turn.calls {
                 if call.started && call.answer.is_none() {
-                    call.answer = Some(ToolAnswer::error(CANCELLED));
+                    call.answer = Some(ToolAnswer::error(INTERRUPTED));
                 }
             }
             run_batch(state, turn, false, None)
         }
-        (Phase::AwaitingApproval { turn, requests }, Input::Start { .. }) => {
+        (Phase::AwaitingApproval { turn, requests }, Input::Start { prompt: None }) => {
             state.phase = Phase::AwaitingApproval {
                 turn,
                 requests: requests.clone(),
             };
             (state, Effect::AskApproval(requests))
         }
-        (Phase::AwaitingApproval { mut turn, .. }, Input::Decisions(decisions)) => {
-            for decision in decisions {
-                let Some(denied) = decision.denied else {
-                    continue;
-                };
-                if let Some(call) = turn
-                    .calls
-                    .iter_mut()
-                    .find(|call| call.call.id == decision.call_id)
-                {
-                    call.answer = Some(ToolAnswer::error(format_args!(
-                        "tool '{}' was not approved: {}. Do not retry this call; continue without it or ask the user.",
-                        call.call.function.name,
-                        denied.trim_end_matches('.')
-                    )));
+        (Phase::AwaitingApproval { mut turn, .. }, Input::Start { prompt: Some(prompt) }) => {
+            // The user moved on: the undecided calls did not run; the turn (whose other calls
+            // may have had effects) is kept, then the new message.
+            for call in &mut turn.calls {
+                if call.answer.is_none() && !call.approved {
+                    call.answer = Some(ToolAnswer::error(UNDECIDED));
                 }
             }
-            run_batch(state, turn, false, None)
+            finish_turn(&mut state, turn, Unanswered::NoResult);
+            state.messages.push(OpenaiChatMessage::user_text(prompt));
+            request_model(state)
         }
-        (Phase::AwaitingTools { turn } | Phase::AwaitingApproval { turn, .. }, Input::Cancel) => {
+        (Phase::AwaitingApproval { mut turn, requests }, Input::Decisions(decisions)) => {
+            let mut pending = Vec::new();
+            for request in requests {
+                let decision = decisions
+                    .iter()
+                    .find(|decision| decision.call_id == request.call_id);
+                let Some(call) = turn
+                    .calls
+                    .iter_mut()
+                    .find(|call| call.call.id == request.call_id)
+                else {
+                    continue;
+                };
+                match decision.map(|decision| &decision.answer) {
+                    None | Some(ApprovalDecision::Defer) => pending.push(request),
+                    Some(ApprovalDecision::Deny { message }) => {
+                        let message = message.as_deref().unwrap_or("the user declined this call");
+                        call.answer = Some(ToolAnswer::error(format_args!(
+                            "tool '{}' was not approved: {}. Do not retry this call; continue without it or ask the user.",
+                            call.call.function.name,
+                            message.trim_end_matches('.')
+                        )));
+                    }
+                    Some(
+                        ApprovalDecision::AllowOnce
+                        | ApprovalDecision::AllowForSession
+                        | ApprovalDecision::AllowForSessionWithArgs,
+                    ) => call.approved = true,
+                }
+            }
+            if pending.is_empty() {
+                run_batch(state, turn, false, None)
+            } else {
+                suspend(state, turn, pending)
+            }
+        }
+        (
+            Phase::AwaitingTools { turn } | Phase::AwaitingApproval { turn, .. },
+            input @ (Input::Cancel | Input::Abort(_)),
+        ) if turn.calls.iter().any(|call| call.started) => {
             // A started tool may have had effects: forgetting its turn would be worse than
             // keeping a turn the model did not finish. Calls refused before execution never
             // start, so they do not keep a turn.
-            if turn.calls.iter().any(|call| call.started) {
-                finish_turn(&mut state, turn, Unanswered::Cancelled);
-            }
-            fail(state, LlmError::Cancelled)
+            finish_turn(&mut state, turn, Unanswered::Cancelled);
+            fail(state, abort_error(input))
         }
         (Phase::Finished { reply }, _) => {
             state.phase = Phase::Finished {
@@ -170,6 +246,7 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
             (state, Effect::Fail(LlmError::Other(error)))
         }
         (_, Input::Cancel) => fail(state, LlmError::Cancelled),
+        (_, Input::Abort(error)) => fail(state, error),
         (phase, input) => {
             let error = LlmError::Other(format!(
                 "run step out of order: {} in phase {}",
@@ -307,12 +384,16 @@ fn run_batch(
         usage,
         answered: Vec::new(),
         run: Vec::new(),
+        approved: Vec::new(),
     };
     for (position, call) in turn.calls.iter().enumerate() {
         batch.calls.push(call.call.clone());
         match &call.answer {
             Some(answer) => batch.answered.push((position, answer.clone())),
             None => batch.run.push(position),
+        }
+        if call.approved && call.answer.is_none() {
+            batch.approved.push(position);
         }
     }
     state.phase = Phase::AwaitingTools { turn };
@@ -347,6 +428,40 @@ fn finish_turn(state: &mut RunState, turn: ToolTurn, unanswered: Unanswered) {
     state.committed = state.messages.len();
 }
 
+/// The error an [`Input::Cancel`] or [`Input::Abort`] ends the run with.
+fn abort_error(input: Input) -> LlmError {
+    match input {
+        Input::Abort(error) => error,
+        _ => LlmError::Cancelled,
+    }
+}
+
+/// Suspend `turn` until `requests` are decided.
+fn suspend(
+    mut state: RunState,
+    turn: ToolTurn,
+    requests: Vec<ApprovalRequest>,
+) -> (RunState, Effect) {
+    state.phase = Phase::AwaitingApproval {
+        turn,
+        requests: requests.clone(),
+    };
+    (state, Effect::Suspend(requests))
+}
+
+/// Clear `started` on the unfinished calls of a restored tool turn whose tool is idempotent
+/// (`idempotent(tool name)`), so that the next step runs them again instead of answering them
+/// as interrupted.
+pub fn rerun_idempotent(state: &mut RunState, idempotent: impl Fn(&str) -> bool) {
+    if let Some(turn) = state.turn_mut() {
+        for call in &mut turn.calls {
+            if call.started && call.answer.is_none() && idempotent(&call.call.function.name) {
+                call.started = false;
+            }
+        }
+    }
+}
+
 /// Fail: keep only the committed history.
 fn fail(mut state: RunState, error: LlmError) -> (RunState, Effect) {
     let committed = state.committed.min(state.messages.len());
@@ -362,6 +477,7 @@ fn turn_call(call: ToolCall) -> TurnCall {
         call,
         started: false,
         answer: None,
+        approved: false,
     }
 }
 
@@ -371,8 +487,10 @@ fn input_name(input: &Input) -> &'static str {
         Input::ModelReplied(_) => "a model reply",
         Input::ModelFailed(_) => "a model failure",
         Input::ToolsDone => "tools done",
+        Input::ToolsDeferred(_) => "deferred approvals",
         Input::Decisions(_) => "decisions",
         Input::Cancel => "cancel",
+        Input::Abort(_) => "an abort",
     }
 }
 

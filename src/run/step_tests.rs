@@ -3,6 +3,7 @@
 use super::*;
 use crate::llm::config::{RepeatedCallAction, RepeatedCallGuard};
 use crate::run::state::{RUN_STATE_VERSION, RunRules};
+use crate::tools::approval::ApprovalRequest;
 
 fn rules() -> RunRules {
     RunRules {
@@ -350,8 +351,20 @@ fn the_state_is_versioned_json_and_a_future_version_is_a_clear_error() {
     );
 }
 
-#[test]
-fn approvals_answer_denied_calls_and_run_the_others() {
+fn request_for(call: &ToolCall) -> ApprovalRequest {
+    ApprovalRequest {
+        tool: call.function.name.clone(),
+        call_id: call.id.clone(),
+        title: call.function.name.clone(),
+        kind: crate::tools::ToolKind::Execute,
+        arguments: serde_json::json!({}),
+        permissions: vec![crate::tools::Permission::Shell],
+        reason: "configured as ask".into(),
+    }
+}
+
+/// A two-call turn in which call `b` was deferred (call `a` ran and has its answer).
+fn suspended_turn() -> RunState {
     let state = started("q", true);
     let calls = vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "g", "{}")];
     let (mut state, effect) = step(
@@ -361,31 +374,122 @@ fn approvals_answer_denied_calls_and_run_the_others() {
             FinishReason::ToolCalls,
         ))),
     );
-    drop(effect);
-    let Phase::AwaitingTools { turn } = std::mem::replace(&mut state.phase, Phase::NeedModel)
-    else {
-        panic!()
+    assert_eq!(batch(effect).run, [0, 1]);
+    state.mark_started(0);
+    state.record_answer(0, ToolAnswer::ok("a ran"));
+    let (state, effect) = step(state, Input::ToolsDeferred(vec![request_for(&calls[1])]));
+    assert!(matches!(&effect, Effect::Suspend(requests) if requests.len() == 1 && requests[0].call_id == "b"));
+    assert_eq!(state.pending_approvals().len(), 1);
+    state
+}
+
+#[test]
+fn a_deferred_call_suspends_the_turn_and_a_decision_runs_it() {
+    let state = suspended_turn();
+    // The state survives a round trip through JSON (another process).
+    let state: RunState = serde_json::from_value(serde_json::to_value(&state).unwrap()).unwrap();
+    let (state, effect) = step(state, Input::Decisions(vec![Decision::allow("b")]));
+    let batch = batch(effect);
+    assert_eq!(batch.run, [1]);
+    assert_eq!(batch.approved, [1]);
+    assert_eq!(batch.answered.len(), 1);
+    assert_eq!(batch.answered[0].1.content, "a ran");
+    drop(state);
+}
+
+#[test]
+fn a_denial_answers_the_call_and_the_turn_goes_on() {
+    let (mut state, effect) = step(
+        suspended_turn(),
+        Input::Decisions(vec![Decision::deny("b", Some("not today".into()))]),
+    );
+    let batch = batch(effect);
+    assert!(batch.run.is_empty());
+    assert!(batch.answered[1].1.content.contains("was not approved: not today"));
+    assert!(batch.answered[1].1.is_error);
+    // Nothing to run: the turn is committed and the model asked again.
+    state.phase = Phase::AwaitingTools {
+        turn: match state.phase {
+            Phase::AwaitingTools { turn } => turn,
+            other => panic!("{other:?}"),
+        },
     };
-    state.phase = Phase::AwaitingApproval {
-        turn,
-        requests: calls,
-    };
+    let (state, effect) = step(state, Input::ToolsDone);
+    assert!(matches!(effect, Effect::RequestModel(_)));
+    assert_eq!(state.messages.len(), state.committed);
+    assert!(matches!(state.messages.last(), Some(OpenaiChatMessage::Tool { .. })));
+}
+
+#[test]
+fn without_a_decision_the_call_stays_pending_and_resuming_asks_again() {
+    let (state, effect) = step(suspended_turn(), Input::Decisions(vec![]));
+    assert!(matches!(effect, Effect::Suspend(ref requests) if requests.len() == 1));
     let (state, effect) = step(state, Input::Start { prompt: None });
-    assert!(matches!(&effect, Effect::AskApproval(requests) if requests.len() == 2));
-    let decisions = vec![
-        Decision {
-            call_id: "a".into(),
-            denied: None,
-        },
-        Decision {
+    assert!(matches!(effect, Effect::AskApproval(ref requests) if requests[0].call_id == "b"));
+    let (_, effect) = step(
+        state,
+        Input::Decisions(vec![Decision {
             call_id: "b".into(),
-            denied: Some("no".into()),
+            answer: ApprovalDecision::Defer,
+        }]),
+    );
+    assert!(matches!(effect, Effect::Suspend(_)));
+}
+
+#[test]
+fn a_new_prompt_on_a_suspended_run_keeps_the_turn_and_answers_the_undecided_call() {
+    let (state, effect) = step(
+        suspended_turn(),
+        Input::Start {
+            prompt: Some("never mind".into()),
         },
+    );
+    assert!(matches!(effect, Effect::RequestModel(_)));
+    let tools: Vec<&OpenaiChatMessage> = state
+        .messages
+        .iter()
+        .filter(|m| matches!(m, OpenaiChatMessage::Tool { .. }))
+        .collect();
+    assert_eq!(tools.len(), 2);
+    let OpenaiChatMessage::Tool { content, .. } = tools[1] else {
+        unreachable!()
+    };
+    assert!(content.text().contains("never approved or denied"), "{content:?}");
+    assert!(matches!(state.messages.last(), Some(OpenaiChatMessage::User { .. })));
+}
+
+#[test]
+fn an_abort_keeps_a_turn_whose_tool_started() {
+    let (state, effect) = step(
+        suspended_turn(),
+        Input::Abort(LlmError::Journal {
+            message: "disk full".into(),
+        }),
+    );
+    assert!(matches!(effect, Effect::Fail(LlmError::Journal { .. })));
+    // `a` ran: its turn is kept, `b` answered as not started.
+    assert_eq!(state.committed, state.messages.len());
+    assert!(matches!(state.messages.last(), Some(OpenaiChatMessage::Tool { .. })));
+}
+
+#[test]
+fn an_idempotent_tool_runs_again_after_a_crash_another_is_answered_interrupted() {
+    let state = started("q", true);
+    let calls = vec![
+        ToolCall::new("a", "read", "{}"),
+        ToolCall::new("b", "write", "{}"),
     ];
-    let (_, effect) = step(state, Input::Decisions(decisions));
+    let (mut state, _) = step(
+        state,
+        Input::ModelReplied(Box::new(calls_reply(calls, FinishReason::ToolCalls))),
+    );
+    state.mark_started(0);
+    state.mark_started(1);
+    rerun_idempotent(&mut state, |tool| tool == "read");
+    let (_, effect) = step(state, Input::Start { prompt: None });
     let batch = batch(effect);
     assert_eq!(batch.run, [0]);
-    assert!(batch.answered[0].1.content.contains("was not approved: no"));
+    assert!(batch.answered[0].1.content.starts_with("Error: interrupted"));
 }
 
 #[test]

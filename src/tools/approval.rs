@@ -71,8 +71,9 @@ pub struct PermissionDecision {
     pub ask: Vec<Permission>,
 }
 
-/// What an [`Approver`] is asked.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What an [`Approver`] is asked. Serialisable: a suspended run stores its pending requests
+/// (see [`ApprovalDecision::Defer`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// The tool.
     pub tool: String,
@@ -105,6 +106,12 @@ pub enum ApprovalDecision {
         /// A message for the model (e.g. "use the staging database instead").
         message: Option<String>,
     },
+    /// Decide later (a person who is not there now, a review queue). A run started with
+    /// [`crate::run::RunRequest`] then suspends, holding this request until a decision is
+    /// given, in this process or another; any other caller (the design's `submit_with_tools`,
+    /// [`crate::tools::ToolRegistry::invoke`]) cannot wait, and refuses the call with
+    /// [`crate::tools::ToolError::ApprovalDeferred`].
+    Defer,
 }
 
 /// Decides whether a call that needs approval may run (a terminal prompt, a UI, a policy).
@@ -161,6 +168,18 @@ impl Approver for DenyAll {
     }
 }
 
+/// Defers every request: a run that can suspend does, with every call that needs approval
+/// pending (the CLI's `agcore run --session` without a terminal).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeferAll;
+
+#[async_trait]
+impl Approver for DeferAll {
+    async fn approve(&self, _request: &ApprovalRequest) -> ApprovalDecision {
+        ApprovalDecision::Defer
+    }
+}
+
 /// Approvals granted for the rest of the session (kept by the registry).
 #[derive(Debug, Default)]
 pub(crate) struct SessionGrants {
@@ -202,7 +221,9 @@ impl SessionGrants {
             ApprovalDecision::AllowForSessionWithArgs => {
                 grants.calls.push((tool.to_owned(), arguments.clone()));
             }
-            ApprovalDecision::AllowOnce | ApprovalDecision::Deny { .. } => {}
+            ApprovalDecision::AllowOnce
+            | ApprovalDecision::Deny { .. }
+            | ApprovalDecision::Defer => {}
         }
     }
 

@@ -108,6 +108,14 @@ pub trait BaseTool: Send + Sync {
     fn timeout(&self) -> Option<Duration> {
         None
     }
+
+    /// Whether running a call twice has the same effect as running it once (a read, a lookup,
+    /// a write of fixed content). A run resumed after a crash runs a call that had started
+    /// but not finished again only for such a tool; any other is answered as interrupted,
+    /// since whether it had its effect is unknown. By default: not idempotent.
+    fn idempotent(&self) -> bool {
+        false
+    }
 }
 
 /// Where a tool comes from (shown by `agcore tools`, matched by profiles).

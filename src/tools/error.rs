@@ -102,6 +102,27 @@ pub enum ToolError {
         /// Why, or the approver's message for the model.
         message: String,
     },
+
+    /// The approver deferred the decision ([`crate::tools::ApprovalDecision::Defer`]) and the
+    /// caller cannot wait for it: only a run started with [`crate::run::RunRequest`] suspends.
+    #[error(
+        "tool '{}' was not run: its approval was deferred and this caller cannot wait for a decision",
+        request.tool
+    )]
+    ApprovalDeferred {
+        /// What the approver was asked.
+        request: Box<crate::tools::ApprovalRequest>,
+    },
+
+    /// The call passed every check but was not started: what had to happen first (e.g.
+    /// recording in the session store that it starts) failed.
+    #[error("tool '{tool}' was not started: {reason}")]
+    NotStarted {
+        /// The tool.
+        tool: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl ToolError {
@@ -118,7 +139,9 @@ impl ToolError {
             ToolError::InvalidSchema { tool, .. } => Some(tool),
             ToolError::Timeout { tool, .. }
             | ToolError::NotExposed { tool, .. }
-            | ToolError::ApprovalDenied { tool, .. } => Some(tool),
+            | ToolError::ApprovalDenied { tool, .. }
+            | ToolError::NotStarted { tool, .. } => Some(tool),
+            ToolError::ApprovalDeferred { request } => Some(&request.tool),
             _ => None,
         }
     }

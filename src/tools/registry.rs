@@ -303,12 +303,20 @@ impl ToolRegistry {
 
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
-        self.run_call(call, || {}).await.into_invocation()
+        self.run_call(call, false, || std::future::ready(Ok(())))
+            .await
+            .into_invocation()
     }
 
-    /// Run one call to its [`CompletedCall`], calling `on_start` once the call passed every
-    /// check and its tool is about to execute (from then on it may have had effects).
-    async fn run_call(&self, call: ToolCallRequest, on_start: impl FnOnce()) -> CompletedCall {
+    /// Run one call to its [`CompletedCall`]. `approved`: a decision already allows it (the
+    /// approver is not asked again). `gate` runs once the call passed every check, just before
+    /// its tool executes (from then on it may have had effects); an `Err` from it refuses the
+    /// call with [`ToolError::NotStarted`].
+    async fn run_call<G, F>(&self, call: ToolCallRequest, approved: bool, gate: G) -> CompletedCall
+    where
+        G: FnOnce() -> F,
+        F: Future<Output = Result<(), String>>,
+    {
         let started = Instant::now();
         let prepared = match self.prepare(&call) {
             Ok(prepared) => prepared,
@@ -317,10 +325,16 @@ impl ToolRegistry {
                 return self.refused(call.id, call.name, input, error, started);
             }
         };
-        if let Err(error) = self.approve(&call, &prepared).await {
+        if !approved && let Err(error) = self.approve(&call, &prepared).await {
             return self.refused(call.id, call.name, prepared.input, error, started);
         }
-        on_start();
+        if let Err(reason) = gate().await {
+            let error = ToolError::NotStarted {
+                tool: call.name.clone(),
+                reason,
+            };
+            return self.refused(call.id, call.name, prepared.input, error, started);
+        }
         self.execute(call.id, call.name, prepared, started).await
     }
 
@@ -334,7 +348,7 @@ impl ToolRegistry {
         &self,
         calls: Vec<ToolCallRequest>,
     ) -> impl Stream<Item = (usize, ToolInvocation)> + Send + '_ {
-        self.run_stream_observed(calls, |_| {})
+        self.run_stream(calls)
             .map(|(position, call)| (position, call.into_invocation()))
     }
 
@@ -345,24 +359,30 @@ impl ToolRegistry {
         &self,
         calls: Vec<ToolCallRequest>,
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + '_ {
-        self.run_stream_observed(calls, |_| {})
+        let calls = calls.into_iter().map(|call| (call, false)).collect();
+        self.run_stream_gated(calls, |_| std::future::ready(Ok(())))
     }
 
-    /// [`ToolRegistry::run_stream`], calling `on_start(position)` when a call's tool is about
-    /// to execute. The run uses it to know, when it is cancelled, which calls may have had
-    /// effects.
-    pub(crate) fn run_stream_observed<'a>(
+    /// [`ToolRegistry::run_stream`] for the run: each call with whether a decision already
+    /// approved it, and `gate(position)` awaited just before a call's tool executes — the run
+    /// records there that the call started (in memory, and in its journal), so that after a
+    /// cancellation or a crash it knows which calls may have had effects.
+    pub(crate) fn run_stream_gated<'a, G, F>(
         &'a self,
-        calls: Vec<ToolCallRequest>,
-        on_start: impl Fn(usize) + Send + Sync + 'a,
-    ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a {
+        calls: Vec<(ToolCallRequest, bool)>,
+        gate: G,
+    ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a
+    where
+        G: Fn(usize) -> F + Send + Sync + 'a,
+        F: Future<Output = Result<(), String>> + Send + 'a,
+    {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
-        let on_start = Arc::new(on_start);
+        let gate = Arc::new(gate);
         stream::iter(calls.into_iter().enumerate())
-            .map(move |(position, call)| {
-                let on_start = on_start.clone();
+            .map(move |(position, (call, approved))| {
+                let gate = gate.clone();
                 async move {
-                    let completed = self.run_call(call, || on_start(position)).await;
+                    let completed = self.run_call(call, approved, || gate(position)).await;
                     (position, completed)
                 }
             })
@@ -447,7 +467,8 @@ impl ToolRegistry {
             }
             ToolError::PermissionDenied(..)
             | ToolError::NotExposed { .. }
-            | ToolError::ApprovalDenied { .. } => {
+            | ToolError::ApprovalDenied { .. }
+            | ToolError::ApprovalDeferred { .. } => {
                 " Do not retry this call; continue without it or ask the user.".to_owned()
             }
             ToolError::Timeout { .. } => {
@@ -553,26 +574,42 @@ impl ToolRegistry {
                 call.name
             ),
         };
-        // A panicking approver denies the call instead of taking the turn down.
-        let decision = AssertUnwindSafe(approver.approve(&request))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| ApprovalDecision::Deny {
-                message: Some(format!(
-                    "the approver failed ({})",
-                    panic_message(panic.as_ref())
-                )),
-            });
+        let decision = ask_approver(approver.as_ref(), &request).await;
         self.grants.remember(&call.name, &prepared.input, &decision);
         match decision {
             ApprovalDecision::Deny { message } => Err(ToolError::ApprovalDenied {
                 tool: call.name.clone(),
                 message: message.unwrap_or_else(|| "the user declined this call".to_owned()),
             }),
+            ApprovalDecision::Defer => Err(ToolError::ApprovalDeferred {
+                request: Box::new(request),
+            }),
             ApprovalDecision::AllowOnce
             | ApprovalDecision::AllowForSession
             | ApprovalDecision::AllowForSessionWithArgs => Ok(()),
         }
+    }
+
+    /// Ask the approver about a pending request of a suspended run (no approver: deferred
+    /// again); a session-wide answer is remembered as when asked during a call.
+    pub(crate) async fn ask_pending(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        let Some(approver) = &self.approver else {
+            return ApprovalDecision::Defer;
+        };
+        let _turn = self.grants.ask_turn().await;
+        if self.grants.covers(&request.tool, &request.arguments) {
+            return ApprovalDecision::AllowOnce;
+        }
+        let decision = ask_approver(approver.as_ref(), request).await;
+        self.grants
+            .remember(&request.tool, &request.arguments, &decision);
+        decision
+    }
+
+    /// Remember a session-wide decision given for a suspended run's request.
+    pub(crate) fn remember_grant(&self, request: &ApprovalRequest, decision: &ApprovalDecision) {
+        self.grants
+            .remember(&request.tool, &request.arguments, decision);
     }
 
     /// Execute with the timeout, a panic caught as [`ToolError::ExecutionFailed`].
@@ -638,6 +675,20 @@ impl ToolRegistry {
             duration: started.elapsed(),
         }
     }
+}
+
+/// `approver`'s decision on `request`; a panicking approver denies the call instead of taking
+/// the turn down.
+async fn ask_approver(approver: &dyn Approver, request: &ApprovalRequest) -> ApprovalDecision {
+    AssertUnwindSafe(approver.approve(request))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| ApprovalDecision::Deny {
+            message: Some(format!(
+                "the approver failed ({})",
+                panic_message(panic.as_ref())
+            )),
+        })
 }
 
 /// The definition the model sees for `tool`.

@@ -110,6 +110,12 @@ pub trait Tool: Send + Sync + Sized + 'static {
         None
     }
 
+    /// Whether running a call twice has the effect of running it once (see
+    /// [`BaseTool::idempotent`]); by default not.
+    fn idempotent(&self) -> bool {
+        false
+    }
+
     /// Where the tool comes from (built-in tools say [`ToolSource::Builtin`]).
     fn source() -> ToolSource {
         ToolSource::Local
@@ -253,6 +259,10 @@ impl<T: Tool> BaseTool for TypedTool<T> {
 
     fn timeout(&self) -> Option<std::time::Duration> {
         self.tool.timeout()
+    }
+
+    fn idempotent(&self) -> bool {
+        self.tool.idempotent()
     }
 }
 

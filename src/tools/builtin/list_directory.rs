@@ -101,6 +101,11 @@ impl Tool for ListDirectory {
         Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
     }
 
+    /// It only reads.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
     fn title(&self, input: Result<&ListDirectoryInput, &Value>) -> String {
         let path = match input {
             Ok(input) => input.path.as_deref(),

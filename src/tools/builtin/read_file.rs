@@ -121,6 +121,11 @@ impl Tool for ReadFile {
         Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
     }
 
+    /// It only reads.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
     fn title(&self, input: Result<&ReadFileInput, &Value>) -> String {
         match input {
             Ok(ReadFileInput {

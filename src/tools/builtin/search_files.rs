@@ -138,6 +138,11 @@ impl Tool for SearchFiles {
         Some(crate::tools::builtin::FILE_TOOL_TIMEOUT)
     }
 
+    /// It only reads.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
     fn title(&self, input: Result<&SearchFilesInput, &Value>) -> String {
         match input {
             Ok(input) => {

@@ -1,0 +1,77 @@
+//! [`RunJournal`]: where a run records its progress as it goes — the history before each model
+//! request, the tool turn when it opens or suspends, each call as it starts and as it finishes —
+//! so that a run stopped anywhere (a crash, `kill -9`, a suspension) can be continued from what
+//! was recorded, without running a finished call again.
+//!
+//! The driver awaits each record before the effect that follows it: a call is recorded as
+//! started before its tool runs. A failed record stops the run ([`crate::llm::LlmError::Journal`])
+//! before its next effect. [`crate::session::SessionJournal`] records into a session store.
+
+use async_trait::async_trait;
+
+use crate::run::state::RunState;
+use crate::vocab::{OpenaiChatMessage, ToolAnswer};
+
+/// One record of a run's progress, in the order the run makes them.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum JournalEntry<'a> {
+    /// The run's history as it stands: before each model request (the committed turns plus
+    /// the pending prompt) and when the run ends (the committed turns). Replaces the history
+    /// recorded before: a run that failed drops its prompt, a compaction rewrites old turns.
+    History(&'a [OpenaiChatMessage]),
+    /// The run's state at a tool turn — when it opens, suspends, or gets its decisions —
+    /// without its history (`messages` is empty; it is the last [`JournalEntry::History`]).
+    /// A later `History` closes the turn.
+    Run(&'a RunState),
+    /// A call of the current tool turn is about to start: from now on it may have had effects.
+    CallStarted {
+        /// The call id.
+        call_id: &'a str,
+    },
+    /// A call of the current tool turn finished with this answer.
+    CallFinished {
+        /// The call id.
+        call_id: &'a str,
+        /// What the model reads.
+        answer: &'a ToolAnswer,
+    },
+}
+
+/// Why a journal could not record an entry.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct JournalError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl JournalError {
+    /// An error saying `message`, caused by `source`.
+    pub fn new(
+        message: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        JournalError {
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// An error saying `message`.
+    pub fn message(message: impl Into<String>) -> Self {
+        JournalError {
+            message: message.into(),
+            source: None,
+        }
+    }
+}
+
+/// Records a run's progress (see the module docs). Implementations must make each record
+/// durable before returning: the run starts the next effect right after.
+#[async_trait]
+pub trait RunJournal: Send + Sync {
+    /// Record `entry`.
+    async fn record(&self, entry: JournalEntry<'_>) -> Result<(), JournalError>;
+}

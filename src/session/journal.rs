@@ -1,0 +1,281 @@
+//! [`SessionJournal`]: a run's [`RunJournal`] in a [`SessionStore`], and [`replay`], which turns a
+//! session's steps back into its history and — when a run was stopped mid-turn or suspended —
+//! the [`RunState`] to continue it from.
+//!
+//! # Step kinds (payloads are JSON)
+//! | kind | payload | replayed as |
+//! |---|---|---|
+//! | `messages` | `{"messages": [...]}` | appended to the history (each message as in `--transcript`) |
+//! | `truncate` | `{"len": N}` | the history cut to its first N messages |
+//! | `run` | a [`RunState`] without its `messages` | the run in progress (a tool turn, or suspended) |
+//! | `call_started` | `{"call_id": "..."}` | that call of the run in progress started |
+//! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}` | its answer |
+//!
+//! A `messages` or `truncate` step after a `run` step closes that run (its turn was committed,
+//! or it ended). Each step is one atomic append, made before the effect it announces starts.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use crate::run::journal::{JournalEntry, JournalError, RunJournal};
+use crate::run::state::RunState;
+use crate::session::error::{Result, SessionError};
+use crate::session::record::{Session, Step};
+use crate::session::store::SessionStore;
+use crate::vocab::{OpenaiChatMessage, ToolAnswer};
+
+/// The step kind holding new messages.
+pub const MESSAGES: &str = "messages";
+/// The step kind cutting the history to a length.
+pub const TRUNCATE: &str = "truncate";
+/// The step kind holding the state of a run in progress (without its history).
+pub const RUN: &str = "run";
+/// The step kind recording that a call started.
+pub const CALL_STARTED: &str = "call_started";
+/// The step kind recording a call's answer.
+pub const CALL_FINISHED: &str = "call_finished";
+
+/// A session's steps, replayed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restored {
+    /// The history: every committed turn, plus the prompt of a run that was stopped before
+    /// its reply.
+    pub history: Vec<OpenaiChatMessage>,
+    /// The run that was in progress — stopped during a tool turn, or suspended for approvals —
+    /// with the history as its messages: continue it with
+    /// [`crate::run::RunRequest::from_state`].
+    pub run: Option<RunState>,
+}
+
+/// Replay `session`'s steps (see the module docs).
+///
+/// # Errors
+/// [`SessionError::BadRecord`] for a step that does not parse, or of a kind this version does
+/// not know (written by a newer agcore).
+pub fn replay(session: &Session) -> Result<Restored> {
+    let mut history: Vec<OpenaiChatMessage> = Vec::new();
+    let mut run: Option<RunState> = None;
+    for step in &session.steps {
+        let bad = |reason: String| SessionError::BadRecord {
+            session: session.name.clone(),
+            seq: step.seq,
+            reason,
+        };
+        let field = |name: &str| {
+            step.payload
+                .get(name)
+                .cloned()
+                .ok_or_else(|| bad(format!("a {} step without \"{name}\"", step.kind)))
+        };
+        match step.kind.as_str() {
+            MESSAGES => {
+                let added: Vec<OpenaiChatMessage> = serde_json::from_value(field("messages")?)
+                    .map_err(|error| bad(format!("invalid message: {error}")))?;
+                history.extend(added);
+                run = None;
+            }
+            TRUNCATE => {
+                let len = field("len")?
+                    .as_u64()
+                    .ok_or_else(|| bad("\"len\" is not a number".to_owned()))?;
+                history.truncate(usize::try_from(len).unwrap_or(usize::MAX));
+                run = None;
+            }
+            RUN => {
+                let state: RunState = serde_json::from_value(step.payload.clone())
+                    .map_err(|error| bad(format!("invalid run state: {error}")))?;
+                run = Some(state);
+            }
+            CALL_STARTED | CALL_FINISHED => {
+                let call_id = field("call_id")?;
+                let call_id = call_id
+                    .as_str()
+                    .ok_or_else(|| bad("\"call_id\" is not a string".to_owned()))?;
+                let Some(state) = run.as_mut() else {
+                    return Err(bad(format!("a {} step outside a run", step.kind)));
+                };
+                if step.kind == CALL_STARTED {
+                    state.mark_started_id(call_id);
+                } else {
+                    let answer: ToolAnswer = serde_json::from_value(field("answer")?)
+                        .map_err(|error| bad(format!("invalid answer: {error}")))?;
+                    state.record_answer_id(call_id, answer);
+                }
+            }
+            other => {
+                return Err(bad(format!(
+                    "step kind {other:?} is unknown to this agcore (written by a newer version?)"
+                )));
+            }
+        }
+    }
+    let run = run.map(|mut state| {
+        state.committed = state.committed.min(history.len());
+        state.messages = history.clone();
+        state
+    });
+    Ok(Restored { history, run })
+}
+
+/// Records a run into one session of a store: hold the session's lease
+/// ([`SessionStore::lock`]) for as long as the journal is used.
+pub struct SessionJournal {
+    store: Arc<dyn SessionStore>,
+    name: String,
+    stored: Mutex<Stored>,
+}
+
+impl std::fmt::Debug for SessionJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionJournal")
+            .field("session", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the store holds: the history's messages as JSON, and the next step's number.
+struct Stored {
+    messages: Vec<Value>,
+    next_seq: u64,
+}
+
+impl SessionJournal {
+    /// Load session `name` (empty when it does not exist yet) and a journal that appends to
+    /// it. Take the session's lease first: no other writer may append in between.
+    ///
+    /// # Errors
+    /// The store's errors; those of [`replay`].
+    pub async fn open(store: Arc<dyn SessionStore>, name: &str) -> Result<(Self, Restored)> {
+        crate::session::validate_name(name)?;
+        let (restored, next_seq) = match store.load(name).await? {
+            Some(session) => (replay(&session)?, session.next_seq()),
+            None => (
+                Restored {
+                    history: Vec::new(),
+                    run: None,
+                },
+                0,
+            ),
+        };
+        let messages = restored
+            .history
+            .iter()
+            .map(to_json)
+            .collect::<Result<_>>()?;
+        let journal = SessionJournal {
+            store,
+            name: name.to_owned(),
+            stored: Mutex::new(Stored { messages, next_seq }),
+        };
+        Ok((journal, restored))
+    }
+
+    /// The session's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Make the stored history equal to `messages`: one atomic append of the new messages,
+    /// after a `truncate` step when the history no longer starts with what is stored. Nothing
+    /// is written when they are equal.
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub async fn sync_history(&self, messages: &[OpenaiChatMessage]) -> Result<()> {
+        let mut stored = self.stored.lock().await;
+        let mut common = 0;
+        for (stored_message, message) in stored.messages.iter().zip(messages) {
+            if *stored_message != to_json(message)? {
+                break;
+            }
+            common += 1;
+        }
+        let mut steps = Vec::new();
+        let mut seq = stored.next_seq;
+        if common < stored.messages.len() {
+            steps.push(Step::new(seq, TRUNCATE, json!({ "len": common })));
+            seq += 1;
+        }
+        let added = messages[common..]
+            .iter()
+            .map(to_json)
+            .collect::<Result<Vec<_>>>()?;
+        if !added.is_empty() {
+            steps.push(Step::new(seq, MESSAGES, json!({ "messages": &added })));
+        }
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let count = steps.len() as u64;
+        self.store
+            .append(&self.name, stored.next_seq, &steps)
+            .await?;
+        stored.next_seq += count;
+        stored.messages.truncate(common);
+        stored.messages.extend(added);
+        Ok(())
+    }
+
+    /// Append one step of `kind`.
+    async fn append(&self, kind: &str, payload: Value) -> Result<()> {
+        let mut stored = self.stored.lock().await;
+        let step = Step::new(stored.next_seq, kind, payload);
+        self.store
+            .append(&self.name, stored.next_seq, std::slice::from_ref(&step))
+            .await?;
+        stored.next_seq += 1;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl RunJournal for SessionJournal {
+    async fn record(&self, entry: JournalEntry<'_>) -> std::result::Result<(), JournalError> {
+        let written = match entry {
+            JournalEntry::History(messages) => self.sync_history(messages).await,
+            JournalEntry::Run(state) => match serde_json::to_value(state) {
+                Ok(payload) => self.append(RUN, payload).await,
+                Err(error) => Err(self.encode_error(error)),
+            },
+            JournalEntry::CallStarted { call_id } => {
+                self.append(CALL_STARTED, json!({ "call_id": call_id }))
+                    .await
+            }
+            JournalEntry::CallFinished { call_id, answer } => {
+                self.append(
+                    CALL_FINISHED,
+                    json!({ "call_id": call_id, "answer": answer }),
+                )
+                .await
+            }
+        };
+        written.map_err(|error| {
+            JournalError::new(
+                format!(
+                    "could not record session {}",
+                    crate::display::escape_for_terminal(&self.name)
+                ),
+                error,
+            )
+        })
+    }
+}
+
+impl SessionJournal {
+    fn encode_error(&self, error: serde_json::Error) -> SessionError {
+        SessionError::InvalidStep {
+            session: self.name.clone(),
+            reason: format!("could not encode the run state: {error}"),
+        }
+    }
+}
+
+fn to_json(message: &OpenaiChatMessage) -> Result<Value> {
+    serde_json::to_value(message).map_err(|error| SessionError::InvalidStep {
+        session: String::new(),
+        reason: format!("could not encode a message: {error}"),
+    })
+}

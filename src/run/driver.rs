@@ -22,7 +22,7 @@ use crate::run::step::{
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::error::ToolError;
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
-use crate::tools::registry::{ToolCallRequest, ToolRegistry};
+use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer};
 
 /// What a run yields: events for streaming callers, then exactly one `Done`, `Suspended` or
@@ -268,54 +268,32 @@ pub(crate) fn drive<'a>(
                         .iter()
                         .filter_map(|&p| calls.get(p).map(|call| (ToolCallRequest::from(call), approved.contains(&p))))
                         .collect();
-                    let ids: Arc<[String]> = requests.iter().map(|(call, _)| call.id.clone()).collect();
-                    let started = StartedCalls::new(positions.len());
-                    run.in_flight = Some((started.clone(), positions.clone()));
-                    let gate = {
-                        let ids = ids.clone();
-                        move |index: usize| {
-                            let (started, ids) = (started.clone(), ids.clone());
-                            async move {
-                                if let Some(id) = ids.get(index) {
-                                    record(journal, JournalEntry::CallStarted { call_id: id })
-                                        .await
-                                        .map_err(|error| error.to_string())?;
-                                }
-                                started.mark(index);
-                                Ok(())
-                            }
-                        }
+                    let observer = BatchObserver {
+                        journal,
+                        ids: requests.iter().map(|(call, _)| call.id.clone()).collect(),
+                        started: StartedCalls::new(positions.len()),
+                        limit: run.state.rules.tool_output_limit,
+                        suspend,
+                        failure: std::sync::Mutex::new(None),
                     };
-                    let limit = run.state.rules.tool_output_limit;
+                    run.in_flight = Some((observer.started.clone(), positions.clone()));
                     let mut deferred = Vec::new();
-                    let mut failure = None;
                     {
-                        let mut completed = registry.run_stream_gated(requests, gate);
+                        let mut completed = registry.run_stream_observed(requests, &observer);
                         while let Some((index, call)) = completed.next().await {
-                            let (Some(&position), Some(id)) = (positions.get(index), ids.get(index)) else {
+                            let Some(&position) = positions.get(index) else {
                                 continue;
                             };
-                            match &call.outcome {
-                                ToolOutcome::Refused { reason: ToolError::ApprovalDeferred { request } } if suspend => {
-                                    deferred.push((**request).clone());
-                                    continue;
-                                }
-                                ToolOutcome::Refused { reason: ToolError::NotStarted { reason, .. } } if journal.is_some() => {
-                                    failure.get_or_insert_with(|| LlmError::Journal { message: reason.clone() });
-                                }
-                                _ => {}
+                            if let Some(request) = deferred_request(&call).filter(|_| suspend) {
+                                deferred.push(request.clone());
+                                continue;
                             }
                             let (event, answer) = completed_event(call);
-                            let answer = truncate_answer(answer, limit);
-                            if failure.is_none()
-                                && let Err(error) = record(journal, JournalEntry::CallFinished { call_id: id, answer: &answer }).await
-                            {
-                                failure = Some(error);
-                            }
                             run.state.set_answer(position, answer);
                             yield LoopItem::Event(event);
                         }
                     }
+                    let failure = observer.take_failure();
                     run.collect_started();
                     input = match failure {
                         Some(error) => Input::Abort(error),
@@ -372,6 +350,82 @@ pub(crate) fn drive<'a>(
                 }
             }
         }
+    }
+}
+
+/// Watches a batch's calls from inside their futures: records each start (before the tool
+/// runs) and each answer (cut to the output limit) in memory and in the journal.
+struct BatchObserver<'a> {
+    journal: Option<&'a dyn RunJournal>,
+    /// The call ids, by position in the batch.
+    ids: Vec<String>,
+    started: StartedCalls,
+    limit: usize,
+    /// Deferred calls suspend the run (they are not answered, so not journaled).
+    suspend: bool,
+    /// The first journal failure: the run stops after the batch.
+    failure: std::sync::Mutex<Option<LlmError>>,
+}
+
+impl BatchObserver<'_> {
+    fn fail(&self, error: LlmError) {
+        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        failure.get_or_insert(error);
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    fn take_failure(&self) -> Option<LlmError> {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+#[async_trait::async_trait]
+impl CallObserver for BatchObserver<'_> {
+    async fn started(&self, position: usize) -> Result<(), String> {
+        if self.failed() {
+            return Err("the run's journal failed before this call".to_owned());
+        }
+        if let Some(id) = self.ids.get(position)
+            && let Err(error) = record(self.journal, JournalEntry::CallStarted { call_id: id }).await
+        {
+            let reason = error.to_string();
+            self.fail(error);
+            return Err(reason);
+        }
+        self.started.mark(position);
+        Ok(())
+    }
+
+    async fn finished(&self, position: usize, call: &mut CompletedCall) {
+        if self.suspend && deferred_request(call).is_some() {
+            return;
+        }
+        call.answer = truncate_answer(std::mem::take(&mut call.answer), self.limit);
+        if self.failed() {
+            return;
+        }
+        if let Some(id) = self.ids.get(position)
+            && let Err(error) = record(
+                self.journal,
+                JournalEntry::CallFinished { call_id: id, answer: &call.answer },
+            )
+            .await
+        {
+            self.fail(error);
+        }
+    }
+}
+
+/// What the approver was asked, for a call it deferred.
+fn deferred_request(call: &CompletedCall) -> Option<&ApprovalRequest> {
+    match &call.outcome {
+        ToolOutcome::Refused {
+            reason: ToolError::ApprovalDeferred { request },
+        } => Some(request),
+        _ => None,
     }
 }
 

@@ -360,31 +360,28 @@ impl ToolRegistry {
         calls: Vec<ToolCallRequest>,
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + '_ {
         let calls = calls.into_iter().map(|call| (call, false)).collect();
-        self.run_stream_gated(calls, |_| std::future::ready(Ok(())))
+        self.run_stream_observed(calls, &NoObserver)
     }
 
     /// [`ToolRegistry::run_stream`] for the run: each call with whether a decision already
-    /// approved it, and `gate(position)` awaited just before a call's tool executes — the run
-    /// records there that the call started (in memory, and in its journal), so that after a
-    /// cancellation or a crash it knows which calls may have had effects.
-    pub(crate) fn run_stream_gated<'a, G, F>(
+    /// approved it, and `observer` told — inside the call's own future, so that nothing waits
+    /// for a call the stream's consumer is not polling — just before a call's tool executes
+    /// and when the call finished. The run records there that the call started and its answer
+    /// (in memory, and in its journal), so that after a cancellation or a crash it knows which
+    /// calls may have had effects and which finished.
+    pub(crate) fn run_stream_observed<'a>(
         &'a self,
         calls: Vec<(ToolCallRequest, bool)>,
-        gate: G,
-    ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a
-    where
-        G: Fn(usize) -> F + Send + Sync + 'a,
-        F: Future<Output = Result<(), String>> + Send + 'a,
-    {
+        observer: &'a dyn CallObserver,
+    ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
-        let gate = Arc::new(gate);
         stream::iter(calls.into_iter().enumerate())
-            .map(move |(position, (call, approved))| {
-                let gate = gate.clone();
-                async move {
-                    let completed = self.run_call(call, approved, || gate(position)).await;
-                    (position, completed)
-                }
+            .map(move |(position, (call, approved))| async move {
+                let mut completed = self
+                    .run_call(call, approved, || observer.started(position))
+                    .await;
+                observer.finished(position, &mut completed).await;
+                (position, completed)
             })
             .buffer_unordered(limit)
     }
@@ -675,6 +672,29 @@ impl ToolRegistry {
             duration: started.elapsed(),
         }
     }
+}
+
+/// Told about each call of [`ToolRegistry::run_stream_observed`] as it starts and finishes.
+#[async_trait::async_trait]
+pub(crate) trait CallObserver: Send + Sync {
+    /// The call at `position` passed every check and its tool is about to execute; an `Err`
+    /// refuses it instead ([`ToolError::NotStarted`]).
+    async fn started(&self, position: usize) -> Result<(), String>;
+
+    /// The call at `position` finished (or was refused); its answer may be edited.
+    async fn finished(&self, position: usize, call: &mut CompletedCall);
+}
+
+/// Observes nothing.
+struct NoObserver;
+
+#[async_trait::async_trait]
+impl CallObserver for NoObserver {
+    async fn started(&self, _position: usize) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn finished(&self, _position: usize, _call: &mut CompletedCall) {}
 }
 
 /// `approver`'s decision on `request`; a panicking approver denies the call instead of taking

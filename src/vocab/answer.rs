@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// The answer to one tool call as the model reads it: the text, and whether it reports a
 /// failure (kept as data in the history, see [`crate::vocab::OpenaiChatMessage::Tool`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolAnswer {
     /// The text of the `tool` message.
     pub content: String,

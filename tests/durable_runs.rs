@@ -47,13 +47,22 @@ fn check_wire_valid(messages: &Value) {
     let messages = messages.as_array().unwrap();
     let mut i = 0;
     while i < messages.len() {
-        let calls = messages[i]["tool_calls"].as_array().cloned().unwrap_or_default();
+        let calls = messages[i]["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         i += 1;
         for call in &calls {
             let answer = &messages[i];
-            assert_eq!(answer["role"], "tool", "call {call} unanswered: {messages:?}");
+            assert_eq!(
+                answer["role"], "tool",
+                "call {call} unanswered: {messages:?}"
+            );
             assert_eq!(answer["tool_call_id"], call["id"], "{messages:?}");
-            assert!(answer.get("is_error").is_none(), "is_error sent on the wire");
+            assert!(
+                answer.get("is_error").is_none(),
+                "is_error sent on the wire"
+            );
             i += 1;
         }
     }
@@ -197,7 +206,10 @@ async fn suspend(server: &MockServer, lookup: &Arc<Counting>, deploy: &Arc<Count
     };
     assert_eq!(suspension.requests().len(), 1);
     let request = &suspension.requests()[0];
-    assert_eq!((request.tool.as_str(), request.call_id.as_str()), ("deploy", "call_d"));
+    assert_eq!(
+        (request.tool.as_str(), request.call_id.as_str()),
+        ("deploy", "call_d")
+    );
     assert_eq!(request.permissions, [Permission::Write]);
     // The call that needed no approval ran; the deferred one did not.
     assert_eq!((lookup.runs(), deploy.runs()), (1, 0));
@@ -278,7 +290,9 @@ async fn a_denial_reaches_the_model_and_the_call_never_runs() {
     let answers = tool_answers(&requests[1]);
     assert_eq!(answers[1].0, "call_d");
     assert!(
-        answers[1].1.contains("'deploy' was not approved: freeze week"),
+        answers[1]
+            .1
+            .contains("'deploy' was not approved: freeze week"),
         "{answers:?}"
     );
     // The denial is in the history as data too.
@@ -299,14 +313,20 @@ async fn resuming_without_a_decision_asks_the_approver_again_and_suspends_again(
     let saved = suspend(&server, &lookup, &deploy).await;
     let registry = registry(&lookup, &deploy);
     let outcome = cycle(&server)
-        .run_with(RunRequest::from_state(serde_json::from_str(&saved).unwrap()).with_tools(&registry))
+        .run_with(
+            RunRequest::from_state(serde_json::from_str(&saved).unwrap()).with_tools(&registry),
+        )
         .await
         .unwrap();
     let RunOutcome::Suspended(again) = outcome else {
         panic!("{outcome:?}")
     };
     assert_eq!(again.requests()[0].call_id, "call_d");
-    assert_eq!(script.requests.lock().unwrap().len(), 1, "no model request while suspended");
+    assert_eq!(
+        script.requests.lock().unwrap().len(),
+        1,
+        "no model request while suspended"
+    );
     assert_eq!((lookup.runs(), deploy.runs()), (1, 0));
 }
 
@@ -328,7 +348,10 @@ async fn a_decision_on_a_call_that_does_not_wait_is_a_typed_error() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(&error, LlmError::NotPending { call_id } if call_id == "call_l"), "{error}");
+    assert!(
+        matches!(&error, LlmError::NotPending { call_id } if call_id == "call_l"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -348,7 +371,9 @@ async fn the_designs_calls_cannot_wait_so_a_deferred_call_is_refused_with_a_reas
     assert_eq!(deploy.runs(), 0);
     let answers = tool_answers(&script.requests.lock().unwrap()[1]);
     assert!(
-        answers[1].1.contains("approval was deferred and this caller cannot wait"),
+        answers[1]
+            .1
+            .contains("approval was deferred and this caller cannot wait"),
         "{answers:?}"
     );
 }
@@ -397,7 +422,9 @@ async fn crash_and_restore(store: Arc<dyn SessionStore>) {
             loop {
                 let session = store.load("crash").await.unwrap().unwrap();
                 let kinds: Vec<&str> = session.steps.iter().map(|s| s.kind.as_str()).collect();
-                if kinds.contains(&"call_finished") && kinds.iter().filter(|k| **k == "call_started").count() == 2 {
+                if kinds.contains(&"call_finished")
+                    && kinds.iter().filter(|k| **k == "call_started").count() == 2
+                {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -428,7 +455,10 @@ async fn crash_and_restore(store: Arc<dyn SessionStore>) {
     let answers = tool_answers(&script.requests.lock().unwrap()[1]);
     assert_eq!(answers[0], ("call_a".to_owned(), "first done".to_owned()));
     assert!(
-        answers[1].1.contains("interrupted") && answers[1].1.contains("whether it had any effect is unknown"),
+        answers[1].1.contains("interrupted")
+            && answers[1]
+                .1
+                .contains("whether it had any effect is unknown"),
         "{answers:?}"
     );
     // What the store holds now is the finished conversation, and nothing in progress.
@@ -494,10 +524,17 @@ async fn a_journal_that_cannot_record_a_start_stops_the_run_before_the_tool_runs
         seen: Mutex::default(),
     };
     let error = cycle(&server)
-        .run_with(RunRequest::prompt("go").with_tools(&registry).with_journal(&journal))
+        .run_with(
+            RunRequest::prompt("go")
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
         .await
         .unwrap_err();
-    assert!(matches!(&error, LlmError::Journal { message } if message.contains("disk full")), "{error}");
+    assert!(
+        matches!(&error, LlmError::Journal { message } if message.contains("disk full")),
+        "{error}"
+    );
     assert_eq!(first.runs(), 0, "the tool must not run unrecorded");
     assert_eq!(script.requests.lock().unwrap().len(), 1);
     assert_eq!(

@@ -7,7 +7,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use agcore::llm::LlmCycle;
+use std::sync::Arc;
+
+use agcore::llm::{LlmCycle, StreamEvent};
+use agcore::run::{RunItem, RunRequest};
+use agcore::session::SessionJournal;
 use agcore::tools::ToolRegistry;
 use anyhow::Context;
 use futures::StreamExt;
@@ -43,13 +47,9 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
     // Held (locked) for the whole chat; every completed prompt is stored.
     let stored = open_session(&args.session, &loaded.config).await?;
     let mut cycle = match &stored {
-        Some(stored) => build_session_cycle(
-            &args.model,
-            &loaded.config,
-            secrets,
-            stored.history.clone(),
-            stored.journal.clone(),
-        )?,
+        Some(stored) => {
+            build_session_cycle(&args.model, &loaded.config, secrets, stored.history.clone())?
+        }
         None => build_cycle(&args.model, &loaded.config, secrets)?,
     };
     let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
@@ -57,6 +57,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         provider: provider(&loaded.config),
         model: cycle.config().model.clone(),
         registry,
+        journal: stored.as_ref().map(|stored| stored.journal.clone()),
     };
     println!("{}", session.banner(&base_url(&args.model, &loaded.config)));
     if let (Some(name), Some(stored)) = (&args.session.session, &stored) {
@@ -65,6 +66,12 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
             escape_for_terminal(name),
             stored.history.len()
         );
+        if stored.run.is_some() {
+            println!(
+                "note: this session's last run was interrupted or is waiting for approvals; a new \
+                 prompt here leaves it behind (agcore run --session NAME --resume continues it)"
+            );
+        }
     }
     forward_ctrl_c()?;
 
@@ -100,7 +107,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
 /// Make the stored session equal to what the library kept of the conversation.
 async fn store(stored: Option<&OpenSession>, cycle: &LlmCycle) {
     if let Some(stored) = stored
-        && let Err(error) = stored.journal.sync(cycle.messages()).await
+        && let Err(error) = stored.sync(cycle.messages()).await
     {
         eprintln!("error: {}", crate::describe(&error));
     }
@@ -157,6 +164,8 @@ struct Session {
     provider: String,
     model: String,
     registry: ToolRegistry,
+    /// The stored session's journal: each run records its steps there.
+    journal: Option<Arc<SessionJournal>>,
 }
 
 impl Session {
@@ -219,23 +228,32 @@ impl Session {
         let mut renderer = HumanRenderer::new();
         let cancelled = {
             let work = async {
-                let tools = (!self.registry.is_empty()).then_some(&self.registry);
-                let stream = cycle.run_stream(Some(prompt), tools).await;
-                match stream {
-                    // Errors in the stream are rendered as `error: ...` by the renderer.
-                    Ok(mut events) => {
-                        while let Some(event) = events.next().await {
-                            renderer.event(&event);
-                            // Ctrl-C at an approval prompt is seen here at the latest: stop
-                            // before the loop's next request gets anywhere.
-                            if interrupt_count() != start {
-                                return true;
-                            }
+                let mut request = RunRequest::prompt(prompt);
+                if !self.registry.is_empty() {
+                    request = request.with_tools(&self.registry);
+                }
+                if let Some(journal) = &self.journal {
+                    request = request.with_journal(&**journal);
+                }
+                let mut items = cycle.run_with_stream(request);
+                while let Some(item) = items.next().await {
+                    match item {
+                        RunItem::Event(event) => renderer.event(&event),
+                        // Rendered as `error: ...`, like an error event.
+                        RunItem::Failed(error) => renderer.event(&StreamEvent::from_error(&error)),
+                        // The terminal approver never defers.
+                        RunItem::Suspended(_) => {
+                            renderer.finish();
+                            eprintln!(
+                                "error: the run was suspended for approvals; continue it with agcore run --session NAME --resume"
+                            );
                         }
+                        _ => {}
                     }
-                    Err(error) => {
-                        renderer.finish();
-                        eprintln!("error: {}", escape_keeping_lines(&error.to_string()));
+                    // Ctrl-C at an approval prompt is seen here at the latest: stop
+                    // before the loop's next request gets anywhere.
+                    if interrupt_count() != start {
+                        return true;
                     }
                 }
                 false

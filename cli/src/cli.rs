@@ -121,6 +121,13 @@ pub struct RunArgs {
     /// run, an unanswered message is sent again.
     #[arg(long, requires = "session", conflicts_with = "prompt")]
     pub resume: bool,
+    /// Approve a call the suspended run waits for (its id, as printed when it suspended;
+    /// repeatable). `--yes` approves them all.
+    #[arg(long, value_name = "CALL_ID", requires = "resume")]
+    pub approve: Vec<String>,
+    /// Deny a call the suspended run waits for (repeatable); the model is told it was denied.
+    #[arg(long, value_name = "CALL_ID", requires = "resume")]
+    pub deny: Vec<String>,
     /// The prompt.
     #[arg(required_unless_present = "resume")]
     pub prompt: Option<String>,

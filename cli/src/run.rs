@@ -1,11 +1,16 @@
 //! `agcore run`: one prompt, streamed or not, human or JSON output, optional transcript and
-//! stored session (`--session`, `--resume`).
+//! stored session (`--session`, `--resume`). With a session and no terminal, a call that needs
+//! approval suspends the run (exit code 3); `--resume --approve ID | --deny ID | --yes` decides.
 
 use std::process::ExitCode;
 
+use std::io::IsTerminal;
+use std::sync::Arc;
+
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::{LlmCycle, StreamEvent};
-use agcore::tools::ToolRegistry;
+use agcore::run::{Decision, RunItem, RunOutcome, RunRequest, Suspension};
+use agcore::tools::DeferAll;
 use anyhow::Context;
 use futures::StreamExt;
 
@@ -27,11 +32,25 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
             &loaded.config,
             secrets,
             session.history.clone(),
-            session.journal.clone(),
         )?,
         None => build_cycle(&args.model, &loaded.config, secrets)?,
     };
-    if args.resume && !needs_resume(cycle.messages()) {
+    let pending_run = session.as_ref().and_then(|session| session.run.clone());
+    if pending_run.is_some() && !args.resume {
+        let name = args.session.session.as_deref().unwrap_or_default();
+        anyhow::bail!(
+            "session {} has a run that was interrupted or waits for approvals: continue it with \
+             agcore run --session {} --resume (--approve ID, --deny ID or --yes decide its approvals)",
+            escape_for_terminal(name),
+            escape_for_terminal(name)
+        );
+    }
+    if args.resume && pending_run.is_none() && (!args.approve.is_empty() || !args.deny.is_empty()) {
+        anyhow::bail!(
+            "nothing in this session waits for approval: --approve and --deny have nothing to decide"
+        );
+    }
+    if args.resume && pending_run.is_none() && !needs_resume(cycle.messages()) {
         let name = args.session.session.as_deref().unwrap_or_default();
         eprintln!(
             "nothing to resume: session {} {}",
@@ -44,16 +63,39 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
+    let (mut registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
+    // Nobody to ask now, but a stored run can wait: it suspends instead of denying.
+    if session.is_some() && !args.tools.yes && !interactive() {
+        registry = registry.with_approver(Arc::new(DeferAll));
+    }
+    let mut request = match pending_run {
+        Some(state) => RunRequest::from_state(state).with_decisions(decisions(&args)),
+        None => match &args.prompt {
+            Some(prompt) if !args.resume => RunRequest::prompt(prompt.clone()),
+            _ => RunRequest::resume(),
+        },
+    };
+    // `--resume` (no prompt) continues the stored history, running its unanswered calls first.
+    if args.resume || !registry.is_empty() {
+        request = request.with_tools(&registry);
+    }
+    if let Some(session) = &session {
+        request = request.with_journal(&*session.journal);
+    }
     // Ctrl-C drops the running turn (request and tools); the transcript is still written.
     let outcome = tokio::select! {
-        outcome = execute(&mut cycle, &registry, &args) => outcome,
-        _ = tokio::signal::ctrl_c() => Ok(cancelled(&args)),
+        outcome = execute(&mut cycle, request, &args) => outcome,
+        _ = tokio::signal::ctrl_c() => Ok(Ended::Cancelled(cancelled(&args))),
     };
-    // What the library kept (all of it, or the completed turns of a failed or cancelled run)
-    // is what the session keeps.
-    if let Some(session) = &session {
-        match (session.journal.sync(cycle.messages()).await, &outcome) {
+    let outcome = outcome.map(|ended| match ended {
+        Ended::Code(code) | Ended::Cancelled(code) => (code, true),
+        Ended::Suspended(code) => (code, false),
+    });
+    // The run recorded its steps; a cancelled one could not record its end: what the library
+    // kept (the completed turns) is what the session keeps. A suspended run is left as it is.
+    if let (Some(session), Ok((_, true)) | Err(_)) = (&session, &outcome) {
+        let outcome = outcome.as_ref().map(|(code, _)| *code);
+        match (session.sync(cycle.messages()).await, &outcome) {
             (Err(error), Ok(code)) if *code != ExitCode::SUCCESS => {
                 eprintln!("error: {}", crate::describe(&error));
             }
@@ -69,6 +111,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
                     format!("could not write the transcript to {}", path.display())
                 })
             });
+        let outcome = outcome.as_ref().map(|(code, _)| *code);
         match (written, &outcome) {
             // The run failed already and said so (its error event was the last): one error
             // is enough on stdout.
@@ -79,7 +122,71 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
             (Ok(()), _) => {}
         }
     }
-    outcome
+    outcome.map(|(code, _)| code)
+}
+
+/// Whether someone can answer approval questions (stdin and stderr are a terminal).
+fn interactive() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// The decisions `--approve` and `--deny` give.
+fn decisions(args: &RunArgs) -> Vec<Decision> {
+    let approved = args.approve.iter().map(Decision::allow);
+    let denied = args
+        .deny
+        .iter()
+        .map(|id| Decision::deny(id, Some("the user denied this call".to_owned())));
+    approved.chain(denied).collect()
+}
+
+/// How a run ended.
+enum Ended {
+    /// Finished or failed, with this exit code.
+    Code(ExitCode),
+    /// Ctrl-C.
+    Cancelled(ExitCode),
+    /// Suspended for approvals (exit code 3).
+    Suspended(ExitCode),
+}
+
+/// The exit code of a suspended run.
+const SUSPENDED: u8 = 3;
+
+/// Say which calls wait for a decision and how to give it (with `--json`, as a
+/// `{"type":"suspended"}` event); exit code 3.
+fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Result<Ended> {
+    let name = args.session.session.as_deref().unwrap_or_default();
+    if args.json {
+        let event = serde_json::json!({
+            "type": "suspended",
+            "session": name,
+            "requests": suspension.requests(),
+        });
+        println!("{}", json_for_terminal(serde_json::to_string(&event)?));
+    }
+    let requests = suspension.requests();
+    eprintln!(
+        "suspended: {} call(s) wait for approval (nobody could be asked: no terminal)",
+        requests.len()
+    );
+    for request in requests {
+        eprintln!(
+            "  {}  {}  {}",
+            escape_for_terminal(&request.call_id),
+            escape_for_terminal(&request.tool),
+            escape_for_terminal(&request.reason)
+        );
+        eprintln!(
+            "      arguments: {}",
+            escape_for_terminal(&request.arguments.to_string())
+        );
+    }
+    let name = escape_for_terminal(name);
+    eprintln!(
+        "decide with: agcore run --session {name} --resume --approve ID | --deny ID (repeatable) | --yes"
+    );
+    Ok(Ended::Suspended(ExitCode::from(SUSPENDED)))
 }
 
 /// Ctrl-C: say so (with `--json`, as the terminal error event) and exit 130.
@@ -93,33 +200,49 @@ fn cancelled(args: &RunArgs) -> ExitCode {
 
 async fn execute(
     cycle: &mut LlmCycle,
-    registry: &ToolRegistry,
+    request: RunRequest<'_>,
     args: &RunArgs,
-) -> anyhow::Result<ExitCode> {
-    let prompt = args.prompt.clone();
-    // `--resume` (no prompt) continues the stored history, running its unanswered calls first.
-    let tools = (prompt.is_none() || !registry.is_empty()).then_some(registry);
+) -> anyhow::Result<Ended> {
     if args.no_stream {
-        let response = cycle.run(prompt, tools).await?;
-        if args.json {
-            println!("{}", json_for_terminal(serde_json::to_string(&response)?));
-        } else {
-            println!("{}", response.text());
-        }
-        return Ok(ExitCode::SUCCESS);
+        return match cycle.run_with(request).await? {
+            RunOutcome::Finished(response) => {
+                if args.json {
+                    println!("{}", json_for_terminal(serde_json::to_string(&response)?));
+                } else {
+                    println!("{}", response.text());
+                }
+                Ok(Ended::Code(ExitCode::SUCCESS))
+            }
+            RunOutcome::Suspended(suspension) => suspended(&suspension, args),
+        };
     }
 
-    let mut stream = cycle.run_stream(prompt, tools).await?;
+    let mut items = cycle.run_with_stream(request);
     let mut renderer = HumanRenderer::new();
     let mut failed = false;
+    let mut started = false;
     let start = interrupt_count();
-    while let Some(event) = stream.next().await {
+    while let Some(item) = items.next().await {
         // Ctrl-C at an approval question (the terminal is in raw mode then, so it is a key,
         // not a signal): stop here, the transcript still gets written.
         if interrupt_count() != start {
             renderer.finish();
-            return Ok(cancelled(args));
+            return Ok(Ended::Cancelled(cancelled(args)));
         }
+        let event = match item {
+            RunItem::Event(event) => event,
+            // Before anything was shown (the connection, the status): an error of the command.
+            RunItem::Failed(error) if !started => return Err(error.into()),
+            RunItem::Failed(error) => StreamEvent::from_error(&error),
+            RunItem::Suspended(suspension) => {
+                if !args.json {
+                    renderer.finish();
+                }
+                return suspended(&suspension, args);
+            }
+            _ => continue,
+        };
+        started = true;
         match (&event, args.json) {
             // The stream's error event, with the status and retryability added.
             (StreamEvent::Error { kind, message }, true) => {
@@ -136,9 +259,9 @@ async fn execute(
     if !args.json {
         renderer.finish();
     }
-    Ok(if failed {
+    Ok(Ended::Code(if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    })
+    }))
 }

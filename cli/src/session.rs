@@ -2,7 +2,6 @@
 //! tool registry (built-in tools, MCP servers, permissions, profiles, approvals).
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
-use std::sync::Arc;
 
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig, OpenaiChatMessage};
 use agcore::tools::ToolError;
@@ -17,7 +16,6 @@ use crate::approve::approver_for;
 use crate::cli::{ModelArgs, ToolArgs};
 use crate::config::AgcoreConfig;
 use crate::secrets::Secrets;
-use crate::store::{Journal, JournalingModel};
 
 /// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -70,19 +68,17 @@ pub fn build_cycle(
     Ok(cycle)
 }
 
-/// [`build_cycle`] continuing a stored session: `history` loaded, and every committed turn
-/// written to `journal` before the next request. The system prompt of the arguments or the
-/// config replaces the stored one (the journal stores the change).
+/// [`build_cycle`] continuing a stored session's `history` (each run records into the
+/// session's journal). The system prompt of the arguments or the config replaces the stored
+/// one (the journal stores the change).
 pub fn build_session_cycle(
     args: &ModelArgs,
     config: &AgcoreConfig,
     secrets: &Secrets,
     history: Vec<OpenaiChatMessage>,
-    journal: Arc<Journal>,
 ) -> anyhow::Result<LlmCycle> {
     let (client, cycle_config, system) = cycle_parts(args, config, secrets)?;
-    let model = JournalingModel::new(Arc::new(client), journal);
-    let mut cycle = LlmCycle::from_history(model, cycle_config, history);
+    let mut cycle = LlmCycle::from_history(client, cycle_config, history);
     if let Some(system) = system
         && cycle.system_prompt().as_deref() != Some(system.as_str())
     {

@@ -50,9 +50,23 @@ pub async fn sessions(command: SessionsCommand, loaded: Loaded) -> anyhow::Resul
         }
         SessionsCommand::Show(args) => {
             let store = open(&store_of(&args.store)?).await?;
-            let Some((messages, _)) = history(&*store, &args.name).await? else {
+            let Some(restored) = history(&*store, &args.name).await? else {
                 bail!("no session {}", escape_for_terminal(&args.name));
             };
+            let messages = restored.history;
+            if let Some(run) = &restored.run {
+                let pending = run.pending_approvals();
+                if pending.is_empty() {
+                    eprintln!(
+                        "(a run was interrupted mid-turn: continue it with agcore run --session NAME --resume)"
+                    );
+                } else {
+                    eprintln!(
+                        "(a run is suspended: {} call(s) wait for approval; decide with agcore run --session NAME --resume --approve ID | --deny ID)",
+                        pending.len()
+                    );
+                }
+            }
             if args.json {
                 let json = serde_json::to_string_pretty(&messages)?;
                 println!("{}", json_for_terminal(json));

@@ -1,29 +1,21 @@
 //! Stored conversations for `--session NAME`: which store (`--store`, `AGCORE_STORE`,
-//! `[session] store`, else SQLite under the data directory), the session's history, and the
-//! journal that writes each committed turn as steps.
-//!
-//! A session's steps are `messages` (payload `{"messages": [...]}`, appended to the history,
-//! the same JSON as `--transcript`) and `truncate` (payload `{"len": N}`, the history cut to
-//! its first N messages — written when the library dropped what had been journaled, e.g. the
-//! prompt of a request that failed, or `/clear`). Replaying them in order gives the history.
+//! `[session] store`, else SQLite under the data directory), and the session opened under its
+//! lease: its history, the run in progress (interrupted or suspended), and the library's
+//! [`SessionJournal`], which the run records every step into (step kinds: see
+//! `agcore::session::journal`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agcore::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, ModelStream, OpenaiChatMessage};
-use agcore::session::{LockMode, SessionError, SessionLease, SessionStore, Step};
+use agcore::llm::OpenaiChatMessage;
+use agcore::run::RunState;
+use agcore::session::{
+    LockMode, Restored, SessionError, SessionJournal, SessionLease, SessionStore,
+};
 use anyhow::{Context, bail};
-use async_trait::async_trait;
-use serde_json::{Value, json};
-use tokio::sync::Mutex;
 
 use crate::layers::base_dir;
-
-/// The step kind holding new messages.
-pub const MESSAGES: &str = "messages";
-/// The step kind cutting the history to a length.
-pub const TRUNCATE: &str = "truncate";
 
 /// The default store: `$XDG_DATA_HOME/agcore/sessions.db`, else
 /// `~/.local/share/agcore/sessions.db`.
@@ -99,53 +91,26 @@ pub async fn lock(
     }
 }
 
-/// The history a session's steps describe (empty for a session that does not exist).
-pub async fn history(
-    store: &dyn SessionStore,
-    name: &str,
-) -> anyhow::Result<Option<(Vec<OpenaiChatMessage>, u64)>> {
+/// The history a session's steps describe, and the run in progress (`None` for a session that
+/// does not exist).
+pub async fn history(store: &dyn SessionStore, name: &str) -> anyhow::Result<Option<Restored>> {
     let Some(session) = store.load(name).await? else {
         return Ok(None);
     };
-    let mut messages: Vec<OpenaiChatMessage> = Vec::new();
-    for step in &session.steps {
-        let bad = |reason: String| anyhow::anyhow!("session {name:?}, step {}: {reason}", step.seq);
-        match step.kind.as_str() {
-            MESSAGES => {
-                let added = step
-                    .payload
-                    .get("messages")
-                    .cloned()
-                    .ok_or_else(|| bad("a messages step without \"messages\"".to_owned()))?;
-                let added: Vec<OpenaiChatMessage> = serde_json::from_value(added)
-                    .map_err(|error| bad(format!("invalid message: {error}")))?;
-                messages.extend(added);
-            }
-            TRUNCATE => {
-                let len = step
-                    .payload
-                    .get("len")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| bad("a truncate step without \"len\"".to_owned()))?;
-                messages.truncate(usize::try_from(len).unwrap_or(usize::MAX));
-            }
-            other => {
-                return Err(bad(format!(
-                    "step kind {other:?} is unknown to this agcore (written by a newer version?)"
-                )));
-            }
-        }
-    }
-    Ok(Some((messages, session.next_seq())))
+    Ok(Some(agcore::session::replay(&session)?))
 }
 
-/// A session held for a run or a chat: its history, its journal and its lease (the lock is
-/// released when this is dropped, or when the process dies).
+/// A session held for a run or a chat: its history, the run in progress, its journal and its
+/// lease (the lock is released when this is dropped, or when the process dies).
 pub struct OpenSession {
+    /// The session's name.
+    pub name: String,
     /// The stored history.
     pub history: Vec<OpenaiChatMessage>,
-    /// Where committed turns go.
-    pub journal: Arc<Journal>,
+    /// The run that was interrupted mid-turn or suspended for approvals, if any.
+    pub run: Option<RunState>,
+    /// Where the run records its steps.
+    pub journal: Arc<SessionJournal>,
     _lease: SessionLease,
 }
 
@@ -161,13 +126,32 @@ pub async fn open_session(
     let store = open(&url).await?;
     let lease = lock(&*store, name, args.wait_session.map(Duration::from_secs)).await?;
     // Loaded under the lease: no other writer can append between this and our first append.
-    let (history, next_seq) = self::history(&*store, name).await?.unwrap_or_default();
-    let journal = Journal::new(store, name, &history, next_seq)?;
+    let (journal, restored) = SessionJournal::open(store, name).await.with_context(|| {
+        format!(
+            "could not load session {}",
+            agcore::display::escape_for_terminal(name)
+        )
+    })?;
     Ok(Some(OpenSession {
-        history,
-        journal,
+        name: name.clone(),
+        history: restored.history,
+        run: restored.run,
+        journal: Arc::new(journal),
         _lease: lease,
     }))
+}
+
+impl OpenSession {
+    /// Make the stored history equal to `messages` (after a run the library could not record
+    /// the end of: a cancelled one, or `/clear`).
+    pub async fn sync(&self, messages: &[OpenaiChatMessage]) -> anyhow::Result<()> {
+        self.journal.sync_history(messages).await.with_context(|| {
+            format!(
+                "could not store session {}",
+                agcore::display::escape_for_terminal(&self.name)
+            )
+        })
+    }
 }
 
 /// Whether a history ends where a run was interrupted: with tool calls or tool results the
@@ -177,123 +161,6 @@ pub fn needs_resume(messages: &[OpenaiChatMessage]) -> bool {
         Some(OpenaiChatMessage::Assistant { tool_calls, .. }) => !tool_calls.is_empty(),
         Some(OpenaiChatMessage::Tool { .. } | OpenaiChatMessage::User { .. }) => true,
         _ => false,
-    }
-}
-
-/// Writes a session's history as it grows: what is stored is kept equal to the history the
-/// library committed, at each model request and at the end of each prompt.
-pub struct Journal {
-    store: Arc<dyn SessionStore>,
-    name: String,
-    state: Mutex<Stored>,
-}
-
-/// What the store holds: the history's messages as JSON, and the next step's number.
-struct Stored {
-    messages: Vec<Value>,
-    next_seq: u64,
-}
-
-impl Journal {
-    /// A journal for session `name`, whose stored history is `messages` with `next_seq` steps.
-    pub fn new(
-        store: Arc<dyn SessionStore>,
-        name: &str,
-        messages: &[OpenaiChatMessage],
-        next_seq: u64,
-    ) -> anyhow::Result<Arc<Self>> {
-        let messages = messages
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?;
-        Ok(Arc::new(Self {
-            store,
-            name: name.to_owned(),
-            state: Mutex::new(Stored { messages, next_seq }),
-        }))
-    }
-
-    /// Makes the stored history equal to `messages`: one atomic append of the new messages,
-    /// after a `truncate` step when the history no longer starts with what is stored.
-    pub async fn sync(&self, messages: &[OpenaiChatMessage]) -> anyhow::Result<()> {
-        let current: Vec<Value> = messages
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?;
-        let mut stored = self.state.lock().await;
-        let common = stored
-            .messages
-            .iter()
-            .zip(&current)
-            .take_while(|(a, b)| a == b)
-            .count();
-        let mut steps = Vec::new();
-        let mut seq = stored.next_seq;
-        if common < stored.messages.len() {
-            steps.push(Step::new(seq, TRUNCATE, json!({ "len": common })));
-            seq += 1;
-        }
-        if common < current.len() {
-            steps.push(Step::new(
-                seq,
-                MESSAGES,
-                json!({ "messages": &current[common..] }),
-            ));
-        }
-        if steps.is_empty() {
-            return Ok(());
-        }
-        self.store
-            .append(&self.name, stored.next_seq, &steps)
-            .await
-            .with_context(|| {
-                format!(
-                    "could not store session {}",
-                    agcore::display::escape_for_terminal(&self.name)
-                )
-            })?;
-        stored.next_seq += steps.len() as u64;
-        stored.messages = current;
-        Ok(())
-    }
-}
-
-/// A model that stores the session's history before each request: the history a request
-/// carries is the one the library has committed (plus the prompt), so every finished turn is
-/// stored before the next effect starts and a crash loses at most the turn in progress.
-pub struct JournalingModel {
-    inner: Arc<dyn ChatModel>,
-    journal: Arc<Journal>,
-}
-
-impl JournalingModel {
-    /// `inner`, journaling into `journal`.
-    pub fn new(inner: Arc<dyn ChatModel>, journal: Arc<Journal>) -> Self {
-        Self { inner, journal }
-    }
-
-    async fn store(&self, request: &ChatRequest<'_>) -> Result<(), LlmError> {
-        self.journal
-            .sync(request.messages)
-            .await
-            .map_err(|error| LlmError::Other(crate::describe_raw(&error)))
-    }
-}
-
-#[async_trait]
-impl ChatModel for JournalingModel {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        self.store(&request).await?;
-        self.inner.chat(request).await
-    }
-
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
-        self.store(&request).await?;
-        self.inner.chat_stream(request).await
-    }
-
-    fn provider(&self) -> &str {
-        self.inner.provider()
     }
 }
 

@@ -232,13 +232,34 @@ async fn a_session_held_by_another_process_is_busy() {
 
 /// Runs `agcore run --session` until the model's second request (a slow tool) and kills it
 /// with SIGKILL while the tool runs; then checks the stored history and resumes.
+/// The kinds of session `name`'s steps, read straight from the store.
+async fn step_kinds(store: &str, name: &str) -> Vec<String> {
+    let store = agcore::session::open(store).await.unwrap();
+    store
+        .load(name)
+        .await
+        .unwrap()
+        .map(|session| session.steps.into_iter().map(|step| step.kind).collect())
+        .unwrap_or_default()
+}
+
+/// Issue 11's crash test: SIGKILL while the second call of a two-call turn runs (the first
+/// finished); the resumed run does not run the finished call again, answers the unfinished
+/// one as interrupted, and completes.
 async fn resume_after_kill_9(store: &str) {
     let dir = tempfile::tempdir().unwrap();
     let counter = dir.path().join("counter");
+    let slow = dir.path().join("slow");
     let count = format!(r#"{{"command":"echo run >> '{}'"}}"#, counter.display());
+    let sleep = format!(
+        r#"{{"command":"echo run >> '{}'; sleep 20"}}"#,
+        slow.display()
+    );
     let server = fake_openai(vec![
-        Reply::tool("call_count", "run_command", &count),
-        Reply::tool("call_slow", "run_command", r#"{"command":"sleep 20"}"#),
+        Reply::Tools(vec![
+            ("call_count".into(), "run_command".into(), count),
+            ("call_slow".into(), "run_command".into(), sleep),
+        ]),
         Reply::text("All done."),
     ])
     .await;
@@ -254,29 +275,48 @@ async fn resume_after_kill_9(store: &str) {
         .stderr(Stdio::null());
     let mut child = command.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while request_bodies(&server).await.len() < 2 {
+    // Until the first call's answer is stored and the slow one runs.
+    loop {
+        let kinds = step_kinds(store, &name).await;
+        let slow_runs = std::fs::read_to_string(&slow).unwrap_or_default();
+        if kinds.iter().any(|k| k == "call_finished") && slow_runs == "run\n" {
+            break;
+        }
         assert!(
             Instant::now() < deadline,
-            "the run never reached its second turn"
+            "the run never got there: {kinds:?}"
         );
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // The second reply (the slow call) is being run now.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    child.kill().unwrap(); // SIGKILL
+    child.kill().unwrap(); // SIGKILL: nothing more is written
     child.wait().unwrap();
 
     let store_flags = ["--store", store];
+    // The turn in progress is not part of the history yet.
     let history = shown(dir.path(), &store_flags, &name);
-    assert_history_valid(&history);
-    assert_eq!(
-        roles(&history),
-        ["user", "assistant", "tool"],
-        "{history:?}"
+    assert_eq!(roles(&history), ["user"], "{history:?}");
+    let output = sessions(dir.path(), &["show", &name, "--store", store]);
+    assert!(
+        stderr(&output).contains("interrupted mid-turn"),
+        "{output:?}"
     );
-    assert_eq!(history[1]["tool_calls"][0]["id"], "call_count");
-    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "run\n");
+    // A new prompt is refused while the run waits to be resumed.
+    let output = run(
+        dir.path(),
+        &server,
+        &[
+            "--session",
+            &name,
+            "--store",
+            store,
+            "--wait-session",
+            "10",
+            "hello?",
+        ],
+    );
+    assert!(!output.status.success(), "{output:?}");
+    assert!(stderr(&output).contains("--resume"), "{output:?}");
 
     let mut resume = vec!["--tools", "builtin", "--config", config.to_str().unwrap()];
     // A killed PostgreSQL holder's lock goes when the server sees its connection close: wait
@@ -293,21 +333,223 @@ async fn resume_after_kill_9(store: &str) {
     let output = run(dir.path(), &server, &resume);
     assert!(output.status.success(), "{output:?}");
     assert!(stdout(&output).contains("All done."), "{output:?}");
-    // The finished call was not run again.
+    // Neither call ran again: the finished one is never re-run, the interrupted one is not
+    // idempotent.
     assert_eq!(std::fs::read_to_string(&counter).unwrap(), "run\n");
+    assert_eq!(std::fs::read_to_string(&slow).unwrap(), "run\n");
     let bodies = request_bodies(&server).await;
-    assert_eq!(bodies.len(), 3);
-    let sent = bodies[2]["messages"].as_array().unwrap();
-    assert_eq!(roles(sent), ["user", "assistant", "tool"], "{sent:?}");
+    assert_eq!(bodies.len(), 2);
+    let sent = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        roles(sent),
+        ["user", "assistant", "tool", "tool"],
+        "{sent:?}"
+    );
+    assert_eq!(sent[2]["tool_call_id"], "call_count");
+    assert_eq!(sent[3]["tool_call_id"], "call_slow");
+    let interrupted = sent[3]["content"].as_str().unwrap();
+    assert!(
+        interrupted.contains("interrupted")
+            && interrupted.contains("whether it had any effect is unknown"),
+        "{interrupted}"
+    );
     let history = shown(dir.path(), &store_flags, &name);
     assert_history_valid(&history);
-    assert_eq!(roles(&history), ["user", "assistant", "tool", "assistant"]);
+    assert_eq!(
+        roles(&history),
+        ["user", "assistant", "tool", "tool", "assistant"]
+    );
 
     // Nothing left to resume: said so, exit 0, no request.
     let output = run(dir.path(), &server, &resume);
     assert!(output.status.success(), "{output:?}");
     assert!(stderr(&output).contains("nothing to resume"), "{output:?}");
-    assert_eq!(request_bodies(&server).await.len(), 3);
+    assert_eq!(request_bodies(&server).await.len(), 2);
+}
+
+/// A config asking before writes (reads allowed).
+fn ask_config(dir: &Path) -> PathBuf {
+    let config = dir.join("ask.toml");
+    std::fs::write(
+        &config,
+        "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
+    )
+    .unwrap();
+    config
+}
+
+/// Without a terminal, a write suspends `agcore run --session` (exit 3, the pending request
+/// printed and as a JSON event); a second process decides with `--approve` or `--deny`.
+async fn suspend_then_decide(store: &str, approve: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.txt"), "input").unwrap();
+    let write = r#"{"path":"out.txt","content":"hi"}"#;
+    let server = fake_openai(vec![
+        Reply::Tools(vec![
+            (
+                "call_r".into(),
+                "read_file".into(),
+                r#"{"path":"in.txt"}"#.into(),
+            ),
+            ("call_w".into(), "write_file".into(), write.into()),
+        ]),
+        Reply::text("Finished."),
+    ])
+    .await;
+    let config = ask_config(dir.path());
+    let name = unique("suspend");
+    let base = [
+        "--tools",
+        "builtin",
+        "--workspace",
+        dir.path().to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--session",
+        &name,
+        "--store",
+        store,
+    ];
+    let output = run(
+        dir.path(),
+        &server,
+        &[&base[..], &["--json", "copy it"]].concat(),
+    );
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let events: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let suspended = events.last().unwrap();
+    assert_eq!(suspended["type"], "suspended", "{events:?}");
+    assert_eq!(suspended["requests"][0]["call_id"], "call_w");
+    assert_eq!(suspended["requests"][0]["tool"], "write_file");
+    assert!(stderr(&output).contains("call_w"), "{output:?}");
+    assert!(
+        !dir.path().join("out.txt").exists(),
+        "the write ran without approval"
+    );
+    let output = sessions(dir.path(), &["show", &name, "--store", store]);
+    assert!(stderr(&output).contains("wait for approval"), "{output:?}");
+
+    // Another process decides.
+    let decision = if approve { "--approve" } else { "--deny" };
+    let decide = [&base[..], &["--resume", decision, "call_w"]].concat();
+    let output = run(dir.path(), &server, &decide);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout(&output).contains("Finished."), "{output:?}");
+    assert_eq!(dir.path().join("out.txt").exists(), approve);
+    let bodies = request_bodies(&server).await;
+    assert_eq!(
+        bodies.len(),
+        2,
+        "one request per turn: no request while suspended"
+    );
+    let sent = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        roles(sent),
+        ["user", "assistant", "tool", "tool"],
+        "{sent:?}"
+    );
+    assert!(
+        sent[2]["content"].as_str().unwrap().contains("input"),
+        "{sent:?}"
+    );
+    let answer = sent[3]["content"].as_str().unwrap();
+    if approve {
+        assert!(!answer.starts_with("Error"), "{answer}");
+    } else {
+        assert!(
+            answer.contains("was not approved: the user denied this call"),
+            "{answer}"
+        );
+    }
+    // The history shows the decision.
+    let history = shown(dir.path(), &["--store", store], &name);
+    assert_history_valid(&history);
+    assert_eq!(
+        roles(&history),
+        ["user", "assistant", "tool", "tool", "assistant"]
+    );
+    assert_eq!(history[3]["tool_call_id"], "call_w");
+    assert_eq!(
+        history[3].get("is_error").is_some(),
+        !approve,
+        "{history:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_run_is_approved_by_a_second_process() {
+    let dir = tempfile::tempdir().unwrap();
+    suspend_then_decide(&sqlite_store(dir.path()), true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_run_is_denied_by_a_second_process() {
+    let dir = tempfile::tempdir().unwrap();
+    suspend_then_decide(&sqlite_store(dir.path()), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_run_is_approved_by_a_second_process_postgres() {
+    let Some(url) = postgres_url() else { return };
+    suspend_then_decide(&url, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_on_an_unknown_call_is_refused_and_the_run_stays_suspended() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sqlite_store(dir.path());
+    let server = fake_openai(vec![
+        Reply::tool(
+            "call_w",
+            "write_file",
+            r#"{"path":"out.txt","content":"hi"}"#,
+        ),
+        Reply::text("Finished."),
+    ])
+    .await;
+    let config = ask_config(dir.path());
+    let name = unique("unknown");
+    let base = [
+        "--tools",
+        "builtin",
+        "--workspace",
+        dir.path().to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--session",
+        &name,
+        "--store",
+        &store,
+    ];
+    let output = run(dir.path(), &server, &[&base[..], &["write it"]].concat());
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let output = run(
+        dir.path(),
+        &server,
+        &[&base[..], &["--resume", "--approve", "call_x"]].concat(),
+    );
+    assert!(!output.status.success(), "{output:?}");
+    assert!(
+        stderr(&output).contains("no approval is pending for tool call call_x"),
+        "{output:?}"
+    );
+    // Still suspended: without a decision (and no terminal) it suspends again; --yes approves.
+    let output = run(dir.path(), &server, &[&base[..], &["--resume"]].concat());
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let output = run(
+        dir.path(),
+        &server,
+        &[&base[..], &["--resume", "--yes"]].concat(),
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "hi"
+    );
+    assert_eq!(request_bodies(&server).await.len(), 2);
 }
 
 #[cfg(unix)]

@@ -22,14 +22,22 @@ impl LlmCycle {
     /// called tools but was cut by the token limit (`finish_reason: length`): the history is
     /// then left as it was, without the prompt, as for any failure (same for every other call).
     pub async fn submit(&mut self, prompt: String) -> Result<ChatResponse, LlmError> {
-        drain(drive(self, Drive::plain(Some(prompt), None, Mode::Blocking))).await
+        drain(drive(
+            self,
+            Drive::plain(Some(prompt), None, Mode::Blocking),
+        ))
+        .await
     }
 
     /// Send `prompt` and stream the reply. Errors before the reply starts (HTTP status,
     /// connection, retries used up) are returned here; later ones end the stream with
     /// [`StreamEvent::Error`].
     pub async fn submit_stream(&mut self, prompt: String) -> Result<EventStream<'_>, LlmError> {
-        into_event_stream(drive(self, Drive::plain(Some(prompt), None, Mode::Streaming))).await
+        into_event_stream(drive(
+            self,
+            Drive::plain(Some(prompt), None, Mode::Streaming),
+        ))
+        .await
     }
 
     /// Send `prompt` with the registry's tools and run the tool loop until the model answers
@@ -42,7 +50,11 @@ impl LlmCycle {
         prompt: String,
         registry: &ToolRegistry,
     ) -> Result<ChatResponse, LlmError> {
-        drain(drive(self, Drive::plain(Some(prompt), Some(registry), Mode::Blocking))).await
+        drain(drive(
+            self,
+            Drive::plain(Some(prompt), Some(registry), Mode::Blocking),
+        ))
+        .await
     }
 
     /// The streaming tool loop: per turn text/reasoning deltas, `ToolExecutionStarted`,
@@ -53,7 +65,11 @@ impl LlmCycle {
         prompt: String,
         registry: &'a ToolRegistry,
     ) -> Result<EventStream<'a>, LlmError> {
-        into_event_stream(drive(self, Drive::plain(Some(prompt), Some(registry), Mode::Streaming))).await
+        into_event_stream(drive(
+            self,
+            Drive::plain(Some(prompt), Some(registry), Mode::Streaming),
+        ))
+        .await
     }
 
     /// Continue the tool loop from the current history without a new user message — e.g.
@@ -63,7 +79,11 @@ impl LlmCycle {
         &mut self,
         registry: &ToolRegistry,
     ) -> Result<ChatResponse, LlmError> {
-        drain(drive(self, Drive::plain(None, Some(registry), Mode::Blocking))).await
+        drain(drive(
+            self,
+            Drive::plain(None, Some(registry), Mode::Blocking),
+        ))
+        .await
     }
 
     /// Streaming form of [`LlmCycle::resume_with_tools`].
@@ -71,7 +91,11 @@ impl LlmCycle {
         &'a mut self,
         registry: &'a ToolRegistry,
     ) -> Result<EventStream<'a>, LlmError> {
-        into_event_stream(drive(self, Drive::plain(None, Some(registry), Mode::Streaming))).await
+        into_event_stream(drive(
+            self,
+            Drive::plain(None, Some(registry), Mode::Streaming),
+        ))
+        .await
     }
 
     /// The one call behind all the others: `prompt` (or `None`, to continue from the

@@ -150,9 +150,12 @@ async fn record(journal: Option<&dyn RunJournal>, entry: JournalEntry<'_>) -> Re
     let Some(journal) = journal else {
         return Ok(());
     };
-    journal.record(entry).await.map_err(|error| LlmError::Journal {
-        message: error_chain(&error),
-    })
+    journal
+        .record(entry)
+        .await
+        .map_err(|error| LlmError::Journal {
+            message: error_chain(&error),
+        })
 }
 
 /// `error` and its sources, `: `-separated.
@@ -374,11 +377,17 @@ impl BatchObserver<'_> {
     }
 
     fn failed(&self) -> bool {
-        self.failure.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     fn take_failure(&self) -> Option<LlmError> {
-        self.failure.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 }
 
@@ -389,7 +398,8 @@ impl CallObserver for BatchObserver<'_> {
             return Err("the run's journal failed before this call".to_owned());
         }
         if let Some(id) = self.ids.get(position)
-            && let Err(error) = record(self.journal, JournalEntry::CallStarted { call_id: id }).await
+            && let Err(error) =
+                record(self.journal, JournalEntry::CallStarted { call_id: id }).await
         {
             let reason = error.to_string();
             self.fail(error);
@@ -410,7 +420,10 @@ impl CallObserver for BatchObserver<'_> {
         if let Some(id) = self.ids.get(position)
             && let Err(error) = record(
                 self.journal,
-                JournalEntry::CallFinished { call_id: id, answer: &call.answer },
+                JournalEntry::CallFinished {
+                    call_id: id,
+                    answer: &call.answer,
+                },
             )
             .await
         {

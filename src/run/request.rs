@@ -227,9 +227,7 @@ impl LlmCycle {
                 LoopItem::Failed(error) => return Err(error),
             }
         }
-        Err(LlmError::Other(
-            "the run ended without a result".to_owned(),
-        ))
+        Err(LlmError::Other("the run ended without a result".to_owned()))
     }
 
     /// Streaming form of [`LlmCycle::run_with`]: events, then the outcome as the last item.
@@ -242,7 +240,10 @@ impl LlmCycle {
     }
 }
 
-fn drive_items<'a>(cycle: &'a mut LlmCycle, drive: Drive<'a>) -> impl Stream<Item = RunItem> + Send + 'a {
+fn drive_items<'a>(
+    cycle: &'a mut LlmCycle,
+    drive: Drive<'a>,
+) -> impl Stream<Item = RunItem> + Send + 'a {
     crate::run::driver::drive(cycle, drive).map(|item| match item {
         LoopItem::Event(event) => RunItem::Event(event),
         LoopItem::Done(reply) => RunItem::Finished(*reply),

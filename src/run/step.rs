@@ -175,7 +175,12 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
             };
             (state, Effect::AskApproval(requests))
         }
-        (Phase::AwaitingApproval { mut turn, .. }, Input::Start { prompt: Some(prompt) }) => {
+        (
+            Phase::AwaitingApproval { mut turn, .. },
+            Input::Start {
+                prompt: Some(prompt),
+            },
+        ) => {
             // The user moved on: the undecided calls did not run; the turn (whose other calls
             // may have had effects) is kept, then the new message.
             for call in &mut turn.calls {

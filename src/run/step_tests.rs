@@ -378,7 +378,9 @@ fn suspended_turn() -> RunState {
     state.mark_started(0);
     state.record_answer(0, ToolAnswer::ok("a ran"));
     let (state, effect) = step(state, Input::ToolsDeferred(vec![request_for(&calls[1])]));
-    assert!(matches!(&effect, Effect::Suspend(requests) if requests.len() == 1 && requests[0].call_id == "b"));
+    assert!(
+        matches!(&effect, Effect::Suspend(requests) if requests.len() == 1 && requests[0].call_id == "b")
+    );
     assert_eq!(state.pending_approvals().len(), 1);
     state
 }
@@ -405,7 +407,12 @@ fn a_denial_answers_the_call_and_the_turn_goes_on() {
     );
     let batch = batch(effect);
     assert!(batch.run.is_empty());
-    assert!(batch.answered[1].1.content.contains("was not approved: not today"));
+    assert!(
+        batch.answered[1]
+            .1
+            .content
+            .contains("was not approved: not today")
+    );
     assert!(batch.answered[1].1.is_error);
     // Nothing to run: the turn is committed and the model asked again.
     state.phase = Phase::AwaitingTools {
@@ -417,7 +424,10 @@ fn a_denial_answers_the_call_and_the_turn_goes_on() {
     let (state, effect) = step(state, Input::ToolsDone);
     assert!(matches!(effect, Effect::RequestModel(_)));
     assert_eq!(state.messages.len(), state.committed);
-    assert!(matches!(state.messages.last(), Some(OpenaiChatMessage::Tool { .. })));
+    assert!(matches!(
+        state.messages.last(),
+        Some(OpenaiChatMessage::Tool { .. })
+    ));
 }
 
 #[test]
@@ -454,8 +464,14 @@ fn a_new_prompt_on_a_suspended_run_keeps_the_turn_and_answers_the_undecided_call
     let OpenaiChatMessage::Tool { content, .. } = tools[1] else {
         unreachable!()
     };
-    assert!(content.text().contains("never approved or denied"), "{content:?}");
-    assert!(matches!(state.messages.last(), Some(OpenaiChatMessage::User { .. })));
+    assert!(
+        content.text().contains("never approved or denied"),
+        "{content:?}"
+    );
+    assert!(matches!(
+        state.messages.last(),
+        Some(OpenaiChatMessage::User { .. })
+    ));
 }
 
 #[test]
@@ -469,7 +485,10 @@ fn an_abort_keeps_a_turn_whose_tool_started() {
     assert!(matches!(effect, Effect::Fail(LlmError::Journal { .. })));
     // `a` ran: its turn is kept, `b` answered as not started.
     assert_eq!(state.committed, state.messages.len());
-    assert!(matches!(state.messages.last(), Some(OpenaiChatMessage::Tool { .. })));
+    assert!(matches!(
+        state.messages.last(),
+        Some(OpenaiChatMessage::Tool { .. })
+    ));
 }
 
 #[test]
@@ -489,7 +508,12 @@ fn an_idempotent_tool_runs_again_after_a_crash_another_is_answered_interrupted()
     let (_, effect) = step(state, Input::Start { prompt: None });
     let batch = batch(effect);
     assert_eq!(batch.run, [0]);
-    assert!(batch.answered[0].1.content.starts_with("Error: interrupted"));
+    assert!(
+        batch.answered[0]
+            .1
+            .content
+            .starts_with("Error: interrupted")
+    );
 }
 
 #[test]

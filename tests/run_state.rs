@@ -92,3 +92,47 @@ fn a_future_version_is_a_clear_error() {
         "{error}"
     );
 }
+
+const SUSPENDED_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/run_state_v1_suspended.json"
+);
+
+/// The same turn, suspended: `call_b` waits for a decision.
+fn suspended() -> RunState {
+    let mut state = mid_turn();
+    state.record_answer(1, ToolAnswer::ok("built"));
+    let request = agcore::tools::ApprovalRequest {
+        tool: "read_file".into(),
+        call_id: "call_c".into(),
+        title: "Read x".into(),
+        kind: agcore::tools::ToolKind::Read,
+        arguments: serde_json::json!({"path": "x"}),
+        permissions: vec![agcore::tools::Permission::Read],
+        reason: "tool 'read_file' needs Read, which is configured as ask".into(),
+    };
+    let (state, effect) = step(state, Input::ToolsDeferred(vec![request]));
+    assert!(matches!(effect, Effect::Suspend(_)));
+    state
+}
+
+#[test]
+fn a_suspended_state_written_by_this_version_loads_and_continues_with_a_decision() {
+    let written = serde_json::to_string_pretty(&suspended()).unwrap();
+    if std::env::var_os("AGCORE_WRITE_FIXTURES").is_some() {
+        std::fs::write(SUSPENDED_FIXTURE, format!("{written}\n")).unwrap();
+    }
+    let saved = std::fs::read_to_string(SUSPENDED_FIXTURE).unwrap();
+    let loaded: RunState = serde_json::from_str(&saved).unwrap();
+    assert_eq!(loaded, suspended(), "the fixture and this version's format differ");
+    assert_eq!(loaded.pending_approvals()[0].call_id, "call_c");
+    let (_, effect) = step(
+        loaded,
+        Input::Decisions(vec![agcore::run::Decision::allow("call_c")]),
+    );
+    let Effect::RunTools(batch) = effect else {
+        panic!("{effect:?}")
+    };
+    assert_eq!(batch.run, [2]);
+    assert_eq!(batch.approved, [2]);
+}

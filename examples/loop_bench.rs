@@ -4,6 +4,7 @@
 //! cargo run --release --example loop_bench -- [--runs 20] [--turns 50] [--runtime current|multi]
 //!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
 //!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
+//!     [--journal]                           # also with every step journaled to SQLite
 //! cargo run --release --example loop_bench -- serve   # only the fake server; prints its port
 //! ```
 //!
@@ -200,12 +201,14 @@ impl ChatModel for Timed {
     }
 }
 
-/// CPU per turn of one whole tool-loop call.
+/// CPU per turn of one whole tool-loop call; with `journal`, the run goes through
+/// `run_with` and records every step into a new session of that store.
 async fn one_call(
     client: &OpenAiClient,
     registry: &ToolRegistry,
     turns: usize,
     streaming: bool,
+    journal: Option<&Arc<dyn agcore::session::SessionStore>>,
 ) -> Vec<Duration> {
     let starts = Arc::new(Mutex::new(Vec::new()));
     let model = Timed {
@@ -217,7 +220,29 @@ async fn one_call(
     config.repeated_call_guard.limit = None;
     let mut cycle = LlmCycle::new(model, config).with_system_prompt("You are a benchmark.");
     let begin = cpu_now();
-    if streaming {
+    if let Some(store) = journal {
+        static SESSION: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!(
+            "bench-{}",
+            SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let (journal, _) = agcore::session::SessionJournal::open(store.clone(), &name)
+            .await
+            .unwrap();
+        let request = agcore::run::RunRequest::prompt("Go")
+            .with_tools(registry)
+            .with_journal(&journal);
+        if streaming {
+            let mut items = cycle.run_with_stream(request);
+            while let Some(item) = items.next().await {
+                if let agcore::run::RunItem::Failed(error) = item {
+                    panic!("{error}");
+                }
+            }
+        } else {
+            cycle.run_with(request).await.unwrap();
+        }
+    } else if streaming {
         let mut stream = cycle
             .submit_stream_with_tools("Go".into(), registry)
             .await
@@ -251,13 +276,20 @@ fn mean_ms(turns: &[Duration]) -> f64 {
     turns.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / turns.len() as f64
 }
 
-async fn bench(base_url: &str, runs: usize, turns: usize, streaming: bool, runtime: &str) {
+async fn bench(
+    base_url: &str,
+    runs: usize,
+    turns: usize,
+    streaming: bool,
+    runtime: &str,
+    journal: Option<&Arc<dyn agcore::session::SessionStore>>,
+) {
     let client = OpenAiClient::new(OpenAiConfig::new(base_url)).unwrap();
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(Noop)).unwrap();
     let mut per_run = Vec::new();
     for run in 0..runs + 2 {
-        let cpu = one_call(&client, &registry, turns, streaming).await;
+        let cpu = one_call(&client, &registry, turns, streaming, journal).await;
         if run >= 2 {
             per_run.push(cpu);
         }
@@ -275,6 +307,7 @@ async fn bench(base_url: &str, runs: usize, turns: usize, streaming: bool, runti
         json!({
             "client": format!("agcore ({runtime}-thread runtime)"),
             "mode": if streaming { "stream" } else { "blocking" },
+            "journal": journal.map(|_| "sqlite session journal"),
             "runs": runs, "tool_turns": turns,
             "cpu_ms_per_turn_mean": round(mean),
             "cpu_ms_turns_1_10": round(first),
@@ -332,7 +365,19 @@ fn main() {
     .build()
     .unwrap();
     for streaming in [false, true] {
-        rt.block_on(bench(&base_url, runs, turns, streaming, &runtime));
+        rt.block_on(bench(&base_url, runs, turns, streaming, &runtime, None));
+    }
+    // `--journal`: the same runs recording every step in a SQLite session store (issue 11).
+    if args.iter().any(|a| a == "--journal") {
+        let dir = std::env::temp_dir().join(format!("agcore-loop-bench-{}", std::process::id()));
+        let store: Arc<dyn agcore::session::SessionStore> = Arc::new(
+            rt.block_on(agcore::session::SqliteStore::open(dir.join("sessions.db")))
+                .unwrap(),
+        );
+        for streaming in [false, true] {
+            rt.block_on(bench(&base_url, runs, turns, streaming, &runtime, Some(&store)));
+        }
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     if let Some(python) = arg(&args, "--peer") {

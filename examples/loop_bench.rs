@@ -375,7 +375,14 @@ fn main() {
                 .unwrap(),
         );
         for streaming in [false, true] {
-            rt.block_on(bench(&base_url, runs, turns, streaming, &runtime, Some(&store)));
+            rt.block_on(bench(
+                &base_url,
+                runs,
+                turns,
+                streaming,
+                &runtime,
+                Some(&store),
+            ));
         }
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -135,6 +135,42 @@ async fn concurrent(store: Arc<dyn SessionStore>) -> (f64, Duration, Duration) {
     )
 }
 
+/// Resuming a 1,000-message conversation the CLI's way: `SessionJournal::open` (load, replay
+/// the steps, keep the stored history as JSON for the next sync), for a session of 250 turns
+/// (user, assistant with a call, tool, assistant: 4 messages, one `messages` step each).
+async fn resume_1000(store: Arc<dyn SessionStore>) -> Duration {
+    use agcore::llm::{OpenaiChatMessage, ToolCall};
+    use agcore::session::SessionJournal;
+    let (journal, _) = SessionJournal::open(store.clone(), "resume").await.unwrap();
+    let mut history = Vec::new();
+    for turn in 0..250 {
+        history.push(OpenaiChatMessage::user_text(format!("question {turn}")));
+        history.push(OpenaiChatMessage::assistant_tool_calls(
+            None,
+            vec![ToolCall::new(
+                format!("call_{turn}"),
+                "read_file",
+                r#"{"path":"src/lib.rs"}"#,
+            )],
+        ));
+        history.push(OpenaiChatMessage::tool_result(
+            format!("call_{turn}"),
+            "lorem ipsum dolor sit amet ".repeat(36),
+        ));
+        history.push(OpenaiChatMessage::assistant_text(format!("answer {turn}")));
+        journal.sync_history(&history).await.unwrap();
+    }
+    let mut lat = Vec::new();
+    for _ in 0..21 {
+        let t = Instant::now();
+        let (_, restored) = SessionJournal::open(store.clone(), "resume").await.unwrap();
+        lat.push(t.elapsed());
+        assert_eq!(restored.history.len(), 1000);
+    }
+    lat.sort();
+    pct(&lat, 0.5)
+}
+
 async fn run(label: &str, store: Arc<dyn SessionStore>, commits: u64) {
     let (median, p99) = commit_latency(store.as_ref(), commits).await;
     println!(
@@ -146,6 +182,11 @@ async fn run(label: &str, store: Arc<dyn SessionStore>, commits: u64) {
     println!(
         "{label:<10} load of a 1,000-step session (~1 KB/step): median {}",
         ms(load)
+    );
+    let resume = resume_1000(Arc::clone(&store)).await;
+    println!(
+        "{label:<10} resume of a 1,000-message session (SessionJournal::open, 250 steps): median {}",
+        ms(resume)
     );
     let (tps, t50, t99) = concurrent(Arc::clone(&store)).await;
     println!(

@@ -542,3 +542,46 @@ async fn a_journal_that_cannot_record_a_start_stops_the_run_before_the_tool_runs
         ["history", "run", "call_started"]
     );
 }
+
+#[tokio::test]
+async fn a_damaged_or_future_journal_is_a_clear_error_naming_the_step() {
+    use agcore::session::{SessionError, Step};
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open(dir.path().join("s.db")).await.unwrap());
+    let history = json!({"messages": [{"role": "user", "content": "hi"}]});
+    let cases = [
+        (
+            "future",
+            json!({"version": 2}),
+            "run",
+            "run state version 2 is not supported",
+        ),
+        ("unknown", json!({}), "teleport", "unknown to this agcore"),
+        (
+            "orphan",
+            json!({"call_id": "c"}),
+            "call_started",
+            "outside a run",
+        ),
+    ];
+    for (name, payload, kind, expected) in cases {
+        store
+            .append(
+                name,
+                0,
+                &[
+                    Step::new(0, "messages", history.clone()),
+                    Step::new(1, kind, payload),
+                ],
+            )
+            .await
+            .unwrap();
+        let error = SessionJournal::open(store.clone(), name).await.unwrap_err();
+        assert!(
+            matches!(&error, SessionError::BadRecord { seq: 1, .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains(expected), "{name}: {error}");
+    }
+}

@@ -124,7 +124,11 @@ fn a_suspended_state_written_by_this_version_loads_and_continues_with_a_decision
     }
     let saved = std::fs::read_to_string(SUSPENDED_FIXTURE).unwrap();
     let loaded: RunState = serde_json::from_str(&saved).unwrap();
-    assert_eq!(loaded, suspended(), "the fixture and this version's format differ");
+    assert_eq!(
+        loaded,
+        suspended(),
+        "the fixture and this version's format differ"
+    );
     assert_eq!(loaded.pending_approvals()[0].call_id, "call_c");
     let (_, effect) = step(
         loaded,

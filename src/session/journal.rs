@@ -136,9 +136,9 @@ impl std::fmt::Debug for SessionJournal {
     }
 }
 
-/// What the store holds: the history's messages as JSON, and the next step's number.
+/// What the store holds: the history's messages, and the next step's number.
 struct Stored {
-    messages: Vec<Value>,
+    messages: Vec<OpenaiChatMessage>,
     next_seq: u64,
 }
 
@@ -160,15 +160,13 @@ impl SessionJournal {
                 0,
             ),
         };
-        let messages = restored
-            .history
-            .iter()
-            .map(to_json)
-            .collect::<Result<_>>()?;
         let journal = SessionJournal {
             store,
             name: name.to_owned(),
-            stored: Mutex::new(Stored { messages, next_seq }),
+            stored: Mutex::new(Stored {
+                messages: restored.history.clone(),
+                next_seq,
+            }),
         };
         Ok((journal, restored))
     }
@@ -186,13 +184,13 @@ impl SessionJournal {
     /// The store's errors.
     pub async fn sync_history(&self, messages: &[OpenaiChatMessage]) -> Result<()> {
         let mut stored = self.stored.lock().await;
-        let mut common = 0;
-        for (stored_message, message) in stored.messages.iter().zip(messages) {
-            if *stored_message != to_json(message)? {
-                break;
-            }
-            common += 1;
-        }
+        // Compared as values, not as JSON: most syncs add a turn to an unchanged history.
+        let common = stored
+            .messages
+            .iter()
+            .zip(messages)
+            .take_while(|(stored, message)| stored == message)
+            .count();
         let mut steps = Vec::new();
         let mut seq = stored.next_seq;
         if common < stored.messages.len() {
@@ -215,7 +213,7 @@ impl SessionJournal {
             .await?;
         stored.next_seq += count;
         stored.messages.truncate(common);
-        stored.messages.extend(added);
+        stored.messages.extend_from_slice(&messages[common..]);
         Ok(())
     }
 

@@ -420,8 +420,12 @@ async fn crash_and_restore(store: Arc<dyn SessionStore>) {
         let finished = async move {
             // Until the store holds the first call's answer and the second call's start.
             loop {
-                let session = store.load("crash").await.unwrap().unwrap();
-                let kinds: Vec<&str> = session.steps.iter().map(|s| s.kind.as_str()).collect();
+                let session = store.load("crash").await.unwrap();
+                let kinds: Vec<&str> = session
+                    .iter()
+                    .flat_map(|s| &s.steps)
+                    .map(|s| s.kind.as_str())
+                    .collect();
                 if kinds.contains(&"call_finished")
                     && kinds.iter().filter(|k| **k == "call_started").count() == 2
                 {

@@ -6,12 +6,21 @@
 //! - The driver performs each [`Effect`] (model request, tool calls, approvals) and feeds the
 //!   result back; [`crate::llm::LlmCycle`]'s `submit*` and `resume*` methods are thin
 //!   wrappers over it.
+//! - Typed final output: [`crate::llm::LlmCycle::submit_typed`] returns the model's final
+//!   answer as a Rust value checked against its schema ([`OutputSchema`], [`OutputMode`]).
 
 mod cycle;
 mod driver;
 mod model_turn;
+mod output_schema;
 pub mod state;
 pub mod step;
+mod typed_output;
 
+pub use output_schema::{OutputSchema, SchemaError, extract_json, strict_schema};
 pub use state::{Phase, RUN_STATE_VERSION, RepeatStreak, RunRules, RunState, ToolTurn, TurnCall};
 pub use step::{Decision, Effect, Input, ModelRequest, ToolBatch, relaxed_tool_choice, step};
+pub use typed_output::{
+    DEFAULT_OUTPUT_RETRIES, DEFAULT_OUTPUT_TOOL, OutputMode, TypedEvent, TypedOutput,
+    TypedOutputError, TypedStream,
+};

@@ -17,7 +17,7 @@ use crate::run::state::{Phase, RunRules, RunState};
 use crate::run::step::{Decision, Effect, Input, ToolBatch, relaxed_tool_choice, step};
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{ToolCallRequest, ToolRegistry};
-use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer};
+use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolDefinition};
 
 /// What a run yields: events for streaming callers, then exactly one `Done` or `Failed`.
 pub(crate) enum LoopItem {
@@ -102,6 +102,19 @@ pub(crate) fn drive<'a>(
     registry: Option<&'a ToolRegistry>,
     mode: Mode,
 ) -> impl Stream<Item = LoopItem> + Send + 'a {
+    drive_with_output(cycle, prompt, registry, mode, None)
+}
+
+/// [`drive`] with a final-answer tool (typed output, tool mode): offered besides the
+/// registry's tools, answered by the run itself, and the run ends after the turn that calls it
+/// (see [`RunState::output_tool`]).
+pub(crate) fn drive_with_output<'a>(
+    cycle: &'a mut LlmCycle,
+    prompt: Option<String>,
+    registry: Option<&'a ToolRegistry>,
+    mode: Mode,
+    output_tool: Option<ToolDefinition>,
+) -> impl Stream<Item = LoopItem> + Send + 'a {
     let LlmCycle {
         model,
         config,
@@ -110,13 +123,15 @@ pub(crate) fn drive<'a>(
     let model: &'a dyn ChatModel = &**model;
     let config = &*config;
     async_stream::stream! {
-        let state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
+        let mut state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
+        state.output_tool = output_tool.as_ref().map(|tool| tool.name().to_owned());
         let mut run = Run { history: messages, state, in_flight: None };
         // Built once per run, not per turn: a registry's schemas can be large.
-        let tools = match registry {
+        let mut tools = match registry {
             Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
             None => Vec::new(),
         };
+        tools.extend(output_tool);
         let relaxed = relaxed_tool_choice(&config.options);
         let mut input = Input::Start { prompt };
         loop {

@@ -19,6 +19,9 @@ use crate::store::{needs_resume, open_session};
 
 /// Run `agcore run`.
 pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    if args.print_system_prompt {
+        return crate::system_prompt::print(&args.model, &loaded.config);
+    }
     // The session is locked before anything runs, and stays locked until the end.
     let session = open_session(&args.session, &loaded.config).await?;
     let mut cycle = match &session {
@@ -96,6 +99,9 @@ async fn execute(
     registry: &ToolRegistry,
     args: &RunArgs,
 ) -> anyhow::Result<ExitCode> {
+    if let Some(schema) = &args.output_schema {
+        return crate::typed_run::execute(cycle, registry, args, schema).await;
+    }
     let prompt = args.prompt.clone();
     // `--resume` (no prompt) continues the stored history, running its unanswered calls first.
     let tools = (prompt.is_none() || !registry.is_empty()).then_some(registry);

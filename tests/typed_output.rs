@@ -671,3 +671,27 @@ async fn a_final_answer_tool_name_taken_by_the_registry_is_an_error() {
     );
     assert!(bodies(&server).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_dropped_typed_stream_puts_the_callers_response_format_back() {
+    let server = server(vec![answer(OutputMode::Native, VALID, 1)], false).await;
+    let mut cycle = cycle(&server);
+    cycle.config_mut().options.response_format = Some(json!({"type": "json_object"}));
+    let registry = registry();
+    let options = TypedOutput::new().with_mode(OutputMode::Native);
+    {
+        let mut stream = cycle
+            .submit_typed_stream::<Weather>("Weather?".into(), &registry, &options)
+            .unwrap();
+        assert!(matches!(stream.next().await, Some(TypedEvent::Event(_))));
+    }
+    assert_eq!(
+        cycle.config().options.response_format,
+        Some(json!({"type": "json_object"}))
+    );
+    let bodies = bodies(&server).await;
+    assert_eq!(
+        bodies[0]["response_format"]["type"], "json_schema",
+        "replaced for the run"
+    );
+}

@@ -356,10 +356,13 @@ fn typed_run<'a, T: Send + 'a>(
             let before = cycle.messages.len();
             let native = matches!(output_mode, OutputMode::Native | OutputMode::Auto);
             let format = FormatGuard::set(&mut *cycle, native.then(|| schema.response_format()));
-            let output_tool = (output_mode == OutputMode::Tool).then(|| schema.tool_definition(&tool));
+            let output_tool =
+                (output_mode == OutputMode::Tool).then(|| schema.tool_definition(&tool));
             let mut result = None;
             {
-                let items = drive_with_output(&mut *format.cycle, next_prompt.take(), Some(registry), mode, output_tool);
+                let prompt = next_prompt.take();
+                let items =
+                    drive_with_output(&mut *format.cycle, prompt, Some(registry), mode, output_tool);
                 let mut items = std::pin::pin!(items);
                 while let Some(item) = items.next().await {
                     match item {
@@ -372,13 +375,18 @@ fn typed_run<'a, T: Send + 'a>(
             drop(format);
             let reply = match result {
                 Some(Ok(reply)) => reply,
-                Some(Err(error)) if output_mode == OutputMode::Auto && rejects_response_format(&error) => {
+                Some(Err(error))
+                    if output_mode == OutputMode::Auto && rejects_response_format(&error) =>
+                {
                     if registry.get(&tool).is_some() {
                         yield TypedEvent::Failed(TypedOutputError::ToolNameTaken(tool));
                         return;
                     }
                     options.native_rejected.store(true, Ordering::Relaxed);
-                    tracing::warn!(error = %error, "the server rejected response_format; typed output falls back to tool mode");
+                    tracing::warn!(
+                        error = %error,
+                        "the server rejected response_format; typed output falls back to tool mode"
+                    );
                     output_mode = OutputMode::Tool;
                     attempt -= 1;
                     // The prompt again, unless a turn with it was kept (then the run goes on).
@@ -391,18 +399,16 @@ fn typed_run<'a, T: Send + 'a>(
                     return;
                 }
                 None => {
-                    yield TypedEvent::Failed(LlmError::Other("the run ended without a result".to_owned()).into());
+                    let error = LlmError::Other("the run ended without a result".to_owned());
+                    yield TypedEvent::Failed(error.into());
                     return;
                 }
             };
-            let rejection = match answer(&reply, output_mode, &schema, &tool) {
-                Ok(value) => match parse(value) {
-                    Ok(output) => {
-                        yield TypedEvent::Output(output);
-                        return;
-                    }
-                    Err(error) => rejection(output_mode, &schema, &tool, error, raw_answer(&reply, output_mode, &tool)),
-                },
+            let rejection = match checked(&reply, output_mode, &schema, &tool, parse) {
+                Ok(output) => {
+                    yield TypedEvent::Output(output);
+                    return;
+                }
                 Err(rejection) => rejection,
             };
             if attempt > options.max_retries {
@@ -428,6 +434,19 @@ fn instructed(prompt: &str, mode: OutputMode, schema: &OutputSchema, tool: &str)
         }
         OutputMode::Prompted => format!("{prompt}\n\n{}", schema.prompt_instruction()),
     }
+}
+
+/// The answer of `reply` by `mode`, checked against `schema`, as a `T`.
+fn checked<T>(
+    reply: &ChatResponse,
+    mode: OutputMode,
+    schema: &OutputSchema,
+    tool: &str,
+    parse: fn(Value) -> Result<T, String>,
+) -> Result<T, Rejection> {
+    let value = answer(reply, mode, schema, tool)?;
+    parse(value)
+        .map_err(|error| rejection(mode, schema, tool, error, raw_answer(reply, mode, tool)))
 }
 
 /// The answer of `reply` by `mode`, checked against `schema`.

@@ -7,7 +7,8 @@
 //! The three layers follow the design documents in `docs/`:
 //! - Phase 0, [`llm`]: wire types, the [`llm::ChatModel`] provider seam, the OpenAI-compatible
 //!   client, stream assembly and [`llm::LlmCycle`] (history, retries, the tool loop).
-//! - Phase 1, [`prompt`]: templates on `minijinja` and a system-prompt composer.
+//! - Phase 1, [`prompt`]: templates on `minijinja`, a system-prompt composer, and agcore's
+//!   system prompt (base instructions, the workspace's `AGENTS.md`, the user's template).
 //! - Phase 2, [`tools`]: [`tools::BaseTool`], typed tools, [`tools::ToolRegistry`], permissions,
 //!   exposure gates, approvals and [`tools::McpClient`].
 

@@ -11,18 +11,27 @@
 //!   saved state with decisions, here or in another process, and that records its progress
 //!   in a [`RunJournal`] (e.g. [`crate::session::SessionJournal`]) before each effect, so a
 //!   crashed run resumes without running a finished call again.
+//! - Typed final output: [`crate::llm::LlmCycle::submit_typed`] returns the model's final
+//!   answer as a Rust value checked against its schema ([`OutputSchema`], [`OutputMode`]).
 
 mod cycle;
 mod driver;
 pub mod journal;
 mod model_turn;
+mod output_schema;
 mod request;
 pub mod state;
 pub mod step;
+mod typed_output;
 
 pub use journal::{JournalEntry, JournalError, RunJournal};
+pub use output_schema::{OutputSchema, SchemaError, extract_json, strict_schema};
 pub use request::{RunItem, RunOutcome, RunRequest, RunStream, Suspension};
 pub use state::{Phase, RUN_STATE_VERSION, RepeatStreak, RunRules, RunState, ToolTurn, TurnCall};
 pub use step::{
     Decision, Effect, Input, ModelRequest, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
+};
+pub use typed_output::{
+    DEFAULT_OUTPUT_RETRIES, DEFAULT_OUTPUT_TOOL, OutputMode, TypedEvent, TypedOutput,
+    TypedOutputError, TypedStream,
 };

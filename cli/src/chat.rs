@@ -60,6 +60,10 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         journal: stored.as_ref().map(|stored| stored.journal.clone()),
     };
     println!("{}", session.banner(&base_url(&args.model, &loaded.config)));
+    println!(
+        "{}",
+        crate::system_prompt::compose(&args.model, &loaded.config)?.summary()
+    );
     if let (Some(name), Some(stored)) = (&args.session.session, &stored) {
         println!(
             "session {} · {} messages",

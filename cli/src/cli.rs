@@ -56,9 +56,20 @@ pub struct ModelArgs {
     /// Environment variable holding the API key (default OPENAI_API_KEY; none is fine for local servers).
     #[arg(long)]
     pub api_key_env: Option<String>,
-    /// System prompt.
-    #[arg(long)]
+    /// The system prompt, a minijinja template (variables from --var), after agcore's base
+    /// instructions and the workspace's AGENTS.md [config: model.system].
+    #[arg(long, conflicts_with = "system_file")]
     pub system: Option<String>,
+    /// The system prompt from FILE, a minijinja template like --system.
+    #[arg(long, value_name = "FILE")]
+    pub system_file: Option<PathBuf>,
+    /// A variable of the system prompt template (repeatable); an undefined one is an error.
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    pub vars: Vec<String>,
+    /// With --restricted, put the workspace's AGENTS.md in the system prompt anyway (it is
+    /// untrusted text; without --restricted it is always read).
+    #[arg(long)]
+    pub agents_md: bool,
     /// Most model requests per prompt in the tool loop (default 10).
     #[arg(long)]
     pub max_turns: Option<u32>,
@@ -128,8 +139,20 @@ pub struct RunArgs {
     /// Deny a call the suspended run waits for (repeatable); the model is told it was denied.
     #[arg(long, value_name = "CALL_ID", requires = "resume")]
     pub deny: Vec<String>,
+    /// Print the composed system prompt and exit.
+    #[arg(long)]
+    pub print_system_prompt: bool,
+    /// The answer must be JSON matching this JSON Schema: printed validated on stdout (with
+    /// --json, as an `output` event); an answer that stays invalid exits non-zero.
+    #[arg(long, value_name = "FILE.json", conflicts_with = "resume")]
+    pub output_schema: Option<PathBuf>,
+    /// How --output-schema gets the answer: auto (native, else tool), native
+    /// (response_format), tool (a final-answer tool), prompted (schema in the prompt).
+    #[arg(long, value_name = "MODE", default_value = "auto", requires = "output_schema",
+          value_parser = ["auto", "native", "tool", "prompted"])]
+    pub output_mode: String,
     /// The prompt.
-    #[arg(required_unless_present = "resume")]
+    #[arg(required_unless_present_any = ["resume", "print_system_prompt"])]
     pub prompt: Option<String>,
 }
 

@@ -46,7 +46,8 @@ pub enum ConfigError {
 /// base_url = "http://127.0.0.1:8080/v1"   # any OpenAI-compatible server
 /// model = "qwen2.5-7b-instruct"
 /// api_key_env = "OPENAI_API_KEY"          # the variable holding the key (optional)
-/// system = "You are a careful coding assistant."
+/// system = "You are a careful coding assistant."   # a template: {{ name }} from --var name=...
+/// base_instructions = "You are terse."     # replaces agcore's own ("" leaves them out)
 /// max_turns = 10
 ///
 /// [builtin]
@@ -109,8 +110,10 @@ pub struct ModelSection {
     pub model: Option<String>,
     /// The environment variable holding the API key.
     pub api_key_env: Option<String>,
-    /// System prompt.
+    /// The user's system prompt, a minijinja template (variables from `--var`).
     pub system: Option<String>,
+    /// agcore's base instructions, replaced (`""`: none).
+    pub base_instructions: Option<String>,
     /// Most model requests per prompt.
     pub max_turns: Option<u32>,
     /// Provider name for tools that support only some providers (default `openai`).

@@ -18,8 +18,10 @@ mod secrets;
 mod session;
 mod sessions_cmd;
 mod store;
+mod system_prompt;
 mod tools_cmd;
 mod trust;
+mod typed_run;
 
 use std::process::ExitCode;
 

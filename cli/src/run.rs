@@ -24,6 +24,9 @@ use crate::store::{needs_resume, open_session};
 
 /// Run `agcore run`.
 pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    if args.print_system_prompt {
+        return crate::system_prompt::print(&args.model, &loaded.config);
+    }
     // The session is locked before anything runs, and stays locked until the end.
     let session = open_session(&args.session, &loaded.config).await?;
     let mut cycle = match &session {
@@ -84,7 +87,14 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     }
     // Ctrl-C drops the running turn (request and tools); the transcript is still written.
     let outcome = tokio::select! {
-        outcome = execute(&mut cycle, request, &args) => outcome,
+        outcome = async {
+            match &args.output_schema {
+                Some(schema) => crate::typed_run::execute(&mut cycle, &registry, &args, schema)
+                    .await
+                    .map(Ended::Code),
+                None => execute(&mut cycle, request, &args).await,
+            }
+        } => outcome,
         _ = tokio::signal::ctrl_c() => Ok(Ended::Cancelled(cancelled(&args))),
     };
     let outcome = outcome.map(|ended| match ended {

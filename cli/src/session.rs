@@ -32,7 +32,14 @@ pub use crate::layers::Loaded;
 /// The config by the trust rule of [`crate::layers`]: the user's file, then `--config` or —
 /// when trusted and not `--restricted` — the workspace's `./agcore.toml`.
 pub fn load_config(tool_args: &ToolArgs) -> anyhow::Result<Loaded> {
-    crate::layers::load(tool_args.config.as_deref(), tool_args.restricted)
+    let mut loaded = crate::layers::load(tool_args.config.as_deref(), tool_args.restricted)?;
+    // The flags win over the file for every reader of the config (the registry, and the
+    // system prompt's AGENTS.md).
+    loaded.config.tools.restricted |= tool_args.restricted;
+    if let Some(root) = &tool_args.workspace {
+        loaded.config.builtin.root = Some(root.clone());
+    }
+    Ok(loaded)
 }
 
 /// The provider name tools are checked against.
@@ -121,8 +128,11 @@ fn cycle_parts(
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);
-    let system = args.system.clone().or_else(|| section.system.clone());
-    Ok((client, cycle_config, system))
+    let composed = crate::system_prompt::compose(args, config)?;
+    for note in &composed.notes {
+        eprintln!("note: {}", escape_keeping_lines(note));
+    }
+    Ok((client, cycle_config, composed.text))
 }
 
 /// The environment variable holding the model's API key: `--api-key-env`, then the config's

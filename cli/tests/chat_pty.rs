@@ -88,7 +88,7 @@ async fn chat_runs_a_tool_turn_cancels_a_slow_turn_saves_and_exits_on_ctrl_d() {
         session
             .send_line(format!("/save {}", saved_path.display()))
             .unwrap();
-        expect(&mut session, "saved 4 messages");
+        expect(&mut session, "saved 5 messages");
         expect(&mut session, "you> ");
 
         session.send(ControlCode::EndOfTransmission).unwrap();
@@ -106,8 +106,9 @@ async fn chat_runs_a_tool_turn_cancels_a_slow_turn_saves_and_exits_on_ctrl_d() {
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
-    assert!(history[2]["content"].as_str().unwrap().contains("friday"));
+    // agcore's base instructions come first.
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
+    assert!(history[3]["content"].as_str().unwrap().contains("friday"));
     let text = serde_json::to_string(&history).unwrap();
     assert!(
         !text.contains("and the weather?"),
@@ -251,7 +252,13 @@ async fn a_failed_turn_prints_the_error_and_the_session_goes_on_with_slash_comma
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(history[0]["role"], "system");
-    assert_eq!(history[0]["content"], "Be terse.");
+    // agcore's base instructions, then --system.
+    let system = history[0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with(agcore::prompt::BASE_INSTRUCTIONS),
+        "{system}"
+    );
+    assert!(system.ends_with("\n\nBe terse."), "{system}");
     // The failed turn left nothing behind: the second request held only the second prompt.
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 2);
@@ -305,7 +312,7 @@ async fn ctrl_c_at_an_approval_question_denies_and_cancels_the_turn() {
         session
             .send_line(format!("/save {}", saved_path.display()))
             .unwrap();
-        expect(&mut session, "saved 0 messages");
+        expect(&mut session, "saved 1 messages");
         expect(&mut session, "you> ");
         session.send_line("next prompt").unwrap();
         expect(&mut session, "This answer belongs to the next prompt.");
@@ -320,13 +327,15 @@ async fn ctrl_c_at_an_approval_question_denies_and_cancels_the_turn() {
     assert!(!workspace.path().join("out.txt").exists());
     let history: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    assert!(history.is_empty(), "{history:?}");
+    // Only the system prompt is left.
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0]["role"], "system");
     // The cancelled turn made one request; the next prompt starts afresh.
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 2);
     let messages = bodies[1]["messages"].as_array().unwrap();
-    assert_eq!(messages.len(), 1, "{messages:?}");
-    assert_eq!(messages[0]["content"], "next prompt");
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[1]["content"], "next prompt");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -435,7 +444,7 @@ async fn ctrl_c_while_the_first_turns_tool_runs_keeps_the_prompt_and_the_turn() 
         session
             .send_line(format!("/save {}", saved_path.display()))
             .unwrap();
-        expect(&mut session, "saved 3 messages");
+        expect(&mut session, "saved 4 messages");
         expect(&mut session, "you> ");
         session.send(ControlCode::EndOfTransmission).unwrap();
         session.get_process().wait().unwrap()
@@ -451,10 +460,10 @@ async fn ctrl_c_while_the_first_turns_tool_runs_keeps_the_prompt_and_the_turn() 
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["user", "assistant", "tool"]);
-    assert_eq!(history[0]["content"], "start the slow job");
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+    assert_eq!(history[1]["content"], "start the slow job");
     assert!(
-        history[2]["content"]
+        history[3]["content"]
             .as_str()
             .unwrap()
             .starts_with("Error: cancelled before the tool finished")

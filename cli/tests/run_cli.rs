@@ -107,9 +107,13 @@ async fn run_json_prints_one_event_per_line_and_the_transcript_has_the_tool_mess
 
     let messages = transcript(&file);
     assert_history_valid(&messages);
-    assert_eq!(roles(&messages), ["user", "assistant", "tool", "assistant"]);
+    // agcore's base instructions come first.
+    assert_eq!(
+        roles(&messages),
+        ["system", "user", "assistant", "tool", "assistant"]
+    );
     assert!(
-        messages[2]["content"]
+        messages[3]["content"]
             .as_str()
             .unwrap()
             .contains("notes.txt")
@@ -142,7 +146,7 @@ async fn an_authentication_error_exits_non_zero_with_one_line_naming_it() {
     assert!(output.stdout.is_empty());
     // Not retried, and the transcript is written on failure too (the history as it was).
     assert_eq!(request_bodies(&server).await.len(), 1);
-    assert!(transcript(&file).is_empty());
+    assert_eq!(roles(&transcript(&file)), ["system"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -224,7 +228,7 @@ async fn max_turns_exits_non_zero_and_leaves_a_valid_transcript() {
     assert_eq!(request_bodies(&server).await.len(), 1);
     let messages = transcript(&file);
     assert_history_valid(&messages);
-    assert_eq!(roles(&messages), ["user", "assistant", "tool"]);
+    assert_eq!(roles(&messages), ["system", "user", "assistant", "tool"]);
 }
 
 fn ask_for_writes(dir: &Path) {

@@ -68,13 +68,20 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The stored history, by `agcore sessions show NAME --json`.
+/// The stored history, by `agcore sessions show NAME --json`, after its system prompt.
 fn shown(dir: &Path, store: &[&str], name: &str) -> Vec<Value> {
     let mut args = vec!["show", name, "--json"];
     args.extend_from_slice(store);
     let output = sessions(dir, &args);
     assert!(output.status.success(), "{output:?}");
-    serde_json::from_slice(&output.stdout).unwrap()
+    let history: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    conversation(&history).to_vec()
+}
+
+/// The messages after the system prompt (agcore's base instructions), which comes first.
+fn conversation(messages: &[Value]) -> &[Value] {
+    assert_eq!(messages[0]["role"], "system", "{messages:?}");
+    &messages[1..]
 }
 
 fn roles(messages: &[Value]) -> Vec<&str> {
@@ -114,7 +121,7 @@ async fn two_runs_continue_one_conversation(store: Option<&str>) {
 
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 2);
-    let sent = bodies[1]["messages"].as_array().unwrap();
+    let sent = conversation(bodies[1]["messages"].as_array().unwrap());
     assert_eq!(roles(sent), ["user", "assistant", "user"], "{sent:?}");
     assert_eq!(sent[0]["content"], "I am Ada.");
     assert_eq!(sent[1]["content"], "Hello Ada.");
@@ -339,7 +346,7 @@ async fn resume_after_kill_9(store: &str) {
     assert_eq!(std::fs::read_to_string(&slow).unwrap(), "run\n");
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 2);
-    let sent = bodies[1]["messages"].as_array().unwrap();
+    let sent = conversation(bodies[1]["messages"].as_array().unwrap());
     assert_eq!(
         roles(sent),
         ["user", "assistant", "tool", "tool"],
@@ -445,7 +452,7 @@ async fn suspend_then_decide(store: &str, approve: bool) {
         2,
         "one request per turn: no request while suspended"
     );
-    let sent = bodies[1]["messages"].as_array().unwrap();
+    let sent = conversation(bodies[1]["messages"].as_array().unwrap());
     assert_eq!(
         roles(sent),
         ["user", "assistant", "tool", "tool"],
@@ -765,12 +772,13 @@ async fn chat_with_a_session_continues_and_stores_the_conversation() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
+    // The system prompt, then the first conversation.
     assert!(
-        stdout(&output).contains("session c · 2 messages"),
+        stdout(&output).contains("session c · 3 messages"),
         "{output:?}"
     );
     let bodies = request_bodies(&server).await;
-    let sent = bodies[1]["messages"].as_array().unwrap();
+    let sent = conversation(bodies[1]["messages"].as_array().unwrap());
     assert_eq!(roles(sent), ["user", "assistant", "user"], "{sent:?}");
     let history = shown(dir.path(), &["--store", &store], "c");
     assert_eq!(roles(&history), ["user", "assistant", "user", "assistant"]);

@@ -1,4 +1,5 @@
-//! [`PromptComposer`]: a system prompt from ordered, named sections.
+//! [`PromptComposer`]: a system prompt from ordered, named sections — templates, or literal
+//! text.
 
 use serde::Serialize;
 
@@ -23,8 +24,52 @@ use crate::prompt::template::{PromptError, PromptTemplate};
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct PromptComposer {
-    sections: Vec<(String, PromptTemplate)>,
+    sections: Vec<(String, Section)>,
     separator: String,
+}
+
+/// One section: a template, or text used as it is (never rendered, so text from a file such
+/// as `AGENTS.md` can hold `{{` and cannot reach the variables).
+#[derive(Debug, Clone)]
+enum Section {
+    Template {
+        // Boxed: a compiled template is large next to a text.
+        template: Box<PromptTemplate>,
+        /// Where the template came from, named in its errors.
+        origin: Option<String>,
+    },
+    Text(String),
+}
+
+impl Section {
+    fn template(source: &str, origin: Option<String>) -> Result<Self, PromptError> {
+        match PromptTemplate::new(source) {
+            Ok(template) => Ok(Section::Template {
+                template: Box::new(template),
+                origin,
+            }),
+            Err(error) => Err(in_origin(error, origin.as_deref())),
+        }
+    }
+
+    fn render<S: Serialize>(&self, variables: &S) -> Result<String, PromptError> {
+        match self {
+            Section::Template { template, origin } => template
+                .render(variables)
+                .map_err(|error| in_origin(error, origin.as_deref())),
+            Section::Text(text) => Ok(text.clone()),
+        }
+    }
+}
+
+fn in_origin(error: PromptError, origin: Option<&str>) -> PromptError {
+    match origin {
+        Some(origin) => PromptError::InTemplate {
+            origin: origin.to_owned(),
+            source: Box::new(error),
+        },
+        None => error,
+    }
 }
 
 impl PromptComposer {
@@ -48,15 +93,43 @@ impl PromptComposer {
         Ok(self)
     }
 
+    /// Append a section whose template came from `origin` (e.g. `--system-file prompt.md`):
+    /// its errors, at compile or render time, are [`PromptError::InTemplate`] naming it.
+    pub fn section_from(
+        mut self,
+        name: impl Into<String>,
+        template: &str,
+        origin: impl Into<String>,
+    ) -> Result<Self, PromptError> {
+        let section = Section::template(template, Some(origin.into()))?;
+        self.put(name.into(), section);
+        Ok(self)
+    }
+
+    /// Append a section of literal text, used as it is: never rendered as a template (builder
+    /// form of [`PromptComposer::push_text`]).
+    pub fn text_section(mut self, name: impl Into<String>, text: impl Into<String>) -> Self {
+        self.push_text(name, text);
+        self
+    }
+
     /// Append a section, or replace the section of that name in place.
     pub fn push(&mut self, name: impl Into<String>, template: &str) -> Result<(), PromptError> {
-        let name = name.into();
-        let template = PromptTemplate::new(template)?;
-        match self.position(&name) {
-            Some(index) => self.sections[index].1 = template,
-            None => self.sections.push((name, template)),
-        }
+        let section = Section::template(template, None)?;
+        self.put(name.into(), section);
         Ok(())
+    }
+
+    /// Append a section of literal text, or replace the section of that name in place.
+    pub fn push_text(&mut self, name: impl Into<String>, text: impl Into<String>) {
+        self.put(name.into(), Section::Text(text.into()));
+    }
+
+    fn put(&mut self, name: String, section: Section) {
+        match self.position(&name) {
+            Some(index) => self.sections[index].1 = section,
+            None => self.sections.push((name, section)),
+        }
     }
 
     /// Replace an existing section; an unknown name is an error.
@@ -64,7 +137,7 @@ impl PromptComposer {
         let index = self
             .position(name)
             .ok_or_else(|| PromptError::UnknownSection(name.to_owned()))?;
-        self.sections[index].1 = PromptTemplate::new(template)?;
+        self.sections[index].1 = Section::template(template, None)?;
         Ok(())
     }
 
@@ -78,7 +151,7 @@ impl PromptComposer {
     ) -> Result<(), PromptError> {
         let unknown = || PromptError::UnknownSection(before.to_owned());
         let name = name.into();
-        let template = PromptTemplate::new(template)?;
+        let template = Section::template(template, None)?;
         let at = self.position(before).ok_or_else(unknown)?;
         if name == before {
             self.sections[at].1 = template;
@@ -112,12 +185,18 @@ impl PromptComposer {
             .collect()
     }
 
-    /// Render every section with `variables` and join them. Pass the result to
-    /// [`crate::llm::LlmCycle::set_system_prompt`].
+    /// Whether there is no section.
+    pub fn is_empty(&self) -> bool {
+        self.sections.is_empty()
+    }
+
+    /// Render every template section with `variables` (text sections are used as they are)
+    /// and join them, leaving out empty ones. [`crate::llm::LlmCycle::with_composer`] sets the
+    /// result as a cycle's system prompt.
     pub fn render<S: Serialize>(&self, variables: &S) -> Result<String, PromptError> {
         let mut prompt = String::new();
-        for (_, template) in &self.sections {
-            let text = template.render(variables)?;
+        for (_, section) in &self.sections {
+            let text = section.render(variables)?;
             let text = text.trim();
             if !text.is_empty() {
                 if !prompt.is_empty() {
@@ -199,6 +278,40 @@ mod tests {
         assert_eq!(composer.names(), vec!["a", "b"]);
         composer.insert_before("b", "b", "B2").unwrap();
         assert_eq!(composer.render(&json!({})).unwrap(), "A\n\nB2");
+    }
+
+    #[test]
+    fn text_sections_are_used_as_they_are() {
+        let composer = PromptComposer::new()
+            .text_section("agents", "Use {{ braces }} and {% raw %} freely.")
+            .section("user", "Hi {{ name }}")
+            .unwrap();
+        assert_eq!(
+            composer.render(&json!({"name": "Ada"})).unwrap(),
+            "Use {{ braces }} and {% raw %} freely.\n\nHi Ada"
+        );
+    }
+
+    #[test]
+    fn a_section_with_an_origin_names_it_in_its_errors() {
+        let composer = PromptComposer::new()
+            .section_from("user", "Work on {{ project }}.", "--system-file p.md")
+            .unwrap();
+        let error = composer.render(&json!({})).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--system-file p.md: missing template variable 'project'"
+        );
+        assert!(matches!(error.root(), PromptError::MissingVariable { name } if name == "project"));
+        let syntax = PromptComposer::new()
+            .section_from("user", "{{ x", "--system")
+            .unwrap_err();
+        assert!(
+            syntax
+                .to_string()
+                .starts_with("--system: template syntax error"),
+            "{syntax}"
+        );
     }
 
     #[test]

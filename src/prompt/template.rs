@@ -22,6 +22,24 @@ pub enum PromptError {
     /// A section with this name does not exist.
     #[error("no prompt section named '{0}'")]
     UnknownSection(String),
+    /// The template from `origin` (a file, a command-line flag) failed.
+    #[error("{origin}: {source}")]
+    InTemplate {
+        /// Where the template came from, e.g. `--system-file prompt.md`.
+        origin: String,
+        /// What went wrong.
+        source: Box<PromptError>,
+    },
+}
+
+impl PromptError {
+    /// The error itself, without the [`PromptError::InTemplate`] that says where it happened.
+    pub fn root(&self) -> &PromptError {
+        match self {
+            PromptError::InTemplate { source, .. } => source.root(),
+            other => other,
+        }
+    }
 }
 
 /// A prompt template with named variables (`{{ name }}`), `minijinja` syntax, strict about

@@ -23,7 +23,7 @@ use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::error::ToolError;
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
-use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer};
+use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolDefinition};
 
 /// What a run yields: events for streaming callers, then exactly one `Done`, `Suspended` or
 /// `Failed`.
@@ -55,6 +55,10 @@ pub(crate) struct Drive<'a> {
     /// Whether a deferred approval suspends the run (else it refuses the call).
     pub suspend: bool,
     pub mode: Mode,
+    /// A final-answer tool (typed output, tool mode): offered besides the registry's tools,
+    /// answered by the run itself, and the run ends after the turn that calls it (see
+    /// [`RunState::output_tool`]).
+    pub output_tool: Option<ToolDefinition>,
 }
 
 impl<'a> Drive<'a> {
@@ -70,6 +74,7 @@ impl<'a> Drive<'a> {
             journal: None,
             suspend: false,
             mode,
+            output_tool: None,
         }
     }
 }
@@ -188,11 +193,13 @@ pub(crate) fn drive<'a>(
         journal,
         suspend,
         mode,
+        output_tool,
     } = drive;
     async_stream::stream! {
         let (state, mut input) = match start {
             Start::Prompt(prompt) => {
-                let state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
+                let mut state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
+                state.output_tool = output_tool.as_ref().map(|tool| tool.name().to_owned());
                 (state, Input::Start { prompt })
             }
             Start::State { state, decisions } => {
@@ -213,10 +220,11 @@ pub(crate) fn drive<'a>(
         };
         let mut run = Run { history: messages, state, in_flight: None, suspended: false };
         // Built once per run, not per turn: a registry's schemas can be large.
-        let tools = match registry {
+        let mut tools = match registry {
             Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
             None => Vec::new(),
         };
+        tools.extend(output_tool);
         let relaxed = relaxed_tool_choice(&config.options);
         loop {
             match run.step(input) {

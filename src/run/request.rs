@@ -150,6 +150,7 @@ impl<'a> RunRequest<'a> {
             journal: self.journal,
             suspend: true,
             mode,
+            output_tool: None,
         })
     }
 }

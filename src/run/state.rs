@@ -17,6 +17,7 @@
 //! | `tool_choice_relaxed` | whether a forced `tool_choice` has been relaxed to `auto` (after the first request) |
 //! | `repeats` | the repeated-call guard's streaks: `[{"tool", "arguments", "streak"}]` |
 //! | `usage` | the usage summed over the run's requests, or `null` |
+//! | `output_tool` | the final-answer tool's name (typed output, tool mode); absent when none |
 //!
 //! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
 //! `"is_error": true` (never sent to the model).
@@ -57,6 +58,10 @@ pub struct RunState {
     pub repeats: Vec<RepeatStreak>,
     /// Usage summed over this run's requests.
     pub usage: Option<Usage>,
+    /// The final-answer tool of a typed run (tool mode): a call to it is answered by the run
+    /// itself, and the run ends after the turn that called it. `None`: no such tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tool: Option<String>,
 }
 
 /// Where a run is.
@@ -168,6 +173,7 @@ impl RunState {
             tool_choice_relaxed: false,
             repeats: Vec::new(),
             usage: None,
+            output_tool: None,
         }
     }
 
@@ -185,6 +191,7 @@ impl RunState {
             tool_choice_relaxed: self.tool_choice_relaxed,
             repeats: self.repeats.clone(),
             usage: self.usage,
+            output_tool: self.output_tool.clone(),
         }
     }
 

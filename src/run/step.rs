@@ -1,7 +1,8 @@
 //! [`step`]: the tool loop's rules, as a pure function from a [`RunState`] and an [`Input`]
 //! to the next state and the [`Effect`] the driver performs. Every rule lives here once: the
 //! turn limit, the repeated-call guard, truncated and `stop`-reason tool calls, the forced
-//! `tool_choice`, unanswered calls, cancellation and output truncation.
+//! `tool_choice`, unanswered calls, cancellation, output truncation and the final-answer tool of
+//! a typed run.
 
 use std::collections::HashSet;
 
@@ -149,7 +150,11 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
         (Phase::NeedModel, Input::ModelFailed(error)) => fail(state, error),
         (Phase::AwaitingTools { turn }, Input::ToolsDone) => {
             let resumed = turn.assistant.is_none();
+            let output = output_reply(&state, &turn);
             finish_turn(&mut state, turn, Unanswered::NoResult);
+            if let Some(reply) = output {
+                return finish_with_output(state, reply);
+            }
             // A forced choice applied to the request whose reply called these tools.
             state.tool_choice_relaxed |= !resumed;
             request_model(state)
@@ -379,10 +384,16 @@ fn model_replied(mut state: RunState, mut reply: ChatResponse) -> (RunState, Eff
 /// Enter `AwaitingTools` for `turn`: the calls without an answer run.
 fn run_batch(
     mut state: RunState,
-    turn: ToolTurn,
+    mut turn: ToolTurn,
     from_reply: bool,
     usage: Option<Usage>,
 ) -> (RunState, Effect) {
+    // The final-answer tool is the run's own: answered here, never executed.
+    for call in &mut turn.calls {
+        if call.answer.is_none() && is_output_call(&state, &call.call) {
+            call.answer = Some(ToolAnswer::ok(OUTPUT_RECEIVED));
+        }
+    }
     let mut batch = ToolBatch {
         calls: Vec::with_capacity(turn.calls.len()),
         from_reply,
@@ -465,6 +476,49 @@ pub fn rerun_idempotent(state: &mut RunState, idempotent: impl Fn(&str) -> bool)
             }
         }
     }
+}
+
+/// The answer to a call of the final-answer tool ([`RunState::output_tool`]).
+pub(crate) const OUTPUT_RECEIVED: &str = "Final answer received.";
+
+fn is_output_call(state: &RunState, call: &ToolCall) -> bool {
+    state.output_tool.as_deref() == Some(call.function.name.as_str())
+}
+
+/// The reply a turn that called the final-answer tool ends the run with: the assistant
+/// message with the calls, usage summed over the run.
+fn output_reply(state: &RunState, turn: &ToolTurn) -> Option<ChatResponse> {
+    if !turn
+        .calls
+        .iter()
+        .any(|call| is_output_call(state, &call.call))
+    {
+        return None;
+    }
+    // A resumed turn's assistant message is already in the history.
+    let message = turn.assistant.clone().or_else(|| {
+        state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, OpenaiChatMessage::Assistant { .. }))
+            .cloned()
+    })?;
+    Some(ChatResponse {
+        message,
+        stop_reason: Some(FinishReason::Stop),
+        usage: state.usage,
+        model: None,
+        id: None,
+    })
+}
+
+/// Finish after a turn that called the final-answer tool (already committed).
+fn finish_with_output(mut state: RunState, reply: ChatResponse) -> (RunState, Effect) {
+    state.phase = Phase::Finished {
+        reply: reply.clone(),
+    };
+    (state, Effect::Done(Box::new(reply)))
 }
 
 /// Fail: keep only the committed history.

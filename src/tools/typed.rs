@@ -308,7 +308,7 @@ const SCHEMA_SLOTS: &[&str] = &[
 
 /// Rewrite `oneOf` as `anyOf` everywhere: serde picks the first matching alternative (like
 /// `anyOf`), and OpenAI's strict mode and many local servers accept only `anyOf`.
-fn one_of_to_any_of(schema: &mut Value) {
+pub(crate) fn one_of_to_any_of(schema: &mut Value) {
     let Some(object) = schema.as_object_mut() else {
         return;
     };

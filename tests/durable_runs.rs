@@ -589,3 +589,32 @@ async fn a_damaged_or_future_journal_is_a_clear_error_naming_the_step() {
         assert!(error.to_string().contains(expected), "{name}: {error}");
     }
 }
+
+#[tokio::test]
+async fn syncing_an_unchanged_history_closes_a_run_in_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open(dir.path().join("s.db")).await.unwrap());
+    let (journal, _) = SessionJournal::open(store.clone(), "s").await.unwrap();
+    let history = vec![OpenaiChatMessage::user_text("hi")];
+    journal
+        .record(JournalEntry::History(&history))
+        .await
+        .unwrap();
+    let state = RunState::new(
+        history.clone(),
+        agcore::run::RunRules::of(&CycleConfig::new("m")),
+        true,
+    );
+    journal
+        .record(JournalEntry::Run(&state.without_messages()))
+        .await
+        .unwrap();
+    let (_, restored) = SessionJournal::open(store.clone(), "s").await.unwrap();
+    assert!(restored.run.is_some());
+    // A cancelled run whose history did not change (e.g. Ctrl-C before any tool started).
+    journal.sync_history(&history).await.unwrap();
+    let (_, restored) = SessionJournal::open(store, "s").await.unwrap();
+    assert!(restored.run.is_none(), "the run stayed open");
+    assert_eq!(restored.history, history);
+}

@@ -146,9 +146,9 @@ async fn everything_over_streamable_http_lists_and_calls_tools() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    // Wait until it listens.
+    // Wait until it listens (up to 30 s: node starts slowly on a loaded 2-core machine).
     let mut listening = false;
-    for _ in 0..200 {
+    for _ in 0..600 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .is_ok()

@@ -98,12 +98,13 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         _ = tokio::signal::ctrl_c() => Ok(Ended::Cancelled(cancelled(&args))),
     };
     let outcome = outcome.map(|ended| match ended {
-        Ended::Code(code) | Ended::Cancelled(code) => (code, true),
-        Ended::Suspended(code) => (code, false),
+        Ended::Cancelled(code) => (code, true),
+        Ended::Code(code) | Ended::Suspended(code) => (code, false),
     });
-    // The run recorded its steps; a cancelled one could not record its end: what the library
-    // kept (the completed turns) is what the session keeps. A suspended run is left as it is.
-    if let (Some(session), Ok((_, true)) | Err(_)) = (&session, &outcome) {
+    // The run recorded each of its steps, its end included, except when Ctrl-C dropped it:
+    // then what the library kept (the completed turns) is what the session keeps. (After an
+    // error before the run started, or a suspension, the store is already right.)
+    if let (Some(session), Ok((_, true))) = (&session, &outcome) {
         let outcome = outcome.as_ref().map(|(code, _)| *code);
         match (session.sync(cycle.messages()).await, &outcome) {
             (Err(error), Ok(code)) if *code != ExitCode::SUCCESS => {

@@ -136,10 +136,12 @@ impl std::fmt::Debug for SessionJournal {
     }
 }
 
-/// What the store holds: the history's messages, and the next step's number.
+/// What the store holds: the history's messages, the next step's number, and whether a `run`
+/// step is open (not yet closed by a `messages` or `truncate` step).
 struct Stored {
     messages: Vec<OpenaiChatMessage>,
     next_seq: u64,
+    run_open: bool,
 }
 
 impl SessionJournal {
@@ -166,6 +168,7 @@ impl SessionJournal {
             stored: Mutex::new(Stored {
                 messages: restored.history.clone(),
                 next_seq,
+                run_open: restored.run.is_some(),
             }),
         };
         Ok((journal, restored))
@@ -177,8 +180,9 @@ impl SessionJournal {
     }
 
     /// Make the stored history equal to `messages`: one atomic append of the new messages,
-    /// after a `truncate` step when the history no longer starts with what is stored. Nothing
-    /// is written when they are equal.
+    /// after a `truncate` step when the history no longer starts with what is stored. This
+    /// closes a run in progress (the history is what the run left): when the histories are
+    /// equal, a `truncate` to the same length is written for that, else nothing.
     ///
     /// # Errors
     /// The store's errors.
@@ -204,6 +208,9 @@ impl SessionJournal {
         if !added.is_empty() {
             steps.push(Step::new(seq, MESSAGES, json!({ "messages": &added })));
         }
+        if steps.is_empty() && stored.run_open {
+            steps.push(Step::new(seq, TRUNCATE, json!({ "len": common })));
+        }
         if steps.is_empty() {
             return Ok(());
         }
@@ -212,6 +219,7 @@ impl SessionJournal {
             .append(&self.name, stored.next_seq, &steps)
             .await?;
         stored.next_seq += count;
+        stored.run_open = false;
         stored.messages.truncate(common);
         stored.messages.extend_from_slice(&messages[common..]);
         Ok(())
@@ -225,6 +233,7 @@ impl SessionJournal {
             .append(&self.name, stored.next_seq, std::slice::from_ref(&step))
             .await?;
         stored.next_seq += 1;
+        stored.run_open |= kind == RUN;
         Ok(())
     }
 }

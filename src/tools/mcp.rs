@@ -83,6 +83,7 @@ mod client;
 mod config;
 mod connection;
 mod elicitation;
+mod filter;
 mod handler;
 mod lines;
 mod listing;
@@ -110,6 +111,7 @@ pub use elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
     validate_elicited,
 };
+pub use filter::McpToolFilter;
 pub use listing::McpListError;
 pub use media::{MAX_MEDIA_BYTES, media_message};
 pub use naming::{

@@ -14,6 +14,7 @@ use crate::tools::error::ToolError;
 use crate::tools::mcp::adapter::McpToolAdapter;
 use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
 use crate::tools::mcp::elicitation::Elicitor;
+use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::handler::ToolCache;
 use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
 use crate::tools::mcp::permissions::PermissionRule;
@@ -236,6 +237,28 @@ impl McpClient {
     pub fn with_naming(mut self, naming: McpToolNaming) -> Self {
         self.naming = naming;
         self
+    }
+
+    /// Register only the tools `filter` lets through (`include` / `exclude` lists of tool
+    /// names on the server, `*` as a wildcard). The others are listed by
+    /// [`skipped_tools`](Self::skipped_tools) with the rule that left them out. Applies from
+    /// the next listing (`connect()`, `notifications/tools/list_changed`).
+    ///
+    /// ```
+    /// use agcore::tools::mcp::{McpClient, McpToolFilter, McpTransport};
+    ///
+    /// let client = McpClient::new("everything", McpTransport::stdio("npx", ["server-everything"]))
+    ///     .with_tool_filter(McpToolFilter::default().exclude(["get_env"]));
+    /// assert!(!client.tool_filter().allows("get_env"));
+    /// ```
+    pub fn with_tool_filter(self, filter: McpToolFilter) -> Self {
+        self.shared.cache.set_filter(filter);
+        self
+    }
+
+    /// The `include` / `exclude` lists ([`with_tool_filter`](Self::with_tool_filter)).
+    pub fn tool_filter(&self) -> McpToolFilter {
+        self.shared.cache.filter()
     }
 
     /// Call `callback` for every progress notification of this server.

@@ -24,6 +24,9 @@
 //! `toolPermissions` names a tool's exact permissions; `defaultPermissions` replaces the spec's
 //! default (`write` + `delete`) for tools that say neither read-only nor destructive;
 //! `trustAnnotations: false` ignores the server's hints (every tool counts as unannotated).
+//!
+//! `include` / `exclude` choose the server's tools ([`McpToolFilter`]; names on the server, `*`
+//! as a wildcard): `{"command": "npx", "args": [...], "exclude": ["get_env", "trigger-*"]}`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +37,7 @@ use serde::Deserialize;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::client::McpClient;
+use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::permission::Permission;
 
@@ -121,6 +125,13 @@ pub struct McpServerConfig {
     /// [`McpClient::with_tool_permissions`].
     #[serde(default, alias = "tool_permissions")]
     pub tool_permissions: BTreeMap<String, Vec<Permission>>,
+    /// Only these tools (names on the server, `*` as a wildcard) are registered; absent: all.
+    /// See [`McpToolFilter`].
+    #[serde(default, alias = "includeTools", alias = "include_tools")]
+    pub include: Option<Vec<String>>,
+    /// These tools are not registered (wins over `include`). See [`McpToolFilter`].
+    #[serde(default, alias = "excludeTools", alias = "exclude_tools")]
+    pub exclude: Vec<String>,
 }
 
 impl McpServerConfig {
@@ -181,6 +192,12 @@ impl McpServerConfig {
         }
         for (tool, permissions) in &self.tool_permissions {
             client = client.with_tool_permissions(tool.clone(), permissions.clone());
+        }
+        if self.include.is_some() || !self.exclude.is_empty() {
+            client = client.with_tool_filter(McpToolFilter {
+                include: self.include.clone(),
+                exclude: self.exclude.clone(),
+            });
         }
         Ok(client)
     }
@@ -315,6 +332,19 @@ mod tests {
         assert!(
             matches!(&clients[1].1, Err(McpConfigError::Invalid { reason, .. }) if reason.contains("sse"))
         );
+    }
+
+    #[test]
+    fn include_and_exclude_become_the_clients_filter() {
+        let config = McpServersConfig::parse(
+            r#"{"mcpServers": {"e": {"command": "x", "include": ["get_*", "echo"], "exclude": ["get_env"]},
+                               "f": {"command": "x", "exclude_tools": ["a"]}}}"#,
+        )
+        .unwrap();
+        let filter = config.client("e").unwrap().tool_filter();
+        assert!(filter.allows("echo") && filter.allows("get_sum"));
+        assert!(!filter.allows("get_env") && !filter.allows("add"));
+        assert!(!config.client("f").unwrap().tool_filter().allows("a"));
     }
 
     #[test]

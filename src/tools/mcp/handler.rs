@@ -22,6 +22,7 @@ use crate::tools::mcp::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
     validate_elicited,
 };
+use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::{Sampler, request_of};
@@ -33,6 +34,8 @@ pub(crate) struct ToolCache {
     tools: RwLock<Option<Arc<Vec<Tool>>>>,
     /// The listed tools that were not usable (bad schema, repeated name), with the reason.
     skipped: RwLock<Vec<SkippedMcpTool>>,
+    /// The user's `include` / `exclude` lists.
+    filter: RwLock<McpToolFilter>,
     generation: watch::Sender<u64>,
 }
 
@@ -41,6 +44,7 @@ impl ToolCache {
         Arc::new(ToolCache {
             tools: RwLock::new(None),
             skipped: RwLock::new(Vec::new()),
+            filter: RwLock::new(McpToolFilter::default()),
             generation: watch::Sender::new(0),
         })
     }
@@ -64,12 +68,30 @@ impl ToolCache {
     /// Replace the list (keeping only usable tools; the rest is recorded as skipped) and tell
     /// subscribers.
     pub(crate) fn store(&self, server: &str, tools: Vec<Tool>) -> Arc<Vec<Tool>> {
-        let (tools, skipped) = partition(server, tools);
+        let filter = self
+            .filter
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let (tools, skipped) = partition(server, tools, &filter);
         *self.skipped.write().unwrap_or_else(PoisonError::into_inner) = skipped;
         let tools = Arc::new(tools);
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Some(tools.clone());
         self.generation.send_modify(|generation| *generation += 1);
         tools
+    }
+
+    /// Set the `include` / `exclude` lists (applied from the next listing on).
+    pub(crate) fn set_filter(&self, filter: McpToolFilter) {
+        *self.filter.write().unwrap_or_else(PoisonError::into_inner) = filter;
+    }
+
+    /// The `include` / `exclude` lists.
+    pub(crate) fn filter(&self) -> McpToolFilter {
+        self.filter
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Forget the list (the next `list_tools` asks the server again).

@@ -69,3 +69,29 @@ fn tools_shows_an_excluded_mcp_tool_as_hidden_with_the_rule() {
         "not_included"
     );
 }
+
+#[test]
+fn mcp_list_says_a_server_took_several_attempts_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let starts = dir.path().join("starts");
+    let fault = format!("fail-starts=1@{}", starts.display());
+    let config = demo_config(
+        dir.path(),
+        serde_json::json!({"args": ["mcp-demo-server", "--fault", fault], "startupBackoffMs": 10}),
+    );
+    let (ok, out) = run(dir.path(), &["mcp", "list", "--mcp-config", &config]);
+    assert!(ok, "{out}");
+    assert!(
+        out.starts_with("demo: connected (after 2 attempts), 3 tool(s)"),
+        "{out}"
+    );
+    let (_, json) = run(
+        dir.path(),
+        &["mcp", "list", "--mcp-config", &config, "--json"],
+    );
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        json[0]["connect_attempts"], 1,
+        "the third start serves at once"
+    );
+}

@@ -90,6 +90,7 @@ mod listing;
 mod media;
 mod naming;
 mod permissions;
+mod recovery;
 mod result;
 mod roots;
 mod sampling;
@@ -105,7 +106,10 @@ pub use catalog::{
     McpResourceTemplate,
 };
 pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
-pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
+pub use config::{
+    CONFIG_RESTARTS, CONFIG_STARTUP_RETRIES, McpConfigError, McpServerConfig, McpServersConfig,
+    connect_all,
+};
 pub use connection::McpServerInfo;
 pub use elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
@@ -118,6 +122,7 @@ pub use naming::{
     McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
     register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
 };
+pub use recovery::McpRetry;
 pub use result::{call_result_to_value, content_to_model_text};
 pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, SamplingTurn};
 pub use skipped::{McpSkipReason, SkippedMcpTool};

@@ -2,6 +2,7 @@
 //! calls and for tool adapters).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::handler::ToolCache;
 use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
 use crate::tools::mcp::permissions::PermissionRule;
+use crate::tools::mcp::recovery::{McpRetry, open_with_retries};
 use crate::tools::mcp::result::call_result_to_value;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
@@ -88,6 +90,10 @@ impl McpClient {
                 server: server.clone(),
                 conn: RwLock::new(None),
                 cache: ToolCache::new(),
+                settings: RwLock::new(None),
+                restart_lock: tokio::sync::Mutex::new(()),
+                restarts: AtomicU32::new(0),
+                attempts: AtomicU32::new(0),
             }),
             settings: Settings {
                 server,
@@ -103,6 +109,8 @@ impl McpClient {
                 elicitor: None,
                 roots: Arc::new(Roots::default()),
                 sampler: None,
+                startup: McpRetry::default(),
+                restarts: 0,
             },
             rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
@@ -239,6 +247,32 @@ impl McpClient {
         self
     }
 
+    /// Try a server that fails to start again, by `retry` (default: no retries). A program that
+    /// cannot be started at all (not found) is not retried. See [`McpRetry`].
+    pub fn with_startup_retry(mut self, retry: McpRetry) -> Self {
+        self.settings.startup = retry;
+        self
+    }
+
+    /// Start a server that died (a crashed stdio process, a closed connection) again on the
+    /// next call, at most `restarts` times until the next `connect()` (default 0: a dead server
+    /// stays dead until `connect()`). The call in flight when it died fails with how it ended;
+    /// the restarted server's tools are listed again (adapters keep working).
+    pub fn with_restarts(mut self, restarts: u32) -> Self {
+        self.settings.restarts = restarts;
+        self
+    }
+
+    /// How many times the server was restarted since the last `connect()`.
+    pub fn restarts(&self) -> u32 {
+        self.shared.restarts.load(Ordering::Relaxed)
+    }
+
+    /// How many attempts the last `connect()` made (1 without retries; 0 before any).
+    pub fn connect_attempts(&self) -> u32 {
+        self.shared.attempts.load(Ordering::Relaxed)
+    }
+
     /// Register only the tools `filter` lets through (`include` / `exclude` lists of tool
     /// names on the server, `*` as a wildcard). The others are listed by
     /// [`skipped_tools`](Self::skipped_tools) with the rule that left them out. Applies from
@@ -310,11 +344,6 @@ impl McpClient {
             })
     }
 
-    /// The live connection, or `McpNotInitialized`.
-    pub(crate) fn live_connection(&self) -> Result<Arc<Connection>, ToolError> {
-        self.shared.connection()
-    }
-
     /// The server's name.
     pub fn server_name(&self) -> &str {
         &self.settings.server
@@ -350,7 +379,13 @@ impl McpClient {
     /// timeout. The server is shut down again on any of these.
     pub async fn connect(&mut self) -> Result<(), ToolError> {
         self.close_connection().await;
-        let conn = Connection::open(&self.settings, self.shared.cache.clone()).await?;
+        self.shared.restarts.store(0, Ordering::Relaxed);
+        *self
+            .shared
+            .settings
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(self.settings.clone());
+        let conn = open_with_retries(&self.settings, &self.shared).await?;
         let has_tools = conn.info.has_tools;
         *self
             .shared
@@ -539,6 +574,11 @@ impl McpHandle {
         sync_mcp_tools(registry, self)
     }
 
+    /// The connection for a request (restarting a dead server when allowed).
+    pub(crate) async fn live(&self) -> Result<Arc<Connection>, ToolError> {
+        self.shared.live().await
+    }
+
     /// An adapter for `tool` with this client's naming and permission rule.
     pub(crate) fn adapter(&self, tool: &Tool) -> McpToolAdapter {
         McpToolAdapter::new(self.clone(), tool, self.naming, &self.rule)
@@ -551,14 +591,36 @@ impl McpHandle {
 }
 
 /// What a client, its handles and its adapters share.
-struct Shared {
-    server: Arc<str>,
+pub(crate) struct Shared {
+    pub(crate) server: Arc<str>,
     conn: RwLock<Option<Arc<Connection>>>,
-    cache: Arc<ToolCache>,
+    pub(crate) cache: Arc<ToolCache>,
+    /// The settings of the last `connect()`, for restarts.
+    settings: RwLock<Option<Settings>>,
+    /// One restart at a time.
+    pub(crate) restart_lock: tokio::sync::Mutex<()>,
+    /// Restarts since the last `connect()`.
+    pub(crate) restarts: AtomicU32,
+    /// Attempts of the last `connect()`.
+    pub(crate) attempts: AtomicU32,
 }
 
 impl Shared {
-    fn connection(&self) -> Result<Arc<Connection>, ToolError> {
+    /// The settings to restart with, when restarts are allowed.
+    pub(crate) fn restart_settings(&self) -> Option<Settings> {
+        self.settings
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .filter(|settings| settings.restarts > 0)
+    }
+
+    /// Put a restarted connection in place.
+    pub(crate) fn replace(&self, conn: Arc<Connection>) {
+        *self.conn.write().unwrap_or_else(PoisonError::into_inner) = Some(conn);
+    }
+
+    pub(crate) fn connection(&self) -> Result<Arc<Connection>, ToolError> {
         self.conn
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -586,7 +648,7 @@ impl Shared {
                 ));
             }
         };
-        let conn = self.connection()?;
+        let conn = self.live().await?;
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         let result = conn
@@ -600,7 +662,7 @@ impl Shared {
         if !refresh && let Some(tools) = self.cache.get() {
             return Ok(tools);
         }
-        let conn = self.connection()?;
+        let conn = self.live().await?;
         let tools = conn.list_tools().await?;
         Ok(self.cache.store(&self.server, tools))
     }

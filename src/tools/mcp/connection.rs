@@ -23,6 +23,7 @@ use crate::tools::mcp::client::ProgressCallback;
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
@@ -48,6 +49,26 @@ pub(crate) struct Settings {
     pub elicitor: Option<Arc<dyn Elicitor>>,
     pub roots: Arc<Roots>,
     pub sampler: Option<Arc<dyn Sampler>>,
+    /// How a failed start is retried.
+    pub startup: McpRetry,
+    /// How many times a server that died is started again (0: never).
+    pub restarts: u32,
+}
+
+/// Why a session could not be opened, and whether trying again may help.
+pub(crate) struct OpenFailure {
+    pub error: ToolError,
+    /// The program could not be started at all (not found, not executable).
+    pub permanent: bool,
+}
+
+impl From<ToolError> for OpenFailure {
+    fn from(error: ToolError) -> Self {
+        OpenFailure {
+            error,
+            permanent: false,
+        }
+    }
 }
 
 /// What agcore declares: elicitation (form, and URL when the elicitor supports it) only with an
@@ -107,7 +128,7 @@ impl Connection {
     pub(crate) async fn open(
         settings: &Settings,
         cache: Arc<ToolCache>,
-    ) -> Result<Self, ToolError> {
+    ) -> Result<Self, OpenFailure> {
         let server = settings.server.clone();
         let protocol_version: ProtocolVersion =
             serde_json::from_value(serde_json::Value::String(settings.protocol_version.clone()))
@@ -299,6 +320,20 @@ impl Connection {
         }
     }
 
+    /// How a session that is gone ended: `MCP server 'x' exited (exit status: 3); last stderr
+    /// lines: ...` for a stdio server.
+    pub(crate) async fn gone_error(&self) -> String {
+        match &self.child {
+            Some(child) => format!(
+                "MCP server '{}' {}{}",
+                self.server,
+                child.describe_end(EXIT_STATUS_WAIT).await,
+                child.stderr().quote()
+            ),
+            None => format!("MCP server '{}': the connection closed", self.server),
+        }
+    }
+
     /// Close the session: stop rmcp's loop (which closes the server's stdin), then wait for
     /// the process to exit — SIGTERM, then SIGKILL, if it does not.
     pub(crate) async fn close(&self) {
@@ -326,42 +361,46 @@ async fn open_stdio(
     spec: &StdioSpec,
     handler: Handler,
     closed: &CancellationToken,
-) -> Result<(Service, ChildHandle), ToolError> {
+) -> Result<(Service, ChildHandle), OpenFailure> {
     let server = &settings.server;
-    let (transport, child) = stdio::spawn(server, spec, closed.clone()).map_err(|error| {
-        ToolError::McpError(format!(
-            "MCP server '{server}': cannot start `{}`: {error}",
-            settings.transport.describe()
-        ))
-    })?;
+    let (transport, child) =
+        stdio::spawn(server, spec, closed.clone()).map_err(|error| OpenFailure {
+            error: ToolError::McpError(format!(
+                "MCP server '{server}': cannot start `{}`: {error}",
+                settings.transport.describe()
+            )),
+            permanent: true,
+        })?;
     let limit = settings.connect_timeout;
     let outcome = tokio::select! {
         outcome = tokio::time::timeout(limit, handler.serve(transport)) => outcome,
-        () = closed.cancelled() => return Err(ended(server, &child, "initialize").await),
+        () = closed.cancelled() => return Err(ended(server, &child, "initialize").await.into()),
     };
     match outcome {
         Ok(Ok(service)) => Ok((service, child)),
         Ok(Err(error)) if closed.is_cancelled() => {
             tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
-            Err(ended(server, &child, "initialize").await)
+            Err(ended(server, &child, "initialize").await.into())
         }
         Ok(Err(error)) => {
             // A server that exits at once can fail our first write (broken pipe) before its
             // stdout is seen to close: say how it ended, with its stderr, not the pipe error.
             if child.exit_status(EXIT_STATUS_WAIT).await.is_some() {
                 tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
-                return Err(ended(server, &child, "initialize").await);
+                return Err(ended(server, &child, "initialize").await.into());
             }
             Err(ToolError::McpError(format!(
                 "MCP server '{server}' failed to initialize: {error}{}",
                 child.stderr().quote()
-            )))
+            ))
+            .into())
         }
         Err(_) => Err(ToolError::McpTimeout(format!(
             "MCP server '{server}' did not finish initialize within {}{}",
             seconds(limit),
             child.stderr().quote()
-        ))),
+        ))
+        .into()),
     }
 }
 

@@ -92,3 +92,128 @@ async fn include_and_exclude_lists_leave_tools_out_and_say_why() {
         "{line}"
     );
 }
+
+fn everything_client() -> Option<agcore::tools::mcp::McpClient> {
+    let script = npm_script(EVERYTHING, "dist/index.js")?;
+    Some(agcore::tools::mcp::McpClient::new(
+        "everything",
+        agcore::tools::mcp::McpTransport::Stdio {
+            command: "node".into(),
+            args: vec![script.to_string_lossy().into_owned(), "stdio".into()],
+        },
+    ))
+}
+
+#[tokio::test]
+async fn the_model_lists_and_reads_resources_through_read_only_tools() {
+    use agcore::tools::{Permission, PermissionChecker, PermissionConfig, ToolKind};
+    let Some(mut client) = everything_client() else {
+        return;
+    };
+    client.connect().await.unwrap();
+    // Read-only: the default permission checker (Delete denied, Read allowed) lets them run.
+    let mut registry = ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
+    registry.register_all(client.resource_tools()).unwrap();
+    let list = registry.get("everything__list_resources").unwrap();
+    assert_eq!(list.required_permissions(), vec![Permission::Read]);
+    assert_eq!(list.kind(), ToolKind::Read);
+    assert!(registry.get("everything__read_resource").is_some());
+    assert_eq!(
+        registry.explain("openai", "m").exposed().len(),
+        2,
+        "both are offered under the default permissions"
+    );
+
+    let listed = registry
+        .invoke("everything__list_resources", serde_json::json!({}))
+        .await
+        .unwrap();
+    let listed = listed.output.unwrap();
+    let listed = listed.as_str().unwrap();
+    let uri = listed
+        .lines()
+        .find_map(|l| {
+            l.split(" — ")
+                .next()
+                .filter(|u| u.starts_with("demo://resource/static/document/"))
+        })
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        listed.contains("templates (fill in the {placeholders}):"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("demo://resource/dynamic/text/{"),
+        "{listed}"
+    );
+
+    let read = registry
+        .invoke("everything__read_resource", serde_json::json!({"uri": uri}))
+        .await
+        .unwrap();
+    let text = read.output.unwrap();
+    let expected = client.read_resource(uri).await.unwrap()[0]
+        .text
+        .clone()
+        .unwrap();
+    let text = text.as_str().unwrap();
+    if expected.len() <= agcore::tools::mcp::MAX_RESOURCE_OUTPUT_BYTES {
+        assert_eq!(text, expected);
+    } else {
+        assert!(text.contains("call again with offset"), "{text}");
+    }
+
+    // A template filled in; a missing resource is a tool error the model reads.
+    let dynamic = registry
+        .invoke(
+            "everything__read_resource",
+            serde_json::json!({"uri": "demo://resource/dynamic/text/3"}),
+        )
+        .await
+        .unwrap();
+    assert!(!dynamic.output.unwrap().as_str().unwrap().is_empty());
+    let missing = registry
+        .invoke(
+            "everything__read_resource",
+            serde_json::json!({"uri": "demo://nothing/here"}),
+        )
+        .await
+        .unwrap();
+    assert!(missing.output.is_err(), "{missing:?}");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_subscribed_resource_announces_its_updates() {
+    use agcore::tools::mcp::McpResourceUpdate;
+    let Some(mut client) = everything_client() else {
+        return;
+    };
+    client.connect().await.unwrap();
+    assert!(client.server_info().unwrap().can_subscribe);
+    let mut updates = client.resource_updates();
+    let uri = "demo://resource/dynamic/text/1";
+    client.subscribe_resource(uri).await.unwrap();
+    assert_eq!(client.handle().subscribed_resources(), vec![uri.to_owned()]);
+    // server-everything sends updates for subscribed resources once this tool is on (one at
+    // once, then every 5 s).
+    client
+        .call_tool("toggle-subscriber-updates", serde_json::json!({}))
+        .await
+        .unwrap();
+    let update = tokio::time::timeout(std::time::Duration::from_secs(10), updates.recv())
+        .await
+        .expect("an update within 10 s")
+        .unwrap();
+    assert_eq!(
+        update,
+        McpResourceUpdate::Updated {
+            server: "everything".into(),
+            uri: uri.into()
+        }
+    );
+    client.unsubscribe_resource(uri).await.unwrap();
+    assert!(client.handle().subscribed_resources().is_empty());
+    client.close().await.unwrap();
+}

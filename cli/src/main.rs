@@ -3,6 +3,7 @@
 
 mod approve;
 mod chat;
+mod chat_mcp;
 mod cli;
 mod config;
 mod demo;

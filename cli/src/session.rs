@@ -9,7 +9,7 @@ use agcore::tools::ToolError;
 use agcore::tools::ToolRegistry;
 use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
 use agcore::tools::mcp::{
-    McpClient, McpServerStatus, McpServersConfig, connect_all, register_mcp_tools,
+    McpClient, McpHandle, McpServerStatus, McpServersConfig, connect_all, register_mcp_tools,
 };
 use anyhow::{Context, bail};
 
@@ -207,6 +207,18 @@ pub async fn build_registry(
     loaded: &Loaded,
     check_profiles: bool,
 ) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>)> {
+    let (registry, statuses, _) =
+        build_registry_with_mcp(tool_args, model, loaded, check_profiles).await?;
+    Ok((registry, statuses))
+}
+
+/// [`build_registry`], and a handle of each connected MCP server (for `/resources`, `/prompt`).
+pub async fn build_registry_with_mcp(
+    tool_args: &ToolArgs,
+    model: Option<&ModelArgs>,
+    loaded: &Loaded,
+    check_profiles: bool,
+) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>, Vec<McpHandle>)> {
     let config = &loaded.config;
     let mut tools = config.tools.clone();
     if let Some(profile) = &tool_args.profile {
@@ -230,7 +242,7 @@ pub async fn build_registry(
             bail!("--tools none cannot be combined with --tools builtin");
         }
         // No tools at all: nothing is offered, so there is nothing for profiles to gate.
-        return Ok((registry, Vec::new()));
+        return Ok((registry, Vec::new(), Vec::new()));
     }
     if named("builtin") || config.builtin.enabled {
         let root = tool_args
@@ -264,10 +276,22 @@ pub async fn build_registry(
             ),
         }
     }
+    let handles: Vec<McpHandle> = connected.iter().map(McpClient::handle).collect();
     register_mcp_tools(&mut registry, connected)?;
+    // Servers with resources get read-only list/read tools for the model.
+    for tool in handles.iter().flat_map(McpHandle::resource_tools) {
+        let name = tool.name().to_owned();
+        if let Err(error) = registry.register(tool) {
+            eprintln!(
+                "warning: MCP resource tool '{}' not registered: {}",
+                escape_for_terminal(&name),
+                escape_keeping_lines(&error.to_string())
+            );
+        }
+    }
     if check_profiles {
         // A typo in a profile, or a tool no profile reaches, is an error, not a silent no-op.
         registry.check_exposure()?;
     }
-    Ok((registry, statuses))
+    Ok((registry, statuses, handles))
 }

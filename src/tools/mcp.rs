@@ -91,12 +91,14 @@ mod media;
 mod naming;
 mod permissions;
 mod recovery;
+mod resource_tools;
 mod result;
 mod roots;
 mod sampling;
 mod skipped;
 mod stderr;
 mod stdio;
+mod subscriptions;
 mod summary;
 mod transport;
 
@@ -123,9 +125,11 @@ pub use naming::{
     register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
 };
 pub use recovery::McpRetry;
+pub use resource_tools::{MAX_RESOURCE_OUTPUT_BYTES, McpResourceTool};
 pub use result::{call_result_to_value, content_to_model_text};
 pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, SamplingTurn};
 pub use skipped::{McpSkipReason, SkippedMcpTool};
+pub use subscriptions::McpResourceUpdate;
 pub use summary::{McpServerStatus, McpToolSummary};
 pub use transport::McpTransport;
 

@@ -24,6 +24,7 @@ use crate::tools::mcp::result::call_result_to_value;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::skipped::SkippedMcpTool;
+use crate::tools::mcp::subscriptions::Subscriptions;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
@@ -85,6 +86,7 @@ impl McpClient {
     /// error messages), reached through `transport`. Nothing starts until `connect()`.
     pub fn new(server_name: impl Into<String>, transport: McpTransport) -> Self {
         let server: Arc<str> = Arc::from(server_name.into());
+        let subscriptions = Arc::new(Subscriptions::default());
         McpClient {
             shared: Arc::new(Shared {
                 server: server.clone(),
@@ -94,6 +96,7 @@ impl McpClient {
                 restart_lock: tokio::sync::Mutex::new(()),
                 restarts: AtomicU32::new(0),
                 attempts: AtomicU32::new(0),
+                subscriptions: subscriptions.clone(),
             }),
             settings: Settings {
                 server,
@@ -111,6 +114,7 @@ impl McpClient {
                 sampler: None,
                 startup: McpRetry::default(),
                 restarts: 0,
+                subscriptions,
             },
             rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
@@ -574,6 +578,20 @@ impl McpHandle {
         sync_mcp_tools(registry, self)
     }
 
+    /// The client's `include` / `exclude` lists ([`McpClient::with_tool_filter`]).
+    pub fn tool_filter(&self) -> McpToolFilter {
+        self.shared.cache.filter()
+    }
+
+    /// What the server said in `initialize` (`None` while not connected).
+    pub fn server_info(&self) -> Option<McpServerInfo> {
+        self.shared.connection().ok().map(|conn| conn.info.clone())
+    }
+
+    pub(crate) fn subscriptions(&self) -> &Subscriptions {
+        &self.shared.subscriptions
+    }
+
     /// The connection for a request (restarting a dead server when allowed).
     pub(crate) async fn live(&self) -> Result<Arc<Connection>, ToolError> {
         self.shared.live().await
@@ -603,6 +621,8 @@ pub(crate) struct Shared {
     pub(crate) restarts: AtomicU32,
     /// Attempts of the last `connect()`.
     pub(crate) attempts: AtomicU32,
+    /// Subscribed resources and their updates.
+    pub(crate) subscriptions: Arc<Subscriptions>,
 }
 
 impl Shared {

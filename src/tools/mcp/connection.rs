@@ -27,6 +27,7 @@ use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
+use crate::tools::mcp::subscriptions::Subscriptions;
 use crate::tools::mcp::transport::McpTransport;
 
 /// How long a failure message waits for the exit status of a server whose stdout closed.
@@ -53,6 +54,8 @@ pub(crate) struct Settings {
     pub startup: McpRetry,
     /// How many times a server that died is started again (0: never).
     pub restarts: u32,
+    /// Subscribed resources and where their updates go.
+    pub subscriptions: Arc<Subscriptions>,
 }
 
 /// Why a session could not be opened, and whether trying again may help.
@@ -109,6 +112,12 @@ pub struct McpServerInfo {
     pub instructions: Option<String>,
     /// Whether the server offers tools.
     pub has_tools: bool,
+    /// Whether the server offers resources.
+    pub has_resources: bool,
+    /// Whether it takes resource subscriptions (`resources/subscribe`).
+    pub can_subscribe: bool,
+    /// Whether the server offers prompts.
+    pub has_prompts: bool,
 }
 
 /// A live session.
@@ -151,6 +160,7 @@ impl Connection {
             elicitor: settings.elicitor.clone(),
             roots: settings.roots.clone(),
             sampler: settings.sampler.clone(),
+            subscriptions: settings.subscriptions.clone(),
         };
         let closed = CancellationToken::new();
         let (service, child) = match &settings.transport {
@@ -184,6 +194,14 @@ impl Connection {
                 protocol_version: init.protocol_version.to_string(),
                 instructions: init.instructions.clone(),
                 has_tools: init.capabilities.tools.is_some(),
+                has_resources: init.capabilities.resources.is_some(),
+                can_subscribe: init
+                    .capabilities
+                    .resources
+                    .as_ref()
+                    .and_then(|resources| resources.subscribe)
+                    .unwrap_or(false),
+                has_prompts: init.capabilities.prompts.is_some(),
             },
             None => McpServerInfo {
                 name: server.to_string(),
@@ -191,6 +209,9 @@ impl Connection {
                 protocol_version: settings.protocol_version.clone(),
                 instructions: None,
                 has_tools: true,
+                has_resources: false,
+                can_subscribe: false,
+                has_prompts: false,
             },
         };
         Ok(Connection {

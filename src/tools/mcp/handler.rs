@@ -12,7 +12,8 @@ use rmcp::ErrorData;
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationAction, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParam, ProgressNotificationParam, Root, SamplingMessage, Tool,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ResourceUpdatedNotificationParam,
+    Root, SamplingMessage, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, ServiceError};
 use tokio::sync::watch;
@@ -27,6 +28,7 @@ use crate::tools::mcp::listing::{ListFailure, list_bounded};
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::{Sampler, request_of};
 use crate::tools::mcp::skipped::{SkippedMcpTool, partition};
+use crate::tools::mcp::subscriptions::{McpResourceUpdate, Subscriptions};
 
 /// The cached `tools/list` of one server, shared by the client, its handles and its adapters.
 #[derive(Debug)]
@@ -174,6 +176,7 @@ pub(crate) struct Handler {
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
     pub(crate) roots: Arc<Roots>,
     pub(crate) sampler: Option<Arc<dyn Sampler>>,
+    pub(crate) subscriptions: Arc<Subscriptions>,
 }
 
 impl ClientHandler for Handler {
@@ -270,6 +273,23 @@ impl ClientHandler for Handler {
                 tracing::warn!(target: "agcore::mcp", server = %self.server, "refreshing the tool list timed out");
             }
         }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.subscriptions.publish(McpResourceUpdate::Updated {
+            server: self.server.to_string(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.subscriptions.publish(McpResourceUpdate::ListChanged {
+            server: self.server.to_string(),
+        });
     }
 
     async fn on_progress(

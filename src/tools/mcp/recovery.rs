@@ -150,6 +150,7 @@ impl Shared {
             let tools = fresh.list_tools().await?;
             self.cache.store(&self.server, tools);
         }
+        self.subscriptions.renew(&fresh).await;
         self.replace(fresh.clone());
         Ok(fresh)
     }

@@ -9,6 +9,7 @@
 
 mod cycle;
 mod driver;
+mod media;
 mod model_turn;
 pub mod state;
 pub mod step;

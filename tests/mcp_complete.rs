@@ -217,3 +217,125 @@ async fn a_subscribed_resource_announces_its_updates() {
     assert!(client.handle().subscribed_resources().is_empty());
     client.close().await.unwrap();
 }
+
+/// A fake OpenAI server: the first request gets a call of `get-tiny-image`, the next a text
+/// reply; every request body is kept.
+struct ImageScript {
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+impl wiremock::Respond for ImageScript {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+        let mut bodies = self.bodies.lock().unwrap();
+        bodies.push(body);
+        let message = if bodies.len() == 1 {
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+                "id": "call_img", "type": "function",
+                "function": {"name": "get-tiny-image", "arguments": "{}"}}]})
+        } else {
+            serde_json::json!({"role": "assistant", "content": "a tiny image"})
+        };
+        let finish = if bodies.len() == 1 {
+            "tool_calls"
+        } else {
+            "stop"
+        };
+        wiremock::ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}]
+        }))
+    }
+}
+
+/// The second request's messages of a run where the model calls `get-tiny-image`.
+async fn run_image_tool(accepts_images: bool) -> Option<Vec<serde_json::Value>> {
+    use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
+    let mut client = everything_client()?;
+    client.connect().await.unwrap();
+    let mut registry = ToolRegistry::new();
+    register_mcp_tools_with_report(&mut registry, vec![client]);
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let script = ImageScript {
+        bodies: bodies.clone(),
+    };
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(script)
+        .mount(&server)
+        .await;
+    let model = OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()))).unwrap();
+    let mut config = CycleConfig::new("m");
+    config.accepts_images = accepts_images;
+    let mut cycle = LlmCycle::new(model, config);
+    let reply = cycle
+        .submit_with_tools("show me".into(), &registry)
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&reply.message).unwrap()["content"],
+        "a tiny image"
+    );
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    // The history the cycle kept is what the second request sent.
+    assert_eq!(
+        serde_json::to_value(cycle.messages())
+            .unwrap()
+            .as_array()
+            .unwrap()[..bodies[1]["messages"].as_array().unwrap().len()],
+        bodies[1]["messages"].as_array().unwrap()[..]
+    );
+    Some(bodies[1]["messages"].as_array().unwrap().clone())
+}
+
+#[tokio::test]
+async fn an_image_from_an_mcp_tool_reaches_a_model_that_accepts_images() {
+    let Some(messages) = run_image_tool(true).await else {
+        return;
+    };
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"], "{messages:?}");
+    let tool = messages[2]["content"].as_str().unwrap();
+    assert!(tool.contains("[image: image/png"), "{tool}");
+    assert!(
+        tool.ends_with("they follow in the next user message]"),
+        "{tool}"
+    );
+    let parts = messages[3]["content"].as_array().unwrap();
+    assert!(
+        parts[0]["text"].as_str().unwrap().contains("call_img"),
+        "{parts:?}"
+    );
+    assert!(
+        parts[1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,"),
+        "{parts:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_model_that_does_not_accept_images_reads_that_one_was_not_shown() {
+    let Some(messages) = run_image_tool(false).await else {
+        return;
+    };
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool"], "{messages:?}");
+    let tool = messages[2]["content"].as_str().unwrap();
+    assert!(
+        tool.ends_with("not shown: this model is not set to accept images]"),
+        "{tool}"
+    );
+    assert!(
+        !tool.contains("base64,"),
+        "no image data in the text: {tool}"
+    );
+}

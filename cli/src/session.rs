@@ -122,6 +122,7 @@ fn cycle_parts(
     let client = OpenAiClient::new(client_config).context("could not create the HTTP client")?;
     let mut cycle_config = CycleConfig::new(model);
     cycle_config.max_turns = args.max_turns.or(section.max_turns);
+    cycle_config.accepts_images = section.accepts_images.unwrap_or(false);
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);

@@ -164,9 +164,14 @@ pub(crate) fn drive<'a>(
                     {
                         let mut completed = registry.run_stream_observed(requests, move |index| started.mark(index));
                         while let Some((index, call)) = completed.next().await {
+                            let media = crate::run::media::of(&call, run.state.rules.accepts_images);
                             let (event, answer) = completed_event(call);
                             if let Some(&position) = positions.get(index) {
+                                let (answer, message) = crate::run::media::attach(answer, media);
                                 run.state.record_answer(position, answer);
+                                if let Some(message) = message {
+                                    run.state.record_media(position, message);
+                                }
                             }
                             yield LoopItem::Event(event);
                         }

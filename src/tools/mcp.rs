@@ -119,7 +119,7 @@ pub use elicitation::{
 };
 pub use filter::McpToolFilter;
 pub use listing::McpListError;
-pub use media::{MAX_MEDIA_BYTES, media_message};
+pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message};
 pub use naming::{
     McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
     register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,

@@ -15,6 +15,7 @@ mod mcp_cmd;
 mod mcp_login;
 mod render;
 mod run;
+mod sampling;
 mod secrets;
 mod session;
 mod sessions_cmd;

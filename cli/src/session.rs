@@ -120,6 +120,8 @@ fn cycle_parts(
         client_config = client_config.with_api_key(key);
     }
     let client = OpenAiClient::new(client_config).context("could not create the HTTP client")?;
+    // MCP servers allowed to sample use this model (after the user approves each request).
+    crate::sampling::offer_model(&client, &model);
     let mut cycle_config = CycleConfig::new(model);
     cycle_config.max_turns = args.max_turns.or(section.max_turns);
     cycle_config.accepts_images = section.accepts_images.unwrap_or(false);
@@ -170,6 +172,7 @@ pub async fn connect_servers(
         .into_iter()
         .map(|(name, client)| {
             let client = client.map(|client| {
+                let client = crate::sampling::interactive(client, servers.servers.get(&name));
                 crate::mcp_login::with_stored_auth(withholding(client, withheld), &name)
             });
             (name, client)

@@ -144,6 +144,15 @@ pub struct McpServerConfig {
     /// The wait before the first retry in milliseconds, doubling after each (absent: 500).
     #[serde(default, alias = "startup_backoff_ms")]
     pub startup_backoff_ms: Option<u64>,
+    /// Whether the server may ask the application's model for completions
+    /// (`sampling/createMessage`). The library only records it: the application supplies the
+    /// [`Sampler`](crate::tools::mcp::Sampler) (the CLI: after asking the user, each time).
+    #[serde(default, alias = "allow_sampling")]
+    pub allow_sampling: bool,
+    /// The most tokens the server's sampling may spend in one session (the application's rule;
+    /// the CLI's default is 4096).
+    #[serde(default, alias = "sampling_token_budget")]
+    pub sampling_token_budget: Option<u32>,
     /// How many times a server that died is started again on the next call (absent:
     /// [`CONFIG_RESTARTS`]; 0: never).
     #[serde(default)]

@@ -17,6 +17,16 @@
 //!   not compile, a repeated name) is skipped with a reason ([`SkippedMcpTool`]), not fatal.
 //! - [`McpServersConfig`]: the de-facto standard `mcpServers` JSON file; `connect_all` starts
 //!   every server concurrently.
+//! - [`McpToolFilter`]: per-server `include` / `exclude` lists; a tool left out is listed with
+//!   the rule ([`McpSkipReason::NotIncluded`], [`McpSkipReason::Excluded`]).
+//! - Recovery: [`McpRetry`] for a server that fails to start
+//!   ([`McpClient::with_startup_retry`]); [`McpClient::with_restarts`] starts a server that died
+//!   again on the next call (bounded).
+//! - Resources for the model: [`McpClient::resource_tools`] (`<server>__list_resources`,
+//!   `<server>__read_resource`, read-only, bounded); subscriptions
+//!   ([`McpClient::subscribe_resource`], [`McpResourceUpdate`]).
+//! - Media for the model: [`media_for_model`] (used by the run when
+//!   `CycleConfig::accepts_images` is set).
 //!
 //! ```no_run
 //! use agcore::tools::ToolRegistry;

@@ -1,11 +1,16 @@
-//! `tools/call echo` throughput and latency of agcore's `McpClient` against any stdio MCP server,
-//! with the same CLI and JSON fields as `mcp-bench-rmcp` (../shared/perf) so both run side by
-//! side:
+//! `tools/call echo` throughput and latency of agcore's `McpClient` against any stdio MCP server
+//! or streamable-HTTP URL, with the same CLI and JSON fields as `mcp-bench-rmcp` (../shared/perf)
+//! so both run side by side — and, with `--impl rmcp`, of a raw rmcp 3.11 client built into the
+//! same binary (same compiler flags, same run):
 //!
 //! ```text
 //! cargo run --release --example mcp_bench -- [--calls 2000] [--conc 32] [--warmup 50]
-//!     [--modes seq,spawn,join_all] [--runtime multi|current] [--label NAME] -- SERVER_CMD [ARGS...]
+//!     [--modes seq,spawn,join_all] [--runtime multi|current] [--label NAME] [--impl agcore|rmcp]
+//!     [--server-pid PID] (--url http://127.0.0.1:PORT/mcp | -- SERVER_CMD [ARGS...])
 //! ```
+//!
+//! `--server-pid` names the server process (tree) whose CPU is counted for an HTTP server that is
+//! not this process's child.
 //!
 //! Modes: `seq` one call at a time; `spawn` `--conc` tasks (each with an `McpHandle`) pulling
 //! call indices from a shared counter; `join_all` the same workers as plain futures on the main
@@ -19,6 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use agcore::tools::mcp::{McpClient, McpHandle, McpTransport};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use serde_json::{Value, json};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -71,6 +79,9 @@ struct Args {
     runtime: String,
     label: String,
     server: Vec<String>,
+    url: Option<String>,
+    implementation: String,
+    server_pid: Option<u32>,
 }
 
 fn parse_args() -> Result<Args, Error> {
@@ -82,6 +93,9 @@ fn parse_args() -> Result<Args, Error> {
         runtime: "multi".into(),
         label: String::new(),
         server: vec![],
+        url: None,
+        implementation: "agcore".into(),
+        server_pid: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -93,6 +107,9 @@ fn parse_args() -> Result<Args, Error> {
             "--modes" => args.modes = value()?.split(',').map(str::to_string).collect(),
             "--runtime" => args.runtime = value()?,
             "--label" => args.label = value()?,
+            "--url" => args.url = Some(value()?),
+            "--impl" => args.implementation = value()?,
+            "--server-pid" => args.server_pid = Some(value()?.parse()?),
             "--" => {
                 args.server = it.collect();
                 break;
@@ -104,20 +121,45 @@ fn parse_args() -> Result<Args, Error> {
             }
         }
     }
-    if args.server.is_empty() {
-        return Err("usage: mcp_bench [options] -- SERVER_CMD [ARGS...]".into());
+    if args.server.is_empty() && args.url.is_none() {
+        return Err("usage: mcp_bench [options] (--url URL | -- SERVER_CMD [ARGS...])".into());
     }
     if args.label.is_empty() {
-        args.label = args.server.join(" ");
+        args.label = args.url.clone().unwrap_or_else(|| args.server.join(" "));
     }
     Ok(args)
 }
 
-async fn echo(handle: &McpHandle, i: usize) -> Result<u64, Error> {
+/// Who makes the calls: agcore's handle, or a raw rmcp peer.
+#[derive(Clone)]
+enum Caller {
+    Agcore(McpHandle),
+    Rmcp(Peer<RoleClient>),
+}
+
+async fn echo(handle: &Caller, i: usize) -> Result<u64, Error> {
     let started = Instant::now();
-    let reply = handle
-        .call_tool("echo", json!({"message": format!("m{i}")}))
-        .await?;
+    let reply = match handle {
+        Caller::Agcore(handle) => {
+            handle
+                .call_tool("echo", json!({"message": format!("m{i}")}))
+                .await?
+        }
+        Caller::Rmcp(peer) => {
+            let mut arguments = serde_json::Map::new();
+            arguments.insert("message".into(), json!(format!("m{i}")));
+            let mut params = CallToolRequestParams::new("echo");
+            params.arguments = Some(arguments);
+            let result = peer.call_tool(params).await?;
+            let text = result
+                .content
+                .first()
+                .and_then(|block| block.as_text())
+                .map(|text| text.text.clone())
+                .unwrap_or_default();
+            Value::String(text)
+        }
+    };
     let ns = started.elapsed().as_nanos() as u64;
     if reply != Value::String(format!("Echo: m{i}")) {
         return Err(format!("bad echo reply for m{i}: {reply}").into());
@@ -125,11 +167,33 @@ async fn echo(handle: &McpHandle, i: usize) -> Result<u64, Error> {
     Ok(ns)
 }
 
-async fn worker(
-    handle: McpHandle,
-    next: Arc<AtomicUsize>,
-    calls: usize,
-) -> Result<Vec<u64>, Error> {
+/// A raw rmcp client (protocol pinned to 2025-11-25, as agcore asks), over HTTP or stdio.
+async fn raw_rmcp(args: &Args) -> Result<RunningService<RoleClient, ClientConfig>, Error> {
+    let version: ProtocolVersion = serde_json::from_value(json!("2025-11-25"))?;
+    let config = ClientConfig::new(
+        Default::default(),
+        Implementation::new("bench-rmcp", "0.1.0"),
+    )
+    .with_protocol_version(version);
+    Ok(match &args.url {
+        Some(url) => {
+            config
+                .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+                    url.as_str(),
+                ))
+                .await?
+        }
+        None => {
+            let mut command = tokio::process::Command::new(&args.server[0]);
+            command.args(&args.server[1..]);
+            config
+                .serve(rmcp::transport::TokioChildProcess::new(command)?)
+                .await?
+        }
+    })
+}
+
+async fn worker(handle: Caller, next: Arc<AtomicUsize>, calls: usize) -> Result<Vec<u64>, Error> {
     let mut latencies = Vec::new();
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -157,7 +221,9 @@ fn report(args: &Args, sample: Sample, init_ms: f64) {
     };
     let calls = args.calls as f64;
     let row = json!({
-        "impl": "agcore", "runtime": args.runtime, "server": args.label, "mode": sample.mode,
+        "impl": args.implementation,
+        "transport": if args.url.is_some() { "http" } else { "stdio" },
+        "runtime": args.runtime, "server": args.label, "mode": sample.mode,
         "conc": sample.conc, "calls": args.calls,
         "elapsed_s": (sample.elapsed * 1000.0).round() / 1000.0,
         "calls_per_s": (calls / sample.elapsed).round(),
@@ -171,26 +237,55 @@ fn report(args: &Args, sample: Sample, init_ms: f64) {
 }
 
 async fn run(args: Args) -> Result<(), Error> {
-    let transport = McpTransport::Stdio {
-        command: args.server[0].clone(),
-        args: args.server[1..].to_vec(),
+    let transport = match &args.url {
+        Some(url) => McpTransport::Http {
+            url: url.clone(),
+            headers: Default::default(),
+        },
+        None => McpTransport::Stdio {
+            command: args.server[0].clone(),
+            args: args.server[1..].to_vec(),
+        },
     };
     let started = Instant::now();
-    let mut client = McpClient::new("bench", transport);
-    client.connect().await?;
+    let mut client = None;
+    let mut raw = None;
+    let handle = match args.implementation.as_str() {
+        "agcore" => {
+            let mut agcore = McpClient::new("bench", transport);
+            agcore.connect().await?;
+            let tools = agcore.list_tools().await?;
+            if !tools.iter().any(|tool| tool.name() == "echo") {
+                return Err("server has no `echo` tool".into());
+            }
+            let handle = Caller::Agcore(agcore.handle());
+            client = Some(agcore);
+            handle
+        }
+        "rmcp" => {
+            let service = raw_rmcp(&args).await?;
+            let tools = service.list_all_tools().await?;
+            if !tools.iter().any(|tool| tool.name == "echo") {
+                return Err("server has no `echo` tool".into());
+            }
+            let handle = Caller::Rmcp(service.peer().clone());
+            raw = Some(service);
+            handle
+        }
+        other => return Err(format!("--impl agcore|rmcp, not {other}").into()),
+    };
     let init_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let tools = client.list_tools().await?;
-    if !tools.iter().any(|tool| tool.name() == "echo") {
-        return Err("server has no `echo` tool".into());
-    }
-    let handle = client.handle();
     for _ in 0..args.warmup {
         echo(&handle, 0).await?;
     }
     let me = std::process::id();
     for mode in &args.modes {
         let next = Arc::new(AtomicUsize::new(0));
-        let (server0, cpu0, t0) = (children_cpu_ns(), cpu_ns(me, false), Instant::now());
+        let server_cpu = || match args.server_pid {
+            Some(pid) => cpu_ns(pid, true),
+            None => children_cpu_ns(),
+        };
+        let (server0, cpu0, t0) = (server_cpu(), cpu_ns(me, false), Instant::now());
         let (conc, latencies) = match mode.as_str() {
             "seq" => {
                 let mut latencies = Vec::with_capacity(args.calls);
@@ -224,7 +319,7 @@ async fn run(args: Args) -> Result<(), Error> {
         };
         let elapsed = t0.elapsed().as_secs_f64();
         let cpu = cpu_ns(me, false).saturating_sub(cpu0);
-        let server_ns = children_cpu_ns().saturating_sub(server0);
+        let server_ns = server_cpu().saturating_sub(server0);
         assert_eq!(latencies.len(), args.calls);
         let sample = Sample {
             mode: mode.clone(),
@@ -236,7 +331,12 @@ async fn run(args: Args) -> Result<(), Error> {
         };
         report(&args, sample, init_ms);
     }
-    client.close().await?;
+    if let Some(mut client) = client {
+        client.close().await?;
+    }
+    if let Some(service) = raw {
+        service.cancel().await?;
+    }
     Ok(())
 }
 

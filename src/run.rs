@@ -17,6 +17,7 @@
 mod cycle;
 mod driver;
 pub mod journal;
+mod media;
 mod model_turn;
 mod output_schema;
 mod request;

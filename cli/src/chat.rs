@@ -25,7 +25,7 @@ use crate::cli::ChatArgs;
 use crate::render::HumanRenderer;
 use crate::secrets::Secrets;
 use crate::session::{
-    Loaded, base_url, build_cycle, build_registry, build_session_cycle, provider,
+    Loaded, base_url, build_cycle, build_registry_with_mcp, build_session_cycle, provider,
 };
 use crate::store::{OpenSession, open_session};
 
@@ -37,6 +37,7 @@ commands:
   /tools        every tool, and whether the model sees it (and why not)
   /clear        forget the conversation (the system prompt stays)
   /save FILE    write the conversation (all messages) as JSON to FILE
+{MCP}
   /help         this list
   /exit         leave (or Ctrl-D)
 Ctrl-C cancels the running turn (dropped, unless a tool had started: then kept, unfinished calls answered
@@ -52,7 +53,8 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         }
         None => build_cycle(&args.model, &loaded.config, secrets)?,
     };
-    let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
+    let (registry, _, mcp) =
+        build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
     let mut session = Session {
         provider: provider(&loaded.config),
         model: cycle.config().model.clone(),
@@ -94,6 +96,16 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         }
         history.push(line.to_owned());
         if let Some(command) = line.strip_prefix('/') {
+            let (name, argument) = command.split_once(' ').unwrap_or((command, ""));
+            match crate::chat_mcp::command(name, argument, &mcp).await {
+                Some(crate::chat_mcp::McpCommand::Send(prompt)) => {
+                    session.turn(&mut cycle, prompt).await;
+                    store(stored.as_ref(), &cycle).await;
+                    continue;
+                }
+                Some(crate::chat_mcp::McpCommand::Done) => continue,
+                None => {}
+            }
             let flow = session.command(command, &mut cycle);
             // `/clear` changed the history: the session follows.
             store(stored.as_ref(), &cycle).await;
@@ -200,7 +212,7 @@ impl Session {
         };
         match name {
             "exit" | "quit" => return Flow::Exit,
-            "help" | "?" => println!("{HELP}"),
+            "help" | "?" => println!("{}", HELP.replace("{MCP}", crate::chat_mcp::HELP)),
             "tools" => print!(
                 "{}",
                 escape_keeping_lines(

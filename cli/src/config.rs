@@ -49,6 +49,7 @@ pub enum ConfigError {
 /// system = "You are a careful coding assistant."   # a template: {{ name }} from --var name=...
 /// base_instructions = "You are terse."     # replaces agcore's own ("" leaves them out)
 /// max_turns = 10
+/// accepts_images = false                  # true: images from MCP tools are sent to the model
 ///
 /// [builtin]
 /// enabled = true                          # read_file, list_directory, search_files, write_file, ...
@@ -118,6 +119,9 @@ pub struct ModelSection {
     pub max_turns: Option<u32>,
     /// Provider name for tools that support only some providers (default `openai`).
     pub provider: Option<String>,
+    /// Whether the model reads images: then images an MCP tool returns are sent to it
+    /// (default: false — the tool message says an image was returned and not shown).
+    pub accepts_images: Option<bool>,
 }
 
 /// `[builtin]`.

@@ -3,6 +3,7 @@
 
 mod approve;
 mod chat;
+mod chat_mcp;
 mod cli;
 mod config;
 mod demo;
@@ -14,6 +15,7 @@ mod mcp_cmd;
 mod mcp_login;
 mod render;
 mod run;
+mod sampling;
 mod secrets;
 mod session;
 mod sessions_cmd;

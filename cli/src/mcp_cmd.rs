@@ -65,7 +65,11 @@ async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
             match &status.error {
                 Some(error) => println!("{name}: unavailable — {}", escape_keeping_lines(error)),
                 None => {
-                    println!("{name}: connected, {} tool(s)", status.tools.len());
+                    let retried = match status.connect_attempts {
+                        0 | 1 => String::new(),
+                        n => format!(" (after {n} attempts)"),
+                    };
+                    println!("{name}: connected{retried}, {} tool(s)", status.tools.len());
                     for tool in &status.tools {
                         println!(
                             "  {:<28} {}",

@@ -8,7 +8,7 @@ use agcore::tools::ToolError;
 use agcore::tools::ToolRegistry;
 use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
 use agcore::tools::mcp::{
-    McpClient, McpServerStatus, McpServersConfig, connect_all, register_mcp_tools,
+    McpClient, McpHandle, McpServerStatus, McpServersConfig, connect_all, register_mcp_tools,
 };
 use anyhow::{Context, bail};
 
@@ -123,8 +123,11 @@ fn cycle_parts(
         client_config = client_config.with_api_key(key);
     }
     let client = OpenAiClient::new(client_config).context("could not create the HTTP client")?;
+    // MCP servers allowed to sample use this model (after the user approves each request).
+    crate::sampling::offer_model(&client, &model);
     let mut cycle_config = CycleConfig::new(model);
     cycle_config.max_turns = args.max_turns.or(section.max_turns);
+    cycle_config.accepts_images = section.accepts_images.unwrap_or(false);
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);
@@ -175,6 +178,7 @@ pub async fn connect_servers(
         .into_iter()
         .map(|(name, client)| {
             let client = client.map(|client| {
+                let client = crate::sampling::interactive(client, servers.servers.get(&name));
                 crate::mcp_login::with_stored_auth(withholding(client, withheld), &name)
             });
             (name, client)
@@ -213,6 +217,18 @@ pub async fn build_registry(
     loaded: &Loaded,
     check_profiles: bool,
 ) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>)> {
+    let (registry, statuses, _) =
+        build_registry_with_mcp(tool_args, model, loaded, check_profiles).await?;
+    Ok((registry, statuses))
+}
+
+/// [`build_registry`], and a handle of each connected MCP server (for `/resources`, `/prompt`).
+pub async fn build_registry_with_mcp(
+    tool_args: &ToolArgs,
+    model: Option<&ModelArgs>,
+    loaded: &Loaded,
+    check_profiles: bool,
+) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>, Vec<McpHandle>)> {
     let config = &loaded.config;
     let mut tools = config.tools.clone();
     if let Some(profile) = &tool_args.profile {
@@ -236,7 +252,7 @@ pub async fn build_registry(
             bail!("--tools none cannot be combined with --tools builtin");
         }
         // No tools at all: nothing is offered, so there is nothing for profiles to gate.
-        return Ok((registry, Vec::new()));
+        return Ok((registry, Vec::new(), Vec::new()));
     }
     if named("builtin") || config.builtin.enabled {
         let root = tool_args
@@ -270,10 +286,22 @@ pub async fn build_registry(
             ),
         }
     }
+    let handles: Vec<McpHandle> = connected.iter().map(McpClient::handle).collect();
     register_mcp_tools(&mut registry, connected)?;
+    // Servers with resources get read-only list/read tools for the model.
+    for tool in handles.iter().flat_map(McpHandle::resource_tools) {
+        let name = tool.name().to_owned();
+        if let Err(error) = registry.register(tool) {
+            eprintln!(
+                "warning: MCP resource tool '{}' not registered: {}",
+                escape_for_terminal(&name),
+                escape_keeping_lines(&error.to_string())
+            );
+        }
+    }
     if check_profiles {
         // A typo in a profile, or a tool no profile reaches, is an error, not a silent no-op.
         registry.check_exposure()?;
     }
-    Ok((registry, statuses))
+    Ok((registry, statuses, handles))
 }

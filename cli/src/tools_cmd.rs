@@ -21,7 +21,11 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
         .or_else(|| loaded.config.model.model.clone())
         .or_else(|| std::env::var("AGCORE_MODEL").ok())
         .unwrap_or_default();
-    let report = registry.explain(&provider, &model);
+    // A server's tools that were not registered (its include/exclude lists, unusable schemas)
+    // are rows of the report too: hidden, with the reason.
+    let report = registry
+        .explain(&provider, &model)
+        .with_skipped_mcp_tools(servers.iter().flat_map(|server| server.skipped.clone()));
     if args.json {
         let json = serde_json::json!({"report": report, "mcp_servers": servers});
         println!(
@@ -38,13 +42,6 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
                     escape_keeping_lines(error)
                 ),
                 None => println!("mcp server {name}: {} tool(s)", server.tools.len()),
-            }
-            for skipped in &server.skipped {
-                println!(
-                    "mcp server {name}: tool {} skipped: {}",
-                    escape_for_terminal(&skipped.tool),
-                    escape_keeping_lines(&skipped.reason.to_string())
-                );
             }
         }
         if registry.is_empty() {

@@ -28,6 +28,10 @@ pub struct CycleConfig {
     pub repeated_call_guard: RepeatedCallGuard,
     /// Limits on one streamed reply (message bytes, tool calls), whatever the provider.
     pub reply_limits: ReplyLimits,
+    /// Whether the model reads images (and audio): then the media a tool returns (an MCP
+    /// tool's image content) follow the step's tool messages as a user message of content
+    /// parts. Off by default: the tool message says what was returned and not shown.
+    pub accepts_images: bool,
 }
 
 impl CycleConfig {
@@ -61,6 +65,7 @@ impl Default for CycleConfig {
             tool_output_limit: DEFAULT_TOOL_OUTPUT_LIMIT,
             repeated_call_guard: RepeatedCallGuard::default(),
             reply_limits: ReplyLimits::default(),
+            accepts_images: false,
         }
     }
 }

@@ -299,8 +299,13 @@ pub(crate) fn drive<'a>(
                                 deferred.push(request.clone());
                                 continue;
                             }
+                            let media = crate::run::media::of(&call, run.state.rules.accepts_images);
                             let (event, answer) = completed_event(call);
+                            let (answer, message) = crate::run::media::attach(answer, media);
                             run.state.set_answer(position, answer);
+                            if let Some(message) = message {
+                                run.state.record_media(position, message);
+                            }
                             yield LoopItem::Event(event);
                         }
                     }

@@ -123,6 +123,10 @@ pub struct TurnCall {
     /// asking the approver again).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approved: bool,
+    /// The media its output carried, as a user message to follow the turn's tool messages
+    /// (only when the model accepts images).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<OpenaiChatMessage>,
 }
 
 /// The limits a run applies, taken from [`CycleConfig`] when it starts.
@@ -134,6 +138,9 @@ pub struct RunRules {
     pub tool_output_limit: usize,
     /// The repeated-call guard.
     pub repeated_call_guard: RepeatedCallGuard,
+    /// Whether tool media reach the model ([`CycleConfig::accepts_images`]).
+    #[serde(default)]
+    pub accepts_images: bool,
 }
 
 impl RunRules {
@@ -143,6 +150,7 @@ impl RunRules {
             max_turns: config.effective_max_turns(),
             tool_output_limit: config.tool_output_limit,
             repeated_call_guard: config.repeated_call_guard,
+            accepts_images: config.accepts_images,
         }
     }
 }
@@ -268,6 +276,17 @@ impl RunState {
             .and_then(|turn| turn.calls.get_mut(position))
         {
             call.answer = Some(crate::run::step::truncate_answer(answer, limit));
+        }
+    }
+
+    /// Record the media message of the call at `position` (sent after the turn's tool
+    /// messages).
+    pub fn record_media(&mut self, position: usize, message: OpenaiChatMessage) {
+        if let Some(call) = self
+            .turn_mut()
+            .and_then(|turn| turn.calls.get_mut(position))
+        {
+            call.media = Some(message);
         }
     }
 }

@@ -429,7 +429,9 @@ enum Unanswered {
 /// commit. Calls without an answer are answered as `unanswered` says.
 fn finish_turn(state: &mut RunState, turn: ToolTurn, unanswered: Unanswered) {
     state.messages.extend(turn.assistant);
+    let mut media = Vec::new();
     for call in turn.calls {
+        media.extend(call.media);
         let answer = call.answer.unwrap_or_else(|| {
             ToolAnswer::error(match unanswered {
                 Unanswered::NoResult => NO_RESULT,
@@ -441,6 +443,9 @@ fn finish_turn(state: &mut RunState, turn: ToolTurn, unanswered: Unanswered) {
             .messages
             .push(OpenaiChatMessage::tool_answer(call.call.id, answer));
     }
+    // Tool media go after every tool message of the turn: nothing may come between the
+    // assistant's calls and their answers.
+    state.messages.extend(media);
     state.committed = state.messages.len();
 }
 
@@ -537,6 +542,7 @@ fn turn_call(call: ToolCall) -> TurnCall {
         started: false,
         answer: None,
         approved: false,
+        media: None,
     }
 }
 

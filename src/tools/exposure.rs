@@ -10,7 +10,10 @@
 //!   `Shell`);
 //! - **feature flags**: [`BaseTool::required_flags`] must all be enabled;
 //! - **provider**: [`BaseTool::supports_provider`];
-//! - **permissions**: a tool whose declared permissions can never pass the registry's checker.
+//! - **permissions**: a tool whose declared permissions can never pass the registry's checker;
+//! - **MCP server config**: a server's tool its `include` / `exclude` lists leave out (or that
+//!   agcore cannot use) is never registered; [`ExposureReport::with_skipped_mcp_tools`] adds it
+//!   to a report as hidden, with the reason.
 //!
 //! Profile, restricted mode and flags are checked again when a call runs, so a hidden tool a
 //! model names anyway is refused with [`crate::tools::ToolError::NotExposed`], never run.
@@ -22,6 +25,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use crate::tools::base::{BaseTool, ToolSource};
+use crate::tools::mcp::McpSkipReason;
 use crate::tools::permission::{Permission, PermissionDenial};
 use crate::tools::profile::{Profile, ProfileEntry, default_profiles};
 use crate::tools::registry::ToolRegistry;
@@ -65,6 +69,14 @@ pub enum HiddenBecause {
         /// Every refused permission and why.
         refused: Vec<PermissionDenial>,
     },
+    /// An MCP server's tool that was not registered: the server's `include` / `exclude` lists
+    /// leave it out, or agcore cannot use it (see [`McpSkipReason`]).
+    McpSkipped {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: McpSkipReason,
+    },
 }
 
 impl fmt::Display for HiddenBecause {
@@ -88,6 +100,9 @@ impl fmt::Display for HiddenBecause {
             }
             HiddenBecause::Permissions { refused } => {
                 write!(f, "permission denied: {}", join(refused))
+            }
+            HiddenBecause::McpSkipped { server, reason } => {
+                write!(f, "not registered (mcp server '{server}'): {reason}")
             }
         }
     }

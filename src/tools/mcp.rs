@@ -17,6 +17,16 @@
 //!   not compile, a repeated name) is skipped with a reason ([`SkippedMcpTool`]), not fatal.
 //! - [`McpServersConfig`]: the de-facto standard `mcpServers` JSON file; `connect_all` starts
 //!   every server concurrently.
+//! - [`McpToolFilter`]: per-server `include` / `exclude` lists; a tool left out is listed with
+//!   the rule ([`McpSkipReason::NotIncluded`], [`McpSkipReason::Excluded`]).
+//! - Recovery: [`McpRetry`] for a server that fails to start
+//!   ([`McpClient::with_startup_retry`]); [`McpClient::with_restarts`] starts a server that died
+//!   again on the next call (bounded).
+//! - Resources for the model: [`McpClient::resource_tools`] (`<server>__list_resources`,
+//!   `<server>__read_resource`, read-only, bounded); subscriptions
+//!   ([`McpClient::subscribe_resource`], [`McpResourceUpdate`]).
+//! - Media for the model: [`media_for_model`] (used by the run when
+//!   `CycleConfig::accepts_images` is set).
 //!
 //! ```no_run
 //! use agcore::tools::ToolRegistry;
@@ -83,18 +93,22 @@ mod client;
 mod config;
 mod connection;
 mod elicitation;
+mod filter;
 mod handler;
 mod lines;
 mod listing;
 mod media;
 mod naming;
 mod permissions;
+mod recovery;
+mod resource_tools;
 mod result;
 mod roots;
 mod sampling;
 mod skipped;
 mod stderr;
 mod stdio;
+mod subscriptions;
 mod summary;
 mod transport;
 
@@ -104,21 +118,28 @@ pub use catalog::{
     McpResourceTemplate,
 };
 pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
-pub use config::{McpConfigError, McpServerConfig, McpServersConfig, connect_all};
+pub use config::{
+    CONFIG_RESTARTS, CONFIG_STARTUP_RETRIES, McpConfigError, McpServerConfig, McpServersConfig,
+    connect_all,
+};
 pub use connection::McpServerInfo;
 pub use elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
     validate_elicited,
 };
+pub use filter::McpToolFilter;
 pub use listing::McpListError;
-pub use media::{MAX_MEDIA_BYTES, media_message};
+pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message};
 pub use naming::{
     McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
     register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
 };
+pub use recovery::McpRetry;
+pub use resource_tools::{MAX_RESOURCE_OUTPUT_BYTES, McpResourceTool};
 pub use result::{call_result_to_value, content_to_model_text};
 pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, SamplingTurn};
 pub use skipped::{McpSkipReason, SkippedMcpTool};
+pub use subscriptions::McpResourceUpdate;
 pub use summary::{McpServerStatus, McpToolSummary};
 pub use transport::McpTransport;
 

@@ -14,7 +14,9 @@
 //! - `--fault MODE` (or env `MCP_DEMO_FAULT`): `exit-during-init` (exits with code 7 when the
 //!   `initialize` request arrives), `hang-init` (never answers `initialize`), `slow-init=MS`
 //!   (sleeps before serving), `garbage` (writes non-JSON lines to stdout before serving),
-//!   `stderr-flood` (writes stderr lines without pause for as long as it runs).
+//!   `stderr-flood` (writes stderr lines without pause for as long as it runs),
+//!   `fail-starts=N@FILE` (counts its starts in FILE; the first N exit like `exit-during-init`,
+//!   later ones serve — a server that fails at startup until it does not).
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -307,6 +309,23 @@ pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
         Some("hang-init") => {
             eprintln!("demo server: will never answer initialize");
             std::future::pending::<()>().await;
+        }
+        Some(mode) if mode.starts_with("fail-starts=") => {
+            let spec = &mode["fail-starts=".len()..];
+            let (count, file) = spec
+                .split_once('@')
+                .ok_or("fail-starts=N@FILE")
+                .map_err(anyhow::Error::msg)?;
+            let failing: u64 = count.parse()?;
+            let started: u64 = std::fs::read_to_string(file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+                .unwrap_or(0)
+                + 1;
+            std::fs::write(file, started.to_string())?;
+            if started <= failing {
+                exit_during_init();
+            }
         }
         Some(mode) if mode.starts_with("slow-init=") => {
             let ms = mode["slow-init=".len()..].parse().unwrap_or(1000);

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::tools::base::ToolSource;
 use crate::tools::exposure::{ExposureError, HiddenBecause, describe_reasons, join};
 use crate::tools::kind::ToolKind;
+use crate::tools::mcp::SkippedMcpTool;
 use crate::tools::permission::Permission;
 
 /// One tool's exposure decision.
@@ -42,7 +43,8 @@ pub struct ExposureReport {
     pub restricted: bool,
     /// The enabled flags.
     pub flags: Vec<String>,
-    /// One entry per registered tool, in registration order.
+    /// One entry per registered tool, in registration order (then any MCP tools that were not
+    /// registered, see [`ExposureReport::with_skipped_mcp_tools`]).
     pub tools: Vec<ToolExposure>,
     /// Typos in profiles (tools or MCP servers that do not exist).
     pub problems: Vec<ExposureError>,
@@ -65,6 +67,31 @@ impl ExposureReport {
             .filter(|t| !t.exposed)
             .map(|t| (t.name.as_str(), t.hidden_because.as_slice()))
             .collect()
+    }
+
+    /// The report with a hidden row for each MCP tool that was not registered
+    /// ([`HiddenBecause::McpSkipped`]: left out by the server's `include` / `exclude` lists, or
+    /// unusable), named as on its server — so every tool a server offers has a line and a reason.
+    pub fn with_skipped_mcp_tools(
+        mut self,
+        skipped: impl IntoIterator<Item = SkippedMcpTool>,
+    ) -> Self {
+        self.tools
+            .extend(skipped.into_iter().map(|skip| ToolExposure {
+                name: skip.tool,
+                source: ToolSource::Mcp {
+                    server: skip.server.clone(),
+                },
+                kind: ToolKind::Other,
+                permissions: Vec::new(),
+                ask: Vec::new(),
+                exposed: false,
+                hidden_because: vec![HiddenBecause::McpSkipped {
+                    server: skip.server,
+                    reason: skip.reason,
+                }],
+            }));
+        self
     }
 
     /// The decision for one tool.

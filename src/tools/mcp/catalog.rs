@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::tools::error::ToolError;
-use crate::tools::mcp::client::McpClient;
+use crate::tools::mcp::client::{McpClient, McpHandle};
 use crate::tools::mcp::connection::Connection;
 use crate::tools::mcp::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 
@@ -111,7 +111,38 @@ pub struct McpPromptMessage {
 impl McpClient {
     /// Every resource the server lists.
     pub async fn list_resources(&self) -> Result<Vec<McpResource>, ToolError> {
-        let conn = self.live_connection()?;
+        self.handle().list_resources().await
+    }
+
+    /// Every resource template the server lists.
+    pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>, ToolError> {
+        self.handle().list_resource_templates().await
+    }
+
+    /// Read one resource.
+    pub async fn read_resource(&self, uri: &str) -> Result<Vec<McpResourceContent>, ToolError> {
+        self.handle().read_resource(uri).await
+    }
+
+    /// Every prompt the server lists.
+    pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, ToolError> {
+        self.handle().list_prompts().await
+    }
+
+    /// Render a prompt with `arguments` (string values).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Vec<McpPromptMessage>, ToolError> {
+        self.handle().get_prompt(name, arguments).await
+    }
+}
+
+impl McpHandle {
+    /// Every resource the server lists.
+    pub async fn list_resources(&self) -> Result<Vec<McpResource>, ToolError> {
+        let conn = self.live().await?;
         list_all(&conn, "resources/list", "resources", |params| {
             let peer = conn.peer.clone();
             async move { to_value(peer.list_resources(params).await) }
@@ -121,7 +152,7 @@ impl McpClient {
 
     /// Every resource template the server lists.
     pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>, ToolError> {
-        let conn = self.live_connection()?;
+        let conn = self.live().await?;
         list_all(
             &conn,
             "resources/templates/list",
@@ -136,7 +167,7 @@ impl McpClient {
 
     /// Read one resource.
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<McpResourceContent>, ToolError> {
-        let conn = self.live_connection()?;
+        let conn = self.live().await?;
         let result = conn
             .request(
                 "resources/read",
@@ -150,7 +181,7 @@ impl McpClient {
 
     /// Every prompt the server lists.
     pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, ToolError> {
-        let conn = self.live_connection()?;
+        let conn = self.live().await?;
         list_all(&conn, "prompts/list", "prompts", |params| {
             let peer = conn.peer.clone();
             async move { to_value(peer.list_prompts(params).await) }
@@ -164,7 +195,7 @@ impl McpClient {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Vec<McpPromptMessage>, ToolError> {
-        let conn = self.live_connection()?;
+        let conn = self.live().await?;
         let mut params = GetPromptRequestParams::new(name);
         params.arguments = Some(arguments);
         let result = conn

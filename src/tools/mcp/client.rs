@@ -2,6 +2,7 @@
 //! calls and for tool adapters).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -14,13 +15,16 @@ use crate::tools::error::ToolError;
 use crate::tools::mcp::adapter::McpToolAdapter;
 use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
 use crate::tools::mcp::elicitation::Elicitor;
+use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::handler::ToolCache;
 use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
 use crate::tools::mcp::permissions::PermissionRule;
+use crate::tools::mcp::recovery::{McpRetry, open_with_retries};
 use crate::tools::mcp::result::call_result_to_value;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::skipped::SkippedMcpTool;
+use crate::tools::mcp::subscriptions::Subscriptions;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
@@ -82,11 +86,17 @@ impl McpClient {
     /// error messages), reached through `transport`. Nothing starts until `connect()`.
     pub fn new(server_name: impl Into<String>, transport: McpTransport) -> Self {
         let server: Arc<str> = Arc::from(server_name.into());
+        let subscriptions = Arc::new(Subscriptions::default());
         McpClient {
             shared: Arc::new(Shared {
                 server: server.clone(),
                 conn: RwLock::new(None),
                 cache: ToolCache::new(),
+                settings: RwLock::new(None),
+                restart_lock: tokio::sync::Mutex::new(()),
+                restarts: AtomicU32::new(0),
+                attempts: AtomicU32::new(0),
+                subscriptions: subscriptions.clone(),
             }),
             settings: Settings {
                 server,
@@ -102,6 +112,9 @@ impl McpClient {
                 elicitor: None,
                 roots: Arc::new(Roots::default()),
                 sampler: None,
+                startup: McpRetry::default(),
+                restarts: 0,
+                subscriptions,
             },
             rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
@@ -238,6 +251,54 @@ impl McpClient {
         self
     }
 
+    /// Try a server that fails to start again, by `retry` (default: no retries). A program that
+    /// cannot be started at all (not found) is not retried. See [`McpRetry`].
+    pub fn with_startup_retry(mut self, retry: McpRetry) -> Self {
+        self.settings.startup = retry;
+        self
+    }
+
+    /// Start a server that died (a crashed stdio process, a closed connection) again on the
+    /// next call, at most `restarts` times until the next `connect()` (default 0: a dead server
+    /// stays dead until `connect()`). The call in flight when it died fails with how it ended;
+    /// the restarted server's tools are listed again (adapters keep working).
+    pub fn with_restarts(mut self, restarts: u32) -> Self {
+        self.settings.restarts = restarts;
+        self
+    }
+
+    /// How many times the server was restarted since the last `connect()`.
+    pub fn restarts(&self) -> u32 {
+        self.shared.restarts.load(Ordering::Relaxed)
+    }
+
+    /// How many attempts the last `connect()` made (1 without retries; 0 before any).
+    pub fn connect_attempts(&self) -> u32 {
+        self.shared.attempts.load(Ordering::Relaxed)
+    }
+
+    /// Register only the tools `filter` lets through (`include` / `exclude` lists of tool
+    /// names on the server, `*` as a wildcard). The others are listed by
+    /// [`skipped_tools`](Self::skipped_tools) with the rule that left them out. Applies from
+    /// the next listing (`connect()`, `notifications/tools/list_changed`).
+    ///
+    /// ```
+    /// use agcore::tools::mcp::{McpClient, McpToolFilter, McpTransport};
+    ///
+    /// let client = McpClient::new("everything", McpTransport::stdio("npx", ["server-everything"]))
+    ///     .with_tool_filter(McpToolFilter::default().exclude(["get_env"]));
+    /// assert!(!client.tool_filter().allows("get_env"));
+    /// ```
+    pub fn with_tool_filter(self, filter: McpToolFilter) -> Self {
+        self.shared.cache.set_filter(filter);
+        self
+    }
+
+    /// The `include` / `exclude` lists ([`with_tool_filter`](Self::with_tool_filter)).
+    pub fn tool_filter(&self) -> McpToolFilter {
+        self.shared.cache.filter()
+    }
+
     /// Call `callback` for every progress notification of this server.
     pub fn with_progress_callback(
         mut self,
@@ -287,11 +348,6 @@ impl McpClient {
             })
     }
 
-    /// The live connection, or `McpNotInitialized`.
-    pub(crate) fn live_connection(&self) -> Result<Arc<Connection>, ToolError> {
-        self.shared.connection()
-    }
-
     /// The server's name.
     pub fn server_name(&self) -> &str {
         &self.settings.server
@@ -327,7 +383,13 @@ impl McpClient {
     /// timeout. The server is shut down again on any of these.
     pub async fn connect(&mut self) -> Result<(), ToolError> {
         self.close_connection().await;
-        let conn = Connection::open(&self.settings, self.shared.cache.clone()).await?;
+        self.shared.restarts.store(0, Ordering::Relaxed);
+        *self
+            .shared
+            .settings
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(self.settings.clone());
+        let conn = open_with_retries(&self.settings, &self.shared).await?;
         let has_tools = conn.info.has_tools;
         *self
             .shared
@@ -516,6 +578,25 @@ impl McpHandle {
         sync_mcp_tools(registry, self)
     }
 
+    /// The client's `include` / `exclude` lists ([`McpClient::with_tool_filter`]).
+    pub fn tool_filter(&self) -> McpToolFilter {
+        self.shared.cache.filter()
+    }
+
+    /// What the server said in `initialize` (`None` while not connected).
+    pub fn server_info(&self) -> Option<McpServerInfo> {
+        self.shared.connection().ok().map(|conn| conn.info.clone())
+    }
+
+    pub(crate) fn subscriptions(&self) -> &Subscriptions {
+        &self.shared.subscriptions
+    }
+
+    /// The connection for a request (restarting a dead server when allowed).
+    pub(crate) async fn live(&self) -> Result<Arc<Connection>, ToolError> {
+        self.shared.live().await
+    }
+
     /// An adapter for `tool` with this client's naming and permission rule.
     pub(crate) fn adapter(&self, tool: &Tool) -> McpToolAdapter {
         McpToolAdapter::new(self.clone(), tool, self.naming, &self.rule)
@@ -528,14 +609,38 @@ impl McpHandle {
 }
 
 /// What a client, its handles and its adapters share.
-struct Shared {
-    server: Arc<str>,
+pub(crate) struct Shared {
+    pub(crate) server: Arc<str>,
     conn: RwLock<Option<Arc<Connection>>>,
-    cache: Arc<ToolCache>,
+    pub(crate) cache: Arc<ToolCache>,
+    /// The settings of the last `connect()`, for restarts.
+    settings: RwLock<Option<Settings>>,
+    /// One restart at a time.
+    pub(crate) restart_lock: tokio::sync::Mutex<()>,
+    /// Restarts since the last `connect()`.
+    pub(crate) restarts: AtomicU32,
+    /// Attempts of the last `connect()`.
+    pub(crate) attempts: AtomicU32,
+    /// Subscribed resources and their updates.
+    pub(crate) subscriptions: Arc<Subscriptions>,
 }
 
 impl Shared {
-    fn connection(&self) -> Result<Arc<Connection>, ToolError> {
+    /// The settings to restart with, when restarts are allowed.
+    pub(crate) fn restart_settings(&self) -> Option<Settings> {
+        self.settings
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .filter(|settings| settings.restarts > 0)
+    }
+
+    /// Put a restarted connection in place.
+    pub(crate) fn replace(&self, conn: Arc<Connection>) {
+        *self.conn.write().unwrap_or_else(PoisonError::into_inner) = Some(conn);
+    }
+
+    pub(crate) fn connection(&self) -> Result<Arc<Connection>, ToolError> {
         self.conn
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -563,7 +668,7 @@ impl Shared {
                 ));
             }
         };
-        let conn = self.connection()?;
+        let conn = self.live().await?;
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         let result = conn
@@ -577,7 +682,7 @@ impl Shared {
         if !refresh && let Some(tools) = self.cache.get() {
             return Ok(tools);
         }
-        let conn = self.connection()?;
+        let conn = self.live().await?;
         let tools = conn.list_tools().await?;
         Ok(self.cache.store(&self.server, tools))
     }

@@ -24,6 +24,13 @@
 //! `toolPermissions` names a tool's exact permissions; `defaultPermissions` replaces the spec's
 //! default (`write` + `delete`) for tools that say neither read-only nor destructive;
 //! `trustAnnotations: false` ignores the server's hints (every tool counts as unannotated).
+//!
+//! Recovery (see [`McpRetry`]): `startupRetries` (default 2) and `startupBackoffMs` (default
+//! 500, doubling) for a server that fails to start; `restarts` (default 3, `0` for never) for a
+//! server that dies — it is started again on the next call.
+//!
+//! `include` / `exclude` choose the server's tools ([`McpToolFilter`]; names on the server, `*`
+//! as a wildcard): `{"command": "npx", "args": [...], "exclude": ["get_env", "trigger-*"]}`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +41,8 @@ use serde::Deserialize;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::client::McpClient;
+use crate::tools::mcp::filter::McpToolFilter;
+use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::permission::Permission;
 
@@ -121,7 +130,40 @@ pub struct McpServerConfig {
     /// [`McpClient::with_tool_permissions`].
     #[serde(default, alias = "tool_permissions")]
     pub tool_permissions: BTreeMap<String, Vec<Permission>>,
+    /// Only these tools (names on the server, `*` as a wildcard) are registered; absent: all.
+    /// See [`McpToolFilter`].
+    #[serde(default, alias = "includeTools", alias = "include_tools")]
+    pub include: Option<Vec<String>>,
+    /// These tools are not registered (wins over `include`). See [`McpToolFilter`].
+    #[serde(default, alias = "excludeTools", alias = "exclude_tools")]
+    pub exclude: Vec<String>,
+    /// How many times a server that fails to start is tried again (absent:
+    /// [`CONFIG_STARTUP_RETRIES`]; a program that cannot be started at all is not retried).
+    #[serde(default, alias = "startup_retries")]
+    pub startup_retries: Option<u32>,
+    /// The wait before the first retry in milliseconds, doubling after each (absent: 500).
+    #[serde(default, alias = "startup_backoff_ms")]
+    pub startup_backoff_ms: Option<u64>,
+    /// Whether the server may ask the application's model for completions
+    /// (`sampling/createMessage`). The library only records it: the application supplies the
+    /// [`Sampler`](crate::tools::mcp::Sampler) (the CLI: after asking the user, each time).
+    #[serde(default, alias = "allow_sampling")]
+    pub allow_sampling: bool,
+    /// The most tokens the server's sampling may spend in one session (the application's rule;
+    /// the CLI's default is 4096).
+    #[serde(default, alias = "sampling_token_budget")]
+    pub sampling_token_budget: Option<u32>,
+    /// How many times a server that died is started again on the next call (absent:
+    /// [`CONFIG_RESTARTS`]; 0: never).
+    #[serde(default)]
+    pub restarts: Option<u32>,
 }
+
+/// Retries of a failed start for a configured server that does not say (`startupRetries`).
+pub const CONFIG_STARTUP_RETRIES: u32 = 2;
+
+/// Restarts of a configured server that died, when its entry does not say (`restarts`).
+pub const CONFIG_RESTARTS: u32 = 3;
 
 impl McpServerConfig {
     /// A client for this entry (not yet connected).
@@ -181,6 +223,18 @@ impl McpServerConfig {
         }
         for (tool, permissions) in &self.tool_permissions {
             client = client.with_tool_permissions(tool.clone(), permissions.clone());
+        }
+        client = client
+            .with_startup_retry(McpRetry::new(
+                self.startup_retries.unwrap_or(CONFIG_STARTUP_RETRIES),
+                Duration::from_millis(self.startup_backoff_ms.unwrap_or(500)),
+            ))
+            .with_restarts(self.restarts.unwrap_or(CONFIG_RESTARTS));
+        if self.include.is_some() || !self.exclude.is_empty() {
+            client = client.with_tool_filter(McpToolFilter {
+                include: self.include.clone(),
+                exclude: self.exclude.clone(),
+            });
         }
         Ok(client)
     }
@@ -315,6 +369,19 @@ mod tests {
         assert!(
             matches!(&clients[1].1, Err(McpConfigError::Invalid { reason, .. }) if reason.contains("sse"))
         );
+    }
+
+    #[test]
+    fn include_and_exclude_become_the_clients_filter() {
+        let config = McpServersConfig::parse(
+            r#"{"mcpServers": {"e": {"command": "x", "include": ["get_*", "echo"], "exclude": ["get_env"]},
+                               "f": {"command": "x", "exclude_tools": ["a"]}}}"#,
+        )
+        .unwrap();
+        let filter = config.client("e").unwrap().tool_filter();
+        assert!(filter.allows("echo") && filter.allows("get_sum"));
+        assert!(!filter.allows("get_env") && !filter.allows("add"));
+        assert!(!config.client("f").unwrap().tool_filter().allows("a"));
     }
 
     #[test]

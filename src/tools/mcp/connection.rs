@@ -23,9 +23,11 @@ use crate::tools::mcp::client::ProgressCallback;
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
+use crate::tools::mcp::subscriptions::Subscriptions;
 use crate::tools::mcp::transport::McpTransport;
 
 /// How long a failure message waits for the exit status of a server whose stdout closed.
@@ -48,6 +50,28 @@ pub(crate) struct Settings {
     pub elicitor: Option<Arc<dyn Elicitor>>,
     pub roots: Arc<Roots>,
     pub sampler: Option<Arc<dyn Sampler>>,
+    /// How a failed start is retried.
+    pub startup: McpRetry,
+    /// How many times a server that died is started again (0: never).
+    pub restarts: u32,
+    /// Subscribed resources and where their updates go.
+    pub subscriptions: Arc<Subscriptions>,
+}
+
+/// Why a session could not be opened, and whether trying again may help.
+pub(crate) struct OpenFailure {
+    pub error: ToolError,
+    /// The program could not be started at all (not found, not executable).
+    pub permanent: bool,
+}
+
+impl From<ToolError> for OpenFailure {
+    fn from(error: ToolError) -> Self {
+        OpenFailure {
+            error,
+            permanent: false,
+        }
+    }
 }
 
 /// What agcore declares: elicitation (form, and URL when the elicitor supports it) only with an
@@ -88,6 +112,12 @@ pub struct McpServerInfo {
     pub instructions: Option<String>,
     /// Whether the server offers tools.
     pub has_tools: bool,
+    /// Whether the server offers resources.
+    pub has_resources: bool,
+    /// Whether it takes resource subscriptions (`resources/subscribe`).
+    pub can_subscribe: bool,
+    /// Whether the server offers prompts.
+    pub has_prompts: bool,
 }
 
 /// A live session.
@@ -107,7 +137,7 @@ impl Connection {
     pub(crate) async fn open(
         settings: &Settings,
         cache: Arc<ToolCache>,
-    ) -> Result<Self, ToolError> {
+    ) -> Result<Self, OpenFailure> {
         let server = settings.server.clone();
         let protocol_version: ProtocolVersion =
             serde_json::from_value(serde_json::Value::String(settings.protocol_version.clone()))
@@ -130,6 +160,7 @@ impl Connection {
             elicitor: settings.elicitor.clone(),
             roots: settings.roots.clone(),
             sampler: settings.sampler.clone(),
+            subscriptions: settings.subscriptions.clone(),
         };
         let closed = CancellationToken::new();
         let (service, child) = match &settings.transport {
@@ -163,6 +194,14 @@ impl Connection {
                 protocol_version: init.protocol_version.to_string(),
                 instructions: init.instructions.clone(),
                 has_tools: init.capabilities.tools.is_some(),
+                has_resources: init.capabilities.resources.is_some(),
+                can_subscribe: init
+                    .capabilities
+                    .resources
+                    .as_ref()
+                    .and_then(|resources| resources.subscribe)
+                    .unwrap_or(false),
+                has_prompts: init.capabilities.prompts.is_some(),
             },
             None => McpServerInfo {
                 name: server.to_string(),
@@ -170,6 +209,9 @@ impl Connection {
                 protocol_version: settings.protocol_version.clone(),
                 instructions: None,
                 has_tools: true,
+                has_resources: false,
+                can_subscribe: false,
+                has_prompts: false,
             },
         };
         Ok(Connection {
@@ -299,6 +341,20 @@ impl Connection {
         }
     }
 
+    /// How a session that is gone ended: `MCP server 'x' exited (exit status: 3); last stderr
+    /// lines: ...` for a stdio server.
+    pub(crate) async fn gone_error(&self) -> String {
+        match &self.child {
+            Some(child) => format!(
+                "MCP server '{}' {}{}",
+                self.server,
+                child.describe_end(EXIT_STATUS_WAIT).await,
+                child.stderr().quote()
+            ),
+            None => format!("MCP server '{}': the connection closed", self.server),
+        }
+    }
+
     /// Close the session: stop rmcp's loop (which closes the server's stdin), then wait for
     /// the process to exit — SIGTERM, then SIGKILL, if it does not.
     pub(crate) async fn close(&self) {
@@ -326,42 +382,46 @@ async fn open_stdio(
     spec: &StdioSpec,
     handler: Handler,
     closed: &CancellationToken,
-) -> Result<(Service, ChildHandle), ToolError> {
+) -> Result<(Service, ChildHandle), OpenFailure> {
     let server = &settings.server;
-    let (transport, child) = stdio::spawn(server, spec, closed.clone()).map_err(|error| {
-        ToolError::McpError(format!(
-            "MCP server '{server}': cannot start `{}`: {error}",
-            settings.transport.describe()
-        ))
-    })?;
+    let (transport, child) =
+        stdio::spawn(server, spec, closed.clone()).map_err(|error| OpenFailure {
+            error: ToolError::McpError(format!(
+                "MCP server '{server}': cannot start `{}`: {error}",
+                settings.transport.describe()
+            )),
+            permanent: true,
+        })?;
     let limit = settings.connect_timeout;
     let outcome = tokio::select! {
         outcome = tokio::time::timeout(limit, handler.serve(transport)) => outcome,
-        () = closed.cancelled() => return Err(ended(server, &child, "initialize").await),
+        () = closed.cancelled() => return Err(ended(server, &child, "initialize").await.into()),
     };
     match outcome {
         Ok(Ok(service)) => Ok((service, child)),
         Ok(Err(error)) if closed.is_cancelled() => {
             tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
-            Err(ended(server, &child, "initialize").await)
+            Err(ended(server, &child, "initialize").await.into())
         }
         Ok(Err(error)) => {
             // A server that exits at once can fail our first write (broken pipe) before its
             // stdout is seen to close: say how it ended, with its stderr, not the pipe error.
             if child.exit_status(EXIT_STATUS_WAIT).await.is_some() {
                 tracing::debug!(target: "agcore::mcp", %server, %error, "initialize failed");
-                return Err(ended(server, &child, "initialize").await);
+                return Err(ended(server, &child, "initialize").await.into());
             }
             Err(ToolError::McpError(format!(
                 "MCP server '{server}' failed to initialize: {error}{}",
                 child.stderr().quote()
-            )))
+            ))
+            .into())
         }
         Err(_) => Err(ToolError::McpTimeout(format!(
             "MCP server '{server}' did not finish initialize within {}{}",
             seconds(limit),
             child.stderr().quote()
-        ))),
+        ))
+        .into()),
     }
 }
 

@@ -12,7 +12,8 @@ use rmcp::ErrorData;
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationAction, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParam, ProgressNotificationParam, Root, SamplingMessage, Tool,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ResourceUpdatedNotificationParam,
+    Root, SamplingMessage, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, ServiceError};
 use tokio::sync::watch;
@@ -22,10 +23,12 @@ use crate::tools::mcp::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
     validate_elicited,
 };
+use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::{Sampler, request_of};
 use crate::tools::mcp::skipped::{SkippedMcpTool, partition};
+use crate::tools::mcp::subscriptions::{McpResourceUpdate, Subscriptions};
 
 /// The cached `tools/list` of one server, shared by the client, its handles and its adapters.
 #[derive(Debug)]
@@ -33,6 +36,8 @@ pub(crate) struct ToolCache {
     tools: RwLock<Option<Arc<Vec<Tool>>>>,
     /// The listed tools that were not usable (bad schema, repeated name), with the reason.
     skipped: RwLock<Vec<SkippedMcpTool>>,
+    /// The user's `include` / `exclude` lists.
+    filter: RwLock<McpToolFilter>,
     generation: watch::Sender<u64>,
 }
 
@@ -41,6 +46,7 @@ impl ToolCache {
         Arc::new(ToolCache {
             tools: RwLock::new(None),
             skipped: RwLock::new(Vec::new()),
+            filter: RwLock::new(McpToolFilter::default()),
             generation: watch::Sender::new(0),
         })
     }
@@ -64,12 +70,30 @@ impl ToolCache {
     /// Replace the list (keeping only usable tools; the rest is recorded as skipped) and tell
     /// subscribers.
     pub(crate) fn store(&self, server: &str, tools: Vec<Tool>) -> Arc<Vec<Tool>> {
-        let (tools, skipped) = partition(server, tools);
+        let filter = self
+            .filter
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let (tools, skipped) = partition(server, tools, &filter);
         *self.skipped.write().unwrap_or_else(PoisonError::into_inner) = skipped;
         let tools = Arc::new(tools);
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Some(tools.clone());
         self.generation.send_modify(|generation| *generation += 1);
         tools
+    }
+
+    /// Set the `include` / `exclude` lists (applied from the next listing on).
+    pub(crate) fn set_filter(&self, filter: McpToolFilter) {
+        *self.filter.write().unwrap_or_else(PoisonError::into_inner) = filter;
+    }
+
+    /// The `include` / `exclude` lists.
+    pub(crate) fn filter(&self) -> McpToolFilter {
+        self.filter
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Forget the list (the next `list_tools` asks the server again).
@@ -152,6 +176,7 @@ pub(crate) struct Handler {
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
     pub(crate) roots: Arc<Roots>,
     pub(crate) sampler: Option<Arc<dyn Sampler>>,
+    pub(crate) subscriptions: Arc<Subscriptions>,
 }
 
 impl ClientHandler for Handler {
@@ -248,6 +273,23 @@ impl ClientHandler for Handler {
                 tracing::warn!(target: "agcore::mcp", server = %self.server, "refreshing the tool list timed out");
             }
         }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.subscriptions.publish(McpResourceUpdate::Updated {
+            server: self.server.to_string(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.subscriptions.publish(McpResourceUpdate::ListChanged {
+            server: self.server.to_string(),
+        });
     }
 
     async fn on_progress(

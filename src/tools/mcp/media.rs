@@ -76,6 +76,73 @@ pub fn media_message(
     Some(OpenaiChatMessage::user_parts(parts))
 }
 
+/// What the run does with the media of one tool output ([`media_for_model`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelMedia {
+    /// A line for the end of the tool message: the media follow, or were not shown and why.
+    pub note: String,
+    /// The user message with the media, to follow the step's tool messages (`None` when the
+    /// model does not take images).
+    pub message: Option<OpenaiChatMessage>,
+}
+
+/// The media (image and audio blocks) of a tool output for a model that takes them
+/// (`accepts_images`) — a [`media_message`] and a note for the tool message saying it follows
+/// — or, for one that does not, only a note saying what was returned and not shown. `None` when
+/// the output has no media.
+pub fn media_for_model(
+    tool: &str,
+    call_id: &str,
+    output: &Value,
+    accepts_images: bool,
+    budget: usize,
+) -> Option<ModelMedia> {
+    let kinds: Vec<String> = output
+        .as_array()?
+        .iter()
+        .filter_map(|block| {
+            let kind = block.get("type").and_then(Value::as_str)?;
+            matches!(kind, "image" | "audio").then(|| {
+                let mime = block
+                    .get("mimeType")
+                    .and_then(Value::as_str)
+                    .unwrap_or(kind);
+                format!("{kind} {mime}")
+            })
+        })
+        .collect();
+    if kinds.is_empty() {
+        return None;
+    }
+    if !accepts_images {
+        return Some(ModelMedia {
+            note: format!(
+                "[the tool returned {} ({}); not shown: this model is not set to accept images]",
+                plural(kinds.len()),
+                kinds.join(", ")
+            ),
+            message: None,
+        });
+    }
+    let message = media_message(tool, call_id, output, budget)?;
+    Some(ModelMedia {
+        note: format!(
+            "[the tool returned {} ({}); they follow in the next user message]",
+            plural(kinds.len()),
+            kinds.join(", ")
+        ),
+        message: Some(message),
+    })
+}
+
+fn plural(count: usize) -> String {
+    if count == 1 {
+        "1 media part".to_owned()
+    } else {
+        format!("{count} media parts")
+    }
+}
+
 /// Chat Completions' `input_audio.format` for a MIME type.
 fn audio_format(mime: &str) -> Option<&'static str> {
     match mime {
@@ -89,6 +156,24 @@ fn audio_format(mime: &str) -> Option<&'static str> {
 mod tests {
     use super::*;
     use crate::vocab::MessageContent;
+
+    #[test]
+    fn without_image_support_only_a_note_says_what_was_not_shown() {
+        let output = json!([
+            {"type": "text", "text": "here"},
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+        ]);
+        let off = media_for_model("shot", "c1", &output, false, 100).unwrap();
+        assert!(off.message.is_none());
+        assert_eq!(
+            off.note,
+            "[the tool returned 1 media part (image image/png); not shown: this model is not set to accept images]"
+        );
+        let on = media_for_model("shot", "c1", &output, true, 100).unwrap();
+        assert!(on.note.ends_with("they follow in the next user message]"));
+        assert!(on.message.is_some());
+        assert!(media_for_model("t", "c", &json!("text"), true, 100).is_none());
+    }
 
     #[test]
     fn images_become_parts_within_the_budget() {

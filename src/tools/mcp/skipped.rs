@@ -5,13 +5,14 @@
 use std::collections::HashSet;
 
 use rmcp::model::Tool;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::validate::compile_schema;
 
 /// A tool of an MCP server that was not registered; the server's other tools were.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedMcpTool {
     /// The server's name.
     pub server: String,
@@ -32,7 +33,7 @@ impl std::fmt::Display for SkippedMcpTool {
 }
 
 /// Why a tool of an MCP server was skipped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum McpSkipReason {
@@ -46,6 +47,22 @@ pub enum McpSkipReason {
     /// The server lists this name more than once; the first one is registered.
     #[error("the server lists a tool of this name more than once; the first one is used")]
     DuplicateName,
+    /// The server's `include` list does not name it (see [`McpToolFilter`]).
+    ///
+    /// [`McpToolFilter`]: crate::tools::mcp::McpToolFilter
+    #[error("the server's `include` list ({}) does not name it", include.join(", "))]
+    NotIncluded {
+        /// The `include` entries.
+        include: Vec<String>,
+    },
+    /// The server's `exclude` list names it (see [`McpToolFilter`]).
+    ///
+    /// [`McpToolFilter`]: crate::tools::mcp::McpToolFilter
+    #[error("excluded by the server's `exclude` entry '{pattern}'")]
+    Excluded {
+        /// The entry that matched.
+        pattern: String,
+    },
     /// The registry refused it.
     #[error("it could not be registered: {detail}")]
     Registration {
@@ -54,12 +71,33 @@ pub enum McpSkipReason {
     },
 }
 
-/// Split a `tools/list` into the usable tools and the skipped ones (logged as warnings).
-pub(crate) fn partition(server: &str, tools: Vec<Tool>) -> (Vec<Tool>, Vec<SkippedMcpTool>) {
+/// Split a `tools/list` into the usable tools and the skipped ones: those `filter` leaves out
+/// (logged at `debug`: the user asked for it) and those agcore cannot use (logged as warnings).
+pub(crate) fn partition(
+    server: &str,
+    tools: Vec<Tool>,
+    filter: &McpToolFilter,
+) -> (Vec<Tool>, Vec<SkippedMcpTool>) {
+    if !filter.is_empty() {
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+        for entry in filter.unmatched(&names) {
+            tracing::warn!(target: "agcore::mcp", server, entry, "an include/exclude entry matches none of the server's tools");
+        }
+    }
     let mut seen = HashSet::new();
     let mut usable = Vec::with_capacity(tools.len());
     let mut skipped = Vec::new();
     for tool in tools {
+        if let Some(reason) = filter.verdict(&tool.name) {
+            let skip = SkippedMcpTool {
+                server: server.to_owned(),
+                tool: tool.name.to_string(),
+                reason,
+            };
+            tracing::debug!(target: "agcore::mcp", "{skip}");
+            skipped.push(skip);
+            continue;
+        }
         let reason = if !seen.insert(tool.name.to_string()) {
             Some(McpSkipReason::DuplicateName)
         } else {

@@ -52,6 +52,11 @@ pub struct McpServerStatus {
     /// The tools it listed that agcore left out, each with the reason (omitted when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedMcpTool>,
+    /// How many attempts connecting took (1 without retries; 0 when unknown, e.g. a config
+    /// error). A failed connect's error says how many it made.
+    pub connect_attempts: u32,
+    /// How many times the server was restarted after dying (since connecting).
+    pub restarts: u32,
 }
 
 impl McpServerStatus {
@@ -66,6 +71,8 @@ impl McpServerStatus {
                 info: client.server_info(),
                 tools: client.tool_summaries(),
                 skipped: client.skipped_tools(),
+                connect_attempts: client.connect_attempts(),
+                restarts: client.restarts(),
             },
             Err(error) => McpServerStatus {
                 name: name.to_owned(),
@@ -74,6 +81,8 @@ impl McpServerStatus {
                 info: None,
                 tools: Vec::new(),
                 skipped: Vec::new(),
+                connect_attempts: 0,
+                restarts: 0,
             },
         }
     }

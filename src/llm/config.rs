@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::llm::context_config::ContextConfig;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::stream::ReplyLimits;
 use crate::vocab::RequestOptions;
@@ -28,6 +29,12 @@ pub struct CycleConfig {
     pub repeated_call_guard: RepeatedCallGuard,
     /// Limits on one streamed reply (message bytes, tool calls), whatever the provider.
     pub reply_limits: ReplyLimits,
+    /// The model's context window in tokens; `None`: the table of well-known models, else a
+    /// conservative default (see [`crate::context::window`]; `crate::context::discover_window`
+    /// asks the server).
+    pub context_window: Option<u32>,
+    /// The context engine: when to compact and how.
+    pub context: ContextConfig,
 }
 
 impl CycleConfig {
@@ -61,6 +68,8 @@ impl Default for CycleConfig {
             tool_output_limit: DEFAULT_TOOL_OUTPUT_LIMIT,
             repeated_call_guard: RepeatedCallGuard::default(),
             reply_limits: ReplyLimits::default(),
+            context_window: None,
+            context: ContextConfig::default(),
         }
     }
 }

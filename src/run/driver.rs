@@ -11,8 +11,9 @@ use serde_json::Value;
 use crate::llm::cycle::LlmCycle;
 use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
-use crate::llm::model::{ChatModel, ChatRequest};
-use crate::run::model_turn::{self, Mode, TurnItem};
+use crate::llm::model::ChatModel;
+use crate::run::context_turn;
+use crate::run::model_turn::{Mode, TurnItem};
 use crate::run::state::{Phase, RunRules, RunState};
 use crate::run::step::{Decision, Effect, Input, ToolBatch, relaxed_tool_choice, step};
 use crate::tools::outcome::CompletedCall;
@@ -106,6 +107,7 @@ pub(crate) fn drive<'a>(
         model,
         config,
         messages,
+        context,
     } = cycle;
     let model: &'a dyn ChatModel = &**model;
     let config = &*config;
@@ -126,15 +128,11 @@ pub(crate) fn drive<'a>(
                         Some(relaxed) if request.tool_choice_relaxed => relaxed,
                         _ => &config.options,
                     };
-                    let request = ChatRequest {
-                        model: &config.model,
-                        messages: run.state.messages.as_slice(),
-                        tools: &tools,
-                        options,
-                    };
                     let mut reply = None;
                     {
-                        let mut items = std::pin::pin!(model_turn::request(model, config, request, mode));
+                        // The context engine: repair, estimate, compact; retry once on overflow.
+                        let turn = context_turn::request(&mut run.state, &mut *context, model, config, &tools, options, mode);
+                        let mut items = std::pin::pin!(turn);
                         while let Some(item) = items.next().await {
                             match item {
                                 TurnItem::Event(event) => yield LoopItem::Event(event),

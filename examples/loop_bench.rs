@@ -4,6 +4,7 @@
 //! cargo run --release --example loop_bench -- [--runs 20] [--turns 50] [--runtime current|multi]
 //!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
 //!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
+//!     [--context on|off|both]               # the context engine (estimate before each request); default on
 //! cargo run --release --example loop_bench -- serve   # only the fake server; prints its port
 //! ```
 //!
@@ -206,6 +207,7 @@ async fn one_call(
     registry: &ToolRegistry,
     turns: usize,
     streaming: bool,
+    context: bool,
 ) -> Vec<Duration> {
     let starts = Arc::new(Mutex::new(Vec::new()));
     let model = Timed {
@@ -215,6 +217,9 @@ async fn one_call(
     let mut config = CycleConfig::new("fake-model");
     config.max_turns = Some(u32::try_from(turns).unwrap() + 1);
     config.repeated_call_guard.limit = None;
+    if !context {
+        config.context = agcore::llm::ContextConfig::off();
+    }
     let mut cycle = LlmCycle::new(model, config).with_system_prompt("You are a benchmark.");
     let begin = cpu_now();
     if streaming {
@@ -251,13 +256,20 @@ fn mean_ms(turns: &[Duration]) -> f64 {
     turns.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / turns.len() as f64
 }
 
-async fn bench(base_url: &str, runs: usize, turns: usize, streaming: bool, runtime: &str) {
+async fn bench(
+    base_url: &str,
+    runs: usize,
+    turns: usize,
+    streaming: bool,
+    runtime: &str,
+    context: bool,
+) {
     let client = OpenAiClient::new(OpenAiConfig::new(base_url)).unwrap();
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(Noop)).unwrap();
     let mut per_run = Vec::new();
     for run in 0..runs + 2 {
-        let cpu = one_call(&client, &registry, turns, streaming).await;
+        let cpu = one_call(&client, &registry, turns, streaming, context).await;
         if run >= 2 {
             per_run.push(cpu);
         }
@@ -275,6 +287,7 @@ async fn bench(base_url: &str, runs: usize, turns: usize, streaming: bool, runti
         json!({
             "client": format!("agcore ({runtime}-thread runtime)"),
             "mode": if streaming { "stream" } else { "blocking" },
+            "context_engine": if context { "on" } else { "off" },
             "runs": runs, "tool_turns": turns,
             "cpu_ms_per_turn_mean": round(mean),
             "cpu_ms_turns_1_10": round(first),
@@ -331,8 +344,15 @@ fn main() {
     .enable_all()
     .build()
     .unwrap();
-    for streaming in [false, true] {
-        rt.block_on(bench(&base_url, runs, turns, streaming, &runtime));
+    let contexts: &[bool] = match arg(&args, "--context").as_deref() {
+        Some("off") => &[false],
+        Some("both") => &[true, false],
+        _ => &[true],
+    };
+    for &context in contexts {
+        for streaming in [false, true] {
+            rt.block_on(bench(&base_url, runs, turns, streaming, &runtime, context));
+        }
     }
 
     if let Some(python) = arg(&args, "--peer") {

@@ -49,7 +49,10 @@ pub mod window;
 pub use crate::llm::context_config::ContextConfig;
 pub use crate::llm::event::{CompactionTier, RepairKind};
 pub use discover::{DISCOVERY_TIMEOUT, discover_window};
-pub use engine::{ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder, prepare};
+pub use engine::{
+    ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder,
+    prepare,
+};
 pub use repair::{Repair, repair};
 pub use summary::{SUMMARY_SYSTEM_PROMPT, is_summary_request};
 pub use units::{WireViolation, check_wire};

@@ -5,6 +5,7 @@ mod approve;
 mod chat;
 mod cli;
 mod config;
+mod context_cli;
 mod demo;
 mod elicit;
 mod json_error;

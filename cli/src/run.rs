@@ -44,6 +44,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         );
         return Ok(ExitCode::SUCCESS);
     }
+    crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
     let (registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     // Ctrl-C drops the running turn (request and tools); the transcript is still written.
     let outcome = tokio::select! {

@@ -125,13 +125,14 @@ fn cycle_parts(
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);
+    crate::context_cli::configure(&mut cycle_config, args, config);
     let system = args.system.clone().or_else(|| section.system.clone());
     Ok((client, cycle_config, system))
 }
 
 /// The environment variable holding the model's API key: `--api-key-env`, then the config's
 /// `model.api_key_env`, else `OPENAI_API_KEY`.
-fn api_key_env(args: &ModelArgs, config: &AgcoreConfig) -> String {
+pub fn api_key_env(args: &ModelArgs, config: &AgcoreConfig) -> String {
     args.api_key_env
         .clone()
         .or_else(|| config.model.api_key_env.clone())

@@ -273,6 +273,10 @@ impl JournalingModel {
     }
 
     async fn store(&self, request: &ChatRequest<'_>) -> Result<(), LlmError> {
+        // The context engine's summary requests carry no history of the session.
+        if agcore::context::is_summary_request(request) {
+            return Ok(());
+        }
         self.journal
             .sync(request.messages)
             .await

@@ -53,7 +53,7 @@ pub fn stub_tool_outputs(
     let mut done = Compacted::default();
     for unit in &compactable.units {
         let calls: Vec<ToolCall> = messages[unit.start].tool_calls().to_vec();
-        for index in unit.start + 1..unit.end {
+        for message in &mut messages[unit.start + 1..unit.end] {
             if done.bytes_saved >= need_bytes {
                 return done;
             }
@@ -61,7 +61,7 @@ pub fn stub_tool_outputs(
                 tool_call_id,
                 content,
                 ..
-            } = &mut messages[index]
+            } = message
             else {
                 continue;
             };
@@ -86,7 +86,11 @@ pub fn stub_tool_outputs(
 /// tool again if needed]`.
 pub fn stub_text(call: Option<&ToolCall>, bytes: usize) -> String {
     let what = match call {
-        Some(call) => format!("{}({})", call.function.name, short_arguments(&call.function.arguments)),
+        Some(call) => format!(
+            "{}({})",
+            call.function.name,
+            short_arguments(&call.function.arguments)
+        ),
         None => "a tool call".to_owned(),
     };
     format!(
@@ -135,7 +139,7 @@ pub fn thousands(value: usize) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);
@@ -292,7 +296,12 @@ mod tests {
         assert_eq!(done.messages, 4);
         assert_eq!(committed, messages.len());
         assert!(is_marker(&messages[2]));
-        assert!(messages[2].text().unwrap_or_default().contains("2 tool calls (read_file)"));
+        assert!(
+            messages[2]
+                .text()
+                .unwrap_or_default()
+                .contains("2 tool calls (read_file)")
+        );
         assert!(check_wire(&messages).is_ok());
         // The task survives: the marker is not the newest user message.
         let again = Compactable::of(&messages, committed, 2);

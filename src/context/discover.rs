@@ -119,12 +119,20 @@ mod tests {
         assert_eq!(vllm_window(&models, "b"), Some(2_000));
         assert_eq!(vllm_window(&models, "c"), None);
         // OpenAI's /models has no lengths.
-        assert_eq!(vllm_window(&json!({"data": [{"id": "gpt-4o"}]}), "gpt-4o"), None);
         assert_eq!(
-            ollama_window(&json!({"parameters": "stop \"<|im_end|>\"\nnum_ctx 16384", "model_info": {}})),
+            vllm_window(&json!({"data": [{"id": "gpt-4o"}]}), "gpt-4o"),
+            None
+        );
+        assert_eq!(
+            ollama_window(
+                &json!({"parameters": "stop \"<|im_end|>\"\nnum_ctx 16384", "model_info": {}})
+            ),
             Some(16_384)
         );
-        assert_eq!(ollama_window(&json!({"model_info": {"llama.context_length": 131072}})), Some(4_096));
+        assert_eq!(
+            ollama_window(&json!({"model_info": {"llama.context_length": 131072}})),
+            Some(4_096)
+        );
         assert_eq!(ollama_window(&json!({"error": "not found"})), None);
     }
 }

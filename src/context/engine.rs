@@ -10,7 +10,7 @@ use crate::context::overflow::parse_overflow;
 use crate::context::repair::repair;
 use crate::context::summary::summarise;
 use crate::context::units::Compactable;
-use crate::context::window::{Budget, resolve_window};
+use crate::context::window::{Budget, output_reserve, resolve_window};
 use crate::llm::config::CycleConfig;
 use crate::llm::event::{CompactionTier, StreamEvent};
 use crate::llm::model::ChatModel;
@@ -63,11 +63,16 @@ impl ContextState {
     /// said so.
     pub fn window(&self, config: &CycleConfig) -> u32 {
         let (window, _) = resolve_window(config);
-        self.learnt_window.map_or(window, |learnt| learnt.min(window))
+        self.learnt_window
+            .map_or(window, |learnt| learnt.min(window))
     }
 
     /// The estimated prompt tokens of `messages` with `tools`, and its bytes.
-    pub fn estimate(&self, messages: &[OpenaiChatMessage], tools: &[ToolDefinition]) -> (u64, usize) {
+    pub fn estimate(
+        &self,
+        messages: &[OpenaiChatMessage],
+        tools: &[ToolDefinition],
+    ) -> (u64, usize) {
         let bytes = messages_bytes(messages) + tools_bytes(tools);
         (self.calibration.estimate(bytes), bytes)
     }
@@ -85,13 +90,26 @@ impl ContextState {
         });
     }
 
-    /// The server said a request of `bytes` bytes does not fit: learn what its message says.
-    pub fn observe_overflow(&mut self, bytes: usize, message: &str) {
+    /// The server said a request of `bytes` bytes (estimated at `estimate` tokens) does not
+    /// fit: learn the window from its message, or else take the request as an upper bound of
+    /// it (the window is at most what was sent and its reserve), and make the ratio more
+    /// cautious when the message has no count.
+    pub fn observe_overflow(
+        &mut self,
+        config: &CycleConfig,
+        bytes: usize,
+        estimate: u64,
+        message: &str,
+    ) {
         let overflow = parse_overflow(message);
-        if let Some(window) = overflow.window {
-            self.learnt_window = Some(self.learnt_window.map_or(window, |w| w.min(window)));
-        }
-        self.calibration.observe_overflow(bytes, overflow.prompt_tokens);
+        let window = overflow.window.unwrap_or_else(|| {
+            let sent = overflow.prompt_tokens.unwrap_or(estimate);
+            let reserve = u64::from(output_reserve(config, self.window(config)));
+            u32::try_from(sent.saturating_add(reserve)).unwrap_or(u32::MAX)
+        });
+        self.learnt_window = Some(self.learnt_window.map_or(window, |w| w.min(window)));
+        self.calibration
+            .observe_overflow(bytes, overflow.prompt_tokens);
     }
 }
 
@@ -180,7 +198,11 @@ pub async fn compact(
     plan: Plan,
     events: &mut Vec<StreamEvent>,
 ) -> Option<CompactionTier> {
-    let Plan { from, force, escalate } = plan;
+    let Plan {
+        from,
+        force,
+        escalate,
+    } = plan;
     let History {
         messages,
         committed,
@@ -189,7 +211,9 @@ pub async fn compact(
     let budget = Budget::new(config, window);
     let tool_bytes = tools_bytes(tools);
     let estimate = |state: &ContextState, messages: &[OpenaiChatMessage]| {
-        state.calibration.estimate(messages_bytes(messages) + tool_bytes)
+        state
+            .calibration
+            .estimate(messages_bytes(messages) + tool_bytes)
     };
     let mut highest = None;
     let keep = config.context.keep_last_turns;
@@ -209,7 +233,9 @@ pub async fn compact(
         let need = if forced {
             usize::MAX
         } else {
-            state.calibration.bytes(before.saturating_sub(budget.target))
+            state
+                .calibration
+                .bytes(before.saturating_sub(budget.target))
         };
         let compactable = Compactable::of(messages, *committed, keep);
         let done = match tier {

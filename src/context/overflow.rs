@@ -56,12 +56,25 @@ mod tests {
         let openai = parse_overflow(
             "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.",
         );
-        assert_eq!(openai, Overflow { window: Some(8_192), prompt_tokens: Some(9_000) });
+        assert_eq!(
+            openai,
+            Overflow {
+                window: Some(8_192),
+                prompt_tokens: Some(9_000)
+            }
+        );
         let vllm = parse_overflow(
             "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion).",
         );
-        assert_eq!(vllm, Overflow { window: Some(4_096), prompt_tokens: Some(4_000) });
-        let llama = parse_overflow("the request exceeds the available context size, try increasing it");
+        assert_eq!(
+            vllm,
+            Overflow {
+                window: Some(4_096),
+                prompt_tokens: Some(4_000)
+            }
+        );
+        let llama =
+            parse_overflow("the request exceeds the available context size, try increasing it");
         assert_eq!(llama, Overflow::default());
     }
 }

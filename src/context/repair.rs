@@ -174,8 +174,10 @@ mod tests {
         // The renamed call keeps its own result.
         let renamed = repaired[5].tool_calls()[0].id.clone();
         assert_ne!(renamed, "a");
-        assert!(matches!(&repaired[6], OpenaiChatMessage::Tool { tool_call_id, content, .. }
-            if *tool_call_id == renamed && content.text() == "second a"));
+        assert!(
+            matches!(&repaired[6], OpenaiChatMessage::Tool { tool_call_id, content, .. }
+            if *tool_call_id == renamed && content.text() == "second a")
+        );
         // Results in call order: "a" answered not run, then "b".
         assert!(repaired[2].is_tool_error());
         assert_eq!(repaired[3].text().as_deref(), Some("b's result"));

@@ -89,7 +89,10 @@ pub async fn summarise(
         let reply = config.retry.run(|| model.chat(request)).await?;
         let text = reply.text();
         // The reply is bounded by `max_tokens` on the server; bounded here too.
-        summary = cut(text.trim(), calibration.bytes(u64::from(max_tokens)).max(256) * 2);
+        summary = cut(
+            text.trim(),
+            calibration.bytes(u64::from(max_tokens)).max(256) * 2,
+        );
     }
     if summary.is_empty() {
         return Err(LlmError::Other(
@@ -123,7 +126,11 @@ fn pieces(messages: &[OpenaiChatMessage]) -> Vec<String> {
                     }
                 }
                 OpenaiChatMessage::Tool { is_error, .. } => {
-                    let label = if *is_error { "tool error" } else { "tool result" };
+                    let label = if *is_error {
+                        "tool error"
+                    } else {
+                        "tool result"
+                    };
                     let text = message.text().unwrap_or_default();
                     let _ = writeln!(piece, "{label}: {}", cut(&text, MAX_PIECE_BYTES));
                 }
@@ -178,7 +185,9 @@ mod tests {
 
     #[test]
     fn chunks_respect_their_size() {
-        let pieces: Vec<String> = (0..50).map(|i| format!("{i}: {}\n", "y".repeat(300))).collect();
+        let pieces: Vec<String> = (0..50)
+            .map(|i| format!("{i}: {}\n", "y".repeat(300)))
+            .collect();
         let chunks = chunk(&pieces, 1_000);
         assert!(chunks.len() > 10);
         assert!(chunks.iter().all(|c| c.len() <= 1_000));

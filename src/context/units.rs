@@ -244,10 +244,18 @@ mod tests {
         let starts: Vec<usize> = compactable.units.iter().map(|u| u.start).collect();
         assert_eq!(starts, vec![1, 2, 4]);
         let nothing_kept = Compactable::of(&messages, messages.len(), 0);
-        assert!(!nothing_kept.units.iter().any(|u| u.start == 5 || u.start == 0));
+        assert!(
+            !nothing_kept
+                .units
+                .iter()
+                .any(|u| u.start == 5 || u.start == 0)
+        );
         // Uncommitted messages are never touched.
         let early = Compactable::of(&messages, 3, 0);
-        assert_eq!(early.units.iter().map(|u| u.start).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(
+            early.units.iter().map(|u| u.start).collect::<Vec<_>>(),
+            vec![1]
+        );
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub(crate) fn request<'a>(
         let mut highest = prepared.highest;
         let mut retried = false;
         loop {
-            let (_, bytes) = engine.estimate(&state.messages, tools);
+            let (estimate, bytes) = engine.estimate(&state.messages, tools);
             let request = ChatRequest { model: &config.model, messages: state.messages.as_slice(), tools, options };
             let mut reply = None;
             let mut streamed = false;
@@ -69,7 +69,7 @@ pub(crate) fn request<'a>(
                 }
                 return;
             };
-            engine.observe_overflow(bytes, &message);
+            engine.observe_overflow(config, bytes, estimate, &message);
             // Once only, and never after part of the reply was shown.
             if retried || streamed {
                 yield TurnItem::Reply(Err(exhausted(&message, highest)));
@@ -107,6 +107,8 @@ fn exhausted(message: &str, highest: Option<context::CompactionTier>) -> LlmErro
         None => "with nothing left to compact".to_owned(),
     };
     LlmError::ContextLengthExceeded {
-        message: format!("{message} (the context engine retried once {done}; the newest turns, the system prompt and the newest user message alone do not fit)"),
+        message: format!(
+            "{message} (the context engine retried once {done}; the newest turns, the system prompt and the newest user message alone do not fit)"
+        ),
     }
 }

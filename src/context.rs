@@ -42,6 +42,7 @@ pub mod engine;
 pub mod estimate;
 pub mod overflow;
 pub mod repair;
+pub mod spill;
 pub mod summary;
 pub mod units;
 pub mod window;
@@ -54,6 +55,7 @@ pub use engine::{
     prepare,
 };
 pub use repair::{Repair, repair};
+pub use spill::{OutputStore, ReadOutput};
 pub use summary::{SUMMARY_SYSTEM_PROMPT, is_summary_request};
 pub use units::{WireViolation, check_wire};
 pub use window::{DEFAULT_CONTEXT_WINDOW, KNOWN_WINDOWS, known_window};

@@ -70,7 +70,12 @@ pub fn stub_tool_outputs(
                 continue;
             }
             let call = calls.iter().find(|call| call.id == *tool_call_id);
-            let stub = stub_text(call, text.len());
+            let mut stub = stub_text(call, text.len());
+            if let Some(id) = spilled_id(&text) {
+                // The whole output is still on disk: say so, the model can page it again.
+                stub.pop();
+                stub.push_str(&format!(" or read it with read_output (id {id})]"));
+            }
             if stub.len() >= text.len() {
                 continue;
             }
@@ -80,6 +85,15 @@ pub fn stub_tool_outputs(
         }
     }
     done
+}
+
+/// The id of a spilled output named by the cut marker in `text` (`kept as out_…:`).
+fn spilled_id(text: &str) -> Option<&str> {
+    let at = text.find("kept as out_")? + "kept as ".len();
+    let id = text[at..].split(':').next()?;
+    id.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        .then_some(id)
 }
 
 /// `[output of read_file(path=src/main.rs) removed to save context: 12,345 bytes; call the

@@ -230,6 +230,10 @@ pub async fn compact(
         if !forced && before <= budget.trigger {
             break;
         }
+        if !forced && tier == CompactionTier::DropTurns && before <= budget.last_resort {
+            // Over the threshold but it fits: nothing is dropped for that.
+            break;
+        }
         let need = if forced {
             usize::MAX
         } else {

@@ -106,6 +106,9 @@ pub struct Budget {
     pub trigger: u64,
     /// Compaction aims at this many.
     pub target: u64,
+    /// Turns are dropped (tier 3, the last resort) only above this many: 95 % of the usable
+    /// window, the request would not fit.
+    pub last_resort: u64,
 }
 
 impl Budget {
@@ -120,6 +123,7 @@ impl Budget {
             reserve,
             trigger: (usable * threshold) as u64,
             target: (usable * target) as u64,
+            last_resort: (usable * 0.95).max(usable * threshold) as u64,
         }
     }
 

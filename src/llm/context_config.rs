@@ -2,6 +2,9 @@
 //! (the engine itself is [`crate::context`]; this is its configuration, carried by
 //! [`crate::llm::CycleConfig`]).
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 /// The context engine's settings. `CycleConfig::context_window` gives the window; this says
@@ -29,6 +32,12 @@ pub struct ContextConfig {
     /// The output reserve when the request sets no `max_tokens` (a fraction of the window is
     /// used when this is `None`: a quarter, at most 4,096 tokens).
     pub default_output_reserve: Option<u32>,
+    /// Output limits of single tools, in bytes (others: `CycleConfig::tool_output_limit`);
+    /// MCP tools by their registered names.
+    pub tool_output_limits: BTreeMap<String, usize>,
+    /// Where outputs over their limit are kept whole (read back with the `read_output` tool,
+    /// `crate::context::spill::ReadOutput`); `None`: they are cut, and the rest is lost.
+    pub spill_dir: Option<PathBuf>,
 }
 
 impl Default for ContextConfig {
@@ -42,6 +51,8 @@ impl Default for ContextConfig {
             summary_model: None,
             summary_max_tokens: 512,
             default_output_reserve: None,
+            tool_output_limits: BTreeMap::new(),
+            spill_dir: None,
         }
     }
 }

@@ -7,10 +7,12 @@ use futures::{Stream, StreamExt};
 use crate::context::{self, ContextState, History, Plan};
 use crate::llm::config::CycleConfig;
 use crate::llm::error::LlmError;
+use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::RunState;
-use crate::vocab::{RequestOptions, ToolDefinition};
+use crate::run::step::truncate_answer;
+use crate::vocab::{RequestOptions, ToolAnswer, ToolDefinition};
 
 /// The model request of `state`'s next turn, with the context engine.
 pub(crate) fn request<'a>(
@@ -110,5 +112,25 @@ fn exhausted(message: &str, highest: Option<context::CompactionTier>) -> LlmErro
         message: format!(
             "{message} (the context engine retried once {done}; the newest turns, the system prompt and the newest user message alone do not fit)"
         ),
+    }
+}
+
+/// A finished call's answer for the model: over its tool's limit, kept whole in a spill file
+/// with a `read_output` marker (when `ContextConfig::spill_dir` is set), else cut at that limit.
+pub(crate) fn keep_large(
+    config: &CycleConfig,
+    event: &StreamEvent,
+    answer: ToolAnswer,
+) -> ToolAnswer {
+    let StreamEvent::ToolExecutionCompleted { tool_name, .. } = event else {
+        return answer;
+    };
+    let limit = context::spill::limit_for(config, tool_name);
+    if config.context.spill_dir.is_some() {
+        context::spill::keep_large(config, tool_name, answer)
+    } else if limit < config.tool_output_limit {
+        truncate_answer(answer, limit)
+    } else {
+        answer
     }
 }

@@ -163,6 +163,8 @@ pub(crate) fn drive<'a>(
                         let mut completed = registry.run_stream_observed(requests, move |index| started.mark(index));
                         while let Some((index, call)) = completed.next().await {
                             let (event, answer) = completed_event(call);
+                            // Over its tool's limit: kept whole outside the context (docs/9-context.md).
+                            let answer = context_turn::keep_large(config, &event, answer);
                             if let Some(&position) = positions.get(index) {
                                 run.state.record_answer(position, answer);
                             }

@@ -114,6 +114,12 @@ pub struct ContextSection {
     /// Ask the server for its window when none is configured and the model is not a known
     /// one (default true).
     pub discover: Option<bool>,
+    /// Keep tool outputs over their limit whole under `$XDG_DATA_HOME/agcore/outputs` and
+    /// offer the `read_output` tool to page them (default false: they are cut).
+    pub keep_large_outputs: Option<bool>,
+    /// Output limits of single tools, in bytes (`read_file = 65536`).
+    #[serde(default)]
+    pub tool_output_limits: BTreeMap<String, usize>,
 }
 
 /// `[session]`.

@@ -30,6 +30,19 @@ pub fn configure(cycle: &mut CycleConfig, args: &ModelArgs, config: &AgcoreConfi
     if let Some(limit) = section.tool_output_limit {
         cycle.tool_output_limit = limit;
     }
+    context
+        .tool_output_limits
+        .extend(section.tool_output_limits.clone());
+    context.spill_dir = spill_dir(config);
+}
+
+/// Where large tool outputs are kept (`[context] keep_large_outputs = true`).
+pub fn spill_dir(config: &AgcoreConfig) -> Option<std::path::PathBuf> {
+    if config.context.keep_large_outputs != Some(true) {
+        return None;
+    }
+    crate::layers::base_dir("XDG_DATA_HOME", ".local/share")
+        .map(|dir| dir.join("agcore").join("outputs"))
 }
 
 /// When neither the arguments nor the config give a window and the model is not a known one,

@@ -248,6 +248,9 @@ pub async fn build_registry(
             .allow_private_network(config.builtin.allow_private_network);
         registry.register_all(builtin_tools_with(&workspace, &options))?;
     }
+    if let Some(dir) = crate::context_cli::spill_dir(config) {
+        registry.register(Arc::new(agcore::context::ReadOutput::new(dir)))?;
+    }
 
     let servers = mcp_servers(loaded, tool_args.mcp_config.as_deref())?;
     let mut statuses = Vec::new();

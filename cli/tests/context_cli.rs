@@ -126,3 +126,43 @@ async fn a_large_window_compacts_nothing() {
             .any(|t| t.contains("a line 59"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_outputs_are_kept_whole_when_the_config_says_so() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("agcore.toml"),
+        "[context]\nkeep_large_outputs = true\n[context.tool_output_limits]\nread_file = 1000\n",
+    )
+    .unwrap();
+    support::trust(dir.path());
+    let server = fake_openai(replies()).await;
+    let (events, messages) = run_json(dir.path(), &server, &["--context-window", "128000"]);
+    // read_output is offered next to the built-in tools.
+    let first = &support::request_bodies(&server).await[0];
+    assert!(
+        first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "read_output")
+    );
+    let cut = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .find(|t| t.contains("[... agcore cut "))
+        .expect("a cut output");
+    assert!(
+        cut.len() < 1_200 && cut.contains("call read_output with"),
+        "{cut}"
+    );
+    let kept = dir.path().join(".home/data/agcore/outputs");
+    let files = std::fs::read_dir(&kept).unwrap().count();
+    assert_eq!(
+        files,
+        6,
+        "three outputs and their cut points in {}",
+        kept.display()
+    );
+    assert!(compactions(&events).is_empty());
+}

@@ -150,6 +150,13 @@ async fn without_the_engine_the_same_session_overflows() {
     .await;
     let error = reply.unwrap_err();
     assert!(error.contains("maximum context length"), "{error}");
+    let received = server.received();
+    assert_eq!(
+        received.iter().filter(|r| r.rejected).count(),
+        1,
+        "no retry without the engine"
+    );
+    eprintln!("without the engine: failed at request {}", received.len());
 }
 
 /// The engine believes the window is 32k; the server has 8k: each overflow is met by one

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::context::estimate::Calibration;
 use crate::context::window::Budget;
 use crate::llm::config::CycleConfig;
-use crate::llm::error::LlmError;
+use crate::llm::error::{LlmError, TimeoutKind};
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::vocab::{OpenaiChatMessage, RequestOptions};
 
@@ -86,7 +86,21 @@ pub async fn summarise(
             tools: &[],
             options: &options,
         };
-        let reply = config.retry.run(|| model.chat(request)).await?;
+        let reply = config
+            .retry
+            .run(|| async move {
+                match config.request_timeout {
+                    Some(limit) => tokio::time::timeout(limit, model.chat(request))
+                        .await
+                        .unwrap_or(Err(LlmError::Timeout {
+                            what: TimeoutKind::Request,
+                            limit,
+                            retries: 0,
+                        })),
+                    None => model.chat(request).await,
+                }
+            })
+            .await?;
         let text = reply.text();
         // The reply is bounded by `max_tokens` on the server; bounded here too.
         summary = cut(

@@ -28,6 +28,9 @@ pub struct ContextState {
     pub last: Option<ContextUsage>,
     /// Compactions made so far, per tier (1, 2, 3).
     pub compactions: [u32; 3],
+    /// The size of the run's tool definitions, by the slice they were measured from: they are
+    /// the same for every request of a run, and measuring them is most of an estimate's cost.
+    tools_measured: Option<(usize, usize, usize)>,
 }
 
 /// How much of the window a conversation uses.
@@ -73,8 +76,25 @@ impl ContextState {
         messages: &[OpenaiChatMessage],
         tools: &[ToolDefinition],
     ) -> (u64, usize) {
-        let bytes = messages_bytes(messages) + tools_bytes(tools);
+        let bytes = messages_bytes(messages) + self.tools_bytes(tools);
         (self.calibration.estimate(bytes), bytes)
+    }
+
+    /// The bytes of `tools`, measured once per run (the slice's address and length name it).
+    fn tools_bytes(&self, tools: &[ToolDefinition]) -> usize {
+        match self.tools_measured {
+            Some((address, len, bytes))
+                if address == tools.as_ptr() as usize && len == tools.len() =>
+            {
+                bytes
+            }
+            _ => tools_bytes(tools),
+        }
+    }
+
+    /// Measure `tools` for the requests that follow.
+    fn measure_tools(&mut self, tools: &[ToolDefinition]) {
+        self.tools_measured = Some((tools.as_ptr() as usize, tools.len(), tools_bytes(tools)));
     }
 
     /// The server replied to a request of `bytes` bytes with `usage`.
@@ -126,6 +146,9 @@ pub async fn prepare(
     let mut prepared = Prepared::default();
     if !config.context.enabled {
         return prepared;
+    }
+    if first_request || state.tools_measured.is_none() {
+        state.measure_tools(tools);
     }
     if first_request {
         repair_committed(history.messages, history.committed, &mut prepared.events);
@@ -209,7 +232,7 @@ pub async fn compact(
     } = history;
     let window = state.window(config);
     let budget = Budget::new(config, window);
-    let tool_bytes = tools_bytes(tools);
+    let tool_bytes = state.tools_bytes(tools);
     let estimate = |state: &ContextState, messages: &[OpenaiChatMessage]| {
         state
             .calibration

@@ -5,6 +5,7 @@
 //!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
 //!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
 //!     [--journal]                           # also with every step journaled to SQLite
+//!     [--context on|off|both]               # the context engine (estimate before each request); default on
 //! cargo run --release --example loop_bench -- serve   # only the fake server; prints its port
 //! ```
 //!
@@ -209,6 +210,7 @@ async fn one_call(
     turns: usize,
     streaming: bool,
     journal: Option<&Arc<dyn agcore::session::SessionStore>>,
+    context: bool,
 ) -> Vec<Duration> {
     let starts = Arc::new(Mutex::new(Vec::new()));
     let model = Timed {
@@ -218,6 +220,9 @@ async fn one_call(
     let mut config = CycleConfig::new("fake-model");
     config.max_turns = Some(u32::try_from(turns).unwrap() + 1);
     config.repeated_call_guard.limit = None;
+    if !context {
+        config.context = agcore::llm::ContextConfig::off();
+    }
     let mut cycle = LlmCycle::new(model, config).with_system_prompt("You are a benchmark.");
     let begin = cpu_now();
     if let Some(store) = journal {
@@ -283,13 +288,14 @@ async fn bench(
     streaming: bool,
     runtime: &str,
     journal: Option<&Arc<dyn agcore::session::SessionStore>>,
+    context: bool,
 ) {
     let client = OpenAiClient::new(OpenAiConfig::new(base_url)).unwrap();
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(Noop)).unwrap();
     let mut per_run = Vec::new();
     for run in 0..runs + 2 {
-        let cpu = one_call(&client, &registry, turns, streaming, journal).await;
+        let cpu = one_call(&client, &registry, turns, streaming, journal, context).await;
         if run >= 2 {
             per_run.push(cpu);
         }
@@ -308,6 +314,7 @@ async fn bench(
             "client": format!("agcore ({runtime}-thread runtime)"),
             "mode": if streaming { "stream" } else { "blocking" },
             "journal": journal.map(|_| "sqlite session journal"),
+            "context_engine": if context { "on" } else { "off" },
             "runs": runs, "tool_turns": turns,
             "cpu_ms_per_turn_mean": round(mean),
             "cpu_ms_turns_1_10": round(first),
@@ -364,8 +371,17 @@ fn main() {
     .enable_all()
     .build()
     .unwrap();
-    for streaming in [false, true] {
-        rt.block_on(bench(&base_url, runs, turns, streaming, &runtime, None));
+    let contexts: &[bool] = match arg(&args, "--context").as_deref() {
+        Some("off") => &[false],
+        Some("both") => &[true, false],
+        _ => &[true],
+    };
+    for &context in contexts {
+        for streaming in [false, true] {
+            rt.block_on(bench(
+                &base_url, runs, turns, streaming, &runtime, None, context,
+            ));
+        }
     }
     // `--journal`: the same runs recording every step in a SQLite session store (issue 11).
     if args.iter().any(|a| a == "--journal") {
@@ -382,6 +398,7 @@ fn main() {
                 streaming,
                 &runtime,
                 Some(&store),
+                contexts[0],
             ));
         }
         let _ = std::fs::remove_dir_all(dir);

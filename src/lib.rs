@@ -14,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod context;
 pub mod display;
 pub mod llm;
 pub mod prompt;

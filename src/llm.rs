@@ -7,6 +7,7 @@
 //! - [`testing`]: a scripted model for tests.
 
 pub mod config;
+pub mod context_config;
 pub mod cycle;
 pub mod error;
 pub mod event;
@@ -19,9 +20,10 @@ pub mod testing;
 pub mod types;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
+pub use context_config::ContextConfig;
 pub use cycle::LlmCycle;
 pub use error::{ErrorKind, LlmError, ResponseLimit, TimeoutKind};
-pub use event::StreamEvent;
+pub use event::{CompactionTier, RepairKind, StreamEvent};
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
 pub use openai::{OpenAiClient, OpenAiConfig, ReasoningEcho};
 pub use replay::replay;

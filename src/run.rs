@@ -14,6 +14,7 @@
 //! - Typed final output: [`crate::llm::LlmCycle::submit_typed`] returns the model's final
 //!   answer as a Rust value checked against its schema ([`OutputSchema`], [`OutputMode`]).
 
+mod context_turn;
 mod cycle;
 mod driver;
 pub mod journal;

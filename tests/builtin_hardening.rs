@@ -628,6 +628,8 @@ async fn paging_a_long_file_through_the_tool_loop_sees_every_line_exactly_once()
     });
     let mut config = CycleConfig::new("scripted");
     config.max_turns = Some(500);
+    // The whole history is inspected afterwards: the context engine must not compact it.
+    config.context = agcore::llm::ContextConfig::off();
     let mut cycle = LlmCycle::new(model, config);
     let response = tokio::time::timeout(
         Duration::from_secs(120),

@@ -36,6 +36,7 @@ const HELP: &str = "\
 commands:
   /tools        every tool, and whether the model sees it (and why not)
   /clear        forget the conversation (the system prompt stays)
+  /compact      summarise older turns now (the prompt shows the context in use: [used/window])
   /save FILE    write the conversation (all messages) as JSON to FILE
 {MCP}
   /help         this list
@@ -53,6 +54,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         }
         None => build_cycle(&args.model, &loaded.config, secrets)?,
     };
+    crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
     let (registry, _, mcp) =
         build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
     let mut session = Session {
@@ -83,7 +85,11 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
 
     let mut history = Vec::new();
     loop {
-        let line = match read_line(&history).await? {
+        let prompt = format!(
+            "{} {PROMPT}",
+            crate::context_cli::usage_label(cycle.context_usage())
+        );
+        let line = match read_line(&history, prompt).await? {
             Ok(line) => line,
             // Ctrl-C at the prompt: rustyline already dropped the line; ask again.
             Err(ReadlineError::Interrupted) => continue,
@@ -95,6 +101,11 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
             continue;
         }
         history.push(line.to_owned());
+        if line == "/compact" {
+            compact(&mut cycle).await;
+            store(stored.as_ref(), &cycle).await;
+            continue;
+        }
         if let Some(command) = line.strip_prefix('/') {
             let (name, argument) = command.split_once(' ').unwrap_or((command, ""));
             match crate::chat_mcp::command(name, argument, &mcp).await {
@@ -120,6 +131,19 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
+/// `/compact`: summarise older turns now, and say what happened.
+async fn compact(cycle: &mut LlmCycle) {
+    let events = cycle.compact().await;
+    if events.is_empty() {
+        println!("nothing compacted (too little history, or the summary request failed)");
+    }
+    for event in &events {
+        if let Some(line) = crate::context_cli::event_line(event) {
+            println!("{line}");
+        }
+    }
+}
+
 /// Make the stored session equal to what the library kept of the conversation.
 async fn store(stored: Option<&OpenSession>, cycle: &LlmCycle) {
     if let Some(stored) = stored
@@ -135,14 +159,17 @@ async fn store(stored: Option<&OpenSession>, cycle: &LlmCycle) {
 /// replaces the SIGINT handler while an editor exists and restores it on drop, so during a
 /// turn the session's own handler ([`forward_ctrl_c`]) is the one that runs, and an approval
 /// question can make its own editor without two editors sharing rustyline's global state.
-async fn read_line(history: &[String]) -> anyhow::Result<rustyline::Result<String>> {
+async fn read_line(
+    history: &[String],
+    prompt: String,
+) -> anyhow::Result<rustyline::Result<String>> {
     let history = history.to_vec();
     tokio::task::spawn_blocking(move || {
         let mut editor = DefaultEditor::new()?;
         for line in history {
             let _ = editor.add_history_entry(line);
         }
-        editor.readline(PROMPT)
+        editor.readline(&prompt)
     })
     .await
     .context("the input reader failed")

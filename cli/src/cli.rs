@@ -73,6 +73,9 @@ pub struct ModelArgs {
     /// Most model requests per prompt in the tool loop (default 10).
     #[arg(long)]
     pub max_turns: Option<u32>,
+    /// The model's context window in tokens [config: model.context_window; default: asked of the server, else known models, else 8192].
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<u32>,
 }
 
 /// Which tools, and the gates around them.

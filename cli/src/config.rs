@@ -71,6 +71,10 @@ pub enum ConfigError {
 ///
 /// [session]
 /// store = "sqlite:/home/me/agcore.db"      # or postgres://...; where --session conversations go
+///
+/// [context]                               # see docs/9-context.md
+/// threshold = 0.8                         # compact above 80 % of the window
+/// keep_last_turns = 2
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,6 +94,34 @@ pub struct AgcoreConfig {
     /// Stored conversations (`--session`).
     #[serde(default)]
     pub session: SessionSection,
+    /// The context engine (compaction).
+    #[serde(default)]
+    pub context: ContextSection,
+}
+
+/// `[context]`: when the conversation is compacted to fit the model's window.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSection {
+    /// Whether the context engine runs (default true).
+    pub enabled: Option<bool>,
+    /// Compact above this fraction of the usable window (default 0.8).
+    pub threshold: Option<f32>,
+    /// The newest turns never compacted (default 2).
+    pub keep_last_turns: Option<usize>,
+    /// The model that writes summaries (default: the conversation's).
+    pub summary_model: Option<String>,
+    /// Bytes of a tool's output the model reads (default 32 KiB).
+    pub tool_output_limit: Option<usize>,
+    /// Ask the server for its window when none is configured and the model is not a known
+    /// one (default true).
+    pub discover: Option<bool>,
+    /// Keep tool outputs over their limit whole under `$XDG_DATA_HOME/agcore/outputs` and
+    /// offer the `read_output` tool to page them (default false: they are cut).
+    pub keep_large_outputs: Option<bool>,
+    /// Output limits of single tools, in bytes (`read_file = 65536`).
+    #[serde(default)]
+    pub tool_output_limits: BTreeMap<String, usize>,
 }
 
 /// `[session]`.
@@ -122,6 +154,9 @@ pub struct ModelSection {
     /// Whether the model reads images: then images an MCP tool returns are sent to it
     /// (default: false — the tool message says an image was returned and not shown).
     pub accepts_images: Option<bool>,
+    /// The model's context window in tokens (default: asked of the server, else a table of
+    /// well-known models, else 8,192).
+    pub context_window: Option<u32>,
 }
 
 /// `[builtin]`.

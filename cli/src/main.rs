@@ -6,6 +6,7 @@ mod chat;
 mod chat_mcp;
 mod cli;
 mod config;
+mod context_cli;
 mod demo;
 mod elicit;
 mod json_error;

@@ -134,6 +134,13 @@ impl HumanRenderer {
                 self.finish();
                 eprintln!("error: {}", escape_keeping_lines(message));
             }
+            StreamEvent::ContextCompacted { .. } | StreamEvent::HistoryRepaired { .. } => {
+                if let Some(line) = crate::context_cli::event_line(event) {
+                    self.end_reasoning();
+                    self.newline();
+                    eprintln!("{line}");
+                }
+            }
             _ => {}
         }
     }

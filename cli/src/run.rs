@@ -66,6 +66,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         );
         return Ok(ExitCode::SUCCESS);
     }
+    crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
     let (mut registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
     // Nobody to ask now, but a stored run can wait: it suspends instead of denying.
     if session.is_some() && !args.tools.yes && !interactive() {

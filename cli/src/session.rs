@@ -131,6 +131,7 @@ fn cycle_parts(
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);
+    crate::context_cli::configure(&mut cycle_config, args, config);
     let composed = crate::system_prompt::compose(args, config)?;
     for note in &composed.notes {
         eprintln!("note: {}", escape_keeping_lines(note));
@@ -140,7 +141,7 @@ fn cycle_parts(
 
 /// The environment variable holding the model's API key: `--api-key-env`, then the config's
 /// `model.api_key_env`, else `OPENAI_API_KEY`.
-fn api_key_env(args: &ModelArgs, config: &AgcoreConfig) -> String {
+pub fn api_key_env(args: &ModelArgs, config: &AgcoreConfig) -> String {
     args.api_key_env
         .clone()
         .or_else(|| config.model.api_key_env.clone())
@@ -268,6 +269,9 @@ pub async fn build_registry_with_mcp(
             .withholding(secret_env_names(config, model))
             .allow_private_network(config.builtin.allow_private_network);
         registry.register_all(builtin_tools_with(&workspace, &options))?;
+    }
+    if let Some(dir) = crate::context_cli::spill_dir(config) {
+        registry.register(std::sync::Arc::new(agcore::context::ReadOutput::new(dir)))?;
     }
 
     let servers = mcp_servers(loaded, tool_args.mcp_config.as_deref())?;

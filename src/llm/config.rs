@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::llm::context_config::ContextConfig;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::stream::ReplyLimits;
 use crate::vocab::RequestOptions;
@@ -32,6 +33,12 @@ pub struct CycleConfig {
     /// tool's image content) follow the step's tool messages as a user message of content
     /// parts. Off by default: the tool message says what was returned and not shown.
     pub accepts_images: bool,
+    /// The model's context window in tokens; `None`: the table of well-known models, else a
+    /// conservative default (see [`crate::context::window`]; `crate::context::discover_window`
+    /// asks the server).
+    pub context_window: Option<u32>,
+    /// The context engine: when to compact and how.
+    pub context: ContextConfig,
 }
 
 impl CycleConfig {
@@ -66,6 +73,8 @@ impl Default for CycleConfig {
             repeated_call_guard: RepeatedCallGuard::default(),
             reply_limits: ReplyLimits::default(),
             accepts_images: false,
+            context_window: None,
+            context: ContextConfig::default(),
         }
     }
 }

@@ -42,6 +42,8 @@ pub struct LlmCycle {
     pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) config: CycleConfig,
     pub(crate) messages: Vec<OpenaiChatMessage>,
+    /// The context engine's memory of this conversation (calibration, compactions).
+    pub(crate) context: crate::context::ContextState,
 }
 
 impl std::fmt::Debug for LlmCycle {
@@ -61,6 +63,7 @@ impl LlmCycle {
             model: Arc::new(model),
             config,
             messages: Vec::new(),
+            context: crate::context::ContextState::default(),
         }
     }
 

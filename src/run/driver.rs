@@ -8,12 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
+use crate::llm::config::CycleConfig;
 use crate::llm::cycle::LlmCycle;
 use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
-use crate::llm::model::{ChatModel, ChatRequest};
+use crate::llm::model::ChatModel;
+use crate::run::context_turn;
 use crate::run::journal::{JournalEntry, RunJournal};
-use crate::run::model_turn::{self, Mode, TurnItem};
+use crate::run::model_turn::{Mode, TurnItem};
 use crate::run::state::{Phase, RunRules, RunState};
 use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
@@ -184,6 +186,7 @@ pub(crate) fn drive<'a>(
         model,
         config,
         messages,
+        context,
     } = cycle;
     let model: &'a dyn ChatModel = &**model;
     let config = &*config;
@@ -239,15 +242,11 @@ pub(crate) fn drive<'a>(
                         Some(relaxed) if request.tool_choice_relaxed => relaxed,
                         _ => &config.options,
                     };
-                    let request = ChatRequest {
-                        model: &config.model,
-                        messages: run.state.messages.as_slice(),
-                        tools: &tools,
-                        options,
-                    };
                     let mut reply = None;
                     {
-                        let mut items = std::pin::pin!(model_turn::request(model, config, request, mode));
+                        // The context engine: repair, estimate, compact; retry once on overflow.
+                        let turn = context_turn::request(&mut run.state, &mut *context, model, config, &tools, options, mode);
+                        let mut items = std::pin::pin!(turn);
                         while let Some(item) = items.next().await {
                             match item {
                                 TurnItem::Event(event) => yield LoopItem::Event(event),
@@ -281,6 +280,7 @@ pub(crate) fn drive<'a>(
                         .collect();
                     let observer = BatchObserver {
                         journal,
+                        config,
                         ids: requests.iter().map(|(call, _)| call.id.clone()).collect(),
                         started: StartedCalls::new(positions.len()),
                         limit: run.state.rules.tool_output_limit,
@@ -373,6 +373,8 @@ pub(crate) fn drive<'a>(
 /// runs) and each answer (cut to the output limit) in memory and in the journal.
 struct BatchObserver<'a> {
     journal: Option<&'a dyn RunJournal>,
+    /// For the per-tool output limits and the spill directory of the context engine.
+    config: &'a CycleConfig,
     /// The call ids, by position in the batch.
     ids: Vec<String>,
     started: StartedCalls,
@@ -426,7 +428,13 @@ impl CallObserver for BatchObserver<'_> {
         if self.suspend && deferred_request(call).is_some() {
             return;
         }
-        call.answer = truncate_answer(std::mem::take(&mut call.answer), self.limit);
+        // Over its tool's limit: kept whole outside the context (docs/9-context.md).
+        let answer = context_turn::keep_large(
+            self.config,
+            &call.tool_name,
+            std::mem::take(&mut call.answer),
+        );
+        call.answer = truncate_answer(answer, self.limit);
         if self.failed() {
             return;
         }

@@ -169,13 +169,15 @@ pub fn base_url(server: &MockServer) -> String {
     format!("{}/v1", server.uri())
 }
 
-/// The JSON bodies of every request `server` received, in order.
+/// The JSON bodies of every chat request `server` received, in order (the CLI's probes for
+/// the context window, `GET /props` and the like, are not chat requests).
 pub async fn request_bodies(server: &MockServer) -> Vec<Value> {
     server
         .received_requests()
         .await
         .unwrap_or_default()
         .iter()
+        .filter(|request| request.url.path() == "/v1/chat/completions")
         .map(|request| serde_json::from_slice(&request.body).unwrap())
         .collect()
 }

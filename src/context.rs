@@ -1,0 +1,61 @@
+//! The context engine: long conversations that do not overflow the model's window, and say
+//! what they dropped (see `docs/9-context.md`).
+//!
+//! Before each model request of a run the engine
+//! 1. on the run's first request, repairs the history ([`repair`]): results without a call
+//!    removed, unanswered calls answered "not run", duplicate call ids renamed, empty assistant
+//!    messages dropped — each reported as a [`crate::llm::StreamEvent::HistoryRepaired`];
+//! 2. estimates the whole pending request ([`estimate`]): the server's `usage.prompt_tokens`
+//!    of the previous request plus the bytes changed since, at a ratio calibrated from that
+//!    usage;
+//! 3. when the estimate crosses `ContextConfig::threshold` of the usable window ([`window`]:
+//!    the window less the reply's `max_tokens`), compacts in tiers ([`compact`]): old tool
+//!    outputs stubbed, then older turns summarised by the model ([`summary`]), then the oldest
+//!    turns dropped; each a [`crate::llm::StreamEvent::ContextCompacted`], and written into the
+//!    history itself (the stubs, a summary or a marker message) so a resumed session knows.
+//!
+//! A tool call is never separated from its results, the system prompt and the newest user
+//! message are never removed, nothing of a tool turn in progress is touched (only committed
+//! turns), and the history stays wire-valid ([`units::check_wire`]). When the server still
+//! answers `context_length_exceeded`, the engine learns from its message, compacts one tier
+//! harder and retries once; then the error is returned.
+//!
+//! ```
+//! # async fn demo() -> Result<(), agcore::llm::LlmError> {
+//! use agcore::llm::testing::ScriptedModel;
+//! use agcore::llm::{CycleConfig, LlmCycle};
+//!
+//! let mut config = CycleConfig::new("local-model");
+//! config.context_window = Some(32_768);
+//! config.context.threshold = 0.75;
+//! let mut cycle = LlmCycle::new(ScriptedModel::new().reply_text("Hi!"), config);
+//! cycle.submit("Hello".to_string()).await?;
+//! let usage = cycle.context_usage();
+//! assert_eq!(usage.window, 32_768);
+//! # Ok(()) }
+//! ```
+
+pub mod compact;
+mod cycle;
+mod discover;
+pub mod engine;
+pub mod estimate;
+pub mod overflow;
+pub mod repair;
+pub mod spill;
+pub mod summary;
+pub mod units;
+pub mod window;
+
+pub use crate::llm::context_config::ContextConfig;
+pub use crate::llm::event::{CompactionTier, RepairKind};
+pub use discover::{DISCOVERY_TIMEOUT, discover_window};
+pub use engine::{
+    ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder,
+    prepare,
+};
+pub use repair::{Repair, repair};
+pub use spill::{OutputStore, ReadOutput};
+pub use summary::{SUMMARY_SYSTEM_PROMPT, is_summary_request};
+pub use units::{WireViolation, check_wire};
+pub use window::{DEFAULT_CONTEXT_WINDOW, KNOWN_WINDOWS, known_window};

@@ -1,0 +1,54 @@
+//! [`LlmCycle`]'s context calls: the context in use, and a compaction on demand.
+
+use crate::context::engine::{ContextUsage, History, Plan, compact};
+use crate::llm::cycle::LlmCycle;
+use crate::llm::event::{CompactionTier, StreamEvent};
+
+impl LlmCycle {
+    /// How much of the model's window the conversation uses: the server's count after the
+    /// last request, else an estimate of the history as it is now.
+    pub fn context_usage(&self) -> ContextUsage {
+        let window = self.context.window(&self.config);
+        match self.context.last {
+            Some(last) if last.measured => ContextUsage { window, ..last },
+            _ => ContextUsage {
+                tokens: self.context.estimate(&self.messages, &[]).0,
+                window,
+                measured: false,
+            },
+        }
+    }
+
+    /// The compactions made so far in this conversation, per tier (1, 2, 3).
+    pub fn compactions(&self) -> [u32; 3] {
+        self.context.compactions
+    }
+
+    /// Compact now, whatever the estimate: older turns are summarised by the model (tier 2)
+    /// — the newest turns, the system prompt and the newest user message kept. Returns the
+    /// compaction events: empty when nothing could be compacted or the summary request failed
+    /// (then the history is left as it was, and the failure is logged).
+    pub async fn compact(&mut self) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        let mut committed = self.messages.len();
+        let plan = Plan {
+            from: CompactionTier::Summary,
+            force: true,
+            escalate: false,
+        };
+        compact(
+            &mut self.context,
+            History {
+                messages: &mut self.messages,
+                committed: &mut committed,
+            },
+            &*self.model,
+            &self.config,
+            &[],
+            plan,
+            &mut events,
+        )
+        .await;
+        events
+    }
+}

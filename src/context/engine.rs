@@ -1,0 +1,340 @@
+//! The engine between two requests: repair a loaded history, estimate the pending request,
+//! and compact it in tiers when it crosses the threshold; after the request, learn from the
+//! server's usage or its `context_length_exceeded`.
+
+use crate::context::compact::{
+    Compacted, dropped_marker, replace_runs, select, stub_tool_outputs, summary_message,
+};
+use crate::context::estimate::{Calibration, messages_bytes, tools_bytes};
+use crate::context::overflow::parse_overflow;
+use crate::context::repair::repair;
+use crate::context::summary::summarise;
+use crate::context::units::Compactable;
+use crate::context::window::{Budget, output_reserve, resolve_window};
+use crate::llm::config::CycleConfig;
+use crate::llm::event::{CompactionTier, StreamEvent};
+use crate::llm::model::ChatModel;
+use crate::vocab::{OpenaiChatMessage, ToolDefinition, Usage};
+
+/// What the engine knows of one conversation between requests (kept by
+/// [`crate::llm::LlmCycle`] across its calls).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContextState {
+    /// The estimator's calibration from the server's usage.
+    pub calibration: Calibration,
+    /// A window learnt from a server's `context_length_exceeded` message.
+    pub learnt_window: Option<u32>,
+    /// The context in use after the last request (or the last estimate).
+    pub last: Option<ContextUsage>,
+    /// Compactions made so far, per tier (1, 2, 3).
+    pub compactions: [u32; 3],
+    /// The size of the run's tool definitions, by the slice they were measured from: they are
+    /// the same for every request of a run, and measuring them is most of an estimate's cost.
+    tools_measured: Option<(usize, usize, usize)>,
+}
+
+/// How much of the window a conversation uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextUsage {
+    /// Tokens: the server's count (prompt and reply) after a request, else the estimate.
+    pub tokens: u64,
+    /// The window.
+    pub window: u32,
+    /// Whether `tokens` is the server's count.
+    pub measured: bool,
+}
+
+/// A history and how much of it is committed (a compaction touches only committed turns).
+pub struct History<'a> {
+    /// The messages.
+    pub messages: &'a mut Vec<OpenaiChatMessage>,
+    /// How many are committed.
+    pub committed: &'a mut usize,
+}
+
+/// What [`prepare`] did.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// Events to yield before the request (repairs, compactions).
+    pub events: Vec<StreamEvent>,
+    /// The highest tier applied.
+    pub highest: Option<CompactionTier>,
+}
+
+impl ContextState {
+    /// The window in force: the configured (or table, or default) one, or less if a server
+    /// said so.
+    pub fn window(&self, config: &CycleConfig) -> u32 {
+        let (window, _) = resolve_window(config);
+        self.learnt_window
+            .map_or(window, |learnt| learnt.min(window))
+    }
+
+    /// The estimated prompt tokens of `messages` with `tools`, and its bytes.
+    pub fn estimate(
+        &self,
+        messages: &[OpenaiChatMessage],
+        tools: &[ToolDefinition],
+    ) -> (u64, usize) {
+        let bytes = messages_bytes(messages) + self.tools_bytes(tools);
+        (self.calibration.estimate(bytes), bytes)
+    }
+
+    /// The bytes of `tools`, measured once per run (the slice's address and length name it).
+    fn tools_bytes(&self, tools: &[ToolDefinition]) -> usize {
+        match self.tools_measured {
+            Some((address, len, bytes))
+                if address == tools.as_ptr() as usize && len == tools.len() =>
+            {
+                bytes
+            }
+            _ => tools_bytes(tools),
+        }
+    }
+
+    /// Measure `tools` for the requests that follow.
+    fn measure_tools(&mut self, tools: &[ToolDefinition]) {
+        self.tools_measured = Some((tools.as_ptr() as usize, tools.len(), tools_bytes(tools)));
+    }
+
+    /// The server replied to a request of `bytes` bytes with `usage`.
+    pub fn observe_usage(&mut self, config: &CycleConfig, bytes: usize, usage: Option<Usage>) {
+        let Some(usage) = usage.filter(|u| u.prompt_tokens > 0) else {
+            return;
+        };
+        self.calibration.observe(bytes, usage.prompt_tokens);
+        self.last = Some(ContextUsage {
+            tokens: usage.prompt_tokens + usage.completion_tokens,
+            window: self.window(config),
+            measured: true,
+        });
+    }
+
+    /// The server said a request of `bytes` bytes (estimated at `estimate` tokens) does not
+    /// fit: learn the window from its message, or else take the request as an upper bound of
+    /// it (the window is at most what was sent and its reserve), and make the ratio more
+    /// cautious when the message has no count.
+    pub fn observe_overflow(
+        &mut self,
+        config: &CycleConfig,
+        bytes: usize,
+        estimate: u64,
+        message: &str,
+    ) {
+        let overflow = parse_overflow(message);
+        let window = overflow.window.unwrap_or_else(|| {
+            let sent = overflow.prompt_tokens.unwrap_or(estimate);
+            let reserve = u64::from(output_reserve(config, self.window(config)));
+            u32::try_from(sent.saturating_add(reserve)).unwrap_or(u32::MAX)
+        });
+        self.learnt_window = Some(self.learnt_window.map_or(window, |w| w.min(window)));
+        self.calibration
+            .observe_overflow(bytes, overflow.prompt_tokens);
+    }
+}
+
+/// Before a request: on the run's first request repair the history; then estimate, and
+/// compact when the estimate crosses the threshold.
+pub async fn prepare(
+    state: &mut ContextState,
+    history: History<'_>,
+    first_request: bool,
+    model: &dyn ChatModel,
+    config: &CycleConfig,
+    tools: &[ToolDefinition],
+) -> Prepared {
+    let mut prepared = Prepared::default();
+    if !config.context.enabled {
+        return prepared;
+    }
+    if first_request || state.tools_measured.is_none() {
+        state.measure_tools(tools);
+    }
+    if first_request {
+        repair_committed(history.messages, history.committed, &mut prepared.events);
+    }
+    prepared.highest = compact(
+        state,
+        history,
+        model,
+        config,
+        tools,
+        Plan::AUTO,
+        &mut prepared.events,
+    )
+    .await;
+    prepared
+}
+
+/// Repair the committed turns (the unit the commit boundary cuts, if any, stays as it is).
+fn repair_committed(
+    messages: &mut Vec<OpenaiChatMessage>,
+    committed: &mut usize,
+    events: &mut Vec<StreamEvent>,
+) {
+    let mut boundary = (*committed).min(messages.len());
+    while boundary > 0 && matches!(messages.get(boundary), Some(OpenaiChatMessage::Tool { .. })) {
+        boundary -= 1;
+    }
+    let rest = messages.split_off(boundary);
+    let (repaired, repairs) = repair(std::mem::take(messages));
+    for item in repairs {
+        tracing::warn!(kind = ?item.kind, detail = %item.detail, "history repaired before its first request");
+        events.push(StreamEvent::HistoryRepaired {
+            kind: item.kind,
+            detail: item.detail,
+        });
+    }
+    *committed = (*committed - boundary) + repaired.len();
+    *messages = repaired;
+    messages.extend(rest);
+}
+
+/// Which tiers a compaction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// The first tier tried.
+    pub from: CompactionTier,
+    /// Run `from` in full whatever the estimate (a server overflow, `/compact`).
+    pub force: bool,
+    /// When the forced tier could do nothing, force the next one.
+    pub escalate: bool,
+}
+
+impl Plan {
+    /// Before every request: the tiers in order, while over the threshold.
+    pub const AUTO: Plan = Plan {
+        from: CompactionTier::StubToolOutputs,
+        force: false,
+        escalate: false,
+    };
+}
+
+/// Run the tiers of `plan` while the estimate is over the threshold. Returns the highest
+/// tier applied.
+pub async fn compact(
+    state: &mut ContextState,
+    history: History<'_>,
+    model: &dyn ChatModel,
+    config: &CycleConfig,
+    tools: &[ToolDefinition],
+    plan: Plan,
+    events: &mut Vec<StreamEvent>,
+) -> Option<CompactionTier> {
+    let Plan {
+        from,
+        force,
+        escalate,
+    } = plan;
+    let History {
+        messages,
+        committed,
+    } = history;
+    let window = state.window(config);
+    let budget = Budget::new(config, window);
+    let tool_bytes = state.tools_bytes(tools);
+    let estimate = |state: &ContextState, messages: &[OpenaiChatMessage]| {
+        state
+            .calibration
+            .estimate(messages_bytes(messages) + tool_bytes)
+    };
+    let mut highest = None;
+    let keep = config.context.keep_last_turns;
+    for tier in [
+        CompactionTier::StubToolOutputs,
+        CompactionTier::Summary,
+        CompactionTier::DropTurns,
+    ] {
+        if tier < from {
+            continue;
+        }
+        let forced = force && (tier == from || escalate && highest.is_none() && tier > from);
+        let before = estimate(state, messages);
+        if !forced && before <= budget.trigger {
+            break;
+        }
+        if !forced && tier == CompactionTier::DropTurns && before <= budget.last_resort {
+            // Over the threshold but it fits: nothing is dropped for that.
+            break;
+        }
+        let need = if forced {
+            usize::MAX
+        } else {
+            state
+                .calibration
+                .bytes(before.saturating_sub(budget.target))
+        };
+        let compactable = Compactable::of(messages, *committed, keep);
+        let done = match tier {
+            CompactionTier::StubToolOutputs => stub_tool_outputs(messages, &compactable, need),
+            CompactionTier::Summary if !config.context.summarise => Compacted::default(),
+            CompactionTier::Summary => {
+                let cost = state
+                    .calibration
+                    .bytes(u64::from(config.context.summary_max_tokens));
+                let selected = select(messages, &compactable, need.saturating_add(cost), true);
+                let Some((first, last)) = selected.first().zip(selected.last()) else {
+                    continue;
+                };
+                let run = &messages[first.start..last.end];
+                if messages_bytes(run) <= cost && !forced {
+                    // Summarising this little saves nothing.
+                    continue;
+                }
+                match summarise(model, config, &budget, &state.calibration, run).await {
+                    Ok(summary) => {
+                        let text = summary.text;
+                        replace_runs(messages, committed, &selected, |removed| {
+                            summary_message(removed.len(), &text)
+                        })
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "the summary request failed; dropping turns instead");
+                        Compacted::default()
+                    }
+                }
+            }
+            CompactionTier::DropTurns => {
+                let selected = select(messages, &compactable, need, false);
+                replace_runs(messages, committed, &selected, dropped_marker)
+            }
+        };
+        if done.messages == 0 {
+            continue;
+        }
+        let after = estimate(state, messages);
+        tracing::info!(
+            tier = tier.number(),
+            tokens_before = before,
+            tokens_after = after,
+            messages = done.messages,
+            window,
+            "context compacted"
+        );
+        events.push(StreamEvent::ContextCompacted {
+            tier,
+            tokens_before: before,
+            tokens_after: after,
+            messages: done.messages as u64,
+            window: u64::from(window),
+        });
+        state.compactions[usize::from(tier.number() - 1)] += 1;
+        highest = Some(tier);
+    }
+    let tokens = estimate(state, messages);
+    state.last = Some(ContextUsage {
+        tokens,
+        window,
+        measured: false,
+    });
+    highest
+}
+
+/// The tier one harder than `highest` (the retry after a server's overflow).
+pub fn harder(highest: Option<CompactionTier>) -> CompactionTier {
+    match highest {
+        None => CompactionTier::StubToolOutputs,
+        Some(CompactionTier::StubToolOutputs) => CompactionTier::Summary,
+        Some(_) => CompactionTier::DropTurns,
+    }
+}

@@ -1,0 +1,400 @@
+//! Large tool outputs kept whole outside the context: an output over its tool's limit is
+//! written to a spill file (under `ContextConfig::spill_dir`), and the model reads its head and
+//! tail with a marker that says agcore cut it, how much, and how to read the rest — the
+//! built-in `read_output` tool ([`ReadOutput`]), from exactly the byte the marker names, page by
+//! page at line boundaries, so no line is skipped or read twice.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::llm::config::CycleConfig;
+use crate::tools::base::BaseTool;
+use crate::tools::error::ToolError;
+use crate::tools::kind::ToolKind;
+use crate::vocab::ToolAnswer;
+
+/// The most bytes one `read_output` page returns.
+pub const MAX_PAGE_BYTES: usize = 16 * 1024;
+
+/// Spill files: one `<id>.txt` per output in a directory.
+#[derive(Debug, Clone)]
+pub struct OutputStore {
+    dir: PathBuf,
+}
+
+/// Why an output could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum SpillError {
+    /// Not an id this store makes (`out_` and letters or digits).
+    #[error("'{id}' is not an output id (they look like out_…, as the cut marker says)")]
+    BadId {
+        /// The id.
+        id: String,
+    },
+    /// No such output, or it cannot be read.
+    #[error("output '{id}' cannot be read: {source}")]
+    Io {
+        /// The id.
+        id: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The offset is past the end.
+    #[error("offset {offset} is past the end of output '{id}' ({total} bytes)")]
+    PastEnd {
+        /// The id.
+        id: String,
+        /// The offset asked for.
+        offset: usize,
+        /// The output's length.
+        total: usize,
+    },
+}
+
+/// One page of a spilled output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The text, `[offset, end)` of the output.
+    pub text: String,
+    /// Its first byte.
+    pub offset: usize,
+    /// One past its last byte.
+    pub end: usize,
+    /// The output's length.
+    pub total: usize,
+}
+
+impl OutputStore {
+    /// Spill files in `dir` (created on the first save).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        OutputStore { dir: dir.into() }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Keep `content`; its id. With `tail_start`, the model already has the output from that
+    /// byte on (the tail after the cut marker): a page never runs past it.
+    pub fn save(&self, content: &str, tail_start: Option<usize>) -> std::io::Result<String> {
+        std::fs::create_dir_all(&self.dir)?;
+        let mut id = String::from("out_");
+        id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(16));
+        std::fs::write(self.dir.join(format!("{id}.txt")), content)?;
+        if let Some(tail_start) = tail_start {
+            std::fs::write(self.dir.join(format!("{id}.cut")), tail_start.to_string())?;
+        }
+        Ok(id)
+    }
+
+    /// The page of output `id` from byte `offset`: at most `max` bytes, ending at a line end
+    /// when one is in reach (a longer line goes on in the next page).
+    pub fn read(&self, id: &str, offset: usize, max: usize) -> Result<Page, SpillError> {
+        let valid = id.strip_prefix("out_").is_some_and(|rest| {
+            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+        if !valid {
+            return Err(SpillError::BadId { id: id.to_owned() });
+        }
+        let content =
+            std::fs::read_to_string(self.dir.join(format!("{id}.txt"))).map_err(|source| {
+                SpillError::Io {
+                    id: id.to_owned(),
+                    source,
+                }
+            })?;
+        let total = content.len();
+        if offset > total {
+            return Err(SpillError::PastEnd {
+                id: id.to_owned(),
+                offset,
+                total,
+            });
+        }
+        let mut offset = offset;
+        while !content.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        // A page stops where the tail the model already has starts.
+        let limit = std::fs::read_to_string(self.dir.join(format!("{id}.cut")))
+            .ok()
+            .and_then(|text| text.trim().parse::<usize>().ok())
+            .filter(|&tail| tail > offset && tail <= total && content.is_char_boundary(tail))
+            .unwrap_or(total);
+        let mut end = (offset + max.max(1)).min(limit);
+        if end < limit {
+            match content[offset..end].rfind('\n') {
+                Some(newline) => end = offset + newline + 1,
+                None => {
+                    while !content.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    if end == offset {
+                        end = content[offset..]
+                            .chars()
+                            .next()
+                            .map_or(total, |c| offset + c.len_utf8());
+                    }
+                }
+            }
+        }
+        Ok(Page {
+            text: content[offset..end].to_owned(),
+            offset,
+            end,
+            total,
+        })
+    }
+}
+
+/// Where `content` is cut for `limit`: the head ends and the tail starts (at line starts when
+/// lines are short): about half the limit before, a quarter after.
+pub fn cut_points(content: &str, limit: usize) -> (usize, usize) {
+    let head_end = line_start_at_or_before(content, limit / 2);
+    let tail_start =
+        line_start_at_or_after(content, content.len().saturating_sub(limit / 4)).max(head_end);
+    (head_end, tail_start)
+}
+
+/// `content` cut at [`cut_points`] for the model, with a marker naming the cut bytes and lines
+/// and how to read them.
+pub fn cut_with_marker(content: &str, limit: usize, id: &str) -> String {
+    let (head_end, tail_start) = cut_points(content, limit);
+    let first_line = content[..head_end].matches('\n').count() + 1;
+    let cut_lines = content[head_end..tail_start].matches('\n').count();
+    let lines = match cut_lines {
+        0 => format!("part of line {first_line}"),
+        1 => format!("line {first_line}"),
+        n => format!("lines {first_line}-{}", first_line + n - 1),
+    };
+    format!(
+        "{}[... agcore cut {} bytes here (bytes {head_end}-{tail_start} of {}, {lines}); the whole output is kept as {id}: \
+         call read_output with {{\"id\": \"{id}\", \"offset\": {head_end}}} to read on from here; the pages stop where the rest below starts ...]\n{}",
+        &content[..head_end],
+        tail_start - head_end,
+        content.len(),
+        &content[tail_start..],
+    )
+}
+
+fn line_start_at_or_before(text: &str, index: usize) -> usize {
+    let mut index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    match text[..index].rfind('\n') {
+        Some(newline) if newline + 1 >= index / 2 => newline + 1,
+        _ => index,
+    }
+}
+
+fn line_start_at_or_after(text: &str, index: usize) -> usize {
+    let mut index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index += 1;
+    }
+    if index == 0 || text.as_bytes()[index - 1] == b'\n' {
+        return index;
+    }
+    match text[index..].find('\n') {
+        Some(newline) if newline < (text.len() - index) / 2 => index + newline + 1,
+        _ => index,
+    }
+}
+
+/// The limit for `tool`'s outputs: its own (`ContextConfig::tool_output_limits`), else the
+/// cycle's.
+pub fn limit_for(config: &CycleConfig, tool: &str) -> usize {
+    config
+        .context
+        .tool_output_limits
+        .get(tool)
+        .copied()
+        .unwrap_or(config.tool_output_limit)
+}
+
+/// `answer` for the model: when it is over `tool`'s limit and a spill directory is set, kept
+/// whole in a spill file and cut with a `read_output` marker; otherwise as it is (the run cuts
+/// it at the cycle's limit).
+pub fn keep_large(config: &CycleConfig, tool: &str, answer: ToolAnswer) -> ToolAnswer {
+    let limit = limit_for(config, tool);
+    let Some(dir) = config.context.spill_dir.as_ref() else {
+        return answer;
+    };
+    if answer.content.len() <= limit || !config.context.enabled {
+        return answer;
+    }
+    let (_, tail_start) = cut_points(&answer.content, limit);
+    match OutputStore::new(dir).save(&answer.content, Some(tail_start)) {
+        Ok(id) => ToolAnswer {
+            content: cut_with_marker(&answer.content, limit, &id),
+            is_error: answer.is_error,
+        },
+        Err(error) => {
+            tracing::warn!(%error, dir = %dir.display(), "could not keep a large tool output; it is cut instead");
+            answer
+        }
+    }
+}
+
+/// The built-in `read_output` tool: reads on in an output agcore cut (`id` and `offset` as its
+/// marker says).
+pub struct ReadOutput {
+    store: Arc<OutputStore>,
+}
+
+impl ReadOutput {
+    /// Reading the spill files in `dir` (the same as `ContextConfig::spill_dir`).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        ReadOutput {
+            store: Arc::new(OutputStore::new(dir)),
+        }
+    }
+}
+
+#[async_trait]
+impl BaseTool for ReadOutput {
+    fn name(&self) -> &str {
+        "read_output"
+    }
+
+    fn description(&self) -> &str {
+        "Read on in a tool output that agcore cut because it was too long: give the id and offset its marker names; \
+         each page says where the next one starts."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The output's id (out_...)"},
+                "offset": {"type": "integer", "minimum": 0, "description": "The byte to start at"}
+            },
+            "required": ["id", "offset"]
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    async fn execute(&self, args: Value) -> Result<Value, ToolError> {
+        let id = args["id"].as_str().unwrap_or_default();
+        let offset = args["offset"]
+            .as_u64()
+            .and_then(|o| usize::try_from(o).ok())
+            .unwrap_or(0);
+        let page = self
+            .store
+            .read(id, offset, MAX_PAGE_BYTES)
+            .map_err(|error| ToolError::ExecutionFailed("read_output".into(), error.to_string()))?;
+        let next = if page.end < page.total {
+            format!(
+                "next: read_output with {{\"id\": \"{id}\", \"offset\": {}}}",
+                page.end
+            )
+        } else {
+            "this is the end of the output".to_owned()
+        };
+        Ok(Value::String(format!(
+            "[bytes {}-{} of {} of output {id}; {next}]\n{}",
+            page.offset, page.end, page.total, page.text
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output() -> String {
+        (1..=2_000)
+            .map(|i| format!("line {i:04} {}\n", "x".repeat(i % 40)))
+            .collect()
+    }
+
+    #[test]
+    fn the_marker_and_the_pages_agree_line_for_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = OutputStore::new(dir.path());
+        let content = output();
+        let (_, tail) = cut_points(&content, 8_000);
+        let id = store.save(&content, Some(tail)).unwrap();
+        let cut = cut_with_marker(&content, 8_000, &id);
+        assert!(cut.len() < 8_000);
+        let marker = cut
+            .lines()
+            .find(|l| l.starts_with("[... agcore cut "))
+            .unwrap();
+        let offset: usize = marker
+            .split("\"offset\": ")
+            .nth(1)
+            .unwrap()
+            .split('}')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let tail_start: usize = marker
+            .split(&format!("bytes {offset}-"))
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        // Head, then the pages up to the tail, then the tail: every line exactly once.
+        let mut seen = cut.split(marker).next().unwrap().to_owned();
+        let mut at = offset;
+        while at < tail_start {
+            let page = store.read(&id, at, 1_000).unwrap();
+            assert_eq!(page.offset, at);
+            seen.push_str(&page.text);
+            at = page.end;
+        }
+        assert_eq!(at, tail_start, "a page ends where the tail starts");
+        seen.push_str(&content[tail_start..]);
+        assert_eq!(seen, content);
+        // The marker's lines are the cut lines.
+        let first = content[..offset].matches('\n').count() + 1;
+        assert!(marker.contains(&format!("lines {first}-")), "{marker}");
+    }
+
+    #[test]
+    fn ids_cannot_leave_the_directory() {
+        let store = OutputStore::new("/tmp/nowhere");
+        assert!(matches!(
+            store.read("../etc/passwd", 0, 10),
+            Err(SpillError::BadId { .. })
+        ));
+        assert!(matches!(
+            store.read("out_", 0, 10),
+            Err(SpillError::BadId { .. })
+        ));
+    }
+
+    #[test]
+    fn a_large_answer_is_kept_only_with_a_spill_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = CycleConfig::new("m");
+        config
+            .context
+            .tool_output_limits
+            .insert("big".into(), 1_000);
+        let answer = ToolAnswer::ok(output());
+        assert_eq!(keep_large(&config, "big", answer.clone()), answer);
+        config.context.spill_dir = Some(dir.path().to_owned());
+        let kept = keep_large(&config, "big", answer.clone());
+        assert!(kept.content.len() < 1_000 && kept.content.contains("read_output"));
+        // Another tool keeps the cycle's limit.
+        let short = ToolAnswer::ok("x".repeat(2_000));
+        assert_eq!(keep_large(&config, "small", short.clone()), short);
+        // One output and its cut point.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+}

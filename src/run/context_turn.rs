@@ -1,0 +1,128 @@
+//! One model request with the context engine around it: prepare the history (repair,
+//! estimate, compact), send, learn from the usage; on a server's `context_length_exceeded`
+//! compact one tier harder and send once more.
+
+use futures::{Stream, StreamExt};
+
+use crate::context::{self, ContextState, History, Plan};
+use crate::llm::config::CycleConfig;
+use crate::llm::error::LlmError;
+use crate::llm::model::{ChatModel, ChatRequest};
+use crate::run::model_turn::{self, Mode, TurnItem};
+use crate::run::state::RunState;
+use crate::run::step::truncate_answer;
+use crate::vocab::{RequestOptions, ToolAnswer, ToolDefinition};
+
+/// The model request of `state`'s next turn, with the context engine.
+pub(crate) fn request<'a>(
+    state: &'a mut RunState,
+    engine: &'a mut ContextState,
+    model: &'a dyn ChatModel,
+    config: &'a CycleConfig,
+    tools: &'a [ToolDefinition],
+    options: &'a RequestOptions,
+    mode: Mode,
+) -> impl Stream<Item = TurnItem> + Send + 'a {
+    async_stream::stream! {
+        let first_request = state.turns <= 1;
+        let prepared = context::prepare(
+            engine,
+            History { messages: &mut state.messages, committed: &mut state.committed },
+            first_request,
+            model,
+            config,
+            tools,
+        )
+        .await;
+        for event in prepared.events {
+            yield TurnItem::Event(event);
+        }
+        let mut highest = prepared.highest;
+        let mut retried = false;
+        loop {
+            let (estimate, bytes) = engine.estimate(&state.messages, tools);
+            let request = ChatRequest { model: &config.model, messages: state.messages.as_slice(), tools, options };
+            let mut reply = None;
+            let mut streamed = false;
+            {
+                let mut items = std::pin::pin!(model_turn::request(model, config, request, mode));
+                while let Some(item) = items.next().await {
+                    match item {
+                        TurnItem::Event(event) => {
+                            streamed = true;
+                            yield TurnItem::Event(event);
+                        }
+                        TurnItem::Reply(result) => reply = Some(result),
+                    }
+                }
+            }
+            let message = match &reply {
+                Some(Ok(response)) => {
+                    engine.observe_usage(config, bytes, response.usage);
+                    None
+                }
+                Some(Err(LlmError::ContextLengthExceeded { message })) if config.context.enabled => Some(message.clone()),
+                _ => None,
+            };
+            let Some(message) = message else {
+                if let Some(reply) = reply {
+                    yield TurnItem::Reply(reply);
+                }
+                return;
+            };
+            engine.observe_overflow(config, bytes, estimate, &message);
+            // Once only, and never after part of the reply was shown.
+            if retried || streamed {
+                yield TurnItem::Reply(Err(exhausted(&message, highest)));
+                return;
+            }
+            retried = true;
+            let mut events = Vec::new();
+            let plan = Plan { from: context::harder(highest), force: true, escalate: true };
+            let applied = context::compact_history(
+                engine,
+                History { messages: &mut state.messages, committed: &mut state.committed },
+                model,
+                config,
+                tools,
+                plan,
+                &mut events,
+            )
+            .await;
+            for event in events {
+                yield TurnItem::Event(event);
+            }
+            if applied.is_none() {
+                yield TurnItem::Reply(Err(exhausted(&message, highest)));
+                return;
+            }
+            highest = applied;
+        }
+    }
+}
+
+/// The typed error once compaction cannot help any more.
+fn exhausted(message: &str, highest: Option<context::CompactionTier>) -> LlmError {
+    let done = match highest {
+        Some(tier) => format!("after compaction up to tier {}", tier.number()),
+        None => "with nothing left to compact".to_owned(),
+    };
+    LlmError::ContextLengthExceeded {
+        message: format!(
+            "{message} (the context engine retried once {done}; the newest turns, the system prompt and the newest user message alone do not fit)"
+        ),
+    }
+}
+
+/// A finished call's answer for the model: over its tool's limit, kept whole in a spill file
+/// with a `read_output` marker (when `ContextConfig::spill_dir` is set), else cut at that limit.
+pub(crate) fn keep_large(config: &CycleConfig, tool_name: &str, answer: ToolAnswer) -> ToolAnswer {
+    let limit = context::spill::limit_for(config, tool_name);
+    if config.context.spill_dir.is_some() {
+        context::spill::keep_large(config, tool_name, answer)
+    } else if limit < config.tool_output_limit {
+        truncate_answer(answer, limit)
+    } else {
+        answer
+    }
+}

@@ -17,6 +17,7 @@ pub mod retry;
 pub mod stream;
 pub mod testing;
 pub mod types;
+pub mod usage;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
 pub use cycle::LlmCycle;
@@ -31,3 +32,4 @@ pub use types::{
     ChatResponse, FinishReason, OpenaiChatMessage, OpenaiToolDefinition, ReasoningField, ToolCall,
     ToolDefinition, Usage,
 };
+pub use usage::{Prices, RunUsage, UsageLimit, UsageLimits};

@@ -7,6 +7,7 @@
 //!   result back; [`crate::llm::LlmCycle`]'s `submit*` and `resume*` methods are thin
 //!   wrappers over it.
 
+mod budget;
 mod cycle;
 mod driver;
 mod model_turn;

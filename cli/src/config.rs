@@ -69,6 +69,16 @@ pub enum ConfigError {
 ///
 /// [session]
 /// store = "sqlite:/home/me/agcore.db"      # or postgres://...; where --session conversations go
+///
+/// [limits]                                # a budget per prompt (run), all optional
+/// max_requests = 20
+/// max_total_tokens = 200000
+/// max_cost = 0.50                         # USD, at the price of the model below
+///
+/// [prices."gpt-4o-mini"]                  # USD per million tokens
+/// input = 0.15
+/// cached_input = 0.075
+/// output = 0.60
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +98,13 @@ pub struct AgcoreConfig {
     /// Stored conversations (`--session`).
     #[serde(default)]
     pub session: SessionSection,
+    /// A usage budget per prompt (`--max-requests`, `--max-total-tokens`, `--max-cost`).
+    #[serde(default)]
+    pub limits: agcore::llm::UsageLimits,
+    /// Prices per model name, USD per million tokens (for the cost in the usage line and
+    /// `max_cost`).
+    #[serde(default)]
+    pub prices: BTreeMap<String, agcore::llm::Prices>,
 }
 
 /// `[session]`.

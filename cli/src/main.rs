@@ -20,6 +20,7 @@ mod sessions_cmd;
 mod store;
 mod tools_cmd;
 mod trust;
+mod usage;
 
 use std::process::ExitCode;
 

@@ -16,6 +16,7 @@ use crate::render::{HumanRenderer, json_for_terminal};
 use crate::secrets::Secrets;
 use crate::session::{Loaded, build_cycle, build_registry, build_session_cycle};
 use crate::store::{needs_resume, open_session};
+use crate::usage;
 
 /// Run `agcore run`.
 pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
@@ -82,6 +83,19 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     outcome
 }
 
+/// One event as a JSON line; the stream's error event with the status and retryability added
+/// (and said on stderr too).
+fn print_json(event: &StreamEvent) -> anyhow::Result<()> {
+    match event {
+        StreamEvent::Error { kind, message } => {
+            json_error::print(&json_error::for_stream_error(*kind, message));
+            eprintln!("error: {}", escape_keeping_lines(message));
+        }
+        _ => println!("{}", json_for_terminal(serde_json::to_string(event)?)),
+    }
+    Ok(())
+}
+
 /// Ctrl-C: say so (with `--json`, as the terminal error event) and exit 130.
 fn cancelled(args: &RunArgs) -> ExitCode {
     if args.json {
@@ -105,6 +119,8 @@ async fn execute(
             println!("{}", json_for_terminal(serde_json::to_string(&response)?));
         } else {
             println!("{}", response.text());
+            let prices = cycle.config().prices;
+            eprintln!("{}", usage::line(&cycle.last_run_usage(), prices.as_ref()));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -112,6 +128,7 @@ async fn execute(
     let mut stream = cycle.run_stream(prompt, tools).await?;
     let mut renderer = HumanRenderer::new();
     let mut failed = false;
+    let mut held = None;
     let start = interrupt_count();
     while let Some(event) = stream.next().await {
         // Ctrl-C at an approval question (the terminal is in raw mode then, so it is a key,
@@ -120,21 +137,34 @@ async fn execute(
             renderer.finish();
             return Ok(cancelled(args));
         }
-        match (&event, args.json) {
-            // The stream's error event, with the status and retryability added.
-            (StreamEvent::Error { kind, message }, true) => {
-                json_error::print(&json_error::for_stream_error(*kind, message));
-                eprintln!("error: {}", escape_keeping_lines(message));
-            }
-            (_, true) => println!("{}", json_for_terminal(serde_json::to_string(&event)?)),
-            (_, false) => renderer.event(&event),
-        }
         if let StreamEvent::Error { .. } = &event {
             failed = true;
         }
+        if args.json {
+            // The usage event goes before the terminal one (the error or the last
+            // `turn_complete`), which stays the last line.
+            if let Some(previous) = held.take() {
+                print_json(&previous)?;
+            }
+            match &event {
+                StreamEvent::Error { .. } | StreamEvent::TurnComplete { .. } => held = Some(event),
+                _ => print_json(&event)?,
+            }
+        } else {
+            renderer.event(&event);
+        }
     }
-    if !args.json {
+    drop(stream);
+    let spent = cycle.last_run_usage();
+    let prices = cycle.config().prices;
+    if args.json {
+        println!("{}", usage::event(&spent, prices.as_ref()));
+        if let Some(last) = held {
+            print_json(&last)?;
+        }
+    } else {
         renderer.finish();
+        eprintln!("{}", usage::line(&spent, prices.as_ref()));
     }
     Ok(if failed {
         ExitCode::FAILURE

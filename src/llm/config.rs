@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::llm::retry::RetryPolicy;
 use crate::llm::stream::ReplyLimits;
+use crate::llm::usage::{Prices, UsageLimits};
 use crate::vocab::RequestOptions;
 
 /// Configuration of an [`crate::llm::LlmCycle`].
@@ -28,6 +29,10 @@ pub struct CycleConfig {
     pub repeated_call_guard: RepeatedCallGuard,
     /// Limits on one streamed reply (message bytes, tool calls), whatever the provider.
     pub reply_limits: ReplyLimits,
+    /// The most one run may spend: requests, tokens, tool calls, cost (default: no limit).
+    pub usage_limits: UsageLimits,
+    /// What the model's tokens cost, for [`UsageLimits::max_cost`] and reports.
+    pub prices: Option<Prices>,
 }
 
 impl CycleConfig {
@@ -61,6 +66,8 @@ impl Default for CycleConfig {
             tool_output_limit: DEFAULT_TOOL_OUTPUT_LIMIT,
             repeated_call_guard: RepeatedCallGuard::default(),
             reply_limits: ReplyLimits::default(),
+            usage_limits: UsageLimits::default(),
+            prices: None,
         }
     }
 }

@@ -12,6 +12,8 @@ use crate::llm::cycle::LlmCycle;
 use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
+use crate::llm::usage::UsageTally;
+use crate::run::budget;
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::{Phase, RunRules, RunState};
 use crate::run::step::{Decision, Effect, Input, ToolBatch, relaxed_tool_choice, step};
@@ -31,6 +33,7 @@ pub(crate) enum LoopItem {
 /// which some tool started is kept, see [`step`]).
 struct Run<'a> {
     history: &'a mut Vec<OpenaiChatMessage>,
+    usage: &'a mut UsageTally,
     state: RunState,
     /// The batch in flight: which of its calls' tools started (set by the registry as each
     /// starts, before it finishes) and their positions in the turn.
@@ -69,6 +72,7 @@ impl Drop for Run<'_> {
         let committed = self.state.committed.min(self.state.messages.len());
         self.state.messages.truncate(committed);
         *self.history = std::mem::take(&mut self.state.messages);
+        self.usage.record(budget::run_usage(&self.state));
     }
 }
 
@@ -106,12 +110,13 @@ pub(crate) fn drive<'a>(
         model,
         config,
         messages,
+        usage,
     } = cycle;
     let model: &'a dyn ChatModel = &**model;
     let config = &*config;
     async_stream::stream! {
         let state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
-        let mut run = Run { history: messages, state, in_flight: None };
+        let mut run = Run { history: messages, usage, state, in_flight: None };
         // Built once per run, not per turn: a registry's schemas can be large.
         let tools = match registry {
             Some(registry) => registry.exposed_definitions(model.provider(), &config.model),

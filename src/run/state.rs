@@ -12,11 +12,12 @@
 //! | `committed` | how many of `messages` are committed: a failure keeps exactly these |
 //! | `phase` | where the run is: `{"phase": "need_model"}`, `model_replied` (`reply`), `awaiting_tools` (`turn`), `awaiting_approval` (`turn`, `requests`), `finished` (`reply`), `failed` (`error`) |
 //! | `turns` | model requests made so far by this run |
-//! | `rules` | the limits the run was started with ([`RunRules`]) |
+//! | `rules` | the limits the run was started with ([`RunRules`]; `usage_limits` and `prices` absent when unset) |
 //! | `tools_offered` | whether the run has tools (tool calls run) or not (they are answered as not run) |
 //! | `tool_choice_relaxed` | whether a forced `tool_choice` has been relaxed to `auto` (after the first request) |
 //! | `repeats` | the repeated-call guard's streaks: `[{"tool", "arguments", "streak"}]` |
 //! | `usage` | the usage summed over the run's requests, or `null` |
+//! | `tool_calls` | tool calls run so far by this run (absent when none) |
 //!
 //! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
 //! `"is_error": true` (never sent to the model).
@@ -25,6 +26,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::config::{CycleConfig, RepeatedCallGuard};
+use crate::llm::usage::{Prices, UsageLimits};
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
 /// The version of the [`RunState`] format this library writes and reads.
@@ -56,6 +58,9 @@ pub struct RunState {
     pub repeats: Vec<RepeatStreak>,
     /// Usage summed over this run's requests.
     pub usage: Option<Usage>,
+    /// Tool calls run so far by this run (see [`crate::llm::RunUsage::tool_calls`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls: u32,
 }
 
 /// Where a run is.
@@ -123,6 +128,12 @@ pub struct RunRules {
     pub tool_output_limit: usize,
     /// The repeated-call guard.
     pub repeated_call_guard: RepeatedCallGuard,
+    /// The most the run may spend.
+    #[serde(default, skip_serializing_if = "UsageLimits::is_none")]
+    pub usage_limits: UsageLimits,
+    /// What the model's tokens cost (for `usage_limits.max_cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
 }
 
 impl RunRules {
@@ -132,6 +143,8 @@ impl RunRules {
             max_turns: config.effective_max_turns(),
             tool_output_limit: config.tool_output_limit,
             repeated_call_guard: config.repeated_call_guard,
+            usage_limits: config.usage_limits,
+            prices: config.prices,
         }
     }
 }
@@ -162,6 +175,7 @@ impl RunState {
             tool_choice_relaxed: false,
             repeats: Vec::new(),
             usage: None,
+            tool_calls: 0,
         }
     }
 
@@ -199,6 +213,10 @@ impl RunState {
             call.answer = Some(crate::run::step::truncate_answer(answer, limit));
         }
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn known_version<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {

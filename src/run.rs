@@ -10,6 +10,7 @@
 mod budget;
 mod cycle;
 mod driver;
+mod hooks;
 mod model_turn;
 pub mod state;
 pub mod step;

@@ -105,6 +105,9 @@ pub struct AgcoreConfig {
     /// `max_cost`).
     #[serde(default)]
     pub prices: BTreeMap<String, agcore::llm::Prices>,
+    /// Commands run at the points of a run (see `hooks.rs`); only from trusted files.
+    #[serde(default)]
+    pub hooks: crate::hooks::HooksSection,
 }
 
 /// `[session]`.

@@ -7,6 +7,7 @@ mod cli;
 mod config;
 mod demo;
 mod elicit;
+mod hooks;
 mod json_error;
 mod layers;
 mod mcp_catalog;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::llm::hooks::HookChain;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::stream::ReplyLimits;
 use crate::llm::usage::{Prices, UsageLimits};
@@ -33,6 +34,8 @@ pub struct CycleConfig {
     pub usage_limits: UsageLimits,
     /// What the model's tokens cost, for [`UsageLimits::max_cost`] and reports.
     pub prices: Option<Prices>,
+    /// Code run before and after each model request and tool call (default: none).
+    pub hooks: HookChain,
 }
 
 impl CycleConfig {
@@ -68,6 +71,7 @@ impl Default for CycleConfig {
             reply_limits: ReplyLimits::default(),
             usage_limits: UsageLimits::default(),
             prices: None,
+            hooks: HookChain::default(),
         }
     }
 }

@@ -13,10 +13,10 @@ use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::usage::UsageTally;
-use crate::run::budget;
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::{Phase, RunRules, RunState};
 use crate::run::step::{Decision, Effect, Input, ToolBatch, relaxed_tool_choice, step};
+use crate::run::{budget, hooks};
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{ToolCallRequest, ToolRegistry};
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer};
@@ -131,11 +131,12 @@ pub(crate) fn drive<'a>(
                         Some(relaxed) if request.tool_choice_relaxed => relaxed,
                         _ => &config.options,
                     };
+                    let edited = config.hooks.before_model_request(&config.model, &run.state.messages, options).await;
                     let request = ChatRequest {
                         model: &config.model,
-                        messages: run.state.messages.as_slice(),
+                        messages: edited.as_ref().map_or(run.state.messages.as_slice(), |edited| edited.messages.as_slice()),
                         tools: &tools,
-                        options,
+                        options: edited.as_ref().map_or(options, |edited| &edited.options),
                     };
                     let mut reply = None;
                     {
@@ -146,6 +147,9 @@ pub(crate) fn drive<'a>(
                                 TurnItem::Reply(result) => reply = Some(result),
                             }
                         }
+                    }
+                    if let Some(Ok(reply)) = &reply {
+                        config.hooks.after_model_response(reply).await;
                     }
                     input = match reply {
                         Some(Ok(reply)) => Input::ModelReplied(Box::new(reply)),
@@ -158,6 +162,10 @@ pub(crate) fn drive<'a>(
                         input = Input::ToolsDone;
                         continue;
                     };
+                    let mut batch = batch;
+                    for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).await {
+                        run.state.record_answer(position, answer);
+                    }
                     for event in announce(&batch) {
                         yield LoopItem::Event(event);
                     }
@@ -171,6 +179,7 @@ pub(crate) fn drive<'a>(
                         while let Some((index, call)) = completed.next().await {
                             let (event, answer) = completed_event(call);
                             if let Some(&position) = positions.get(index) {
+                                let answer = hooks::after_tool(&config.hooks, calls.get(position), answer).await;
                                 run.state.record_answer(position, answer);
                             }
                             yield LoopItem::Event(event);
@@ -191,6 +200,7 @@ pub(crate) fn drive<'a>(
                     return;
                 }
                 Effect::Fail(error) => {
+                    config.hooks.on_error(&error).await;
                     yield LoopItem::Failed(error);
                     return;
                 }

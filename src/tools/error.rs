@@ -94,6 +94,15 @@ pub enum ToolError {
         reasons: Vec<crate::tools::exposure::HiddenBecause>,
     },
 
+    /// A rule on the call's arguments denied it ([`crate::tools::rules`]).
+    #[error("tool '{tool}' was denied by a rule on its arguments: {because}")]
+    DeniedByRule {
+        /// The tool.
+        tool: String,
+        /// The matching deny rules, explained.
+        because: String,
+    },
+
     /// A human (or an [`crate::tools::Approver`]) declined the call, or no approver was configured.
     #[error("tool '{tool}' was not approved: {message}")]
     ApprovalDenied {
@@ -118,7 +127,8 @@ impl ToolError {
             ToolError::InvalidSchema { tool, .. } => Some(tool),
             ToolError::Timeout { tool, .. }
             | ToolError::NotExposed { tool, .. }
-            | ToolError::ApprovalDenied { tool, .. } => Some(tool),
+            | ToolError::ApprovalDenied { tool, .. }
+            | ToolError::DeniedByRule { tool, .. } => Some(tool),
             _ => None,
         }
     }

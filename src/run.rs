@@ -14,6 +14,7 @@ mod hooks;
 mod model_turn;
 pub mod state;
 pub mod step;
+pub mod telemetry;
 
 pub use state::{Phase, RUN_STATE_VERSION, RepeatStreak, RunRules, RunState, ToolTurn, TurnCall};
 pub use step::{Decision, Effect, Input, ModelRequest, ToolBatch, relaxed_tool_choice, step};

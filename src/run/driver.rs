@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::{Stream, StreamExt};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::llm::cycle::LlmCycle;
 use crate::llm::error::LlmError;
@@ -16,7 +17,7 @@ use crate::llm::usage::UsageTally;
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::{Phase, RunRules, RunState};
 use crate::run::step::{Decision, Effect, Input, ToolBatch, relaxed_tool_choice, step};
-use crate::run::{budget, hooks};
+use crate::run::{budget, hooks, telemetry};
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{ToolCallRequest, ToolRegistry};
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer};
@@ -123,6 +124,7 @@ pub(crate) fn drive<'a>(
             None => Vec::new(),
         };
         let relaxed = relaxed_tool_choice(&config.options);
+        let agent_span = telemetry::agent_span(model.provider(), &config.model);
         let mut input = Input::Start { prompt };
         loop {
             match run.step(input) {
@@ -139,15 +141,20 @@ pub(crate) fn drive<'a>(
                         options: edited.as_ref().map_or(options, |edited| &edited.options),
                     };
                     let mut reply = None;
+                    let chat_span = telemetry::chat_span(&agent_span, model.provider(), &config.model, request.messages);
                     {
                         let mut items = std::pin::pin!(model_turn::request(model, config, request, mode));
-                        while let Some(item) = items.next().await {
+                        while let Some(item) = items.next().instrument(chat_span.clone()).await {
                             match item {
                                 TurnItem::Event(event) => yield LoopItem::Event(event),
                                 TurnItem::Reply(result) => reply = Some(result),
                             }
                         }
                     }
+                    if let Some(reply) = &reply {
+                        telemetry::record_reply(&chat_span, reply.as_ref());
+                    }
+                    drop(chat_span);
                     if let Some(Ok(reply)) = &reply {
                         config.hooks.after_model_response(reply).await;
                     }
@@ -172,14 +179,19 @@ pub(crate) fn drive<'a>(
                     // Run the calls concurrently; report each as it finishes, answer in call order.
                     let ToolBatch { calls, run: positions, .. } = batch;
                     let requests = positions.iter().filter_map(|&p| calls.get(p)).map(ToolCallRequest::from).collect();
+                    let mut tool_spans: Vec<_> = positions.iter().filter_map(|&p| calls.get(p)).map(|call| telemetry::tool_span(&agent_span, call)).collect();
                     let started = StartedCalls::new(positions.len());
                     run.in_flight = Some((started.clone(), positions.clone()));
                     {
                         let mut completed = registry.run_stream_observed(requests, move |index| started.mark(index));
-                        while let Some((index, call)) = completed.next().await {
+                        while let Some((index, call)) = completed.next().instrument(agent_span.clone()).await {
                             let (event, answer) = completed_event(call);
                             if let Some(&position) = positions.get(index) {
                                 let answer = hooks::after_tool(&config.hooks, calls.get(position), answer).await;
+                                if let Some(span) = tool_spans.get_mut(index) {
+                                    telemetry::record_answer(span, &answer);
+                                    *span = tracing::Span::none();
+                                }
                                 run.state.record_answer(position, answer);
                             }
                             yield LoopItem::Event(event);
@@ -194,12 +206,15 @@ pub(crate) fn drive<'a>(
                     input = Input::Decisions(requests.into_iter().map(|call| Decision { call_id: call.id, denied: None }).collect());
                 }
                 Effect::Done(reply) => {
+                    telemetry::record_usage(&agent_span, reply.usage);
                     let reason = reply.stop_reason.clone().unwrap_or(FinishReason::Stop);
                     yield LoopItem::Event(StreamEvent::TurnComplete { reason, usage: reply.usage });
                     yield LoopItem::Done(reply);
                     return;
                 }
                 Effect::Fail(error) => {
+                    telemetry::record_usage(&agent_span, run.state.usage);
+                    telemetry::record_error(&agent_span, &error);
                     config.hooks.on_error(&error).await;
                     yield LoopItem::Failed(error);
                     return;

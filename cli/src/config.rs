@@ -212,6 +212,8 @@ mod tests {
         assert!(config.builtin.enabled);
         assert!(config.model.base_url.is_some());
         assert!(!config.mcp.servers.is_empty());
+        assert_eq!(config.tools.rules.len(), 1);
+        assert!(config.prices.contains_key("gpt-4o-mini"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod context_config;
 pub mod cycle;
 pub mod error;
 pub mod event;
+pub mod hooks;
 pub mod model;
 pub mod openai;
 pub mod replay;
@@ -18,12 +19,14 @@ pub mod retry;
 pub mod stream;
 pub mod testing;
 pub mod types;
+pub mod usage;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
 pub use context_config::ContextConfig;
 pub use cycle::LlmCycle;
 pub use error::{ErrorKind, LlmError, ResponseLimit, TimeoutKind};
 pub use event::{CompactionTier, RepairKind, StreamEvent};
+pub use hooks::{HookChain, Hooks, ToolCallDecision};
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
 pub use openai::{OpenAiClient, OpenAiConfig, ReasoningEcho};
 pub use replay::replay;
@@ -33,3 +36,4 @@ pub use types::{
     ChatResponse, FinishReason, OpenaiChatMessage, OpenaiToolDefinition, ReasoningField, ToolCall,
     ToolDefinition, Usage,
 };
+pub use usage::{Prices, RunUsage, UsageLimit, UsageLimits};

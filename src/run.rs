@@ -14,9 +14,11 @@
 //! - Typed final output: [`crate::llm::LlmCycle::submit_typed`] returns the model's final
 //!   answer as a Rust value checked against its schema ([`OutputSchema`], [`OutputMode`]).
 
+mod budget;
 mod context_turn;
 mod cycle;
 mod driver;
+mod hooks;
 pub mod journal;
 mod media;
 mod model_turn;
@@ -24,6 +26,7 @@ mod output_schema;
 mod request;
 pub mod state;
 pub mod step;
+pub mod telemetry;
 mod typed_output;
 
 pub use journal::{JournalEntry, JournalError, RunJournal};

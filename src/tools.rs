@@ -24,6 +24,7 @@ pub mod outcome;
 pub mod permission;
 pub mod profile;
 pub mod registry;
+pub mod rules;
 pub mod typed;
 pub mod validate;
 
@@ -38,6 +39,7 @@ pub use outcome::{CompletedCall, ToolOutcome};
 pub use permission::{Permission, PermissionChecker, PermissionConfig};
 pub use profile::{Profile, ProfileEntry};
 pub use registry::{ToolArguments, ToolCallRequest, ToolInvocation, ToolRegistry};
+pub use rules::{ArgumentRule, ArgumentRules, RuleAction};
 pub use typed::{Tool, TypedTool};
 
 /// What a tool author needs: `use agcore::tools::prelude::*;`.

@@ -28,6 +28,7 @@ use crate::session::{
     Loaded, base_url, build_cycle, build_registry_with_mcp, build_session_cycle, provider,
 };
 use crate::store::{OpenSession, open_session};
+use crate::usage;
 
 /// The prompt shown for each line.
 const PROMPT: &str = "you> ";
@@ -39,6 +40,7 @@ commands:
   /compact      summarise older turns now (the prompt shows the context in use: [used/window])
   /save FILE    write the conversation (all messages) as JSON to FILE
 {MCP}
+  /usage        what the last prompt and the whole chat spent (cost when the model is priced)
   /help         this list
   /exit         leave (or Ctrl-D)
 Ctrl-C cancels the running turn (dropped, unless a tool had started: then kept, unfinished calls answered
@@ -252,6 +254,12 @@ impl Session {
             "clear" => {
                 cycle.clear();
                 println!("conversation cleared (the system prompt stays)");
+            }
+            "usage" => {
+                let prices = cycle.config().prices;
+                let last = usage::line(&cycle.last_run_usage(), prices.as_ref());
+                let total = usage::line(&cycle.usage(), prices.as_ref());
+                println!("last prompt {last}\nthis chat   {total}");
             }
             "save" if argument.is_empty() => eprintln!("error: usage: /save FILE"),
             "save" => match save(cycle, Path::new(argument)) {

@@ -76,6 +76,15 @@ pub struct ModelArgs {
     /// The model's context window in tokens [config: model.context_window; default: asked of the server, else known models, else 8192].
     #[arg(long, value_name = "N")]
     pub context_window: Option<u32>,
+    /// Usage budget per prompt: most model requests [config: limits.max_requests].
+    #[arg(long, value_name = "N")]
+    pub max_requests: Option<u32>,
+    /// Usage budget per prompt: most input + output tokens [config: limits.max_total_tokens].
+    #[arg(long, value_name = "N")]
+    pub max_total_tokens: Option<u64>,
+    /// Usage budget per prompt: most cost in USD at the model's [prices] [config: limits.max_cost].
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
 }
 
 /// Which tools, and the gates around them.

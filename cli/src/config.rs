@@ -75,6 +75,16 @@ pub enum ConfigError {
 /// [context]                               # see docs/9-context.md
 /// threshold = 0.8                         # compact above 80 % of the window
 /// keep_last_turns = 2
+///
+/// [limits]                                # a budget per prompt (run), all optional
+/// max_requests = 20
+/// max_total_tokens = 200000
+/// max_cost = 0.50                         # USD, at the price of the model below
+///
+/// [prices."gpt-4o-mini"]                  # USD per million tokens
+/// input = 0.15
+/// cached_input = 0.075
+/// output = 0.60
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -97,6 +107,16 @@ pub struct AgcoreConfig {
     /// The context engine (compaction).
     #[serde(default)]
     pub context: ContextSection,
+    /// A usage budget per prompt (`--max-requests`, `--max-total-tokens`, `--max-cost`).
+    #[serde(default)]
+    pub limits: agcore::llm::UsageLimits,
+    /// Prices per model name, USD per million tokens (for the cost in the usage line and
+    /// `max_cost`).
+    #[serde(default)]
+    pub prices: BTreeMap<String, agcore::llm::Prices>,
+    /// Commands run at the points of a run (see `hooks.rs`); only from trusted files.
+    #[serde(default)]
+    pub hooks: crate::hooks::HooksSection,
 }
 
 /// `[context]`: when the conversation is compacted to fit the model's window.
@@ -234,6 +254,8 @@ mod tests {
         assert!(config.builtin.enabled);
         assert!(config.model.base_url.is_some());
         assert!(!config.mcp.servers.is_empty());
+        assert_eq!(config.tools.rules.len(), 1);
+        assert!(config.prices.contains_key("gpt-4o-mini"));
     }
 
     #[test]

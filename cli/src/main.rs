@@ -9,6 +9,7 @@ mod config;
 mod context_cli;
 mod demo;
 mod elicit;
+mod hooks;
 mod json_error;
 mod layers;
 mod mcp_catalog;
@@ -22,9 +23,11 @@ mod session;
 mod sessions_cmd;
 mod store;
 mod system_prompt;
+mod telemetry;
 mod tools_cmd;
 mod trust;
 mod typed_run;
+mod usage;
 
 use std::process::ExitCode;
 
@@ -38,7 +41,6 @@ use crate::secrets::Secrets;
 /// ([`Secrets::take`]) while the process has one thread; only then does the runtime start.
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.verbose);
     // `run --json` ends a failed run with one error event on stdout, whatever failed.
     let json_run = matches!(&cli.command, Command::Run(args) if args.json);
     let failure = |error: &anyhow::Error| {
@@ -58,6 +60,8 @@ fn main() -> ExitCode {
         _ => None,
     };
     let secrets = Secrets::take(&session::secret_env_names(&loaded.config, model));
+    // Flushes the exported spans when `main` returns, however it returns.
+    let _telemetry = telemetry::init(cli.verbose, || EscapedStderr);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -139,25 +143,8 @@ pub(crate) fn describe_raw(error: &anyhow::Error) -> String {
     line
 }
 
-fn init_tracing(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AGCORE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // Log lines quote servers (an MCP server's stderr goes to the log): written escaped, and
-    // so without colours — a colour code and a hostile one look the same to the writer.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| EscapedStderr)
-        .with_ansi(false)
-        .try_init();
-}
-
 /// stderr, with every control, bidi or invisible character but newline and tab escaped.
-struct EscapedStderr;
+pub(crate) struct EscapedStderr;
 
 impl std::io::Write for EscapedStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -21,6 +21,7 @@ use crate::render::{HumanRenderer, json_for_terminal};
 use crate::secrets::Secrets;
 use crate::session::{Loaded, build_cycle, build_registry, build_session_cycle};
 use crate::store::{needs_resume, open_session};
+use crate::usage;
 
 /// Run `agcore run`.
 pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
@@ -201,6 +202,19 @@ fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Result<Ended> {
     Ok(Ended::Suspended(ExitCode::from(SUSPENDED)))
 }
 
+/// One event as a JSON line; the stream's error event with the status and retryability added
+/// (and said on stderr too).
+fn print_json(event: &StreamEvent) -> anyhow::Result<()> {
+    match event {
+        StreamEvent::Error { kind, message } => {
+            json_error::print(&json_error::for_stream_error(*kind, message));
+            eprintln!("error: {}", escape_keeping_lines(message));
+        }
+        _ => println!("{}", json_for_terminal(serde_json::to_string(event)?)),
+    }
+    Ok(())
+}
+
 /// Ctrl-C: say so (with `--json`, as the terminal error event) and exit 130.
 fn cancelled(args: &RunArgs) -> ExitCode {
     if args.json {
@@ -216,12 +230,16 @@ async fn execute(
     args: &RunArgs,
 ) -> anyhow::Result<Ended> {
     if args.no_stream {
-        return match cycle.run_with(request).await? {
+        let outcome = cycle.run_with(request).await?;
+        let prices = cycle.config().prices;
+        let spent = cycle.last_run_usage();
+        return match outcome {
             RunOutcome::Finished(response) => {
                 if args.json {
                     println!("{}", json_for_terminal(serde_json::to_string(&response)?));
                 } else {
                     println!("{}", response.text());
+                    eprintln!("{}", usage::line(&spent, prices.as_ref()));
                 }
                 Ok(Ended::Code(ExitCode::SUCCESS))
             }
@@ -233,6 +251,8 @@ async fn execute(
     let mut renderer = HumanRenderer::new();
     let mut failed = false;
     let mut started = false;
+    let mut held = None;
+    let mut suspension = None;
     let start = interrupt_count();
     while let Some(item) = items.next().await {
         // Ctrl-C at an approval question (the terminal is in raw mode then, so it is a key,
@@ -246,30 +266,47 @@ async fn execute(
             // Before anything was shown (the connection, the status): an error of the command.
             RunItem::Failed(error) if !started => return Err(error.into()),
             RunItem::Failed(error) => StreamEvent::from_error(&error),
-            RunItem::Suspended(suspension) => {
-                if !args.json {
-                    renderer.finish();
-                }
-                return suspended(&suspension, args);
+            RunItem::Suspended(suspended) => {
+                suspension = Some(suspended);
+                break;
             }
             _ => continue,
         };
         started = true;
-        match (&event, args.json) {
-            // The stream's error event, with the status and retryability added.
-            (StreamEvent::Error { kind, message }, true) => {
-                json_error::print(&json_error::for_stream_error(*kind, message));
-                eprintln!("error: {}", escape_keeping_lines(message));
-            }
-            (_, true) => println!("{}", json_for_terminal(serde_json::to_string(&event)?)),
-            (_, false) => renderer.event(&event),
-        }
         if let StreamEvent::Error { .. } = &event {
             failed = true;
         }
+        if args.json {
+            // The usage event goes before the terminal one (the error or the last
+            // `turn_complete`), which stays the last line.
+            if let Some(previous) = held.take() {
+                print_json(&previous)?;
+            }
+            match &event {
+                StreamEvent::Error { .. } | StreamEvent::TurnComplete { .. } => held = Some(event),
+                _ => print_json(&event)?,
+            }
+        } else {
+            renderer.event(&event);
+        }
     }
-    if !args.json {
+    drop(items);
+    let spent = cycle.last_run_usage();
+    let prices = cycle.config().prices;
+    if args.json {
+        if let Some(previous) = held.take().filter(|_| suspension.is_some()) {
+            print_json(&previous)?;
+        }
+        println!("{}", usage::event(&spent, prices.as_ref()));
+        if let Some(last) = held {
+            print_json(&last)?;
+        }
+    } else {
         renderer.finish();
+        eprintln!("{}", usage::line(&spent, prices.as_ref()));
+    }
+    if let Some(suspension) = suspension {
+        return suspended(&suspension, args);
     }
     Ok(Ended::Code(if failed {
         ExitCode::FAILURE

@@ -128,6 +128,9 @@ fn cycle_parts(
     let mut cycle_config = CycleConfig::new(model);
     cycle_config.max_turns = args.max_turns.or(section.max_turns);
     cycle_config.accepts_images = section.accepts_images.unwrap_or(false);
+    cycle_config.usage_limits = crate::usage::limits(args, config);
+    cycle_config.prices = config.prices.get(&cycle_config.model).copied();
+    cycle_config.hooks = crate::hooks::chain(&config.hooks);
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);

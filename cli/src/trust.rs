@@ -217,6 +217,12 @@ fn summary(file: &ConfigFile) -> anyhow::Result<String> {
     if config.builtin.allow_private_network {
         lines.push("  lets fetch_url reach loopback and private addresses".into());
     }
+    for (event, command) in config.hooks.commands() {
+        lines.push(json_for_terminal(format!(
+            "  hook on {event} runs the program: {}",
+            serde_json::Value::from(command.command.clone())
+        )));
+    }
     if file.table.contains_key("tools") {
         lines.push("  sets permissions, approvals or profiles ([tools])".into());
     }

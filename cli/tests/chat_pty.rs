@@ -228,6 +228,9 @@ async fn a_failed_turn_prints_the_error_and_the_session_goes_on_with_slash_comma
         session.send_line("/help").unwrap();
         expect(&mut session, "/save FILE");
         expect(&mut session, "you> ");
+        session.send_line("/usage").unwrap();
+        expect(&mut session, "this chat   usage: ");
+        expect(&mut session, "you> ");
         session.send_line("/clear").unwrap();
         expect(&mut session, "conversation cleared");
         expect(&mut session, "you> ");

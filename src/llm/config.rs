@@ -5,8 +5,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::llm::context_config::ContextConfig;
+use crate::llm::hooks::HookChain;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::stream::ReplyLimits;
+use crate::llm::usage::{Prices, UsageLimits};
 use crate::vocab::RequestOptions;
 
 /// Configuration of an [`crate::llm::LlmCycle`].
@@ -39,6 +41,12 @@ pub struct CycleConfig {
     pub context_window: Option<u32>,
     /// The context engine: when to compact and how.
     pub context: ContextConfig,
+    /// The most one run may spend: requests, tokens, tool calls, cost (default: no limit).
+    pub usage_limits: UsageLimits,
+    /// What the model's tokens cost, for [`UsageLimits::max_cost`] and reports.
+    pub prices: Option<Prices>,
+    /// Code run before and after each model request and tool call (default: none).
+    pub hooks: HookChain,
 }
 
 impl CycleConfig {
@@ -75,6 +83,9 @@ impl Default for CycleConfig {
             accepts_images: false,
             context_window: None,
             context: ContextConfig::default(),
+            usage_limits: UsageLimits::default(),
+            prices: None,
+            hooks: HookChain::default(),
         }
     }
 }

@@ -10,6 +10,7 @@ use futures::Stream;
 use crate::llm::config::CycleConfig;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
+use crate::llm::usage::{RunUsage, UsageTally};
 use crate::vocab::OpenaiChatMessage;
 
 /// The stream returned by [`LlmCycle::submit_stream`] and [`LlmCycle::submit_stream_with_tools`].
@@ -44,6 +45,7 @@ pub struct LlmCycle {
     pub(crate) messages: Vec<OpenaiChatMessage>,
     /// The context engine's memory of this conversation (calibration, compactions).
     pub(crate) context: crate::context::ContextState,
+    pub(crate) usage: UsageTally,
 }
 
 impl std::fmt::Debug for LlmCycle {
@@ -64,6 +66,7 @@ impl LlmCycle {
             config,
             messages: Vec::new(),
             context: crate::context::ContextState::default(),
+            usage: UsageTally::default(),
         }
     }
 
@@ -124,6 +127,16 @@ impl LlmCycle {
     /// The configuration, to change it between calls.
     pub fn config_mut(&mut self) -> &mut CycleConfig {
         &mut self.config
+    }
+
+    /// What the last run (one `submit*`, `resume*` or `run*` call) spent, however it ended.
+    pub fn last_run_usage(&self) -> RunUsage {
+        self.usage.last_run
+    }
+
+    /// What every run of this conversation spent together (since this `LlmCycle` was made).
+    pub fn usage(&self) -> RunUsage {
+        self.usage.total
     }
 
     /// The model backend.

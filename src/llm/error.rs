@@ -149,6 +149,18 @@ pub enum LlmError {
         /// The call id of the decision.
         call_id: String,
     },
+    /// The run crossed one of its [`crate::llm::UsageLimits`] (checked before each model
+    /// request and after each reply). The history holds every completed turn and is valid to
+    /// continue from; a tool turn whose reply crossed a limit is not run.
+    #[error("the run reached its usage limit {limit}; used so far: {usage}")]
+    UsageLimitExceeded {
+        /// The limit and its configured value.
+        limit: crate::llm::usage::UsageLimit,
+        /// What the run spent, up to and including the reply that crossed the limit.
+        usage: crate::llm::usage::RunUsage,
+        /// The conversation so far (also in `LlmCycle::messages()`), valid to continue from.
+        history: Vec<OpenaiChatMessage>,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -280,6 +292,8 @@ pub enum ErrorKind {
     Journal,
     /// [`LlmError::NotPending`].
     NotPending,
+    /// [`LlmError::UsageLimitExceeded`].
+    UsageLimitExceeded,
     /// [`LlmError::Other`].
     Other,
 }
@@ -306,6 +320,7 @@ impl LlmError {
             LlmError::ResponseLimitExceeded { .. } => ErrorKind::ResponseLimitExceeded,
             LlmError::Journal { .. } => ErrorKind::Journal,
             LlmError::NotPending { .. } => ErrorKind::NotPending,
+            LlmError::UsageLimitExceeded { .. } => ErrorKind::UsageLimitExceeded,
             LlmError::Other(_) => ErrorKind::Other,
         }
     }

@@ -41,7 +41,13 @@ pub(crate) fn request<'a>(
         let mut retried = false;
         loop {
             let (estimate, bytes) = engine.estimate(&state.messages, tools);
-            let request = ChatRequest { model: &config.model, messages: state.messages.as_slice(), tools, options };
+            let edited = config.hooks.before_model_request(&config.model, &state.messages, options).await;
+            let request = ChatRequest {
+                model: &config.model,
+                messages: edited.as_ref().map_or(state.messages.as_slice(), |edited| edited.messages.as_slice()),
+                tools,
+                options: edited.as_ref().map_or(options, |edited| &edited.options),
+            };
             let mut reply = None;
             let mut streamed = false;
             {

@@ -7,12 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::{Stream, StreamExt};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::llm::config::CycleConfig;
 use crate::llm::cycle::LlmCycle;
 use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
+use crate::llm::usage::UsageTally;
 use crate::run::context_turn;
 use crate::run::journal::{JournalEntry, RunJournal};
 use crate::run::model_turn::{Mode, TurnItem};
@@ -21,11 +23,14 @@ use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
     truncate_answer,
 };
+use crate::run::{budget, hooks, telemetry};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::error::ToolError;
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
-use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolDefinition};
+use crate::vocab::{
+    ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolCall, ToolDefinition,
+};
 
 /// What a run yields: events for streaming callers, then exactly one `Done`, `Suspended` or
 /// `Failed`.
@@ -86,6 +91,7 @@ impl<'a> Drive<'a> {
 /// turn in which some tool started is kept, see [`step`]).
 struct Run<'a> {
     history: &'a mut Vec<OpenaiChatMessage>,
+    usage: &'a mut UsageTally,
     state: RunState,
     /// The batch in flight: which of its calls' tools started (set as each starts, before it
     /// finishes) and their positions in the turn.
@@ -127,6 +133,7 @@ impl Drop for Run<'_> {
         let committed = self.state.committed.min(self.state.messages.len());
         self.state.messages.truncate(committed);
         *self.history = std::mem::take(&mut self.state.messages);
+        self.usage.record(budget::run_usage(&self.state));
     }
 }
 
@@ -187,6 +194,7 @@ pub(crate) fn drive<'a>(
         config,
         messages,
         context,
+        usage,
     } = cycle;
     let model: &'a dyn ChatModel = &**model;
     let config = &*config;
@@ -221,7 +229,7 @@ pub(crate) fn drive<'a>(
                 (state, input)
             }
         };
-        let mut run = Run { history: messages, state, in_flight: None, suspended: false };
+        let mut run = Run { history: messages, usage, state, in_flight: None, suspended: false };
         // Built once per run, not per turn: a registry's schemas can be large.
         let mut tools = match registry {
             Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
@@ -229,6 +237,7 @@ pub(crate) fn drive<'a>(
         };
         tools.extend(output_tool);
         let relaxed = relaxed_tool_choice(&config.options);
+        let agent_span = telemetry::agent_span(model.provider(), &config.model);
         loop {
             match run.step(input) {
                 Effect::RequestModel(request) => {
@@ -243,16 +252,25 @@ pub(crate) fn drive<'a>(
                         _ => &config.options,
                     };
                     let mut reply = None;
+                    let chat_span = telemetry::chat_span(&agent_span, model.provider(), &config.model, &run.state.messages);
                     {
-                        // The context engine: repair, estimate, compact; retry once on overflow.
+                        // The context engine: repair, estimate, compact; retry once on overflow. The
+                        // hooks may edit what is sent (not the history).
                         let turn = context_turn::request(&mut run.state, &mut *context, model, config, &tools, options, mode);
                         let mut items = std::pin::pin!(turn);
-                        while let Some(item) = items.next().await {
+                        while let Some(item) = items.next().instrument(chat_span.clone()).await {
                             match item {
                                 TurnItem::Event(event) => yield LoopItem::Event(event),
                                 TurnItem::Reply(result) => reply = Some(result),
                             }
                         }
+                    }
+                    if let Some(reply) = &reply {
+                        telemetry::record_reply(&chat_span, reply.as_ref());
+                    }
+                    drop(chat_span);
+                    if let Some(Ok(reply)) = &reply {
+                        config.hooks.after_model_response(reply).await;
                     }
                     input = match reply {
                         Some(Ok(reply)) => Input::ModelReplied(Box::new(reply)),
@@ -265,6 +283,10 @@ pub(crate) fn drive<'a>(
                         input = Input::ToolsDone;
                         continue;
                     };
+                    let mut batch = batch;
+                    for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).await {
+                        run.state.set_answer(position, answer);
+                    }
                     if let Err(error) = record(journal, JournalEntry::Run(&run.state.without_messages())).await {
                         input = Input::Abort(error);
                         continue;
@@ -278,10 +300,12 @@ pub(crate) fn drive<'a>(
                         .iter()
                         .filter_map(|&p| calls.get(p).map(|call| (ToolCallRequest::from(call), approved.contains(&p))))
                         .collect();
+                    let mut tool_spans: Vec<_> = positions.iter().filter_map(|&p| calls.get(p)).map(|call| telemetry::tool_span(&agent_span, call)).collect();
                     let observer = BatchObserver {
                         journal,
                         config,
                         ids: requests.iter().map(|(call, _)| call.id.clone()).collect(),
+                        calls: positions.iter().filter_map(|&p| calls.get(p).cloned()).collect(),
                         started: StartedCalls::new(positions.len()),
                         limit: run.state.rules.tool_output_limit,
                         suspend,
@@ -291,7 +315,7 @@ pub(crate) fn drive<'a>(
                     let mut deferred = Vec::new();
                     {
                         let mut completed = registry.run_stream_observed(requests, &observer);
-                        while let Some((index, call)) = completed.next().await {
+                        while let Some((index, call)) = completed.next().instrument(agent_span.clone()).await {
                             let Some(&position) = positions.get(index) else {
                                 continue;
                             };
@@ -302,6 +326,10 @@ pub(crate) fn drive<'a>(
                             let media = crate::run::media::of(&call, run.state.rules.accepts_images);
                             let (event, answer) = completed_event(call);
                             let (answer, message) = crate::run::media::attach(answer, media);
+                            if let Some(span) = tool_spans.get_mut(index) {
+                                telemetry::record_answer(span, &answer);
+                                *span = tracing::Span::none();
+                            }
                             run.state.set_answer(position, answer);
                             if let Some(message) = message {
                                 run.state.record_media(position, message);
@@ -351,6 +379,7 @@ pub(crate) fn drive<'a>(
                         yield LoopItem::Failed(error);
                         return;
                     }
+                    telemetry::record_usage(&agent_span, reply.usage);
                     let reason = reply.stop_reason.clone().unwrap_or(FinishReason::Stop);
                     yield LoopItem::Event(StreamEvent::TurnComplete { reason, usage: reply.usage });
                     yield LoopItem::Done(reply);
@@ -361,6 +390,9 @@ pub(crate) fn drive<'a>(
                     if let Err(journal_error) = record(journal, JournalEntry::History(run.state.committed_messages())).await {
                         tracing::warn!(error = %journal_error, "could not record the failed run's history");
                     }
+                    telemetry::record_usage(&agent_span, run.state.usage);
+                    telemetry::record_error(&agent_span, &error);
+                    config.hooks.on_error(&error).await;
                     yield LoopItem::Failed(error);
                     return;
                 }
@@ -377,6 +409,8 @@ struct BatchObserver<'a> {
     config: &'a CycleConfig,
     /// The call ids, by position in the batch.
     ids: Vec<String>,
+    /// The calls, by position in the batch (for the hooks after each call).
+    calls: Vec<ToolCall>,
     started: StartedCalls,
     limit: usize,
     /// Deferred calls suspend the run (they are not answered, so not journaled).
@@ -428,12 +462,11 @@ impl CallObserver for BatchObserver<'_> {
         if self.suspend && deferred_request(call).is_some() {
             return;
         }
+        // The hooks may rewrite what the model reads (e.g. redact it): before it is recorded.
+        let answer = std::mem::take(&mut call.answer);
+        let answer = hooks::after_tool(&self.config.hooks, self.calls.get(position), answer).await;
         // Over its tool's limit: kept whole outside the context (docs/9-context.md).
-        let answer = context_turn::keep_large(
-            self.config,
-            &call.tool_name,
-            std::mem::take(&mut call.answer),
-        );
+        let answer = context_turn::keep_large(self.config, &call.tool_name, answer);
         call.answer = truncate_answer(answer, self.limit);
         if self.failed() {
             return;

@@ -12,12 +12,13 @@
 //! | `committed` | how many of `messages` are committed: a failure keeps exactly these |
 //! | `phase` | where the run is: `{"phase": "need_model"}`, `model_replied` (`reply`), `awaiting_tools` (`turn`), `awaiting_approval` (`turn`, `requests`), `finished` (`reply`), `failed` (`error`) |
 //! | `turns` | model requests made so far by this run |
-//! | `rules` | the limits the run was started with ([`RunRules`]) |
+//! | `rules` | the limits the run was started with ([`RunRules`]; `usage_limits` and `prices` absent when unset) |
 //! | `tools_offered` | whether the run has tools (tool calls run) or not (they are answered as not run) |
 //! | `tool_choice_relaxed` | whether a forced `tool_choice` has been relaxed to `auto` (after the first request) |
 //! | `repeats` | the repeated-call guard's streaks: `[{"tool", "arguments", "streak"}]` |
 //! | `usage` | the usage summed over the run's requests, or `null` |
 //! | `output_tool` | the final-answer tool's name (typed output, tool mode); absent when none |
+//! | `tool_calls` | tool calls run so far by this run (absent when none) |
 //!
 //! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
 //! `"is_error": true` (never sent to the model).
@@ -26,6 +27,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::config::{CycleConfig, RepeatedCallGuard};
+use crate::llm::usage::{Prices, UsageLimits};
 use crate::tools::approval::ApprovalRequest;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
@@ -62,6 +64,9 @@ pub struct RunState {
     /// itself, and the run ends after the turn that called it. `None`: no such tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tool: Option<String>,
+    /// Tool calls run so far by this run (see [`crate::llm::RunUsage::tool_calls`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls: u32,
 }
 
 /// Where a run is.
@@ -141,6 +146,12 @@ pub struct RunRules {
     /// Whether tool media reach the model ([`CycleConfig::accepts_images`]).
     #[serde(default)]
     pub accepts_images: bool,
+    /// The most the run may spend.
+    #[serde(default, skip_serializing_if = "UsageLimits::is_none")]
+    pub usage_limits: UsageLimits,
+    /// What the model's tokens cost (for `usage_limits.max_cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
 }
 
 impl RunRules {
@@ -151,6 +162,8 @@ impl RunRules {
             tool_output_limit: config.tool_output_limit,
             repeated_call_guard: config.repeated_call_guard,
             accepts_images: config.accepts_images,
+            usage_limits: config.usage_limits,
+            prices: config.prices,
         }
     }
 }
@@ -182,6 +195,7 @@ impl RunState {
             repeats: Vec::new(),
             usage: None,
             output_tool: None,
+            tool_calls: 0,
         }
     }
 
@@ -200,6 +214,7 @@ impl RunState {
             repeats: self.repeats.clone(),
             usage: self.usage,
             output_tool: self.output_tool.clone(),
+            tool_calls: self.tool_calls,
         }
     }
 
@@ -289,6 +304,10 @@ impl RunState {
             call.media = Some(message);
         }
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn known_version<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {

@@ -304,6 +304,9 @@ fn request_model(mut state: RunState) -> (RunState, Effect) {
         };
         return fail(state, error);
     }
+    if let Err(error) = crate::run::budget::admit_request(&state) {
+        return fail(state, error);
+    }
     state.turns += 1;
     state.phase = Phase::NeedModel;
     let request = ModelRequest {
@@ -377,6 +380,9 @@ fn model_replied(mut state: RunState, mut reply: ChatResponse) -> (RunState, Eff
             }
         }
         turn.calls.push(entry);
+    }
+    if let Err(error) = crate::run::budget::admit_tool_turn(&mut state, &turn) {
+        return fail(state, error);
     }
     run_batch(state, turn, true, reply.usage)
 }

@@ -10,7 +10,7 @@ fn rules() -> RunRules {
         max_turns: 3,
         tool_output_limit: 1_000,
         repeated_call_guard: RepeatedCallGuard::default(),
-        accepts_images: false,
+        ..RunRules::of(&crate::llm::CycleConfig::default())
     }
 }
 

@@ -10,6 +10,7 @@ use crate::tools::exposure::{ExposureError, ExposurePolicy};
 use crate::tools::permission::{Permission, PermissionChecker, PermissionConfig};
 use crate::tools::profile::Profile;
 use crate::tools::registry::ToolRegistry;
+use crate::tools::rules::{ArgumentRule, ArgumentRules};
 
 /// The tool settings of a config file. Unknown keys are errors (a typo must not be ignored).
 ///
@@ -28,6 +29,12 @@ use crate::tools::registry::ToolRegistry;
 /// [tools.profiles.review]    # adds a profile (or replaces a built-in one of the same name)
 /// description = "Read code, comment on GitHub"
 /// tools = ["kind:read", "kind:search", "mcp:github"]
+///
+/// [[tools.rules]]            # rules on arguments (see crate::tools::rules)
+/// tool = "run_command"
+/// argument = "command"
+/// matches = "^cargo (test|build)( |$)"
+/// action = "allow"
 /// ```
 ///
 /// Command-line flags override it: set the fields before calling [`ToolsConfig::apply`].
@@ -52,6 +59,9 @@ pub struct ToolsConfig {
     /// Enabled feature flags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// Allow / ask / deny by a call's arguments ([`crate::tools::rules`]), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<ArgumentRule>,
 }
 
 impl ToolsConfig {
@@ -82,13 +92,14 @@ impl ToolsConfig {
         Ok(policy)
     }
 
-    /// Configure `registry` with these settings (checker, approval policy, exposure policy).
-    /// Check the profiles against the registered tools afterwards with
-    /// [`ToolRegistry::check_exposure`].
+    /// Configure `registry` with these settings (checker, approval policy, exposure policy,
+    /// rules on arguments). Check the profiles and rules against the registered tools
+    /// afterwards with [`ToolRegistry::check_exposure`].
     pub fn apply(&self, registry: ToolRegistry) -> Result<ToolRegistry, ExposureError> {
         Ok(registry
             .with_permission_checker(self.permission_checker())
             .with_approval_policy(self.approval_policy())
-            .with_exposure(self.exposure_policy()?))
+            .with_exposure(self.exposure_policy()?)
+            .with_argument_rules(ArgumentRules::new(self.rules.iter().cloned())?))
     }
 }

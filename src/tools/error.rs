@@ -94,6 +94,15 @@ pub enum ToolError {
         reasons: Vec<crate::tools::exposure::HiddenBecause>,
     },
 
+    /// A rule on the call's arguments denied it ([`crate::tools::rules`]).
+    #[error("tool '{tool}' was denied by a rule on its arguments: {because}")]
+    DeniedByRule {
+        /// The tool.
+        tool: String,
+        /// The matching deny rules, explained.
+        because: String,
+    },
+
     /// A human (or an [`crate::tools::Approver`]) declined the call, or no approver was configured.
     #[error("tool '{tool}' was not approved: {message}")]
     ApprovalDenied {
@@ -140,7 +149,8 @@ impl ToolError {
             ToolError::Timeout { tool, .. }
             | ToolError::NotExposed { tool, .. }
             | ToolError::ApprovalDenied { tool, .. }
-            | ToolError::NotStarted { tool, .. } => Some(tool),
+            | ToolError::NotStarted { tool, .. }
+            | ToolError::DeniedByRule { tool, .. } => Some(tool),
             ToolError::ApprovalDeferred { request } => Some(&request.tool),
             _ => None,
         }

@@ -164,6 +164,40 @@ pub enum ExposureError {
         /// The tool.
         tool: String,
     },
+    /// A rule on arguments ([`crate::tools::rules`]) is not valid: a bad pattern, or not
+    /// exactly one test.
+    #[error("argument rule {rule} (tool '{tool}') is invalid: {reason}")]
+    InvalidRule {
+        /// The rule's number (1-based, in configuration order).
+        rule: usize,
+        /// The tool it names.
+        tool: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A rule on arguments names a tool that is not registered.
+    #[error("argument rule {rule} names tool '{tool}', which is not registered")]
+    RuleUnknownTool {
+        /// The rule's number.
+        rule: usize,
+        /// The tool it names.
+        tool: String,
+    },
+    /// A rule on arguments names an argument the tool's parameters do not declare.
+    #[error(
+        "argument rule {rule} names argument '{argument}' of tool '{tool}', which it does not declare (its arguments: {})",
+        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+    )]
+    RuleUnknownArgument {
+        /// The rule's number.
+        rule: usize,
+        /// The tool.
+        tool: String,
+        /// The argument it names.
+        argument: String,
+        /// The arguments the tool declares.
+        known: Vec<String>,
+    },
 }
 
 /// Every problem [`ExposurePolicy::check`] found.
@@ -329,6 +363,7 @@ impl ExposurePolicy {
                     });
                 }
                 ToolExposure {
+                    rules: registry.argument_rules().describe(tool.name()),
                     name: tool.name().to_owned(),
                     source: tool.source(),
                     kind: tool.kind(),
@@ -346,7 +381,11 @@ impl ExposurePolicy {
             restricted: self.restricted,
             flags: self.flags.iter().cloned().collect(),
             tools,
-            problems: self.profile_problems(registry),
+            problems: {
+                let mut problems = self.profile_problems(registry);
+                problems.extend(registry.rule_problems());
+                problems
+            },
         }
     }
 

@@ -22,6 +22,7 @@ use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposureCheckError, ExposurePolicy, ExposureReport};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
+use crate::tools::rules::{ArgumentRules, RuleAction};
 use crate::tools::validate::{compile_schema, validate_arguments};
 use crate::vocab::{ToolAnswer, ToolDefinition};
 
@@ -38,6 +39,8 @@ struct Prepared<'a> {
     entry: &'a Entry,
     /// Permissions configured as *ask* that this call needs.
     ask: Vec<Permission>,
+    /// Rules on the arguments that ask for approval, explained.
+    rule_ask: Option<String>,
 }
 
 /// Holds tools by name, in registration order, and runs calls.
@@ -78,6 +81,7 @@ pub struct ToolRegistry {
     approval_policy: ApprovalPolicy,
     approver: Option<Arc<dyn Approver>>,
     grants: SessionGrants,
+    rules: ArgumentRules,
 }
 
 impl Default for ToolRegistry {
@@ -112,6 +116,7 @@ impl ToolRegistry {
             approval_policy: ApprovalPolicy::default(),
             approver: None,
             grants: SessionGrants::default(),
+            rules: ArgumentRules::default(),
         }
     }
 
@@ -125,6 +130,25 @@ impl ToolRegistry {
     /// The exposure policy, if any.
     pub fn exposure(&self) -> Option<&ExposurePolicy> {
         self.exposure.as_ref()
+    }
+
+    /// Allow, ask or deny calls by their arguments ([`crate::tools::rules`]), after the
+    /// permission check. Check the rules against the registered tools afterwards with
+    /// [`ToolRegistry::check_exposure`].
+    pub fn with_argument_rules(mut self, rules: ArgumentRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// The rules on arguments.
+    pub fn argument_rules(&self) -> &ArgumentRules {
+        &self.rules
+    }
+
+    /// Rules on arguments that name a tool that is not registered or an argument it does not
+    /// declare.
+    pub(crate) fn rule_problems(&self) -> Vec<crate::tools::exposure::ExposureError> {
+        self.rules.problems(self.tools().map(|tool| tool.as_ref()))
     }
 
     /// Ask before calls needing the policy's *ask* permissions.
@@ -173,7 +197,10 @@ impl ToolRegistry {
             .exposure
             .as_ref()
             .map(|policy| policy.profile_problems(self))
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .chain(self.rule_problems())
+            .collect::<Vec<_>>();
         if problems.is_empty() {
             Ok(())
         } else {
@@ -465,7 +492,8 @@ impl ToolRegistry {
             ToolError::PermissionDenied(..)
             | ToolError::NotExposed { .. }
             | ToolError::ApprovalDenied { .. }
-            | ToolError::ApprovalDeferred { .. } => {
+            | ToolError::ApprovalDeferred { .. }
+            | ToolError::DeniedByRule { .. } => {
                 " Do not retry this call; continue without it or ask the user.".to_owned()
             }
             ToolError::Timeout { .. } => {
@@ -521,10 +549,29 @@ impl ToolRegistry {
         if let Some(validator) = &entry.validator {
             validate_arguments(&call.name, validator, &input)?;
         }
+        // After the permission check: a denied permission stays denied; deny beats ask beats
+        // allow among the rules that match.
+        let mut ask = decision.ask;
+        let mut rule_ask = None;
+        if !self.rules.is_empty() {
+            let verdict = self.rules.evaluate(&call.name, &input);
+            match verdict.action {
+                Some(RuleAction::Deny) => {
+                    return Err(ToolError::DeniedByRule {
+                        tool: call.name.clone(),
+                        because: verdict.explain(),
+                    });
+                }
+                Some(RuleAction::Ask) => rule_ask = Some(verdict.explain()),
+                Some(RuleAction::Allow) => ask.clear(),
+                None => {}
+            }
+        }
         Ok(Prepared {
             input,
             entry,
-            ask: decision.ask,
+            ask,
+            rule_ask,
         })
     }
 
@@ -535,7 +582,7 @@ impl ToolRegistry {
         call: &ToolCallRequest,
         prepared: &Prepared<'_>,
     ) -> Result<(), ToolError> {
-        if prepared.ask.is_empty() {
+        if prepared.ask.is_empty() && prepared.rule_ask.is_none() {
             return Ok(());
         }
         // One question at a time, and the grants checked after waiting: two parallel calls of
@@ -550,12 +597,20 @@ impl ToolRegistry {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", ");
+        // Why it asks: the permissions configured as ask, or a rule on its arguments.
+        let why = match &prepared.rule_ask {
+            Some(because) => format!("a rule on its arguments asks for approval ({because})"),
+            None => format!("it needs {needs}, which is configured as ask"),
+        };
         let Some(approver) = &self.approver else {
             return Err(ToolError::ApprovalDenied {
                 tool: call.name.clone(),
-                message: format!(
-                    "it needs {needs}, which requires approval, and no approver is configured"
-                ),
+                message: match &prepared.rule_ask {
+                    Some(_) => format!("{why}, and no approver is configured"),
+                    None => format!(
+                        "it needs {needs}, which requires approval, and no approver is configured"
+                    ),
+                },
             });
         };
         let tool = prepared.entry.tool.as_ref();
@@ -566,10 +621,10 @@ impl ToolRegistry {
             kind: tool.kind(),
             arguments: prepared.input.clone(),
             permissions: prepared.ask.clone(),
-            reason: format!(
-                "tool '{}' needs {needs}, which is configured as ask",
-                call.name
-            ),
+            reason: match &prepared.rule_ask {
+                Some(_) => format!("tool '{}': {why}", call.name),
+                None => format!("tool '{}' {}", call.name, why.trim_start_matches("it ")),
+            },
         };
         let decision = ask_approver(approver.as_ref(), &request).await;
         self.grants.remember(&call.name, &prepared.input, &decision);

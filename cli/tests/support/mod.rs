@@ -197,6 +197,9 @@ pub fn agcore(dir: &std::path::Path) -> Command {
         .env_remove("OPENAI_BASE_URL")
         .env_remove("AGCORE_MODEL")
         .env_remove("AGCORE_LOG")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
         .env("NO_COLOR", "1");
     command
 }

@@ -27,6 +27,9 @@ pub struct ToolExposure {
     pub exposed: bool,
     /// Every gate that hid it (empty when exposed).
     pub hidden_because: Vec<HiddenBecause>,
+    /// The rules on its arguments, explained ([`crate::tools::rules`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
 }
 
 /// Every exposure decision for one registry, provider and model — as data (serde) and as text
@@ -85,6 +88,7 @@ impl ExposureReport {
                 kind: ToolKind::Other,
                 permissions: Vec::new(),
                 ask: Vec::new(),
+                rules: Vec::new(),
                 exposed: false,
                 hidden_because: vec![HiddenBecause::McpSkipped {
                     server: skip.server,
@@ -155,6 +159,9 @@ impl fmt::Display for ExposureReport {
                 line.push_str(&describe_reasons(&tool.hidden_because));
             }
             writeln!(f, "{}", line.trim_end())?;
+            for rule in &tool.rules {
+                writeln!(f, "    {rule}")?;
+            }
         }
         if !self.problems.is_empty() {
             writeln!(f, "problems:")?;

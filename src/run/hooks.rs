@@ -1,0 +1,48 @@
+//! The tool-call hooks of a batch ([`crate::llm::hooks`]), for the driver: each call asked
+//! before it runs (denied calls are answered, rewritten ones run with the new arguments),
+//! each answer offered for rewriting after.
+
+use crate::llm::hooks::HookChain;
+use crate::run::step::ToolBatch;
+use crate::vocab::{ToolAnswer, ToolCall};
+
+/// Ask the hooks about every call of `batch` that is to run: a rewritten call's arguments
+/// change in `batch.calls` (so events show what runs); a denied call moves from `run` to
+/// `answered`. Returns the denied calls' answers by position, to record.
+pub(crate) async fn before_tools(
+    hooks: &HookChain,
+    batch: &mut ToolBatch,
+) -> Vec<(usize, ToolAnswer)> {
+    if hooks.is_empty() {
+        return Vec::new();
+    }
+    let mut denied = Vec::new();
+    let mut run = Vec::with_capacity(batch.run.len());
+    for &position in &batch.run {
+        let Some(call) = batch.calls.get_mut(position) else {
+            continue;
+        };
+        match hooks.before_tool_call(call).await {
+            Ok(allowed) => {
+                *call = allowed;
+                run.push(position);
+            }
+            Err(answer) => denied.push((position, answer)),
+        }
+    }
+    batch.run = run;
+    batch.answered.extend(denied.iter().cloned());
+    denied
+}
+
+/// The answer of `call` after the hooks' rewrites.
+pub(crate) async fn after_tool(
+    hooks: &HookChain,
+    call: Option<&ToolCall>,
+    answer: ToolAnswer,
+) -> ToolAnswer {
+    match call {
+        Some(call) if !hooks.is_empty() => hooks.after_tool_call(call, answer).await,
+        _ => answer,
+    }
+}

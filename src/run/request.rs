@@ -157,6 +157,8 @@ impl<'a> RunRequest<'a> {
 
 /// How a run that may suspend ended (failures are the `Err` of [`LlmCycle::run_with`]).
 #[derive(Debug)]
+// Returned once per run: the reply is not worth a box for the caller to unwrap.
+#[allow(clippy::large_enum_variant)]
 pub enum RunOutcome {
     /// The model's final answer (usage summed over the run).
     Finished(ChatResponse),
@@ -170,7 +172,7 @@ pub enum RunOutcome {
 /// only: the suspended turn (whose other calls may have run) lives in the state.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Suspension {
-    state: RunState,
+    state: Box<RunState>,
 }
 
 impl Suspension {
@@ -186,7 +188,7 @@ impl Suspension {
 
     /// The run's state, to store or to continue.
     pub fn into_state(self) -> RunState {
-        self.state
+        *self.state
     }
 }
 
@@ -223,7 +225,7 @@ impl LlmCycle {
                 LoopItem::Event(_) => {}
                 LoopItem::Done(reply) => return Ok(RunOutcome::Finished(*reply)),
                 LoopItem::Suspended(state) => {
-                    return Ok(RunOutcome::Suspended(Suspension { state: *state }));
+                    return Ok(RunOutcome::Suspended(Suspension { state }));
                 }
                 LoopItem::Failed(error) => return Err(error),
             }
@@ -248,7 +250,7 @@ fn drive_items<'a>(
     crate::run::driver::drive(cycle, drive).map(|item| match item {
         LoopItem::Event(event) => RunItem::Event(event),
         LoopItem::Done(reply) => RunItem::Finished(*reply),
-        LoopItem::Suspended(state) => RunItem::Suspended(Suspension { state: *state }),
+        LoopItem::Suspended(state) => RunItem::Suspended(Suspension { state }),
         LoopItem::Failed(error) => RunItem::Failed(error),
     })
 }

@@ -294,7 +294,10 @@ async fn execute(
     let spent = cycle.last_run_usage();
     let prices = cycle.config().prices;
     if args.json {
-        if let Some(previous) = held.take().filter(|_| suspension.is_some()) {
+        // A suspension is the last event: the held one goes before the usage then.
+        if suspension.is_some()
+            && let Some(previous) = held.take()
+        {
             print_json(&previous)?;
         }
         println!("{}", usage::event(&spent, prices.as_ref()));

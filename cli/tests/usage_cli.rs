@@ -100,5 +100,7 @@ async fn max_requests_ends_the_run_with_a_usage_event_then_the_error() {
     let transcript: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_history_valid(&transcript);
-    assert_eq!(transcript.len(), 3, "{transcript:?}");
+    // The system prompt, the question, the tool turn and its result.
+    assert_eq!(transcript.len(), 4, "{transcript:?}");
+    assert_eq!(transcript[0]["role"], "system");
 }

@@ -172,6 +172,15 @@ async fn record(journal: Option<&dyn RunJournal>, entry: JournalEntry<'_>) -> Re
         })
 }
 
+/// Record `state` without its history ([`JournalEntry::Run`]); without a journal nothing is
+/// cloned (this is on every tool turn).
+async fn record_run(journal: Option<&dyn RunJournal>, state: &RunState) -> Result<(), LlmError> {
+    match journal {
+        Some(_) => record(journal, JournalEntry::Run(&state.without_messages())).await,
+        None => Ok(()),
+    }
+}
+
 /// `error` and its sources, `: `-separated.
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -287,7 +296,7 @@ pub(crate) fn drive<'a>(
                     for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).await {
                         run.state.set_answer(position, answer);
                     }
-                    if let Err(error) = record(journal, JournalEntry::Run(&run.state.without_messages())).await {
+                    if let Err(error) = record_run(journal, &run.state).await {
                         input = Input::Abort(error);
                         continue;
                     }
@@ -366,7 +375,7 @@ pub(crate) fn drive<'a>(
                         )).collect());
                         continue;
                     }
-                    if let Err(error) = record(journal, JournalEntry::Run(&run.state.without_messages())).await {
+                    if let Err(error) = record_run(journal, &run.state).await {
                         input = Input::Abort(error);
                         continue;
                     }

@@ -7,7 +7,9 @@
 
 mod context_support;
 
-use agcore::context::{CompactionTier, ContextConfig, RepairKind, estimate::Calibration};
+use agcore::context::{
+    CompactionTier, ContextConfig, RepairKind, estimate::Calibration, ledger::TokenLedger,
+};
 use agcore::llm::{
     CycleConfig, LlmCycle, LlmError, OpenAiClient, OpenAiConfig, OpenaiChatMessage, StreamEvent,
     ToolCall,
@@ -80,10 +82,39 @@ fn estimation_errors(received: &[Received], delta: bool) -> Vec<f64> {
     errors
 }
 
-#[tokio::test]
-async fn a_200_turn_session_with_large_outputs_completes_in_an_8k_window() {
+/// The same replay with the engine's token ledger and tiktoken o200k_base (what the engine does
+/// for an OpenAI-family model): the server's previous count plus the counted delta.
+async fn tokenizer_errors(received: &[Received]) -> Vec<f64> {
+    let counter = agcore::context::tiktoken_for_model("gpt-4o").unwrap();
+    let calibration = Calibration::default();
+    let mut ledger = TokenLedger::default();
+    let mut errors = Vec::new();
+    for request in received.iter().filter(|r| !r.summary) {
+        ledger
+            .measure(&*counter, &request.messages, &request.tools)
+            .await;
+        let counted = ledger
+            .counted(&request.messages, &request.tools, &calibration)
+            .unwrap();
+        let estimate = ledger.estimate(counted) as f64;
+        errors.push(((estimate - request.tokens as f64) / request.tokens as f64).abs() * 100.0);
+        if request.rejected {
+            ledger.observe_overflow(None, None);
+        } else {
+            ledger.observe(Some(counted), request.tokens);
+        }
+    }
+    errors
+}
+
+/// The 200-turn session against an 8,192-token window, for `model` (an OpenAI-family name: the
+/// engine counts with tiktoken; another: the calibrated ratio).
+async fn long_session(model: &str) {
     let server = WindowedServer::start(8_192, Shape::OpenAi, SYSTEM).await;
-    let mut cycle = cycle(&server, |config| config.context_window = Some(8_192));
+    let mut cycle = cycle(&server, |config| {
+        config.model = model.to_owned();
+        config.context_window = Some(8_192);
+    });
     let (events, reply) = run(
         &mut cycle,
         "TASK: read chunks 0 to 199 with read_chunk, then say DONE.",
@@ -111,21 +142,28 @@ async fn a_200_turn_session_with_large_outputs_completes_in_an_8k_window() {
         "older turns were summarised or dropped: {counts:?}"
     );
     assert_eq!(cycle.compactions().map(|c| c as usize), counts);
-    let mut errors = estimation_errors(&received, true);
-    let (median, p95) = median_p95(&mut errors);
+    let (median, p95) = median_p95(&mut estimation_errors(&received, true));
     let (ratio_median, ratio_p95) = median_p95(&mut estimation_errors(&received, false));
+    let mut by_tokenizer = tokenizer_errors(&received).await;
+    let requests = by_tokenizer.len();
+    let (tok_median, tok_p95) = median_p95(&mut by_tokenizer);
     eprintln!(
-        "200-turn session, 8,192-token window: compactions tier1={} tier2={} tier3={}, summary requests {}, \
-         peak request {peak} tokens, server rejections {rejected}, estimate error median {median:.1} % p95 {p95:.1} % \
-         over {} requests (by the calibrated ratio alone: median {ratio_median:.1} % p95 {ratio_p95:.1} %)",
+        "200-turn session ({model}, counter {:?}), 8,192-token window: compactions tier1={} tier2={} tier3={}, \
+         summary requests {}, peak request {peak} tokens, server rejections {rejected}; estimate error over {requests} \
+         requests vs the server's tiktoken count: tokenizer delta median {tok_median:.2} % p95 {tok_p95:.2} %, \
+         ratio delta median {median:.2} % p95 {p95:.2} %, whole request by the ratio median {ratio_median:.2} % p95 {ratio_p95:.2} %",
+        cycle.context_counter(),
         counts[0],
         counts[1],
         counts[2],
         summaries.len(),
-        errors.len()
     );
     assert!(peak + 512 <= 8_192 || rejected > 0);
     assert!(p95 < 25.0, "estimate error p95 {p95:.1} %");
+    assert!(
+        tok_p95 < 25.0,
+        "tokenizer estimate error p95 {tok_p95:.1} %"
+    );
     // The compactions are in the history: stubs and summary (or drop) markers.
     let texts: Vec<String> = cycle
         .messages()
@@ -137,6 +175,16 @@ async fn a_200_turn_session_with_large_outputs_completes_in_an_8k_window() {
             .iter()
             .any(|t| t.starts_with("[agcore summary of ") || t.starts_with("[agcore removed "))
     );
+}
+
+#[tokio::test]
+async fn a_200_turn_session_with_large_outputs_completes_in_an_8k_window() {
+    long_session("local-model").await;
+}
+
+#[tokio::test]
+async fn a_200_turn_session_counted_with_tiktoken_completes_in_an_8k_window() {
+    long_session("gpt-4o").await;
 }
 
 #[tokio::test]

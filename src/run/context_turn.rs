@@ -40,7 +40,10 @@ pub(crate) fn request<'a>(
         let mut highest = prepared.highest;
         let mut retried = false;
         loop {
+            // Count what compaction wrote (stubs, a summary) before the estimate.
+            engine.measure(config, &state.messages, tools).await;
             let (estimate, bytes) = engine.estimate(&state.messages, tools);
+            let counted = engine.counted(&state.messages, tools);
             let edited = config.hooks.before_model_request(&config.model, &state.messages, options).await;
             let request = ChatRequest {
                 model: &config.model,
@@ -65,6 +68,7 @@ pub(crate) fn request<'a>(
             let message = match &reply {
                 Some(Ok(response)) => {
                     engine.observe_usage(config, bytes, response.usage);
+                    engine.observe_counted(counted, response.usage);
                     None
                 }
                 Some(Err(LlmError::ContextLengthExceeded { message })) if config.context.enabled => Some(message.clone()),

@@ -58,7 +58,7 @@ pub use engine::{
     prepare,
 };
 pub use repair::{Repair, repair};
-pub use spill::{OutputStore, ReadOutput};
+pub use spill::{KeptOutput, OutputSource, OutputStore, ReadOutput};
 pub use summary::{SUMMARY_SYSTEM_PROMPT, is_summary_request};
 #[cfg(feature = "tiktoken")]
 pub use tokenizer::Tiktoken;

@@ -45,6 +45,24 @@ pub fn spill_dir(config: &AgcoreConfig) -> Option<std::path::PathBuf> {
         .map(|dir| dir.join("agcore").join("outputs"))
 }
 
+/// With a stored session, `read_output` reads the session's outputs first (a run with a session
+/// keeps its large outputs there), then the spill files.
+pub fn read_outputs_from_session(
+    registry: &mut agcore::tools::ToolRegistry,
+    config: &AgcoreConfig,
+    journal: &agcore::session::SessionJournal,
+) {
+    if let Some(dir) = spill_dir(config)
+        && registry.unregister("read_output").is_some()
+    {
+        let tool = agcore::context::ReadOutput::new(dir)
+            .with_source(std::sync::Arc::new(journal.outputs()));
+        if let Err(error) = registry.register(std::sync::Arc::new(tool)) {
+            tracing::warn!(%error, "read_output is unavailable");
+        }
+    }
+}
+
 /// When neither the arguments nor the config give a window and the model is not a known one,
 /// ask the server (a short, bounded probe; `[context] discover = false` turns it off).
 pub async fn discover(

@@ -36,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod agents_sdk;
 pub mod compact;
 mod cycle;
 mod discover;
@@ -52,6 +53,7 @@ pub mod window;
 
 pub use crate::llm::context_config::ContextConfig;
 pub use crate::llm::event::{CompactionTier, RepairKind};
+pub use agents_sdk::{Converted, from_agents_sdk_items};
 pub use discover::{DISCOVERY_TIMEOUT, discover_window};
 pub use engine::{
     ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder,

@@ -12,7 +12,6 @@ use agcore::context::{
 };
 use agcore::llm::{
     CycleConfig, LlmCycle, LlmError, OpenAiClient, OpenAiConfig, OpenaiChatMessage, StreamEvent,
-    ToolCall,
 };
 use context_support::{Received, Shape, WindowedServer, median_p95, registry};
 use futures::StreamExt;
@@ -326,39 +325,18 @@ async fn a_broken_history_is_repaired_before_its_first_request() {
         {"type": "message", "role": "user", "content": "TASK: read chunks 0 to 0 first."},
         {"type": "function_call_output", "call_id": "call_trimmed", "output": "orphan"},
         {"type": "function_call", "call_id": "fc_1", "name": "read_chunk", "arguments": "{\"n\": 0}"},
-        {"type": "message", "role": "assistant", "content": ""},
+        {"type": "message", "role": "user", "content": "and 1, 2"},
         {"type": "function_call", "call_id": "fc_2", "name": "read_chunk", "arguments": "{\"n\": 1}"},
         {"type": "function_call_output", "call_id": "fc_2", "output": "chunk 1 of the log"},
         {"type": "function_call", "call_id": "fc_2", "name": "read_chunk", "arguments": "{\"n\": 2}"},
         {"type": "function_call_output", "call_id": "fc_2", "output": "chunk 2 of the log"},
+        {"type": "message", "role": "assistant", "content": ""},
         {"type": "message", "role": "assistant", "content": "Read them."},
     ]);
     let mut history = vec![OpenaiChatMessage::system(SYSTEM)];
-    for item in dump.as_array().unwrap() {
-        let text = |key: &str| item[key].as_str().unwrap_or_default().to_owned();
-        history.push(match (item["type"].as_str(), item["role"].as_str()) {
-            (Some("function_call"), _) => OpenaiChatMessage::assistant_tool_calls(
-                None,
-                vec![ToolCall::new(
-                    text("call_id"),
-                    text("name"),
-                    text("arguments"),
-                )],
-            ),
-            (Some("function_call_output"), _) => {
-                OpenaiChatMessage::tool_result(text("call_id"), text("output"))
-            }
-            (_, Some("user")) => OpenaiChatMessage::user_text(text("content")),
-            _ => OpenaiChatMessage::Assistant {
-                content: Some(text("content")).filter(|t| !t.is_empty()),
-                refusal: None,
-                reasoning_content: None,
-                reasoning: None,
-                tool_calls: Vec::new(),
-                name: None,
-            },
-        });
-    }
+    let converted = agcore::context::from_agents_sdk_items(dump.as_array().unwrap());
+    assert!(converted.skipped.is_empty(), "{:?}", converted.skipped);
+    history.extend(converted.messages);
     let client = OpenAiClient::new(OpenAiConfig::new(server.base_url())).unwrap();
     let mut cycle = LlmCycle::from_history(client, CycleConfig::new("local-model"), history);
     let (events, reply) = run(&mut cycle, "TASK: read chunks 3 to 3 now.").await;

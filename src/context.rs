@@ -43,6 +43,7 @@ mod discover;
 pub mod engine;
 pub mod estimate;
 pub mod ledger;
+pub mod llama_tokenize;
 pub mod overflow;
 pub mod repair;
 pub mod spill;
@@ -59,6 +60,7 @@ pub use engine::{
     ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder,
     prepare,
 };
+pub use llama_tokenize::LlamaCppTokenizer;
 pub use repair::{Repair, repair};
 pub use spill::{KeptOutput, OutputSource, OutputStore, ReadOutput};
 pub use summary::{SUMMARY_SYSTEM_PROMPT, is_summary_request};

@@ -74,7 +74,10 @@ fn the_converted_dump_is_repaired_case_by_case() {
     match &repaired[lost + 1] {
         message @ OpenaiChatMessage::Tool { tool_call_id, .. } => {
             assert_eq!(tool_call_id, "call_lost");
-            assert!(message.text().unwrap().ends_with(NOT_RUN_ANSWER), "{message:?}");
+            assert!(
+                message.text().unwrap().ends_with(NOT_RUN_ANSWER),
+                "{message:?}"
+            );
             assert!(message.is_tool_error());
         }
         other => panic!("{other:?}"),

@@ -71,6 +71,7 @@ pub async fn discover(
     config: &AgcoreConfig,
     secrets: &Secrets,
 ) {
+    discover_tokenizer(cycle, args, config, secrets).await;
     let settings = cycle.config();
     if settings.context_window.is_some()
         || !settings.context.enabled
@@ -85,6 +86,31 @@ pub async fn discover(
     if let Some(window) = discover_window(&base_url, &model, key).await {
         tracing::info!(window, "context window reported by the server");
         cycle.config_mut().context_window = Some(window);
+    }
+}
+
+/// For a model tiktoken does not know, use the server's own tokenizer when it is a llama.cpp
+/// server (`POST /tokenize`, one bounded probe; `[context] discover = false` turns it off).
+async fn discover_tokenizer(
+    cycle: &mut LlmCycle,
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+    secrets: &Secrets,
+) {
+    let settings = cycle.config();
+    if !settings.context.enabled
+        || config.context.discover == Some(false)
+        || settings.context.tokenizer != agcore::context::TokenizerChoice::Auto
+        || agcore::context::tiktoken_encoding(&settings.model).is_some()
+    {
+        return;
+    }
+    let base_url = crate::session::base_url(args, config);
+    let key = secrets.get(&crate::session::api_key_env(args, config));
+    if let Some(counter) = agcore::context::LlamaCppTokenizer::discover(&base_url, key).await {
+        tracing::info!("counting tokens with the server's /tokenize");
+        cycle.config_mut().context.tokenizer =
+            agcore::context::TokenizerChoice::Custom(std::sync::Arc::new(counter));
     }
 }
 

@@ -4,7 +4,7 @@
 //! Only the delta is ever tokenized, and at most [`SAMPLE_BYTES`] of each text.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::context::estimate::{Calibration, message_bytes};
 use crate::context::tokenizer::{SAMPLE_BYTES, TokenCounter};
@@ -21,8 +21,8 @@ pub const MEDIA_TOKENS: u64 = 800;
 /// [`crate::context::ContextState`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TokenLedger {
-    /// Tokens per message, by fingerprint (only the messages of the last measured history).
-    cache: HashMap<u64, u64>,
+    /// Tokens per message, by fingerprint (pruned to the measured history when it grows).
+    cache: HashMap<u64, u64, BuildHasherDefault<Identity>>,
     /// The last request the server counted: our count of it and the server's.
     last: Option<(u64, u64)>,
     /// The tool definitions' tokens, by the slice they were counted from.
@@ -93,10 +93,9 @@ impl TokenLedger {
                 return;
             }
         };
-        let mut counted: HashMap<u64, u64> = misses
-            .into_iter()
-            .map(|(print, job)| (print, batch.tokens(&job, &counts)))
-            .collect();
+        for (print, job) in misses {
+            self.cache.insert(print, batch.tokens(&job, &counts));
+        }
         if let Some(job) = tools_job {
             self.tools = Some((
                 tools.as_ptr() as usize,
@@ -104,17 +103,12 @@ impl TokenLedger {
                 batch.tokens(&job, &counts),
             ));
         }
-        // Keep only the messages of this history: a compacted message is not coming back.
-        let mut cache = HashMap::with_capacity(fingerprints.len());
-        for print in fingerprints {
-            if let Some(tokens) = counted
-                .remove(&print)
-                .or_else(|| self.cache.get(&print).copied())
-            {
-                cache.insert(print, tokens);
-            }
+        // Compacted messages are not coming back: keep only this history's, now and then.
+        if self.cache.len() > 2 * fingerprints.len() + 64 {
+            let current: std::collections::HashSet<u64, BuildHasherDefault<Identity>> =
+                fingerprints.into_iter().collect();
+            self.cache.retain(|print, _| current.contains(print));
         }
-        self.cache = cache;
         self.counter = Some(counter.name().to_owned());
     }
 
@@ -288,23 +282,106 @@ fn content_texts<'a>(content: &'a MessageContent, texts: &mut Vec<&'a str>, fixe
     }
 }
 
-/// A message's fingerprint: its role, size, and each text's length and first and last 16
-/// bytes — O(1) per message, whatever its length. Two different messages of the same role and
-/// size whose texts agree at both ends share one; the ledger then counts one for the other,
-/// an error confined to the estimate.
+/// A message's fingerprint: its role, size, and each text's length and first and last 8
+/// bytes, mixed without allocating — O(1) per message, whatever its length (an estimate
+/// fingerprints every message a few times per request, so this is most of its cost). Two
+/// different messages of the same role and size whose texts agree at both ends share one; the
+/// ledger then counts one for the other, an error confined to the estimate.
 fn fingerprint(message: &OpenaiChatMessage) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    std::mem::discriminant(message).hash(&mut hasher);
-    message_bytes(message).hash(&mut hasher);
-    let (fixed, texts) = pieces(message);
-    fixed.hash(&mut hasher);
-    for text in texts {
+    let role: u64 = match message {
+        OpenaiChatMessage::System { .. } => 1,
+        OpenaiChatMessage::Developer { .. } => 2,
+        OpenaiChatMessage::User { .. } => 3,
+        OpenaiChatMessage::Assistant { .. } => 4,
+        OpenaiChatMessage::Tool { .. } => 5,
+    };
+    let mut hash = Mix(role);
+    hash.add(message_bytes(message) as u64);
+    visit_texts(message, &mut |text| {
         let bytes = text.as_bytes();
-        bytes.len().hash(&mut hasher);
-        bytes[..bytes.len().min(16)].hash(&mut hasher);
-        bytes[bytes.len().saturating_sub(16)..].hash(&mut hasher);
+        hash.add(bytes.len() as u64);
+        hash.add(word(&bytes[..bytes.len().min(8)]));
+        hash.add(word(&bytes[bytes.len().saturating_sub(8)..]));
+    });
+    hash.0
+}
+
+/// The hasher of fingerprints, which are hashes already.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Identity(u64);
+
+impl Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
     }
-    hasher.finish()
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = bytes
+            .iter()
+            .fold(self.0, |acc, &b| (acc << 8) | u64::from(b));
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+/// Up to 8 bytes as a number.
+fn word(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
+}
+
+/// A multiply-rotate mix (as FxHash): fast, and enough to tell messages apart.
+struct Mix(u64);
+
+impl Mix {
+    fn add(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// Each text of `message` that [`pieces`] counts, without collecting them.
+fn visit_texts(message: &OpenaiChatMessage, visit: &mut dyn FnMut(&str)) {
+    let content = |content: &MessageContent, visit: &mut dyn FnMut(&str)| match content {
+        MessageContent::Text(text) => visit(text),
+        MessageContent::Parts(parts) => {
+            for part in parts {
+                if let ContentPart::Text { text } = part {
+                    visit(text);
+                }
+            }
+        }
+    };
+    match message {
+        OpenaiChatMessage::System { content: c, .. }
+        | OpenaiChatMessage::Developer { content: c, .. }
+        | OpenaiChatMessage::User { content: c, .. } => content(c, visit),
+        OpenaiChatMessage::Tool {
+            tool_call_id,
+            content: c,
+            ..
+        } => {
+            visit(tool_call_id);
+            content(c, visit);
+        }
+        OpenaiChatMessage::Assistant {
+            content: c,
+            refusal,
+            reasoning_content,
+            reasoning,
+            tool_calls,
+            ..
+        } => {
+            for text in [c, refusal, reasoning_content, reasoning]
+                .into_iter()
+                .flatten()
+            {
+                visit(text);
+            }
+            for call in tool_calls {
+                visit(&call.function.name);
+                visit(&call.function.arguments);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

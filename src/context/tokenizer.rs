@@ -46,7 +46,7 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
 /// first and last `SAMPLE_BYTES / 2` bytes and scaled to its length. This keeps a turn's
 /// counting under about 60 µs with tiktoken-rs (about 17 MB/s here) whatever the outputs' size;
 /// the error is confined to the long text's own mix of content.
-pub const SAMPLE_BYTES: usize = 1024;
+pub const SAMPLE_BYTES: usize = 512;
 
 /// Which counter the engine uses (`ContextConfig::tokenizer`).
 #[derive(Debug, Clone, Default)]

@@ -487,6 +487,10 @@ impl ChatModel for OpenAiClient {
     fn provider(&self) -> &str {
         &self.config.provider
     }
+
+    fn base_url(&self) -> Option<&str> {
+        Some(&self.config.base_url)
+    }
 }
 
 #[cfg(test)]

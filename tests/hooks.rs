@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod control_support;
-mod trace_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -313,110 +312,4 @@ async fn on_error_sees_the_error_the_run_returns() {
         .await
         .unwrap_err();
     assert_eq!(*watcher.errors.lock().unwrap(), [error.to_string()]);
-}
-
-/// Allows every call it is asked about.
-struct AllowAll;
-
-#[async_trait]
-impl agcore::tools::Approver for AllowAll {
-    async fn approve(
-        &self,
-        _request: &agcore::tools::ApprovalRequest,
-    ) -> agcore::tools::ApprovalDecision {
-        agcore::tools::ApprovalDecision::AllowOnce
-    }
-}
-
-/// Issue 14: approval decisions are `approval` events — on the call's `execute_tool` span
-/// when it got one (the approver's allow, a rule's deny), on `invoke_agent` for a call a hook
-/// denied before it got a span — saying what was decided and by whom.
-#[tokio::test]
-async fn approval_decisions_are_events_of_their_spans() {
-    let (subscriber, recorded) = trace_support::recording();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let config: agcore::tools::ToolsConfig = toml::from_str(
-        r#"
-        [[rules]]
-        tool = "echo"
-        argument = "text"
-        contains = "ask"
-        action = "ask"
-        [[rules]]
-        tool = "echo"
-        argument = "text"
-        contains = "rm -rf"
-        action = "deny"
-        "#,
-    )
-    .unwrap();
-    let (registry, _) = registry();
-    let registry = config
-        .apply(registry)
-        .unwrap()
-        .with_approver(Arc::new(AllowAll));
-    let guard = Scripted {
-        name: "guard",
-        decide: Some(Box::new(|call| {
-            if call.function.arguments.contains("hook") {
-                ToolCallDecision::deny("no")
-            } else {
-                ToolCallDecision::Allow
-            }
-        })),
-        ..Scripted::default()
-    };
-    let model = FakeModel::start(vec![
-        Reply::calls(&[
-            ("call_ask", "echo", r#"{"text":"please ask"}"#),
-            ("call_rule", "echo", r#"{"text":"rm -rf /"}"#),
-            ("call_hook", "echo", r#"{"text":"hook me"}"#),
-            ("call_free", "echo", r#"{"text":"free"}"#),
-        ]),
-        Reply::text("done"),
-    ])
-    .await;
-    let mut config = CycleConfig::new("fake-model");
-    config.hooks = HookChain::new().with(Arc::new(guard));
-    let mut cycle = model.cycle(config);
-    let reply = cycle
-        .submit_with_tools("go".into(), &registry)
-        .await
-        .unwrap();
-    assert_eq!(reply.text(), "done");
-    let recorded = recorded.lock().unwrap();
-    let mut decisions: Vec<(String, String, String, String)> = recorded
-        .events("approval")
-        .iter()
-        .map(|event| {
-            (
-                event.fields["gen_ai.tool.call.id"].clone(),
-                event.fields["agcore.approval.decision"].clone(),
-                event.fields["agcore.approval.by"].clone(),
-                recorded.span_name(event.span).unwrap_or("").to_owned(),
-            )
-        })
-        .collect();
-    decisions.sort();
-    let expected = [
-        ("call_ask", "allowed", "approver", "execute_tool echo"),
-        ("call_hook", "denied", "hook", "invoke_agent"),
-        ("call_rule", "denied", "rule", "execute_tool echo"),
-    ]
-    .map(|(a, b, c, d)| (a.to_owned(), b.to_owned(), c.to_owned(), d.to_owned()));
-    assert_eq!(
-        decisions, expected,
-        "a call that needs no approval has no event"
-    );
-    // The events on execute_tool spans are on their own call's span.
-    for event in recorded.events("approval") {
-        if let Some(index) = event.span
-            && recorded.spans[index].name == "execute_tool echo"
-        {
-            assert_eq!(
-                recorded.spans[index].fields["gen_ai.tool.call.id"],
-                event.fields["gen_ai.tool.call.id"]
-            );
-        }
-    }
 }

@@ -130,6 +130,9 @@ pub(crate) fn record_error_type(span: &Span, kind: &str) {
     span.record("otel.status_code", "ERROR");
 }
 
+/// The longest session id recorded (the spec's are UUIDs or hashes; a server could send more).
+const MAX_SESSION_ID: usize = 256;
+
 /// The session id a streamable-HTTP session was given.
 #[derive(Debug, Default)]
 pub(crate) struct SessionId(Mutex<Option<Arc<str>>>);
@@ -143,7 +146,8 @@ impl SessionId {
     }
 
     fn set(&self, id: Option<&Arc<str>>) {
-        if let Some(id) = id {
+        // The server chose it: a span attribute only when of a sane size.
+        if let Some(id) = id.filter(|id| id.len() <= MAX_SESSION_ID) {
             let mut current = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             if current.as_deref() != Some(&**id) {
                 *current = Some(id.clone());

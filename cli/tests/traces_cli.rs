@@ -493,3 +493,86 @@ async fn the_model_server_gets_no_traceparent_unless_opted_in() {
     assert_eq!(chats.len(), 2);
     assert!(chats.iter().all(|r| r.headers.get("traceparent").is_none()));
 }
+
+/// Over stdio too: the real demo server (its stdin copied to a file by `tee`) gets each
+/// request's `traceparent` in `params._meta`; the spans say `network.transport=pipe`, and
+/// `tools/call echo` is a child of `execute_tool echo`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_mcp_server_gets_the_trace_context_in_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stdin.jsonl");
+    let model = fake_openai(vec![
+        Reply::tool("call_echo", "echo", r#"{"message":"hi"}"#),
+        Reply::text("Echoed."),
+    ])
+    .await;
+    let config = dir.path().join("traced.toml");
+    let line = format!(
+        "tee {} | {} mcp-demo-server",
+        log.display(),
+        env!("CARGO_BIN_EXE_agcore")
+    );
+    std::fs::write(
+        &config,
+        format!("[mcp.servers.demo]\ncommand = \"sh\"\nargs = [\"-c\", {line:?}]\n"),
+    )
+    .unwrap();
+    let (collector, received) = receiver().await;
+    let mut command = agcore(dir.path());
+    command.args(["run", "--base-url", &base_url(&model), "--model", "m"]);
+    command.args(["--no-stream", "--config"]);
+    command.arg(&config);
+    command.arg("echo hi");
+    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.uri());
+    let output = Command::from_std(command).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let spans: Vec<Span> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| s.spans.clone())
+        .collect();
+    let one = |name: &str| -> &Span {
+        let found: Vec<&Span> = spans.iter().filter(|s| s.name == name).collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "{name} in {:?}",
+            spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+        );
+        found[0]
+    };
+    let tool = one("execute_tool echo");
+    let call = one("tools/call echo");
+    let initialize = one("initialize");
+    assert_eq!(call.parent_span_id, tool.span_id);
+    for span in [initialize, call, one("tools/list")] {
+        let a = attributes(span);
+        assert_eq!(a["network.transport"], "pipe");
+        assert!(!a.contains_key("server.address") && !a.contains_key("mcp.session.id"));
+    }
+    let sent: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    for (method, span) in [("initialize", initialize), ("tools/call", call)] {
+        let request = sent
+            .iter()
+            .find(|m| m["method"] == method)
+            .unwrap_or_else(|| panic!("no {method} in {sent:?}"));
+        assert_eq!(
+            request["params"]["_meta"]["traceparent"],
+            traceparent_of(span),
+            "{method}"
+        );
+    }
+    assert!(
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .contains("Echoed."),
+        "the run went on"
+    );
+}

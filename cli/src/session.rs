@@ -118,7 +118,8 @@ fn cycle_parts(
         .with_provider(provider(config))
         .with_max_event_bytes(4 * MIB)
         .with_max_response_bytes(16 * MIB)
-        .with_response_deadline(std::time::Duration::from_secs(15 * 60));
+        .with_response_deadline(std::time::Duration::from_secs(15 * 60))
+        .with_trace_context_propagation(section.propagate_trace_context.unwrap_or(false));
     if let Some(key) = secrets.get(&key_variable) {
         client_config = client_config.with_api_key(key);
     }

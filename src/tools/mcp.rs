@@ -113,6 +113,7 @@ mod stderr;
 mod stdio;
 mod subscriptions;
 mod summary;
+mod trace;
 mod transport;
 
 pub use adapter::McpToolAdapter;

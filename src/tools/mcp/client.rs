@@ -25,6 +25,7 @@ use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::mcp::subscriptions::Subscriptions;
+use crate::tools::mcp::trace;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
@@ -669,11 +670,21 @@ impl Shared {
             }
         };
         let conn = self.live().await?;
+        let span = conn.span("tools/call", name);
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
+        params.meta = trace::meta(&span);
         let result = conn
-            .request("tools/call", name, conn.peer.call_tool(params))
+            .request_in(
+                span.clone(),
+                "tools/call",
+                name,
+                conn.peer.call_tool(params),
+            )
             .await?;
+        if result.is_error == Some(true) {
+            trace::record_error_type(&span, "tool_error");
+        }
         call_result_to_value(name, result)
     }
 

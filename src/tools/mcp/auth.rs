@@ -21,6 +21,7 @@
 
 mod authorizer;
 mod config;
+mod discovery;
 mod http;
 mod loopback;
 mod redact;

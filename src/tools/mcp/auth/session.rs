@@ -9,8 +9,8 @@ use rmcp::transport::auth::{
 use tokio::sync::Mutex;
 
 use crate::tools::mcp::auth::config::{ClientCredentials, ClientIdentity, McpAuth};
-use crate::tools::mcp::auth::discovery;
 use crate::tools::mcp::auth::redact::redact;
+use crate::tools::mcp::auth::{cross_app, discovery};
 
 /// The authorized HTTP client, replaced on each new authorization.
 struct State {
@@ -174,6 +174,17 @@ impl AuthSession {
             } => {
                 let config = self.client_credentials(credentials, scopes);
                 client_credentials_flow(OAuthState::Unauthorized(manager), config).await
+            }
+            McpAuth::CrossAppAccess { config, scopes, .. } => {
+                cross_app::authorize(
+                    manager,
+                    &self.url,
+                    challenge,
+                    config,
+                    scopes,
+                    self.auth.store(),
+                )
+                .await
             }
         }
     }

@@ -6,7 +6,8 @@
 //! For agcore's test suite it can misbehave on purpose:
 //! - `--test-tools` adds tools that fail on call: `crash` (exits mid-call), `hang` (never
 //!   answers), `big {bytes}` (a huge text), `fail` (an `isError` result), `image` (image content),
-//!   `multi_text` (two text blocks), `change_tools` (adds a tool and sends `tools/list_changed`),
+//!   `multi_text` (two text blocks), `change_tools` (adds a tool, changes its own description and
+//!   sends `tools/list_changed`),
 //!   `slow {ms}` (answers after a delay), `open_world` (annotated `openWorldHint: true`), `env
 //!   {name}` (structured `{"name", "value"}`: the server's environment variable, `null` when
 //!   unset — to check what a client withholds).
@@ -105,7 +106,12 @@ impl Demo {
                 Tool::new("multi_text", "Return two text blocks", empty()),
                 Tool::new(
                     "change_tools",
-                    "Add the tool `extra` and send tools/list_changed",
+                    // The description changes too, for clients that refresh descriptions.
+                    if self.extra_tool.load(Ordering::SeqCst) {
+                        "Already added the tool `extra`"
+                    } else {
+                        "Add the tool `extra` and send tools/list_changed"
+                    },
                     empty(),
                 ),
                 Tool::new(

@@ -602,6 +602,14 @@ impl McpHandle {
         McpToolAdapter::new(self.clone(), tool, self.naming, &self.rule)
     }
 
+    /// The cached description of the tool `name` (empty when the server gives none), or
+    /// `None` when the cache does not list it.
+    pub(crate) fn cached_description(&self, name: &str) -> Option<String> {
+        let tools = self.shared.cache.get()?;
+        let tool = tools.iter().find(|tool| tool.name == name)?;
+        Some(tool.description.as_deref().unwrap_or("").to_owned())
+    }
+
     pub(crate) fn cached_tool(&self, name: &str) -> Option<Tool> {
         let tools = self.shared.cache.get()?;
         tools.iter().find(|tool| tool.name == name).cloned()

@@ -12,6 +12,9 @@
 //!   {name}` (structured `{"name", "value"}`: the server's environment variable, `null` when
 //!   unset — to check what a client withholds).
 //! - `--page-size N`: `tools/list` answers in pages of N tools.
+//! - `--ended-file FILE`: when the client closes stdin (a graceful close), take 300 ms (a
+//!   server saving its state) and write `stdin closed` to FILE before exiting; a server killed
+//!   instead writes nothing.
 //! - `--fault MODE` (or env `MCP_DEMO_FAULT`): `exit-during-init` (exits with code 7 when the
 //!   `initialize` request arrives), `hang-init` (never answers `initialize`), `slow-init=MS`
 //!   (sleeps before serving), `garbage` (writes non-JSON lines to stdout before serving),
@@ -262,13 +265,21 @@ impl ServerHandler for Demo {
     }
 }
 
-fn parse_args(cli_args: Vec<String>) -> Result<(Demo, Option<String>), String> {
+/// How the demo server was asked to run.
+struct Options {
+    demo: Demo,
+    fault: Option<String>,
+    ended_file: Option<String>,
+}
+
+fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
     let mut demo = Demo {
         test_tools: false,
         page_size: 0,
         extra_tool: Arc::new(AtomicBool::new(false)),
     };
     let mut fault = std::env::var("MCP_DEMO_FAULT").ok();
+    let mut ended_file = None;
     let mut args = cli_args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -280,15 +291,23 @@ fn parse_args(cli_args: Vec<String>) -> Result<(Demo, Option<String>), String> {
                     .ok_or("--page-size needs a number")?;
             }
             "--fault" => fault = Some(args.next().ok_or("--fault needs a mode")?),
+            "--ended-file" => {
+                ended_file = Some(args.next().ok_or("--ended-file needs a path")?);
+            }
             "-h" | "--help" => {
                 return Err(
-                    "usage: mcp-demo-server [--test-tools] [--page-size N] [--fault MODE]".into(),
+                    "usage: mcp-demo-server [--test-tools] [--page-size N] [--fault MODE] [--ended-file FILE]"
+                        .into(),
                 );
             }
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    Ok((demo, fault))
+    Ok(Options {
+        demo,
+        fault,
+        ended_file,
+    })
 }
 
 /// Read stdin until the first line (the `initialize` request), then exit with code 7.
@@ -301,9 +320,14 @@ fn exit_during_init() -> ! {
 }
 
 /// Serve the demo server on stdin/stdout with these command-line arguments (program name
-/// excluded): `[--test-tools] [--page-size N] [--fault MODE]`. Returns when the client goes away.
+/// excluded): `[--test-tools] [--page-size N] [--fault MODE] [--ended-file FILE]`. Returns when
+/// the client goes away.
 pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
-    let (demo, fault) = match parse_args(cli_args) {
+    let Options {
+        demo,
+        fault,
+        ended_file,
+    } = match parse_args(cli_args) {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("{message}");
@@ -361,5 +385,9 @@ pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
     }
     let service = demo.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
+    if let Some(file) = ended_file {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::fs::write(file, "stdin closed")?;
+    }
     Ok(())
 }

@@ -12,6 +12,7 @@
 //!   {name}` (structured `{"name", "value"}`: the server's environment variable, `null` when
 //!   unset — to check what a client withholds).
 //! - `--page-size N`: `tools/list` answers in pages of N tools.
+//! - `--image-resource`: offers resources: `demo://pixel.png`, a PNG blob.
 //! - `--ended-file FILE`: when the client closes stdin (a graceful close), take 300 ms (a
 //!   server saving its state) and write `stdin closed` to FILE before exiting; a server killed
 //!   instead writes nothing.
@@ -29,8 +30,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -41,7 +43,12 @@ struct Demo {
     test_tools: bool,
     page_size: usize,
     extra_tool: Arc<AtomicBool>,
+    /// `--image-resource`: offer resources, one of them a PNG blob.
+    image_resource: bool,
 }
+
+/// The URI of the `--image-resource` resource.
+const PIXEL_URI: &str = "demo://pixel.png";
 
 fn schema(value: Value) -> Arc<Map<String, Value>> {
     match value {
@@ -155,13 +162,47 @@ const PIXEL_PNG: &str =
 
 impl ServerHandler for Demo {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("mcp-demo-server", "0.1.0"))
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed();
+        let capabilities = if self.image_resource {
+            capabilities.enable_resources().build()
+        } else {
+            capabilities.build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("mcp-demo-server", "0.1.0"))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        if !self.image_resource {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListResourcesRequestMethod,
+            >());
+        }
+        let mut pixel = Resource::new(PIXEL_URI, "pixel");
+        pixel.mime_type = Some("image/png".into());
+        Ok(ListResourcesResult::with_all_items(vec![pixel]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if !self.image_resource || request.uri != PIXEL_URI {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
+        }
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
+            vec![ResourceContents::blob(PIXEL_PNG, PIXEL_URI).with_mime_type("image/png")],
+        )))
     }
 
     async fn list_tools(
@@ -277,6 +318,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
         test_tools: false,
         page_size: 0,
         extra_tool: Arc::new(AtomicBool::new(false)),
+        image_resource: false,
     };
     let mut fault = std::env::var("MCP_DEMO_FAULT").ok();
     let mut ended_file = None;
@@ -284,6 +326,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--test-tools" => demo.test_tools = true,
+            "--image-resource" => demo.image_resource = true,
             "--page-size" => {
                 demo.page_size = args
                     .next()
@@ -296,7 +339,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: mcp-demo-server [--test-tools] [--page-size N] [--fault MODE] [--ended-file FILE]"
+                    "usage: mcp-demo-server [--test-tools] [--image-resource] [--page-size N] [--fault MODE] [--ended-file FILE]"
                         .into(),
                 );
             }

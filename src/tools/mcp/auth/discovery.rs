@@ -71,8 +71,11 @@ async fn legacy_metadata(server_url: &str, challenge: &str) -> Option<Authorizat
         .timeout(REQUEST_TIMEOUT)
         .build()
         .ok()?;
+    // Only a plain "not found" at every RFC 9728 location means there is no such metadata
+    // (an answer, a challenge or an error might hide some).
     for url in protected_resource_urls(&server) {
-        if get(&http, url).await.is_some() {
+        let status = http.get(url).send().await.ok()?.status();
+        if status != reqwest::StatusCode::NOT_FOUND {
             return None;
         }
     }

@@ -185,6 +185,69 @@ async fn the_model_lists_and_reads_resources_through_read_only_tools() {
 }
 
 #[tokio::test]
+async fn the_model_lists_and_renders_prompts_when_asked_for() {
+    use agcore::tools::{Permission, PermissionChecker, PermissionConfig};
+    let Some(mut client) = everything_client() else {
+        return;
+    };
+    client.connect().await.unwrap();
+    let mut registry = ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
+    registry.register_all(client.prompt_tools()).unwrap();
+    let get = registry.get("everything__get_prompt").unwrap();
+    assert_eq!(get.required_permissions(), vec![Permission::Read]);
+
+    let listed = registry
+        .invoke("everything__list_prompts", serde_json::json!({}))
+        .await
+        .unwrap();
+    let listed = listed.output.unwrap();
+    let listed = listed.as_str().unwrap().to_owned();
+    let args_line = listed
+        .lines()
+        .find(|line| line.starts_with("args-prompt"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        args_line.ends_with("(arguments: city (required), state)"),
+        "{args_line}"
+    );
+
+    let rendered = registry
+        .invoke(
+            "everything__get_prompt",
+            serde_json::json!({"name": "args-prompt", "arguments": {"city": "Lyon"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rendered.output.unwrap(),
+        serde_json::json!("[user]\nWhat's weather in Lyon?")
+    );
+
+    // Arguments are strings (the schema says so, and the registry checks it first); a prompt
+    // the server does not have is a tool error the model reads.
+    let typed = registry
+        .invoke(
+            "everything__get_prompt",
+            serde_json::json!({"name": "args-prompt", "arguments": {"city": 3}}),
+        )
+        .await;
+    assert!(
+        matches!(&typed, Err(agcore::tools::ToolError::InvalidArguments(_, why)) if why.contains("arguments.city")),
+        "{typed:?}"
+    );
+    let missing = registry
+        .invoke(
+            "everything__get_prompt",
+            serde_json::json!({"name": "no-such-prompt"}),
+        )
+        .await
+        .unwrap();
+    assert!(missing.output.is_err(), "{missing:?}");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_subscribed_resource_announces_its_updates() {
     use agcore::tools::mcp::McpResourceUpdate;
     let Some(mut client) = everything_client() else {

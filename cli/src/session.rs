@@ -306,12 +306,27 @@ pub async fn build_registry_with_mcp(
     }
     let handles: Vec<McpHandle> = connected.iter().map(McpClient::handle).collect();
     register_mcp_tools(&mut registry, connected)?;
-    // Servers with resources get read-only list/read tools for the model.
-    for tool in handles.iter().flat_map(McpHandle::resource_tools) {
+    // Servers with resources get read-only list/read tools for the model; prompts only where
+    // the user asked (`"promptTools": true`), since MCP prompts are for the user to pick.
+    let wants_prompts = |handle: &McpHandle| {
+        servers
+            .servers
+            .get(handle.server_name())
+            .is_some_and(|entry| entry.prompt_tools)
+    };
+    let prompt_tools = handles
+        .iter()
+        .filter(|handle| wants_prompts(handle))
+        .flat_map(McpHandle::prompt_tools);
+    for tool in handles
+        .iter()
+        .flat_map(McpHandle::resource_tools)
+        .chain(prompt_tools)
+    {
         let name = tool.name().to_owned();
         if let Err(error) = registry.register(tool) {
             eprintln!(
-                "warning: MCP resource tool '{}' not registered: {}",
+                "warning: MCP tool '{}' not registered: {}",
                 escape_for_terminal(&name),
                 escape_keeping_lines(&error.to_string())
             );

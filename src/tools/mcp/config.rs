@@ -157,6 +157,11 @@ pub struct McpServerConfig {
     /// the CLI's default is 4096).
     #[serde(default, alias = "sampling_token_budget")]
     pub sampling_token_budget: Option<u32>,
+    /// Whether the model gets this server's prompts as tools (`<server>__list_prompts`,
+    /// `<server>__get_prompt`; see [`McpClient::prompt_tools`]). Off by default: MCP prompts
+    /// are for the user to choose.
+    #[serde(default, alias = "prompt_tools")]
+    pub prompt_tools: bool,
     /// How many times a server that died is started again on the next call (absent:
     /// [`CONFIG_RESTARTS`]; 0: never).
     #[serde(default)]
@@ -404,6 +409,18 @@ mod tests {
         assert!(filter.allows("echo") && filter.allows("get_sum"));
         assert!(!filter.allows("get_env") && !filter.allows("add"));
         assert!(!config.client("f").unwrap().tool_filter().allows("a"));
+    }
+
+    #[test]
+    fn prompt_tools_are_off_unless_an_entry_asks() {
+        let config = McpServersConfig::parse(
+            r#"{"mcpServers": {"p": {"command": "x", "promptTools": true},
+                               "q": {"command": "x", "prompt_tools": true},
+                               "r": {"command": "x"}}}"#,
+        )
+        .unwrap();
+        assert!(config.servers["p"].prompt_tools && config.servers["q"].prompt_tools);
+        assert!(!config.servers["r"].prompt_tools);
     }
 
     #[test]

@@ -305,7 +305,7 @@ fn render_contents(contents: &[McpResourceContent], offset: usize, budget: usize
 }
 
 /// `text[offset..]` up to `budget` bytes on char boundaries, with a note when there is more.
-fn cut(text: &str, offset: usize, budget: usize) -> String {
+pub(crate) fn cut(text: &str, offset: usize, budget: usize) -> String {
     if offset >= text.len() && offset > 0 {
         return format!(
             "[offset {offset} is past the end: the text has {} bytes]",

@@ -178,13 +178,24 @@ pub async fn connect_servers(
     servers: &McpServersConfig,
     withheld: &[String],
 ) -> Vec<(String, Result<McpClient, ToolError>)> {
+    // Nor the secrets of the entries' `crossAppAccess`.
+    let withheld: Vec<String> = withheld
+        .iter()
+        .cloned()
+        .chain(servers.secret_env_names())
+        .collect();
     let clients = servers
         .clients()
         .into_iter()
         .map(|(name, client)| {
             let client = client.map(|client| {
-                let client = crate::sampling::interactive(client, servers.servers.get(&name));
-                crate::mcp_login::with_stored_auth(withholding(client, withheld), &name)
+                let entry = servers.servers.get(&name);
+                let client = withholding(crate::sampling::interactive(client, entry), &withheld);
+                if entry.is_some_and(|entry| entry.cross_app_access.is_some()) {
+                    client
+                } else {
+                    crate::mcp_login::with_stored_auth(client, &name)
+                }
             });
             (name, client)
         })

@@ -94,6 +94,7 @@ mod catalog;
 mod client;
 mod config;
 mod connection;
+mod cross_app_config;
 mod elicitation;
 mod filter;
 mod handler;
@@ -127,6 +128,7 @@ pub use config::{
     connect_all,
 };
 pub use connection::McpServerInfo;
+pub use cross_app_config::{McpCrossAppConfig, McpIdTokenConfig};
 pub use elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
     validate_elicited,

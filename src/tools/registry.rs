@@ -812,7 +812,7 @@ async fn ask_approver(approver: &dyn Approver, request: &ApprovalRequest) -> App
 
 /// The definition the model sees for `tool`.
 pub fn definition_of(tool: &dyn BaseTool) -> ToolDefinition {
-    ToolDefinition::function(tool.name(), tool.description(), tool.parameters())
+    ToolDefinition::function(tool.name(), tool.current_description(), tool.parameters())
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

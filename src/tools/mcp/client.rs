@@ -470,16 +470,7 @@ impl McpClient {
     }
 
     async fn close_connection(&self) {
-        let old = self
-            .shared
-            .conn
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        self.shared.cache.invalidate();
-        if let Some(old) = old {
-            old.close().await;
-        }
+        self.shared.close().await;
     }
 
     /// The server's tools (as last listed) as registry tools. Call after `connect()` (which
@@ -524,6 +515,14 @@ impl std::fmt::Debug for McpHandle {
 }
 
 impl McpHandle {
+    /// Shut the server down gracefully, as [`McpClient::close`] does — stdio: close its stdin,
+    /// wait briefly, then SIGTERM and SIGKILL its process group; streamable HTTP: end the
+    /// session (`DELETE`) — and wait until it is done. The client, every handle and every
+    /// adapter are disconnected: later calls fail with `McpNotInitialized`.
+    pub async fn close(&self) {
+        self.shared.close().await;
+    }
+
     /// The server's name.
     pub fn server_name(&self) -> &str {
         &self.shared.server
@@ -603,6 +602,14 @@ impl McpHandle {
         McpToolAdapter::new(self.clone(), tool, self.naming, &self.rule)
     }
 
+    /// The cached description of the tool `name` (empty when the server gives none), or
+    /// `None` when the cache does not list it.
+    pub(crate) fn cached_description(&self, name: &str) -> Option<String> {
+        let tools = self.shared.cache.get()?;
+        let tool = tools.iter().find(|tool| tool.name == name)?;
+        Some(tool.description.as_deref().unwrap_or("").to_owned())
+    }
+
     pub(crate) fn cached_tool(&self, name: &str) -> Option<Tool> {
         let tools = self.shared.cache.get()?;
         tools.iter().find(|tool| tool.name == name).cloned()
@@ -656,6 +663,19 @@ impl Shared {
 
     fn is_connected(&self) -> bool {
         self.connection().is_ok_and(|conn| conn.is_alive())
+    }
+
+    /// Take the connection out (calls now fail as not connected) and close it gracefully.
+    async fn close(&self) {
+        let old = self
+            .conn
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        self.cache.invalidate();
+        if let Some(old) = old {
+            old.close().await;
+        }
     }
 
     async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {

@@ -3,7 +3,7 @@
 //! and the scenario in `MCP_CONFORMANCE_SCENARIO`:
 //!
 //! ```text
-//! npx @modelcontextprotocol/conformance@0.1.13 client \
+//! npx @modelcontextprotocol/conformance@0.1.16 client \
 //!     --command "target/debug/examples/mcp_conformance_client" --scenario tools_call
 //! ```
 //!
@@ -11,6 +11,7 @@
 //! the tools and call each one with arguments made from its schema), `auth/*` (the same flow
 //! with [`McpAuth`]: client credentials when the scenario says so, else the authorization-code
 //! flow, pre-registered when the context (`MCP_CONFORMANCE_CONTEXT`) gives a client ID),
+//! cross-app access when the context names an IdP token endpoint and an ID token,
 //! `elicitation-sep1034-client-defaults` (the same, with an elicitor that accepts every form
 //! empty, so agcore fills in the schema's defaults). Anything else runs the `tools_call` flow.
 //! Exit status 0 on success, 1 with the error on stderr otherwise.
@@ -18,7 +19,10 @@
 
 use std::sync::Arc;
 
-use agcore::tools::mcp::auth::{ClientCredentials, ClientIdentity, JwtAlgorithm, McpAuth};
+use agcore::tools::mcp::auth::{
+    ClientCredentials, ClientIdentity, CrossAppAccess, IdTokenSource, JwtAlgorithm, McpAuth,
+    OAuthClient,
+};
 use agcore::tools::mcp::{
     ElicitationRequest, ElicitationResponse, Elicitor, McpClient, McpTransport,
 };
@@ -56,6 +60,24 @@ fn auth_for(scenario: &str) -> McpAuth {
         .unwrap_or(Value::Null);
     let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
     let client_id = field("client_id");
+    // Cross-app access: the context names the enterprise IdP and the user's ID token.
+    if let (Some(endpoint), Some(id_token), Some(client_id)) = (
+        field("idp_token_endpoint"),
+        field("idp_id_token"),
+        client_id.clone(),
+    ) {
+        let idp_client = OAuthClient::public(field("idp_client_id").unwrap_or_default());
+        let client = match field("client_secret") {
+            Some(secret) => OAuthClient::confidential(client_id, secret),
+            None => OAuthClient::public(client_id),
+        };
+        return McpAuth::cross_app_access(CrossAppAccess::new(
+            endpoint,
+            idp_client,
+            IdTokenSource::Value(id_token),
+            client,
+        ));
+    }
     match (scenario, client_id) {
         ("auth/client-credentials-jwt", Some(client_id)) => {
             McpAuth::client_credentials(ClientCredentials::PrivateKeyJwt {

@@ -12,6 +12,7 @@
 //! - [`prelude`]: everything a tool author needs in one `use`.
 
 pub mod approval;
+pub(crate) mod approval_trace;
 pub mod base;
 pub mod builtin;
 pub mod call;

@@ -8,6 +8,7 @@
 mod answer;
 mod arguments;
 mod call_id;
+pub mod trace_context;
 pub mod types;
 
 pub use answer::{DEFAULT_TOOL_OUTPUT_LIMIT, ToolAnswer};

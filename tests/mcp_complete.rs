@@ -185,6 +185,69 @@ async fn the_model_lists_and_reads_resources_through_read_only_tools() {
 }
 
 #[tokio::test]
+async fn the_model_lists_and_renders_prompts_when_asked_for() {
+    use agcore::tools::{Permission, PermissionChecker, PermissionConfig};
+    let Some(mut client) = everything_client() else {
+        return;
+    };
+    client.connect().await.unwrap();
+    let mut registry = ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()));
+    registry.register_all(client.prompt_tools()).unwrap();
+    let get = registry.get("everything__get_prompt").unwrap();
+    assert_eq!(get.required_permissions(), vec![Permission::Read]);
+
+    let listed = registry
+        .invoke("everything__list_prompts", serde_json::json!({}))
+        .await
+        .unwrap();
+    let listed = listed.output.unwrap();
+    let listed = listed.as_str().unwrap().to_owned();
+    let args_line = listed
+        .lines()
+        .find(|line| line.starts_with("args-prompt"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        args_line.ends_with("(arguments: city (required), state)"),
+        "{args_line}"
+    );
+
+    let rendered = registry
+        .invoke(
+            "everything__get_prompt",
+            serde_json::json!({"name": "args-prompt", "arguments": {"city": "Lyon"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rendered.output.unwrap(),
+        serde_json::json!("[user]\nWhat's weather in Lyon?")
+    );
+
+    // Arguments are strings (the schema says so, and the registry checks it first); a prompt
+    // the server does not have is a tool error the model reads.
+    let typed = registry
+        .invoke(
+            "everything__get_prompt",
+            serde_json::json!({"name": "args-prompt", "arguments": {"city": 3}}),
+        )
+        .await;
+    assert!(
+        matches!(&typed, Err(agcore::tools::ToolError::InvalidArguments(_, why)) if why.contains("arguments.city")),
+        "{typed:?}"
+    );
+    let missing = registry
+        .invoke(
+            "everything__get_prompt",
+            serde_json::json!({"name": "no-such-prompt"}),
+        )
+        .await
+        .unwrap();
+    assert!(missing.output.is_err(), "{missing:?}");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_subscribed_resource_announces_its_updates() {
     use agcore::tools::mcp::McpResourceUpdate;
     let Some(mut client) = everything_client() else {
@@ -337,5 +400,104 @@ async fn a_model_that_does_not_accept_images_reads_that_one_was_not_shown() {
     assert!(
         !tool.contains("base64,"),
         "no image data in the text: {tool}"
+    );
+}
+
+/// A fake OpenAI server: the first request gets a call of `demo__read_resource` on the demo
+/// server's PNG resource, the next a text reply; every request body is kept.
+struct ReadPixelScript {
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+impl wiremock::Respond for ReadPixelScript {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+        let mut bodies = self.bodies.lock().unwrap();
+        bodies.push(body);
+        let (message, finish) = if bodies.len() == 1 {
+            (
+                serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+                    "id": "call_res", "type": "function",
+                    "function": {"name": "demo__read_resource",
+                                 "arguments": "{\"uri\":\"demo://pixel.png\"}"}}]}),
+                "tool_calls",
+            )
+        } else {
+            (
+                serde_json::json!({"role": "assistant", "content": "one pixel"}),
+                "stop",
+            )
+        };
+        wiremock::ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}]
+        }))
+    }
+}
+
+/// The second request's messages of a run where the model reads the demo server's PNG
+/// resource.
+async fn run_image_resource(accepts_images: bool) -> Vec<serde_json::Value> {
+    use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
+    let mut client =
+        agcore::tools::mcp::McpClient::new("demo", mcp_support::demo(&["--image-resource"]));
+    client.connect().await.unwrap();
+    let mut registry = ToolRegistry::new();
+    for tool in client.resource_tools() {
+        registry.register(tool).unwrap();
+    }
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(ReadPixelScript {
+            bodies: bodies.clone(),
+        })
+        .mount(&server)
+        .await;
+    let model = OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()))).unwrap();
+    let mut config = CycleConfig::new("m");
+    config.accepts_images = accepts_images;
+    let mut cycle = LlmCycle::new(model, config);
+    cycle
+        .submit_with_tools("what is in the picture?".into(), &registry)
+        .await
+        .unwrap();
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    bodies[1]["messages"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_image_resource_read_by_the_model_reaches_it_as_an_image() {
+    let messages = run_image_resource(true).await;
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"], "{messages:?}");
+    let tool = messages[2]["content"].as_str().unwrap();
+    assert!(
+        tool.contains("image/png") && tool.ends_with("they follow in the next user message]"),
+        "{tool}"
+    );
+    assert!(
+        !tool.contains("base64,"),
+        "no image data in the text: {tool}"
+    );
+    let parts = messages[3]["content"].as_array().unwrap();
+    assert!(
+        parts[1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,iVBOR"),
+        "{parts:?}"
+    );
+
+    let messages = run_image_resource(false).await;
+    assert_eq!(messages.len(), 3, "no image message: {messages:?}");
+    let tool = messages[2]["content"].as_str().unwrap();
+    assert!(
+        tool.ends_with("not shown: this model is not set to accept images]"),
+        "{tool}"
     );
 }

@@ -226,6 +226,22 @@ async fn close_reaps_the_server_process() {
 }
 
 #[tokio::test]
+async fn closing_a_handle_closes_the_server_for_the_client_too() {
+    let mut client = client(&[]);
+    client.connect().await.unwrap();
+    let pid = client.pid().unwrap();
+    let handle = client.handle();
+    handle.close().await;
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "pid {pid} still exists after close()"
+    );
+    assert!(!handle.is_connected());
+    let error = client.call_tool("echo", json!({})).await.unwrap_err();
+    assert!(matches!(error, ToolError::McpNotInitialized(m) if m.contains("'demo'")));
+}
+
+#[tokio::test]
 async fn dropping_the_client_stops_the_server() {
     let mut client = client(&[]);
     client.connect().await.unwrap();

@@ -250,7 +250,7 @@ async fn http_server_that_is_not_there_fails_to_connect() {
 }
 
 #[tokio::test]
-async fn sync_registry_registers_tools_that_appear_after_list_changed() {
+async fn sync_registry_registers_tools_that_appear_after_list_changed_and_descriptions_follow() {
     let client = connected("demo", &["--test-tools"]).await;
     let handle = client.handle();
     let mut registry = ToolRegistry::new();
@@ -265,6 +265,16 @@ async fn sync_registry_registers_tools_that_appear_after_list_changed() {
     assert!(sync.removed.is_empty());
     let extra = registry.invoke("extra", json!({})).await.unwrap();
     assert_eq!(extra.output.unwrap(), json!("ok"));
+    // A tool that stayed is sent with its new description.
+    let definitions = registry.definitions();
+    let change = definitions
+        .iter()
+        .find(|definition| definition.function.name == "change_tools")
+        .unwrap();
+    assert_eq!(
+        change.function.description.as_deref(),
+        Some("Already added the tool `extra`")
+    );
     // Nothing changes on a second sync.
     assert_eq!(
         handle.sync_registry(&mut registry).unwrap(),

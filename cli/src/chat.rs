@@ -137,6 +137,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         session.turn(&mut cycle, line.to_owned()).await;
         store(stored.as_ref(), &cycle).await;
     }
+    crate::mcp_close::close_servers(&mcp).await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -50,6 +50,7 @@ pub enum ConfigError {
 /// base_instructions = "You are terse."     # replaces agcore's own ("" leaves them out)
 /// max_turns = 10
 /// accepts_images = false                  # true: images from MCP tools are sent to the model
+/// propagate_trace_context = false         # true: traceparent to the model server (when exporting)
 ///
 /// [builtin]
 /// enabled = true                          # read_file, list_directory, search_files, write_file, ...
@@ -177,6 +178,9 @@ pub struct ModelSection {
     /// The model's context window in tokens (default: asked of the server, else a table of
     /// well-known models, else 8,192).
     pub context_window: Option<u32>,
+    /// Send the W3C `traceparent` of each request's span to the model server when traces are
+    /// exported (default false: the server is usually a third party).
+    pub propagate_trace_context: Option<bool>,
 }
 
 /// `[builtin]`.

@@ -30,7 +30,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agcore::llm::hooks::{HookChain, HookRequest, Hooks, ToolCallDecision};
+use agcore::llm::hooks::{Compaction, HookChain, HookRequest, Hooks, ToolCallDecision};
 use agcore::llm::{ChatResponse, LlmError, ToolCall};
 use agcore::vocab::ToolAnswer;
 use async_trait::async_trait;
@@ -59,6 +59,9 @@ pub struct HooksSection {
     /// Run after each tool call.
     #[serde(default)]
     pub after_tool_call: Vec<HookCommand>,
+    /// Run after each compaction of the history (told, not asked).
+    #[serde(default)]
+    pub on_compaction: Vec<HookCommand>,
     /// Run when a run fails.
     #[serde(default)]
     pub on_error: Vec<HookCommand>,
@@ -72,6 +75,7 @@ impl HooksSection {
             ("after_model_response", &self.after_model_response),
             ("before_tool_call", &self.before_tool_call),
             ("after_tool_call", &self.after_tool_call),
+            ("on_compaction", &self.on_compaction),
             ("on_error", &self.on_error),
         ]
         .into_iter()
@@ -97,6 +101,7 @@ enum Event {
     AfterModelResponse,
     BeforeToolCall,
     AfterToolCall,
+    OnCompaction,
     OnError,
 }
 
@@ -109,6 +114,7 @@ pub fn chain(section: &HooksSection) -> HookChain {
         (Event::AfterModelResponse, &section.after_model_response),
         (Event::BeforeToolCall, &section.before_tool_call),
         (Event::AfterToolCall, &section.after_tool_call),
+        (Event::OnCompaction, &section.on_compaction),
         (Event::OnError, &section.on_error),
     ] {
         for command in commands.iter().filter(|c| !c.command.is_empty()) {
@@ -294,6 +300,15 @@ impl Hooks for CommandHook {
             && let Some(output) = rewritten.get("output").and_then(Value::as_str)
         {
             answer.content = output.to_owned();
+        }
+    }
+
+    async fn on_compaction(&self, compaction: &Compaction) {
+        if self.event == Event::OnCompaction {
+            let input = json!({"event": "on_compaction", "tier": compaction.tier.number(),
+                "tokens_before": compaction.tokens_before, "tokens_after": compaction.tokens_after,
+                "messages": compaction.messages, "window": compaction.window});
+            self.notify("on_compaction", input).await;
         }
     }
 

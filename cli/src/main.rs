@@ -13,6 +13,7 @@ mod hooks;
 mod json_error;
 mod layers;
 mod mcp_catalog;
+mod mcp_close;
 mod mcp_cmd;
 mod mcp_login;
 mod render;

@@ -19,7 +19,7 @@ use crate::cli::RunArgs;
 use crate::json_error;
 use crate::render::{HumanRenderer, json_for_terminal};
 use crate::secrets::Secrets;
-use crate::session::{Loaded, build_cycle, build_registry, build_session_cycle};
+use crate::session::{Loaded, build_cycle, build_registry_with_mcp, build_session_cycle};
 use crate::store::{needs_resume, open_session};
 use crate::usage;
 
@@ -68,7 +68,8 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         return Ok(ExitCode::SUCCESS);
     }
     crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
-    let (mut registry, _) = build_registry(&args.tools, Some(&args.model), &loaded, true).await?;
+    let (mut registry, _, servers) =
+        build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
     if let Some(session) = &session {
         crate::context_cli::read_outputs_from_session(
             &mut registry,
@@ -110,6 +111,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         Ended::Cancelled(code) => (code, true),
         Ended::Code(code) | Ended::Suspended(code) => (code, false),
     });
+    crate::mcp_close::close_servers(&servers).await;
     // The run recorded each of its steps, its end included, except when Ctrl-C dropped it:
     // then what the library kept (the completed turns) is what the session keeps. (After an
     // error before the run started, or a suspension, the store is already right.)

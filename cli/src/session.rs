@@ -118,7 +118,8 @@ fn cycle_parts(
         .with_provider(provider(config))
         .with_max_event_bytes(4 * MIB)
         .with_max_response_bytes(16 * MIB)
-        .with_response_deadline(std::time::Duration::from_secs(15 * 60));
+        .with_response_deadline(std::time::Duration::from_secs(15 * 60))
+        .with_trace_context_propagation(section.propagate_trace_context.unwrap_or(false));
     if let Some(key) = secrets.get(&key_variable) {
         client_config = client_config.with_api_key(key);
     }
@@ -177,13 +178,24 @@ pub async fn connect_servers(
     servers: &McpServersConfig,
     withheld: &[String],
 ) -> Vec<(String, Result<McpClient, ToolError>)> {
+    // Nor the secrets of the entries' `crossAppAccess`.
+    let withheld: Vec<String> = withheld
+        .iter()
+        .cloned()
+        .chain(servers.secret_env_names())
+        .collect();
     let clients = servers
         .clients()
         .into_iter()
         .map(|(name, client)| {
             let client = client.map(|client| {
-                let client = crate::sampling::interactive(client, servers.servers.get(&name));
-                crate::mcp_login::with_stored_auth(withholding(client, withheld), &name)
+                let entry = servers.servers.get(&name);
+                let client = withholding(crate::sampling::interactive(client, entry), &withheld);
+                if entry.is_some_and(|entry| entry.cross_app_access.is_some()) {
+                    client
+                } else {
+                    crate::mcp_login::with_stored_auth(client, &name)
+                }
             });
             (name, client)
         })
@@ -295,12 +307,27 @@ pub async fn build_registry_with_mcp(
     }
     let handles: Vec<McpHandle> = connected.iter().map(McpClient::handle).collect();
     register_mcp_tools(&mut registry, connected)?;
-    // Servers with resources get read-only list/read tools for the model.
-    for tool in handles.iter().flat_map(McpHandle::resource_tools) {
+    // Servers with resources get read-only list/read tools for the model; prompts only where
+    // the user asked (`"promptTools": true`), since MCP prompts are for the user to pick.
+    let wants_prompts = |handle: &McpHandle| {
+        servers
+            .servers
+            .get(handle.server_name())
+            .is_some_and(|entry| entry.prompt_tools)
+    };
+    let prompt_tools = handles
+        .iter()
+        .filter(|handle| wants_prompts(handle))
+        .flat_map(McpHandle::prompt_tools);
+    for tool in handles
+        .iter()
+        .flat_map(McpHandle::resource_tools)
+        .chain(prompt_tools)
+    {
         let name = tool.name().to_owned();
         if let Err(error) = registry.register(tool) {
             eprintln!(
-                "warning: MCP resource tool '{}' not registered: {}",
+                "warning: MCP tool '{}' not registered: {}",
                 escape_for_terminal(&name),
                 escape_keeping_lines(&error.to_string())
             );

@@ -66,11 +66,30 @@ pub fn init(verbose: u8, writer: fn() -> crate::EscapedStderr) -> Telemetry {
             // The library's spans only, whatever the log level.
             .with_filter(Targets::new().with_target("agcore", LevelFilter::INFO))
     });
-    let _ = tracing_subscriber::registry()
+    let exporting = spans.is_some();
+    let installed = tracing_subscriber::registry()
         .with(logs)
         .with(spans)
-        .try_init();
+        .try_init()
+        .is_ok();
+    if exporting && installed {
+        // The library sends the current span's context to MCP servers (and to the model server
+        // when `[model] propagate_trace_context` is on): only when spans are exported, so a
+        // trace id never leaves the process without a trace behind it.
+        agcore::vocab::trace_context::set_traceparent_provider(traceparent);
+    }
     Telemetry { provider }
+}
+
+/// The W3C `traceparent` of the current `tracing` span, through its OpenTelemetry context.
+fn traceparent() -> Option<String> {
+    use opentelemetry::propagation::TextMapPropagator;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let context = tracing::Span::current().context();
+    let mut carrier = std::collections::HashMap::new();
+    opentelemetry_sdk::propagation::TraceContextPropagator::new()
+        .inject_context(&context, &mut carrier);
+    carrier.remove("traceparent")
 }
 
 /// The OTLP pipeline, when an endpoint is configured.

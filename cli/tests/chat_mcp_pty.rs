@@ -231,3 +231,75 @@ async fn a_server_not_allowed_to_sample_is_not_offered_sampling() {
     assert!(stdout.contains("get-tiny-image"), "{stdout}");
     assert!(!stdout.contains("trigger-sampling-request"), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampling_request_past_the_spent_budget_is_refused_without_asking() {
+    let dir = tempfile::tempdir().unwrap();
+    // The fake model reports 15 tokens per answer: one sampling request spends the budget.
+    let Some(config) = everything_config_with(
+        dir.path(),
+        serde_json::json!({"allowSampling": true, "samplingTokenBudget": 15,
+            "toolPermissions": {"trigger-sampling-request": ["read"]}}),
+    ) else {
+        return;
+    };
+    let call = r#"{"prompt":"name a colour","maxTokens":100}"#;
+    let server = fake_openai(vec![
+        Reply::tool("call_1", "trigger-sampling-request", call),
+        Reply::text("teal"),
+        Reply::tool("call_2", "trigger-sampling-request", call),
+        Reply::text("The second one was refused."),
+    ])
+    .await;
+    let mut command = agcore(dir.path());
+    command.env("TERM", "xterm");
+    command.args([
+        "chat",
+        "--base-url",
+        &base_url(&server),
+        "--model",
+        "fake-model",
+    ]);
+    command.args(["--mcp-config", &config, "--yes"]);
+    let transcript = tokio::task::block_in_place(move || {
+        let mut session = Session::spawn(command).unwrap();
+        session.set_expect_timeout(Some(TIMEOUT));
+        expect(&mut session, "you> ");
+        session.send_line("sample twice").unwrap();
+        expect(
+            &mut session,
+            "? MCP server 'everything' asks to use the model (at most 15 tokens):",
+        );
+        expect(&mut session, "[y] send to the model  [n] refuse: ");
+        session.send_line("y").unwrap();
+        expect(
+            &mut session,
+            "sampling: sent the model's answer (15 tokens; 0 of 15 left)",
+        );
+        // The second request is refused at once: the next thing shown is the chat's answer.
+        let rest = session.expect("you> ").unwrap();
+        session.send(ControlCode::EndOfTransmission).unwrap();
+        session.expect(expectrl::Eof).ok();
+        String::from_utf8_lossy(rest.before()).into_owned()
+    });
+    assert!(
+        transcript.contains("The second one was refused.") && !transcript.contains("asks to use"),
+        "{transcript}"
+    );
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 4, "one sampling request only: {bodies:#?}");
+    let last_tool = bodies[3]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        last_tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("the sampling budget of 15 tokens for this server is spent"),
+        "{last_tool}"
+    );
+}

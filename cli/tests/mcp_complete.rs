@@ -95,3 +95,33 @@ fn mcp_list_says_a_server_took_several_attempts_to_start() {
         "the third start serves at once"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_closes_its_mcp_servers_gracefully_on_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ended = dir.path().join("ended");
+    let config = demo_config(
+        dir.path(),
+        serde_json::json!({"args": ["mcp-demo-server", "--ended-file", ended.to_string_lossy()]}),
+    );
+    let server = support::fake_openai(vec![support::Reply::text("done")]).await;
+    let mut command = agcore(dir.path());
+    command.args([
+        "run",
+        "--base-url",
+        &support::base_url(&server),
+        "--model",
+        "fake-model",
+        "--mcp-config",
+        &config,
+        "hello",
+    ]);
+    let out = Command::from_std(command).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // The server saw its stdin close and exited on its own (a killed one writes nothing).
+    assert_eq!(
+        std::fs::read_to_string(&ended).unwrap_or_default(),
+        "stdin closed",
+        "{out:?}"
+    );
+}

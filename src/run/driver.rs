@@ -247,6 +247,12 @@ pub(crate) fn drive<'a>(
         tools.extend(output_tool);
         let relaxed = relaxed_tool_choice(&config.options);
         let agent_span = telemetry::agent_span(model.provider(), &config.model);
+        let server = telemetry::server_of(model);
+        if let Input::Decisions(decisions) = &input {
+            for decision in decisions {
+                hooks::caller_decision(&agent_span, &decision.call_id, &decision.answer);
+            }
+        }
         loop {
             match run.step(input) {
                 Effect::RequestModel(request) => {
@@ -261,7 +267,7 @@ pub(crate) fn drive<'a>(
                         _ => &config.options,
                     };
                     let mut reply = None;
-                    let chat_span = telemetry::chat_span(&agent_span, model.provider(), &config.model, &run.state.messages);
+                    let chat_span = telemetry::chat_span(&agent_span, model.provider(), &config.model, server.as_ref(), &run.state.messages);
                     {
                         // The context engine: repair, estimate, compact; retry once on overflow. The
                         // hooks may edit what is sent (not the history).
@@ -269,7 +275,10 @@ pub(crate) fn drive<'a>(
                         let mut items = std::pin::pin!(turn);
                         while let Some(item) = items.next().instrument(chat_span.clone()).await {
                             match item {
-                                TurnItem::Event(event) => yield LoopItem::Event(event),
+                                TurnItem::Event(event) => {
+                                    hooks::on_event(&config.hooks, &agent_span, &event).await;
+                                    yield LoopItem::Event(event);
+                                }
                                 TurnItem::Reply(result) => reply = Some(result),
                             }
                         }
@@ -293,7 +302,7 @@ pub(crate) fn drive<'a>(
                         continue;
                     };
                     let mut batch = batch;
-                    for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).await {
+                    for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).instrument(agent_span.clone()).await {
                         run.state.set_answer(position, answer);
                     }
                     if let Err(error) = record_run(journal, &run.state).await {
@@ -319,6 +328,7 @@ pub(crate) fn drive<'a>(
                         limit: run.state.rules.tool_output_limit,
                         suspend,
                         failure: std::sync::Mutex::new(None),
+                        spans: std::sync::Mutex::new(tool_spans.clone()),
                     };
                     run.in_flight = Some((observer.started.clone(), positions.clone()));
                     let mut deferred = Vec::new();
@@ -359,7 +369,7 @@ pub(crate) fn drive<'a>(
                     let mut decisions = Vec::with_capacity(requests.len());
                     for request in requests {
                         let answer = match registry {
-                            Some(registry) => registry.ask_pending(&request).await,
+                            Some(registry) => registry.ask_pending(&request).instrument(agent_span.clone()).await,
                             None => ApprovalDecision::Defer,
                         };
                         decisions.push(Decision { call_id: request.call_id, answer });
@@ -426,6 +436,8 @@ struct BatchObserver<'a> {
     suspend: bool,
     /// The first journal failure: the run stops after the batch.
     failure: std::sync::Mutex<Option<LlmError>>,
+    /// The calls' `execute_tool` spans, by position, each taken by its call's future.
+    spans: std::sync::Mutex<Vec<tracing::Span>>,
 }
 
 impl BatchObserver<'_> {
@@ -493,6 +505,14 @@ impl CallObserver for BatchObserver<'_> {
         {
             self.fail(error);
         }
+    }
+
+    fn span(&self, position: usize) -> tracing::Span {
+        let mut spans = self.spans.lock().unwrap_or_else(|p| p.into_inner());
+        spans
+            .get_mut(position)
+            .map(|span| std::mem::replace(span, tracing::Span::none()))
+            .unwrap_or_else(tracing::Span::none)
     }
 }
 

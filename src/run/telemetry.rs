@@ -12,6 +12,8 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::llm::error::LlmError;
+use crate::llm::hooks::Compaction;
+use crate::llm::model::ChatModel;
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
 /// The variable that opts in to message and argument content in spans.
@@ -42,11 +44,28 @@ pub(crate) fn agent_span(provider: &str, model: &str) -> Span {
     )
 }
 
+/// The host and port of the model's server (`server.address`, `server.port`), from its base
+/// URL; parsed once per run.
+pub(crate) struct Server {
+    address: String,
+    port: Option<u16>,
+}
+
+/// The server of `model`, when it is reached over HTTP.
+pub(crate) fn server_of(model: &dyn ChatModel) -> Option<Server> {
+    let url = reqwest::Url::parse(model.base_url()?).ok()?;
+    Some(Server {
+        address: url.host_str()?.to_owned(),
+        port: url.port_or_known_default(),
+    })
+}
+
 /// The span of one model request, a child of the run's.
 pub(crate) fn chat_span(
     parent: &Span,
     provider: &str,
     model: &str,
+    server: Option<&Server>,
     messages: &[OpenaiChatMessage],
 ) -> Span {
     let span = tracing::info_span!(
@@ -65,6 +84,8 @@ pub(crate) fn chat_span(
         gen_ai.usage.output_tokens = Empty,
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
+        server.address = server.map(|server| server.address.as_str()),
+        server.port = server.and_then(|server| server.port),
         error.type = Empty,
     );
     if capture_content() && !span.is_disabled() {
@@ -169,4 +190,20 @@ fn finish_name(reason: &FinishReason) -> &str {
         FinishReason::ContentFilter => "content_filter",
         FinishReason::Other(other) => other.as_str(),
     }
+}
+
+/// A compaction as an event of the run's span (`agcore.compaction`: its tier, 1–3, and the
+/// estimated prompt tokens before and after).
+pub(crate) fn compaction_event(parent: &Span, compaction: &Compaction) {
+    tracing::event!(
+        target: "agcore::context",
+        parent: parent,
+        tracing::Level::INFO,
+        agcore.compaction.tier = compaction.tier.number(),
+        agcore.compaction.tokens_before = compaction.tokens_before,
+        agcore.compaction.tokens_after = compaction.tokens_after,
+        agcore.compaction.messages = compaction.messages,
+        agcore.compaction.window = compaction.window,
+        "compaction"
+    );
 }

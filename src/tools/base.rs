@@ -45,6 +45,14 @@ pub trait BaseTool: Send + Sync {
     /// The JSON Schema of the arguments (sent as the tool's `parameters`).
     fn parameters(&self) -> Value;
 
+    /// The description as it is now, which the model is sent. The default is
+    /// [`description`](Self::description); a tool whose description can change while it is
+    /// registered (an MCP server's, after `notifications/tools/list_changed`) returns the
+    /// current one.
+    fn current_description(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(self.description())
+    }
+
     /// The permissions the tool needs; checked before every call.
     fn required_permissions(&self) -> Vec<Permission> {
         Vec::new()

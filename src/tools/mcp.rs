@@ -25,6 +25,8 @@
 //! - Resources for the model: [`McpClient::resource_tools`] (`<server>__list_resources`,
 //!   `<server>__read_resource`, read-only, bounded); subscriptions
 //!   ([`McpClient::subscribe_resource`], [`McpResourceUpdate`]).
+//! - Prompts for the model, when the user asks for them (MCP prompts are user-controlled):
+//!   [`McpClient::prompt_tools`] (`<server>__list_prompts`, `<server>__get_prompt`).
 //! - Media for the model: [`media_for_model`] (used by the run when
 //!   `CycleConfig::accepts_images` is set).
 //!
@@ -92,6 +94,7 @@ mod catalog;
 mod client;
 mod config;
 mod connection;
+mod cross_app_config;
 mod elicitation;
 mod filter;
 mod handler;
@@ -100,6 +103,7 @@ mod listing;
 mod media;
 mod naming;
 mod permissions;
+mod prompt_tools;
 mod recovery;
 mod resource_tools;
 mod result;
@@ -110,6 +114,7 @@ mod stderr;
 mod stdio;
 mod subscriptions;
 mod summary;
+mod trace;
 mod transport;
 
 pub use adapter::McpToolAdapter;
@@ -123,6 +128,7 @@ pub use config::{
     connect_all,
 };
 pub use connection::McpServerInfo;
+pub use cross_app_config::{McpCrossAppConfig, McpIdTokenConfig};
 pub use elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
     validate_elicited,
@@ -134,6 +140,7 @@ pub use naming::{
     McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
     register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
 };
+pub use prompt_tools::McpPromptTool;
 pub use recovery::McpRetry;
 pub use resource_tools::{MAX_RESOURCE_OUTPUT_BYTES, McpResourceTool};
 pub use result::{call_result_to_value, content_to_model_text};

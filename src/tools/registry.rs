@@ -9,6 +9,7 @@ use futures::FutureExt;
 use futures::stream::{self, Stream, StreamExt};
 use indexmap::IndexMap;
 use serde_json::Value;
+use tracing::Instrument;
 
 pub use crate::tools::call::{ToolArguments, ToolCallRequest, ToolInvocation, generate_call_id};
 pub use crate::tools::validate::validate_tool_name;
@@ -16,6 +17,7 @@ pub use crate::tools::validate::validate_tool_name;
 use crate::tools::approval::{
     ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, PermissionDecision, SessionGrants,
 };
+use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::error::ToolError;
@@ -348,6 +350,14 @@ impl ToolRegistry {
         let prepared = match self.prepare(&call) {
             Ok(prepared) => prepared,
             Err(error) => {
+                let by = match &error {
+                    ToolError::DeniedByRule { .. } => Some(DecidedBy::Rule),
+                    ToolError::PermissionDenied(..) => Some(DecidedBy::Permission),
+                    _ => None,
+                };
+                if let Some(by) = by {
+                    approval_here(&call.name, &call.id, &DENIED, by);
+                }
                 let input = call.arguments.into_value();
                 return self.refused(call.id, call.name, input, error, started);
             }
@@ -403,12 +413,18 @@ impl ToolRegistry {
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
         stream::iter(calls.into_iter().enumerate())
-            .map(move |(position, (call, approved))| async move {
-                let mut completed = self
-                    .run_call(call, approved, || observer.started(position))
-                    .await;
-                observer.finished(position, &mut completed).await;
-                (position, completed)
+            .map(move |(position, (call, approved))| {
+                // Inside the call's span: its approval events and an MCP request's span
+                // belong to it.
+                let span = observer.span(position);
+                async move {
+                    let mut completed = self
+                        .run_call(call, approved, || observer.started(position))
+                        .await;
+                    observer.finished(position, &mut completed).await;
+                    (position, completed)
+                }
+                .instrument(span)
             })
             .buffer_unordered(limit)
     }
@@ -589,6 +605,12 @@ impl ToolRegistry {
         // a tool must not both ask when the first answer is "allow for the session".
         let _turn = self.grants.ask_turn().await;
         if self.grants.covers(&call.name, &prepared.input) {
+            approval_here(
+                &call.name,
+                &call.id,
+                &ApprovalDecision::AllowOnce,
+                DecidedBy::Grant,
+            );
             return Ok(());
         }
         let needs = prepared
@@ -603,6 +625,7 @@ impl ToolRegistry {
             None => format!("it needs {needs}, which is configured as ask"),
         };
         let Some(approver) = &self.approver else {
+            approval_here(&call.name, &call.id, &DENIED, DecidedBy::NoApprover);
             return Err(ToolError::ApprovalDenied {
                 tool: call.name.clone(),
                 message: match &prepared.rule_ask {
@@ -627,6 +650,7 @@ impl ToolRegistry {
             },
         };
         let decision = ask_approver(approver.as_ref(), &request).await;
+        approval_here(&call.name, &call.id, &decision, DecidedBy::Approver);
         self.grants.remember(&call.name, &prepared.input, &decision);
         match decision {
             ApprovalDecision::Deny { message } => Err(ToolError::ApprovalDenied {
@@ -646,13 +670,28 @@ impl ToolRegistry {
     /// again); a session-wide answer is remembered as when asked during a call.
     pub(crate) async fn ask_pending(&self, request: &ApprovalRequest) -> ApprovalDecision {
         let Some(approver) = &self.approver else {
-            return ApprovalDecision::Defer;
+            let decision = ApprovalDecision::Defer;
+            approval_here(
+                &request.tool,
+                &request.call_id,
+                &decision,
+                DecidedBy::NoApprover,
+            );
+            return decision;
         };
         let _turn = self.grants.ask_turn().await;
         if self.grants.covers(&request.tool, &request.arguments) {
-            return ApprovalDecision::AllowOnce;
+            let decision = ApprovalDecision::AllowOnce;
+            approval_here(&request.tool, &request.call_id, &decision, DecidedBy::Grant);
+            return decision;
         }
         let decision = ask_approver(approver.as_ref(), request).await;
+        approval_here(
+            &request.tool,
+            &request.call_id,
+            &decision,
+            DecidedBy::Approver,
+        );
         self.grants
             .remember(&request.tool, &request.arguments, &decision);
         decision
@@ -738,6 +777,11 @@ pub(crate) trait CallObserver: Send + Sync {
 
     /// The call at `position` finished (or was refused); its answer may be edited.
     async fn finished(&self, position: usize, call: &mut CompletedCall);
+
+    /// The span the call at `position` runs in (none: the stream's).
+    fn span(&self, _position: usize) -> tracing::Span {
+        tracing::Span::none()
+    }
 }
 
 /// Observes nothing.
@@ -768,7 +812,7 @@ async fn ask_approver(approver: &dyn Approver, request: &ApprovalRequest) -> App
 
 /// The definition the model sees for `tool`.
 pub fn definition_of(tool: &dyn BaseTool) -> ToolDefinition {
-    ToolDefinition::function(tool.name(), tool.description(), tool.parameters())
+    ToolDefinition::function(tool.name(), tool.current_description(), tool.parameters())
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

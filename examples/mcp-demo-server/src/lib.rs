@@ -6,11 +6,16 @@
 //! For agcore's test suite it can misbehave on purpose:
 //! - `--test-tools` adds tools that fail on call: `crash` (exits mid-call), `hang` (never
 //!   answers), `big {bytes}` (a huge text), `fail` (an `isError` result), `image` (image content),
-//!   `multi_text` (two text blocks), `change_tools` (adds a tool and sends `tools/list_changed`),
+//!   `multi_text` (two text blocks), `change_tools` (adds a tool, changes its own description and
+//!   sends `tools/list_changed`),
 //!   `slow {ms}` (answers after a delay), `open_world` (annotated `openWorldHint: true`), `env
 //!   {name}` (structured `{"name", "value"}`: the server's environment variable, `null` when
 //!   unset — to check what a client withholds).
 //! - `--page-size N`: `tools/list` answers in pages of N tools.
+//! - `--image-resource`: offers resources: `demo://pixel.png`, a PNG blob.
+//! - `--ended-file FILE`: when the client closes stdin (a graceful close), take 300 ms (a
+//!   server saving its state) and write `stdin closed` to FILE before exiting; a server killed
+//!   instead writes nothing.
 //! - `--fault MODE` (or env `MCP_DEMO_FAULT`): `exit-during-init` (exits with code 7 when the
 //!   `initialize` request arrives), `hang-init` (never answers `initialize`), `slow-init=MS`
 //!   (sleeps before serving), `garbage` (writes non-JSON lines to stdout before serving),
@@ -25,8 +30,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -37,7 +43,12 @@ struct Demo {
     test_tools: bool,
     page_size: usize,
     extra_tool: Arc<AtomicBool>,
+    /// `--image-resource`: offer resources, one of them a PNG blob.
+    image_resource: bool,
 }
+
+/// The URI of the `--image-resource` resource.
+const PIXEL_URI: &str = "demo://pixel.png";
 
 fn schema(value: Value) -> Arc<Map<String, Value>> {
     match value {
@@ -105,7 +116,12 @@ impl Demo {
                 Tool::new("multi_text", "Return two text blocks", empty()),
                 Tool::new(
                     "change_tools",
-                    "Add the tool `extra` and send tools/list_changed",
+                    // The description changes too, for clients that refresh descriptions.
+                    if self.extra_tool.load(Ordering::SeqCst) {
+                        "Already added the tool `extra`"
+                    } else {
+                        "Add the tool `extra` and send tools/list_changed"
+                    },
                     empty(),
                 ),
                 Tool::new(
@@ -146,13 +162,47 @@ const PIXEL_PNG: &str =
 
 impl ServerHandler for Demo {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("mcp-demo-server", "0.1.0"))
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed();
+        let capabilities = if self.image_resource {
+            capabilities.enable_resources().build()
+        } else {
+            capabilities.build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("mcp-demo-server", "0.1.0"))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        if !self.image_resource {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListResourcesRequestMethod,
+            >());
+        }
+        let mut pixel = Resource::new(PIXEL_URI, "pixel");
+        pixel.mime_type = Some("image/png".into());
+        Ok(ListResourcesResult::with_all_items(vec![pixel]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if !self.image_resource || request.uri != PIXEL_URI {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
+        }
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
+            vec![ResourceContents::blob(PIXEL_PNG, PIXEL_URI).with_mime_type("image/png")],
+        )))
     }
 
     async fn list_tools(
@@ -256,17 +306,27 @@ impl ServerHandler for Demo {
     }
 }
 
-fn parse_args(cli_args: Vec<String>) -> Result<(Demo, Option<String>), String> {
+/// How the demo server was asked to run.
+struct Options {
+    demo: Demo,
+    fault: Option<String>,
+    ended_file: Option<String>,
+}
+
+fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
     let mut demo = Demo {
         test_tools: false,
         page_size: 0,
         extra_tool: Arc::new(AtomicBool::new(false)),
+        image_resource: false,
     };
     let mut fault = std::env::var("MCP_DEMO_FAULT").ok();
+    let mut ended_file = None;
     let mut args = cli_args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--test-tools" => demo.test_tools = true,
+            "--image-resource" => demo.image_resource = true,
             "--page-size" => {
                 demo.page_size = args
                     .next()
@@ -274,15 +334,23 @@ fn parse_args(cli_args: Vec<String>) -> Result<(Demo, Option<String>), String> {
                     .ok_or("--page-size needs a number")?;
             }
             "--fault" => fault = Some(args.next().ok_or("--fault needs a mode")?),
+            "--ended-file" => {
+                ended_file = Some(args.next().ok_or("--ended-file needs a path")?);
+            }
             "-h" | "--help" => {
                 return Err(
-                    "usage: mcp-demo-server [--test-tools] [--page-size N] [--fault MODE]".into(),
+                    "usage: mcp-demo-server [--test-tools] [--image-resource] [--page-size N] [--fault MODE] [--ended-file FILE]"
+                        .into(),
                 );
             }
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    Ok((demo, fault))
+    Ok(Options {
+        demo,
+        fault,
+        ended_file,
+    })
 }
 
 /// Read stdin until the first line (the `initialize` request), then exit with code 7.
@@ -295,9 +363,14 @@ fn exit_during_init() -> ! {
 }
 
 /// Serve the demo server on stdin/stdout with these command-line arguments (program name
-/// excluded): `[--test-tools] [--page-size N] [--fault MODE]`. Returns when the client goes away.
+/// excluded): `[--test-tools] [--page-size N] [--fault MODE] [--ended-file FILE]`. Returns when
+/// the client goes away.
 pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
-    let (demo, fault) = match parse_args(cli_args) {
+    let Options {
+        demo,
+        fault,
+        ended_file,
+    } = match parse_args(cli_args) {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("{message}");
@@ -355,5 +428,9 @@ pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
     }
     let service = demo.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
+    if let Some(file) = ended_file {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::fs::write(file, "stdin closed")?;
+    }
     Ok(())
 }

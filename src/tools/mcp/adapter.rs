@@ -110,6 +110,14 @@ impl BaseTool for McpToolAdapter {
         &self.description
     }
 
+    /// The description — the current one when the server has changed its tool list since.
+    fn current_description(&self) -> std::borrow::Cow<'_, str> {
+        match self.handle.cached_description(&self.tool_name) {
+            Some(description) => std::borrow::Cow::Owned(description),
+            None => std::borrow::Cow::Borrowed(&self.description),
+        }
+    }
+
     /// The input schema — the current one when the server has changed its tool list since.
     fn parameters(&self) -> Value {
         match self.handle.cached_tool(&self.tool_name) {

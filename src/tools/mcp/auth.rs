@@ -15,12 +15,16 @@
 //! [`McpAuth::with_store`] (e.g. a [`FileCredentialStore`], mode `0600`), outlive the process.
 //!
 //! Machine clients use [`McpAuth::client_credentials`] (`client_secret_basic` /
-//! `client_secret_post`, or `private_key_jwt`, RFC 7523).
+//! `client_secret_post`, or `private_key_jwt`, RFC 7523). Enterprise users without a browser
+//! flow use [`McpAuth::cross_app_access`]: their IdP's ID token is exchanged for an ID-JAG
+//! (RFC 8693), which the authorization server redeems (RFC 7523 JWT bearer grant).
 //!
 //! Tokens and secrets never appear in `Debug` output, logs or error texts ([`redact`]).
 
 mod authorizer;
 mod config;
+mod cross_app;
+mod discovery;
 mod http;
 mod loopback;
 mod redact;
@@ -29,6 +33,7 @@ mod store;
 
 pub use authorizer::{Authorizer, RedirectAuthorizer};
 pub use config::{ClientCredentials, ClientIdentity, JwtAlgorithm, McpAuth};
+pub use cross_app::{CrossAppAccess, IdTokenSource, OAuthClient};
 pub use loopback::{LoopbackAuthorizer, ShowUrl};
 pub use redact::redact;
 pub use rmcp::transport::auth::{CredentialStore, StoredCredentials};

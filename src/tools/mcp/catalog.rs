@@ -168,12 +168,11 @@ impl McpHandle {
     /// Read one resource.
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<McpResourceContent>, ToolError> {
         let conn = self.live().await?;
+        let span = conn.span("resources/read", uri);
+        let mut params = ReadResourceRequestParams::new(uri);
+        params.meta = crate::tools::mcp::trace::meta(&span);
         let result = conn
-            .request(
-                "resources/read",
-                uri,
-                conn.peer.read_resource(ReadResourceRequestParams::new(uri)),
-            )
+            .request_in(span, "resources/read", uri, conn.peer.read_resource(params))
             .await?;
         let value = serde_json::to_value(result).unwrap_or_default();
         parse(&conn, "resources/read", value.get("contents"))

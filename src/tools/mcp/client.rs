@@ -25,6 +25,7 @@ use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::mcp::subscriptions::Subscriptions;
+use crate::tools::mcp::trace;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
@@ -469,16 +470,7 @@ impl McpClient {
     }
 
     async fn close_connection(&self) {
-        let old = self
-            .shared
-            .conn
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        self.shared.cache.invalidate();
-        if let Some(old) = old {
-            old.close().await;
-        }
+        self.shared.close().await;
     }
 
     /// The server's tools (as last listed) as registry tools. Call after `connect()` (which
@@ -523,6 +515,14 @@ impl std::fmt::Debug for McpHandle {
 }
 
 impl McpHandle {
+    /// Shut the server down gracefully, as [`McpClient::close`] does — stdio: close its stdin,
+    /// wait briefly, then SIGTERM and SIGKILL its process group; streamable HTTP: end the
+    /// session (`DELETE`) — and wait until it is done. The client, every handle and every
+    /// adapter are disconnected: later calls fail with `McpNotInitialized`.
+    pub async fn close(&self) {
+        self.shared.close().await;
+    }
+
     /// The server's name.
     pub fn server_name(&self) -> &str {
         &self.shared.server
@@ -602,6 +602,14 @@ impl McpHandle {
         McpToolAdapter::new(self.clone(), tool, self.naming, &self.rule)
     }
 
+    /// The cached description of the tool `name` (empty when the server gives none), or
+    /// `None` when the cache does not list it.
+    pub(crate) fn cached_description(&self, name: &str) -> Option<String> {
+        let tools = self.shared.cache.get()?;
+        let tool = tools.iter().find(|tool| tool.name == name)?;
+        Some(tool.description.as_deref().unwrap_or("").to_owned())
+    }
+
     pub(crate) fn cached_tool(&self, name: &str) -> Option<Tool> {
         let tools = self.shared.cache.get()?;
         tools.iter().find(|tool| tool.name == name).cloned()
@@ -657,6 +665,19 @@ impl Shared {
         self.connection().is_ok_and(|conn| conn.is_alive())
     }
 
+    /// Take the connection out (calls now fail as not connected) and close it gracefully.
+    async fn close(&self) {
+        let old = self
+            .conn
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        self.cache.invalidate();
+        if let Some(old) = old {
+            old.close().await;
+        }
+    }
+
     async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let arguments = match args {
             Value::Object(map) => Some(map),
@@ -669,11 +690,21 @@ impl Shared {
             }
         };
         let conn = self.live().await?;
+        let span = conn.span("tools/call", name);
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
+        params.meta = trace::meta(&span);
         let result = conn
-            .request("tools/call", name, conn.peer.call_tool(params))
+            .request_in(
+                span.clone(),
+                "tools/call",
+                name,
+                conn.peer.call_tool(params),
+            )
             .await?;
+        if result.is_error == Some(true) {
+            trace::record_error_type(&span, "tool_error");
+        }
         call_result_to_value(name, result)
     }
 

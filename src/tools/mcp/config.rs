@@ -31,6 +31,9 @@
 //!
 //! `include` / `exclude` choose the server's tools ([`McpToolFilter`]; names on the server, `*`
 //! as a wildcard): `{"command": "npx", "args": [...], "exclude": ["get_env", "trigger-*"]}`.
+//!
+//! `crossAppAccess` authorizes to an HTTP server with the user's enterprise ID token
+//! ([`McpCrossAppConfig`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +44,7 @@ use serde::Deserialize;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::client::McpClient;
+use crate::tools::mcp::cross_app_config::McpCrossAppConfig;
 use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::transport::McpTransport;
@@ -153,10 +157,18 @@ pub struct McpServerConfig {
     /// the CLI's default is 4096).
     #[serde(default, alias = "sampling_token_budget")]
     pub sampling_token_budget: Option<u32>,
+    /// Whether the model gets this server's prompts as tools (`<server>__list_prompts`,
+    /// `<server>__get_prompt`; see [`McpClient::prompt_tools`]). Off by default: MCP prompts
+    /// are for the user to choose.
+    #[serde(default, alias = "prompt_tools")]
+    pub prompt_tools: bool,
     /// How many times a server that died is started again on the next call (absent:
     /// [`CONFIG_RESTARTS`]; 0: never).
     #[serde(default)]
     pub restarts: Option<u32>,
+    /// Cross-app access for an HTTP server (see [`McpCrossAppConfig`]).
+    #[serde(default, alias = "cross_app_access")]
+    pub cross_app_access: Option<McpCrossAppConfig>,
 }
 
 /// Retries of a failed start for a configured server that does not say (`startupRetries`).
@@ -236,6 +248,12 @@ impl McpServerConfig {
                 exclude: self.exclude.clone(),
             });
         }
+        if let Some(cross_app) = &self.cross_app_access {
+            if !matches!(client.transport(), McpTransport::Http { .. }) {
+                return Err(invalid("`crossAppAccess` is for HTTP servers"));
+            }
+            client = client.with_auth(cross_app.to_auth(server)?);
+        }
         Ok(client)
     }
 }
@@ -271,6 +289,15 @@ impl McpServersConfig {
     /// [`McpConfigError::Parse`].
     pub fn parse(text: &str) -> Result<Self, McpConfigError> {
         serde_json::from_str(text).map_err(|source| McpConfigError::Parse { path: None, source })
+    }
+
+    /// The environment variables that hold the secrets of the enabled servers' entries
+    /// (`crossAppAccess`), which no stdio server should inherit.
+    pub fn secret_env_names(&self) -> Vec<String> {
+        self.enabled()
+            .filter_map(|(_, entry)| entry.cross_app_access.as_ref())
+            .flat_map(McpCrossAppConfig::secret_env_names)
+            .collect()
     }
 
     /// The names of the enabled servers, in file order.
@@ -382,6 +409,18 @@ mod tests {
         assert!(filter.allows("echo") && filter.allows("get_sum"));
         assert!(!filter.allows("get_env") && !filter.allows("add"));
         assert!(!config.client("f").unwrap().tool_filter().allows("a"));
+    }
+
+    #[test]
+    fn prompt_tools_are_off_unless_an_entry_asks() {
+        let config = McpServersConfig::parse(
+            r#"{"mcpServers": {"p": {"command": "x", "promptTools": true},
+                               "q": {"command": "x", "prompt_tools": true},
+                               "r": {"command": "x"}}}"#,
+        )
+        .unwrap();
+        assert!(config.servers["p"].prompt_tools && config.servers["q"].prompt_tools);
+        assert!(!config.servers["r"].prompt_tools);
     }
 
     #[test]

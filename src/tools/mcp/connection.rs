@@ -16,6 +16,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{Peer, ServiceExt};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
@@ -28,6 +29,7 @@ use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
 use crate::tools::mcp::subscriptions::Subscriptions;
+use crate::tools::mcp::trace::{self, TraceHeaders};
 use crate::tools::mcp::transport::McpTransport;
 
 /// How long a failure message waits for the exit status of a server whose stdout closed.
@@ -130,6 +132,8 @@ pub(crate) struct Connection {
     child: Option<ChildHandle>,
     pub(crate) request_timeout: Duration,
     pub(crate) info: McpServerInfo,
+    /// Where the session's client spans go.
+    pub(crate) trace: trace::Peer,
 }
 
 impl Connection {
@@ -147,7 +151,9 @@ impl Connection {
                         settings.protocol_version
                     ))
                 })?;
-        let handler = Handler {
+        let peer = trace::Peer::of(&settings.transport);
+        let span = peer.span(&server, "initialize", "");
+        let mut handler = Handler {
             info: ClientConfig::new(
                 capabilities(settings),
                 Implementation::new("agcore", env!("CARGO_PKG_VERSION")),
@@ -162,23 +168,34 @@ impl Connection {
             sampler: settings.sampler.clone(),
             subscriptions: settings.subscriptions.clone(),
         };
+        handler.info.meta = trace::meta(&span);
         let closed = CancellationToken::new();
-        let (service, child) = match &settings.transport {
-            McpTransport::Stdio { command, args } => {
-                let spec = StdioSpec {
-                    command: command.clone(),
-                    args: args.clone(),
-                    env: settings.env.clone(),
-                    env_remove: settings.env_remove.clone(),
-                    cwd: settings.cwd.clone(),
-                };
-                let (service, child) = open_stdio(settings, &spec, handler, &closed).await?;
-                (service, Some(child))
+        let opened = async {
+            match &settings.transport {
+                McpTransport::Stdio { command, args } => {
+                    let spec = StdioSpec {
+                        command: command.clone(),
+                        args: args.clone(),
+                        env: settings.env.clone(),
+                        env_remove: settings.env_remove.clone(),
+                        cwd: settings.cwd.clone(),
+                    };
+                    let (service, child) = open_stdio(settings, &spec, handler, &closed).await?;
+                    Ok((service, Some(child)))
+                }
+                McpTransport::Http { url, headers } => Ok((
+                    open_http(settings, url, headers, handler, &peer).await?,
+                    None,
+                )),
             }
-            McpTransport::Http { url, headers } => {
-                (open_http(settings, url, headers, handler).await?, None)
-            }
-        };
+        }
+        .instrument(span.clone())
+        .await;
+        peer.record_session(&span);
+        let (service, child) = opened.inspect_err(|failure: &OpenFailure| {
+            trace::record_error(&span, &failure.error);
+        })?;
+        drop(span);
         let info = match service.peer_info() {
             Some(init) => McpServerInfo {
                 name: init
@@ -222,6 +239,7 @@ impl Connection {
             child,
             request_timeout: settings.request_timeout,
             info,
+            trace: peer,
         })
     }
 
@@ -257,6 +275,39 @@ impl Connection {
         target: &str,
         request: impl Future<Output = Result<T, ServiceError>>,
     ) -> Result<T, ToolError> {
+        self.request_in(self.span(method, target), method, target, request)
+            .await
+    }
+
+    /// The client span of a request (to put its `traceparent` in the params first).
+    pub(crate) fn span(&self, method: &str, target: &str) -> tracing::Span {
+        self.trace.span(&self.server, method, target)
+    }
+
+    /// [`Connection::request`] in `span`, which records its failure.
+    pub(crate) async fn request_in<T>(
+        &self,
+        span: tracing::Span,
+        method: &str,
+        target: &str,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, ToolError> {
+        let result = self
+            .send(method, target, request)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &result {
+            trace::record_error(&span, error);
+        }
+        result
+    }
+
+    async fn send<T>(
+        &self,
+        method: &str,
+        target: &str,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, ToolError> {
         if self.closed.is_cancelled() {
             return Err(self.failure(method, target).await);
         }
@@ -276,11 +327,31 @@ impl Connection {
     /// Every page of `tools/list`, within the request timeout and the listing bounds
     /// ([`McpListError`](crate::tools::mcp::McpListError)).
     pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, ToolError> {
+        // One span for the listing, all its pages.
+        let span = self.span("tools/list", "");
+        let meta = trace::meta(&span);
+        let listed = self.list_pages(meta).instrument(span.clone()).await;
+        if let Err(error) = &listed {
+            trace::record_error(&span, error);
+        }
+        listed
+    }
+
+    async fn list_pages(
+        &self,
+        meta: Option<rmcp::model::RequestMetaObject>,
+    ) -> Result<Vec<Tool>, ToolError> {
         if self.closed.is_cancelled() {
             return Err(self.failure("tools/list", "").await);
         }
         let limit = self.request_timeout;
-        let pages = list_bounded(&self.server, |params| self.peer.list_tools(params));
+        let pages = list_bounded(&self.server, |params| {
+            let params = params.map(|mut params| {
+                params.meta.clone_from(&meta);
+                params
+            });
+            self.peer.list_tools(params)
+        });
         match tokio::time::timeout(limit, pages).await {
             Ok(Ok(tools)) => Ok(tools),
             Ok(Err(ListFailure::Limit(error))) => Err(error.into()),
@@ -431,21 +502,28 @@ async fn open_http(
     url: &str,
     headers: &BTreeMap<String, String>,
     handler: Handler,
+    peer: &trace::Peer,
 ) -> Result<Service, ToolError> {
     let server = &settings.server;
     let config = http_config(server, url, headers)?;
     let limit = settings.connect_timeout;
+    let http = trace::default_http_client().map_err(|error| {
+        ToolError::McpError(format!(
+            "MCP server '{server}': could not build the HTTP client: {error}"
+        ))
+    })?;
     let serve = async {
         match &settings.auth {
             Some(auth) => {
-                let client = OAuthHttpClient::new(url, auth.clone());
+                let client = TraceHeaders::new(OAuthHttpClient::new(url, auth.clone()), peer);
                 handler
                     .serve(StreamableHttpClientTransport::with_client(client, config))
                     .await
             }
             None => {
+                let client = TraceHeaders::new(http.clone(), peer);
                 handler
-                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .serve(StreamableHttpClientTransport::with_client(client, config))
                     .await
             }
         }

@@ -13,7 +13,9 @@ use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::mcp::catalog::McpResourceContent;
 use crate::tools::mcp::client::{McpClient, McpHandle};
+use crate::tools::mcp::media::MAX_MEDIA_BYTES;
 use crate::tools::mcp::naming::qualified_tool_name;
+use crate::tools::mcp::result::content_to_model_text;
 use crate::tools::permission::Permission;
 
 /// The most text one `read_resource` or `list_resources` answer carries (below the loop's
@@ -153,14 +155,65 @@ impl BaseTool for McpResourceTool {
                     ToolError::InvalidArguments(self.name.clone(), "`uri` is required".into())
                 })?;
                 let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0);
+                let offset = usize::try_from(offset).unwrap_or(usize::MAX);
                 let contents = self.handle.read_resource(uri).await?;
-                Ok(Value::String(render_contents(
-                    &contents,
-                    usize::try_from(offset).unwrap_or(usize::MAX),
-                    MAX_RESOURCE_OUTPUT_BYTES,
-                )))
+                Ok(read_output(&contents, offset, MAX_RESOURCE_OUTPUT_BYTES))
             }
         }
+    }
+
+    /// Text as itself; with media, the text block and the image/audio blocks summarised as a
+    /// tool's are (`[image: image/png, N bytes of base64]`).
+    fn model_content(&self, output: &Value) -> String {
+        content_to_model_text(output)
+    }
+}
+
+/// What `read_resource` returns: the text (see [`render_contents`]) as a string, or — on the
+/// first page, when the resource has image or audio blobs — MCP content blocks: the text, then
+/// the media as image/audio blocks, which the run turns into image parts for a model that
+/// accepts images (as it does a tool's; otherwise the tool message says they were not shown).
+fn read_output(contents: &[McpResourceContent], offset: usize, budget: usize) -> Value {
+    let text = render_contents(contents, offset, budget);
+    let media: Vec<Value> = if offset == 0 {
+        passed_on(contents)
+            .map(|(kind, mime, blob)| json!({"type": kind, "data": blob, "mimeType": mime}))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if media.is_empty() {
+        return Value::String(text);
+    }
+    let mut blocks = vec![json!({"type": "text", "text": text})];
+    blocks.extend(media);
+    Value::Array(blocks)
+}
+
+/// The image and audio blobs passed on as media — `(kind, MIME type, base64)`, in order, while
+/// they fit in [`MAX_MEDIA_BYTES`] together.
+fn passed_on(contents: &[McpResourceContent]) -> impl Iterator<Item = (&str, &str, &str)> {
+    let mut used = 0usize;
+    contents.iter().filter_map(move |part| {
+        let blob = part.blob.as_deref().filter(|_| part.text.is_none())?;
+        let mime = part.mime_type.as_deref()?;
+        let kind = media_kind(mime)?;
+        if used + blob.len() > MAX_MEDIA_BYTES {
+            return None;
+        }
+        used += blob.len();
+        Some((kind, mime, blob))
+    })
+}
+
+/// `image` or `audio` for a MIME type passed on as media.
+fn media_kind(mime: &str) -> Option<&'static str> {
+    if mime.starts_with("image/") {
+        Some("image")
+    } else if mime.starts_with("audio/") {
+        Some("audio")
+    } else {
+        None
     }
 }
 
@@ -217,8 +270,11 @@ fn push_line(out: &mut String, line: &str) {
 }
 
 /// The contents as text for the model: text parts inline (from `offset`, at most `budget`
-/// bytes, with a note how to read on), binary parts named with their size.
+/// bytes, with a note how to read on), binary parts named with their size — image and audio
+/// ones as passed on with the first page ([`read_output`]). The text does not depend on
+/// `offset`, so the offsets of every page agree.
 fn render_contents(contents: &[McpResourceContent], offset: usize, budget: usize) -> String {
+    let media: Vec<&str> = passed_on(contents).map(|(_, _, blob)| blob).collect();
     let mut whole = String::new();
     for (index, part) in contents.iter().enumerate() {
         if contents.len() > 1 {
@@ -227,9 +283,17 @@ fn render_contents(contents: &[McpResourceContent], offset: usize, budget: usize
         match (&part.text, &part.blob) {
             (Some(text), _) => whole.push_str(text),
             (None, Some(blob)) => whole.push_str(&format!(
-                "[binary content, {}, {} bytes of base64 — not shown]",
+                "[binary content, {}, {} bytes of base64 — {}]",
                 part.mime_type.as_deref().unwrap_or("unknown type"),
-                blob.len()
+                blob.len(),
+                if media
+                    .iter()
+                    .any(|passed| std::ptr::eq(*passed, blob.as_str()))
+                {
+                    "passed on as media with the first page"
+                } else {
+                    "not shown"
+                }
             )),
             (None, None) => whole.push_str("[empty]"),
         }
@@ -241,7 +305,7 @@ fn render_contents(contents: &[McpResourceContent], offset: usize, budget: usize
 }
 
 /// `text[offset..]` up to `budget` bytes on char boundaries, with a note when there is more.
-fn cut(text: &str, offset: usize, budget: usize) -> String {
+pub(crate) fn cut(text: &str, offset: usize, budget: usize) -> String {
     if offset >= text.len() && offset > 0 {
         return format!(
             "[offset {offset} is past the end: the text has {} bytes]",
@@ -300,11 +364,34 @@ mod tests {
             text: None,
             blob: Some("AAAA".into()),
         };
-        let out = render_contents(&[text("a://t", "hi"), blob], 0, 1000);
+        let zip = McpResourceContent {
+            uri: "a://z".into(),
+            mime_type: Some("application/zip".into()),
+            text: None,
+            blob: Some("BBBB".into()),
+        };
+        let out = render_contents(&[text("a://t", "hi"), blob.clone(), zip.clone()], 0, 1000);
         assert!(out.contains("[part 1 — a://t]\nhi"), "{out}");
         assert!(
-            out.contains("[binary content, image/png, 4 bytes of base64 — not shown]"),
+            out.contains(
+                "[binary content, image/png, 4 bytes of base64 — passed on as media with the first page]"
+            ),
             "{out}"
         );
+        assert!(
+            out.contains("[binary content, application/zip, 4 bytes of base64 — not shown]"),
+            "{out}"
+        );
+        // The first page carries the image as an image block, the way a tool's image comes.
+        let first = read_output(&[text("a://t", "hi"), blob.clone(), zip.clone()], 0, 1000);
+        assert_eq!(first[0]["text"], out);
+        assert_eq!(
+            first[1],
+            json!({"type": "image", "data": "AAAA", "mimeType": "image/png"})
+        );
+        assert_eq!(first.as_array().unwrap().len(), 2, "the zip is not media");
+        // Later pages are text only; a text-only resource stays a string.
+        assert!(read_output(&[text("a://t", "hi"), blob, zip], 3, 1000).is_string());
+        assert!(read_output(&[text("a://t", "hi")], 0, 1000).is_string());
     }
 }

@@ -110,7 +110,7 @@ impl McpClient {
                     title: (title != name).then_some(title),
                     name,
                     tool: adapter.tool_name().to_owned(),
-                    description: adapter.description().to_owned(),
+                    description: adapter.current_description().into_owned(),
                     kind: adapter.kind(),
                     permissions: adapter.required_permissions(),
                     input_schema: adapter.parameters(),

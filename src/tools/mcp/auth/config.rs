@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::tools::mcp::auth::authorizer::{Authorizer, RedirectAuthorizer};
+use crate::tools::mcp::auth::cross_app::CrossAppAccess;
 use crate::tools::mcp::auth::store::SharedCredentialStore;
 
 /// How the client is known to the authorization server in the authorization-code flow.
@@ -149,6 +150,7 @@ impl fmt::Debug for ClientCredentials {
 /// # let _ = auth;
 /// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum McpAuth {
     /// The authorization-code flow with PKCE.
     AuthorizationCode {
@@ -168,6 +170,17 @@ pub enum McpAuth {
         /// The client's credentials.
         credentials: ClientCredentials,
         /// Scopes to ask for (none by default).
+        scopes: Vec<String>,
+        /// Where tokens are kept between runs (none: in memory only).
+        store: Option<SharedCredentialStore>,
+    },
+    /// Cross-app access (Enterprise-Managed Authorization): the user's ID token exchanged at
+    /// the enterprise IdP for an ID-JAG (RFC 8693), redeemed at the MCP server's authorization
+    /// server (RFC 7523 JWT bearer grant).
+    CrossAppAccess {
+        /// The IdP, the ID token and the clients.
+        config: CrossAppAccess,
+        /// Scopes to ask for; empty: from the challenge, else `scopes_supported`, else none.
         scopes: Vec<String>,
         /// Where tokens are kept between runs (none: in memory only).
         store: Option<SharedCredentialStore>,
@@ -201,6 +214,15 @@ impl McpAuth {
         }
     }
 
+    /// Cross-app access with `config`.
+    pub fn cross_app_access(config: CrossAppAccess) -> Self {
+        McpAuth::CrossAppAccess {
+            config,
+            scopes: Vec::new(),
+            store: None,
+        }
+    }
+
     /// Set the client identity (authorization-code flow only).
     pub fn with_identity(mut self, new: ClientIdentity) -> Self {
         if let McpAuth::AuthorizationCode { identity, .. } = &mut self {
@@ -221,7 +243,9 @@ impl McpAuth {
     /// each authorization and refresh).
     pub fn with_store(mut self, new: Arc<dyn rmcp::transport::auth::CredentialStore>) -> Self {
         match &mut self {
-            McpAuth::AuthorizationCode { store, .. } | McpAuth::ClientCredentials { store, .. } => {
+            McpAuth::AuthorizationCode { store, .. }
+            | McpAuth::ClientCredentials { store, .. }
+            | McpAuth::CrossAppAccess { store, .. } => {
                 *store = Some(SharedCredentialStore(new));
             }
         }
@@ -231,9 +255,9 @@ impl McpAuth {
     /// The credential store, if any.
     pub(crate) fn store(&self) -> Option<&SharedCredentialStore> {
         match self {
-            McpAuth::AuthorizationCode { store, .. } | McpAuth::ClientCredentials { store, .. } => {
-                store.as_ref()
-            }
+            McpAuth::AuthorizationCode { store, .. }
+            | McpAuth::ClientCredentials { store, .. }
+            | McpAuth::CrossAppAccess { store, .. } => store.as_ref(),
         }
     }
 
@@ -246,7 +270,8 @@ impl McpAuth {
         let new: Vec<String> = new.into_iter().map(Into::into).collect();
         match &mut self {
             McpAuth::AuthorizationCode { scopes, .. }
-            | McpAuth::ClientCredentials { scopes, .. } => {
+            | McpAuth::ClientCredentials { scopes, .. }
+            | McpAuth::CrossAppAccess { scopes, .. } => {
                 *scopes = new;
             }
         }

@@ -4,12 +4,13 @@
 use rmcp::transport::AuthClient;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    ClientCredentialsConfig, OAuthState,
+    AuthorizationSession, ClientCredentialsConfig, OAuthState,
 };
 use tokio::sync::Mutex;
 
 use crate::tools::mcp::auth::config::{ClientCredentials, ClientIdentity, McpAuth};
 use crate::tools::mcp::auth::redact::redact;
+use crate::tools::mcp::auth::{cross_app, discovery};
 
 /// The authorized HTTP client, replaced on each new authorization.
 struct State {
@@ -104,7 +105,7 @@ impl AuthSession {
         {
             return Err(AuthError::AuthorizationFailed(reason));
         }
-        let mut oauth = OAuthState::Unauthorized(self.manager().await?);
+        let mut manager = self.manager().await?;
         match &self.auth {
             McpAuth::AuthorizationCode {
                 redirect_uri,
@@ -142,7 +143,13 @@ impl AuthSession {
                 if !scopes.is_empty() {
                     request = request.with_scopes(scopes.iter().cloned());
                 }
-                oauth.start_authorization(request).await?;
+                let metadata =
+                    discovery::authorization_metadata(&manager, &self.url, challenge).await?;
+                manager.set_metadata(metadata);
+                let session = AuthorizationSession::new(manager, request)
+                    .await
+                    .map_err(|(_, error)| error)?;
+                let mut oauth = OAuthState::Session(session);
                 let url = oauth.get_authorization_url().await?;
                 let redirect = authorizer
                     .authorize(&url)
@@ -156,6 +163,9 @@ impl AuthSession {
                         callback.issuer.as_deref(),
                     )
                     .await?;
+                oauth.into_authorization_manager().ok_or_else(|| {
+                    AuthError::InternalError("the authorization flow did not complete".into())
+                })
             }
             McpAuth::ClientCredentials {
                 credentials,
@@ -163,12 +173,20 @@ impl AuthSession {
                 ..
             } => {
                 let config = self.client_credentials(credentials, scopes);
-                return client_credentials_flow(oauth, config).await;
+                client_credentials_flow(OAuthState::Unauthorized(manager), config).await
+            }
+            McpAuth::CrossAppAccess { config, scopes, .. } => {
+                cross_app::authorize(
+                    manager,
+                    &self.url,
+                    challenge,
+                    config,
+                    scopes,
+                    self.auth.store(),
+                )
+                .await
             }
         }
-        oauth.into_authorization_manager().ok_or_else(|| {
-            AuthError::InternalError("the authorization flow did not complete".into())
-        })
     }
 
     /// rmcp's settings for the `client_credentials` grant.

@@ -3,6 +3,12 @@
 //! the history) and the threshold check, no compaction — on histories of 10 to 200 tool turns
 //! with 4 KB outputs and 20 KB of tool definitions, in a window large enough not to compact.
 //!
+//! Then the engine's work per turn of a growing 200-turn session with 4–8 KB tool outputs:
+//! each turn adds an assistant call and its output, then runs what the run driver runs around
+//! one request (`prepare`, `measure`, `estimate`, `counted`, and learning from the usage), with
+//! the calibrated ratio (model "bench") and with tiktoken o200k_base (model "gpt-4o"; its
+//! tables are loaded before timing). Only the delta is tokenized, sampled per text.
+//!
 //! ```text
 //! cargo run --release --example context_bench
 //! ```
@@ -90,6 +96,100 @@ fn main() {
                    "tool_definition_bytes": tool_bytes, "prepare_us": us(per_call)})
         );
     }
+    // Load the tiktoken tables before timing (once per process: about 130 ms).
+    if let Some(counter) = agcore::context::tiktoken_for_model("gpt-4o") {
+        runtime.block_on(counter.count(&["warm up"])).unwrap();
+    }
+    for model_name in ["bench", "gpt-4o"] {
+        let mut runs: Vec<Duration> = (0..7)
+            .map(|_| per_turn(&runtime, model_name, &tools))
+            .collect();
+        runs.sort();
+        println!(
+            "{}",
+            json!({"session": "200 turns, 4-8 KB outputs", "model": model_name,
+                   "estimator": if model_name == "bench" { "calibrated ratio" } else { "tiktoken o200k_base" },
+                   "engine_us_per_turn_median_of_7": us(runs[3]), "min": us(runs[0]), "max": us(runs[6])})
+        );
+    }
+}
+
+fn output(turn: usize) -> String {
+    let size = 4_096 + (turn.wrapping_mul(2_654_435_761) % 4_096);
+    let mut text = format!("chunk {turn} of the log:\n");
+    let mut line = 0usize;
+    while text.len() < size {
+        text.push_str(&format!(
+            "line {line}: value={} status=ok path=/srv/app/module_{}.rs elapsed_ms={}\n",
+            (turn * 31 + line * 7) % 977,
+            line % 13,
+            (line * turn) % 250
+        ));
+        line += 1;
+    }
+    text
+}
+
+/// Mean engine time per turn over a 200-turn session, for `model`.
+fn per_turn(
+    runtime: &tokio::runtime::Runtime,
+    model_name: &str,
+    tools: &[ToolDefinition],
+) -> Duration {
+    let model = ScriptedModel::new();
+    let mut config = CycleConfig::new(model_name);
+    config.context_window = Some(10_000_000);
+    let turns = 200;
+    let outputs: Vec<String> = (0..turns).map(output).collect();
+    let mut messages = history(0);
+    let mut state = ContextState::default();
+    let mut spent = Duration::ZERO;
+    for (turn, text) in outputs.iter().enumerate() {
+        let id = format!("call_{turn}");
+        messages.push(OpenaiChatMessage::assistant_tool_calls(
+            None,
+            vec![ToolCall::new(
+                &id,
+                "read_chunk",
+                format!(r#"{{"n":{turn}}}"#),
+            )],
+        ));
+        messages.push(OpenaiChatMessage::tool_result(&id, text.clone()));
+        let mut committed = messages.len();
+        let start = Instant::now();
+        runtime.block_on(async {
+            let prepared = prepare(
+                &mut state,
+                History {
+                    messages: &mut messages,
+                    committed: &mut committed,
+                },
+                turn == 0,
+                &model,
+                &config,
+                tools,
+            )
+            .await;
+            assert!(prepared.events.is_empty());
+            state.measure(&config, &messages, tools).await;
+        });
+        let (estimate, bytes) = state.estimate(&messages, tools);
+        let counted = state.counted(&messages, tools);
+        let usage = Some(agcore::llm::Usage {
+            prompt_tokens: estimate,
+            completion_tokens: 20,
+            total_tokens: estimate + 20,
+            ..Default::default()
+        });
+        state.observe_usage(&config, bytes, usage);
+        state.observe_counted(counted, usage);
+        spent += start.elapsed();
+    }
+    assert_eq!(
+        state.counter().is_some(),
+        agcore::context::tiktoken_encoding(model_name).is_some()
+    );
+    spent / turns as u32
 }
 
 fn us(duration: Duration) -> f64 {

@@ -5,7 +5,11 @@
 //!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
 //!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
 //!     [--journal]                           # also with every step journaled to SQLite
-//!     [--context on|off|both]               # the context engine (estimate before each request); default on
+//!     [--context on|off|both|tiktoken|all]  # the context engine (estimate before each request); default on
+//!                                           # on: the calibrated ratio ("fake-model"); tiktoken: the model is
+//!                                           # called "gpt-4o", so the engine counts with tiktoken o200k_base;
+//!                                           # all: off, on and tiktoken in the same run
+//!     [--output-bytes N]                    # the tool returns N bytes of log lines (default "ok")
 //! cargo run --release --example loop_bench -- serve   # only the fake server; prints its port
 //! ```
 //!
@@ -179,7 +183,28 @@ impl BaseTool for Noop {
         json!({"type": "object", "properties": {}})
     }
     async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
-        Ok(json!("ok"))
+        Ok(json!(OUTPUT.get().map_or("ok", String::as_str)))
+    }
+}
+
+/// What the tool returns (`--output-bytes`).
+static OUTPUT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The context engine's configuration of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Off,
+    Ratio,
+    Tiktoken,
+}
+
+impl Engine {
+    fn label(self) -> &'static str {
+        match self {
+            Engine::Off => "off",
+            Engine::Ratio => "on (calibrated ratio)",
+            Engine::Tiktoken => "on (tiktoken o200k_base)",
+        }
     }
 }
 
@@ -210,17 +235,25 @@ async fn one_call(
     turns: usize,
     streaming: bool,
     journal: Option<&Arc<dyn agcore::session::SessionStore>>,
-    context: bool,
+    context: Engine,
 ) -> Vec<Duration> {
     let starts = Arc::new(Mutex::new(Vec::new()));
     let model = Timed {
         inner: client.clone(),
         starts: starts.clone(),
     };
-    let mut config = CycleConfig::new("fake-model");
+    let model_name = if context == Engine::Tiktoken {
+        "gpt-4o"
+    } else {
+        "fake-model"
+    };
+    let mut config = CycleConfig::new(model_name);
     config.max_turns = Some(u32::try_from(turns).unwrap() + 1);
     config.repeated_call_guard.limit = None;
-    if !context {
+    // Room for every turn: this measures the estimate, not compaction.
+    config.context_window = Some(10_000_000);
+    config.tool_output_limit = usize::MAX;
+    if context == Engine::Off {
         config.context = agcore::llm::ContextConfig::off();
     }
     let mut cycle = LlmCycle::new(model, config).with_system_prompt("You are a benchmark.");
@@ -288,7 +321,7 @@ async fn bench(
     streaming: bool,
     runtime: &str,
     journal: Option<&Arc<dyn agcore::session::SessionStore>>,
-    context: bool,
+    context: Engine,
 ) {
     let client = OpenAiClient::new(OpenAiConfig::new(base_url)).unwrap();
     let mut registry = ToolRegistry::new();
@@ -314,7 +347,8 @@ async fn bench(
             "client": format!("agcore ({runtime}-thread runtime)"),
             "mode": if streaming { "stream" } else { "blocking" },
             "journal": journal.map(|_| "sqlite session journal"),
-            "context_engine": if context { "on" } else { "off" },
+            "context_engine": context.label(),
+            "tool_output_bytes": OUTPUT.get().map_or(2, String::len),
             "runs": runs, "tool_turns": turns,
             "cpu_ms_per_turn_mean": round(mean),
             "cpu_ms_turns_1_10": round(first),
@@ -371,10 +405,28 @@ fn main() {
     .enable_all()
     .build()
     .unwrap();
-    let contexts: &[bool] = match arg(&args, "--context").as_deref() {
-        Some("off") => &[false],
-        Some("both") => &[true, false],
-        _ => &[true],
+    if let Some(bytes) = arg(&args, "--output-bytes") {
+        let bytes: usize = bytes.parse().unwrap();
+        let mut text = String::new();
+        let mut line = 0;
+        while text.len() < bytes {
+            text.push_str(&format!(
+                "line {line}: value={} status=ok path=/srv/app/module_{}.rs elapsed_ms={}\n",
+                line * 7 % 977,
+                line % 13,
+                line * 3 % 250
+            ));
+            line += 1;
+        }
+        text.truncate(bytes);
+        OUTPUT.set(text).unwrap();
+    }
+    let contexts: &[Engine] = match arg(&args, "--context").as_deref() {
+        Some("off") => &[Engine::Off],
+        Some("both") => &[Engine::Ratio, Engine::Off],
+        Some("tiktoken") => &[Engine::Tiktoken],
+        Some("all") => &[Engine::Off, Engine::Ratio, Engine::Tiktoken],
+        _ => &[Engine::Ratio],
     };
     for &context in contexts {
         for streaming in [false, true] {

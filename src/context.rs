@@ -6,8 +6,9 @@
 //!    removed, unanswered calls answered "not run", duplicate call ids renamed, empty assistant
 //!    messages dropped — each reported as a [`crate::llm::StreamEvent::HistoryRepaired`];
 //! 2. estimates the whole pending request ([`estimate`]): the server's `usage.prompt_tokens`
-//!    of the previous request plus the bytes changed since, at a ratio calibrated from that
-//!    usage;
+//!    of the previous request plus what changed since — counted by a [`TokenCounter`]
+//!    ([`tokenizer`]: tiktoken for OpenAI-family models, llama.cpp's `/tokenize`, your own;
+//!    [`ledger`]) or else its bytes at a ratio calibrated from that usage;
 //! 3. when the estimate crosses `ContextConfig::threshold` of the usable window ([`window`]:
 //!    the window less the reply's `max_tokens`), compacts in tiers ([`compact`]): old tool
 //!    outputs stubbed, then older turns summarised by the model ([`summary`]), then the oldest
@@ -35,27 +36,39 @@
 //! # Ok(()) }
 //! ```
 
+pub mod agents_sdk;
 pub mod compact;
 mod cycle;
 mod discover;
 pub mod engine;
 pub mod estimate;
+pub mod ledger;
+pub mod llama_tokenize;
 pub mod overflow;
 pub mod repair;
 pub mod spill;
 pub mod summary;
+pub mod tokenizer;
 pub mod units;
 pub mod window;
 
 pub use crate::llm::context_config::ContextConfig;
 pub use crate::llm::event::{CompactionTier, RepairKind};
+pub use agents_sdk::{Converted, from_agents_sdk_items};
 pub use discover::{DISCOVERY_TIMEOUT, discover_window};
 pub use engine::{
     ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder,
     prepare,
 };
+pub use llama_tokenize::LlamaCppTokenizer;
 pub use repair::{Repair, repair};
-pub use spill::{OutputStore, ReadOutput};
+pub use spill::{KeptOutput, OutputSource, OutputStore, ReadOutput};
 pub use summary::{SUMMARY_SYSTEM_PROMPT, is_summary_request};
+#[cfg(feature = "tiktoken")]
+pub use tokenizer::Tiktoken;
+pub use tokenizer::{
+    SAMPLE_BYTES, TiktokenEncoding, TokenCountError, TokenCounter, TokenizerChoice,
+    tiktoken_encoding, tiktoken_for_model,
+};
 pub use units::{WireViolation, check_wire};
 pub use window::{DEFAULT_CONTEXT_WINDOW, KNOWN_WINDOWS, known_window};

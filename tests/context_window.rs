@@ -7,10 +7,11 @@
 
 mod context_support;
 
-use agcore::context::{CompactionTier, ContextConfig, RepairKind, estimate::Calibration};
+use agcore::context::{
+    CompactionTier, ContextConfig, RepairKind, estimate::Calibration, ledger::TokenLedger,
+};
 use agcore::llm::{
     CycleConfig, LlmCycle, LlmError, OpenAiClient, OpenAiConfig, OpenaiChatMessage, StreamEvent,
-    ToolCall,
 };
 use context_support::{Received, Shape, WindowedServer, median_p95, registry};
 use futures::StreamExt;
@@ -80,10 +81,39 @@ fn estimation_errors(received: &[Received], delta: bool) -> Vec<f64> {
     errors
 }
 
-#[tokio::test]
-async fn a_200_turn_session_with_large_outputs_completes_in_an_8k_window() {
+/// The same replay with the engine's token ledger and tiktoken o200k_base (what the engine does
+/// for an OpenAI-family model): the server's previous count plus the counted delta.
+async fn tokenizer_errors(received: &[Received]) -> Vec<f64> {
+    let counter = agcore::context::tiktoken_for_model("gpt-4o").unwrap();
+    let calibration = Calibration::default();
+    let mut ledger = TokenLedger::default();
+    let mut errors = Vec::new();
+    for request in received.iter().filter(|r| !r.summary) {
+        ledger
+            .measure(&*counter, &request.messages, &request.tools)
+            .await;
+        let counted = ledger
+            .counted(&request.messages, &request.tools, &calibration)
+            .unwrap();
+        let estimate = ledger.estimate(counted) as f64;
+        errors.push(((estimate - request.tokens as f64) / request.tokens as f64).abs() * 100.0);
+        if request.rejected {
+            ledger.observe_overflow(None, None);
+        } else {
+            ledger.observe(Some(counted), request.tokens);
+        }
+    }
+    errors
+}
+
+/// The 200-turn session against an 8,192-token window, for `model` (an OpenAI-family name: the
+/// engine counts with tiktoken; another: the calibrated ratio).
+async fn long_session(model: &str) {
     let server = WindowedServer::start(8_192, Shape::OpenAi, SYSTEM).await;
-    let mut cycle = cycle(&server, |config| config.context_window = Some(8_192));
+    let mut cycle = cycle(&server, |config| {
+        config.model = model.to_owned();
+        config.context_window = Some(8_192);
+    });
     let (events, reply) = run(
         &mut cycle,
         "TASK: read chunks 0 to 199 with read_chunk, then say DONE.",
@@ -111,21 +141,28 @@ async fn a_200_turn_session_with_large_outputs_completes_in_an_8k_window() {
         "older turns were summarised or dropped: {counts:?}"
     );
     assert_eq!(cycle.compactions().map(|c| c as usize), counts);
-    let mut errors = estimation_errors(&received, true);
-    let (median, p95) = median_p95(&mut errors);
+    let (median, p95) = median_p95(&mut estimation_errors(&received, true));
     let (ratio_median, ratio_p95) = median_p95(&mut estimation_errors(&received, false));
+    let mut by_tokenizer = tokenizer_errors(&received).await;
+    let requests = by_tokenizer.len();
+    let (tok_median, tok_p95) = median_p95(&mut by_tokenizer);
     eprintln!(
-        "200-turn session, 8,192-token window: compactions tier1={} tier2={} tier3={}, summary requests {}, \
-         peak request {peak} tokens, server rejections {rejected}, estimate error median {median:.1} % p95 {p95:.1} % \
-         over {} requests (by the calibrated ratio alone: median {ratio_median:.1} % p95 {ratio_p95:.1} %)",
+        "200-turn session ({model}, counter {:?}), 8,192-token window: compactions tier1={} tier2={} tier3={}, \
+         summary requests {}, peak request {peak} tokens, server rejections {rejected}; estimate error over {requests} \
+         requests vs the server's tiktoken count: tokenizer delta median {tok_median:.2} % p95 {tok_p95:.2} %, \
+         ratio delta median {median:.2} % p95 {p95:.2} %, whole request by the ratio median {ratio_median:.2} % p95 {ratio_p95:.2} %",
+        cycle.context_counter(),
         counts[0],
         counts[1],
         counts[2],
         summaries.len(),
-        errors.len()
     );
     assert!(peak + 512 <= 8_192 || rejected > 0);
     assert!(p95 < 25.0, "estimate error p95 {p95:.1} %");
+    assert!(
+        tok_p95 < 25.0,
+        "tokenizer estimate error p95 {tok_p95:.1} %"
+    );
     // The compactions are in the history: stubs and summary (or drop) markers.
     let texts: Vec<String> = cycle
         .messages()
@@ -137,6 +174,16 @@ async fn a_200_turn_session_with_large_outputs_completes_in_an_8k_window() {
             .iter()
             .any(|t| t.starts_with("[agcore summary of ") || t.starts_with("[agcore removed "))
     );
+}
+
+#[tokio::test]
+async fn a_200_turn_session_with_large_outputs_completes_in_an_8k_window() {
+    long_session("local-model").await;
+}
+
+#[tokio::test]
+async fn a_200_turn_session_counted_with_tiktoken_completes_in_an_8k_window() {
+    long_session("gpt-4o").await;
 }
 
 #[tokio::test]
@@ -278,39 +325,18 @@ async fn a_broken_history_is_repaired_before_its_first_request() {
         {"type": "message", "role": "user", "content": "TASK: read chunks 0 to 0 first."},
         {"type": "function_call_output", "call_id": "call_trimmed", "output": "orphan"},
         {"type": "function_call", "call_id": "fc_1", "name": "read_chunk", "arguments": "{\"n\": 0}"},
-        {"type": "message", "role": "assistant", "content": ""},
+        {"type": "message", "role": "user", "content": "and 1, 2"},
         {"type": "function_call", "call_id": "fc_2", "name": "read_chunk", "arguments": "{\"n\": 1}"},
         {"type": "function_call_output", "call_id": "fc_2", "output": "chunk 1 of the log"},
         {"type": "function_call", "call_id": "fc_2", "name": "read_chunk", "arguments": "{\"n\": 2}"},
         {"type": "function_call_output", "call_id": "fc_2", "output": "chunk 2 of the log"},
+        {"type": "message", "role": "assistant", "content": ""},
         {"type": "message", "role": "assistant", "content": "Read them."},
     ]);
     let mut history = vec![OpenaiChatMessage::system(SYSTEM)];
-    for item in dump.as_array().unwrap() {
-        let text = |key: &str| item[key].as_str().unwrap_or_default().to_owned();
-        history.push(match (item["type"].as_str(), item["role"].as_str()) {
-            (Some("function_call"), _) => OpenaiChatMessage::assistant_tool_calls(
-                None,
-                vec![ToolCall::new(
-                    text("call_id"),
-                    text("name"),
-                    text("arguments"),
-                )],
-            ),
-            (Some("function_call_output"), _) => {
-                OpenaiChatMessage::tool_result(text("call_id"), text("output"))
-            }
-            (_, Some("user")) => OpenaiChatMessage::user_text(text("content")),
-            _ => OpenaiChatMessage::Assistant {
-                content: Some(text("content")).filter(|t| !t.is_empty()),
-                refusal: None,
-                reasoning_content: None,
-                reasoning: None,
-                tool_calls: Vec::new(),
-                name: None,
-            },
-        });
-    }
+    let converted = agcore::context::from_agents_sdk_items(dump.as_array().unwrap());
+    assert!(converted.skipped.is_empty(), "{:?}", converted.skipped);
+    history.extend(converted.messages);
     let client = OpenAiClient::new(OpenAiConfig::new(server.base_url())).unwrap();
     let mut cycle = LlmCycle::from_history(client, CycleConfig::new("local-model"), history);
     let (events, reply) = run(&mut cycle, "TASK: read chunks 3 to 3 now.").await;

@@ -57,8 +57,15 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         None => build_cycle(&args.model, &loaded.config, secrets)?,
     };
     crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
-    let (registry, _, mcp) =
+    let (mut registry, _, mcp) =
         build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
+    if let Some(stored) = &stored {
+        crate::context_cli::read_outputs_from_session(
+            &mut registry,
+            &loaded.config,
+            &stored.journal,
+        );
+    }
     let mut session = Session {
         provider: provider(&loaded.config),
         model: cycle.config().model.clone(),

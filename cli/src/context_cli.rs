@@ -45,6 +45,24 @@ pub fn spill_dir(config: &AgcoreConfig) -> Option<std::path::PathBuf> {
         .map(|dir| dir.join("agcore").join("outputs"))
 }
 
+/// With a stored session, `read_output` reads the session's outputs first (a run with a session
+/// keeps its large outputs there), then the spill files.
+pub fn read_outputs_from_session(
+    registry: &mut agcore::tools::ToolRegistry,
+    config: &AgcoreConfig,
+    journal: &agcore::session::SessionJournal,
+) {
+    if let Some(dir) = spill_dir(config)
+        && registry.unregister("read_output").is_some()
+    {
+        let tool = agcore::context::ReadOutput::new(dir)
+            .with_source(std::sync::Arc::new(journal.outputs()));
+        if let Err(error) = registry.register(std::sync::Arc::new(tool)) {
+            tracing::warn!(%error, "read_output is unavailable");
+        }
+    }
+}
+
 /// When neither the arguments nor the config give a window and the model is not a known one,
 /// ask the server (a short, bounded probe; `[context] discover = false` turns it off).
 pub async fn discover(
@@ -53,6 +71,7 @@ pub async fn discover(
     config: &AgcoreConfig,
     secrets: &Secrets,
 ) {
+    discover_tokenizer(cycle, args, config, secrets).await;
     let settings = cycle.config();
     if settings.context_window.is_some()
         || !settings.context.enabled
@@ -67,6 +86,31 @@ pub async fn discover(
     if let Some(window) = discover_window(&base_url, &model, key).await {
         tracing::info!(window, "context window reported by the server");
         cycle.config_mut().context_window = Some(window);
+    }
+}
+
+/// For a model tiktoken does not know, use the server's own tokenizer when it is a llama.cpp
+/// server (`POST /tokenize`, one bounded probe; `[context] discover = false` turns it off).
+async fn discover_tokenizer(
+    cycle: &mut LlmCycle,
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+    secrets: &Secrets,
+) {
+    let settings = cycle.config();
+    if !settings.context.enabled
+        || config.context.discover == Some(false)
+        || settings.context.tokenizer != agcore::context::TokenizerChoice::Auto
+        || agcore::context::tiktoken_encoding(&settings.model).is_some()
+    {
+        return;
+    }
+    let base_url = crate::session::base_url(args, config);
+    let key = secrets.get(&crate::session::api_key_env(args, config));
+    if let Some(counter) = agcore::context::LlamaCppTokenizer::discover(&base_url, key).await {
+        tracing::info!("counting tokens with the server's /tokenize");
+        cycle.config_mut().context.tokenizer =
+            agcore::context::TokenizerChoice::Custom(std::sync::Arc::new(counter));
     }
 }
 

@@ -70,6 +70,13 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
     let (mut registry, _, servers) =
         build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
+    if let Some(session) = &session {
+        crate::context_cli::read_outputs_from_session(
+            &mut registry,
+            &loaded.config,
+            &session.journal,
+        );
+    }
     // Nobody to ask now, but a stored run can wait: it suspends instead of denying.
     if session.is_some() && !args.tools.yes && !interactive() {
         registry = registry.with_approver(Arc::new(DeferAll));

@@ -166,3 +166,51 @@ async fn large_outputs_are_kept_whole_when_the_config_says_so() {
     );
     assert!(compactions(&events).is_empty());
 }
+
+/// A llama.cpp server: the CLI counts tokens with its `POST /tokenize` (a model tiktoken does
+/// not know), unless `[context] discover = false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_llama_cpp_server_counts_the_tokens() {
+    for discover in [true, false] {
+        let dir = workspace();
+        if !discover {
+            std::fs::write(
+                dir.path().join("agcore.toml"),
+                "[context]\ndiscover = false\n",
+            )
+            .unwrap();
+            support::trust(dir.path());
+        }
+        let server = fake_openai(replies()).await;
+        Mock::given(method("POST"))
+            .and(path("/tokenize"))
+            .respond_with(|request: &wiremock::Request| {
+                let body: Value = serde_json::from_slice(&request.body).unwrap();
+                // llama.cpp's shape; one id per word is enough for the CLI's use.
+                let words = body["content"].as_str().unwrap().split_whitespace().count();
+                ResponseTemplate::new(200).set_body_json(json!({"tokens": vec![1; words.max(1)]}))
+            })
+            .mount(&server)
+            .await;
+        let (events, _) = run_json(dir.path(), &server, &["--context-window", "65536"]);
+        assert!(
+            events
+                .iter()
+                .any(|e| e["type"] == "done" || e["type"] == "completed" || e["type"] == "usage"),
+            "{events:#?}"
+        );
+        let tokenize = server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|r| r.url.path() == "/tokenize")
+            .count();
+        if discover {
+            // The probe, then the messages as they appear (not the whole history each turn).
+            assert!(tokenize >= 2, "{tokenize}");
+        } else {
+            assert_eq!(tokenize, 0);
+        }
+    }
+}

@@ -19,6 +19,12 @@ impl LlmCycle {
         }
     }
 
+    /// The token counter the context engine uses for this conversation (`tiktoken/o200k_base`,
+    /// `llama.cpp/tokenize`, …), once it has counted; `None`: the calibrated ratio.
+    pub fn context_counter(&self) -> Option<&str> {
+        self.context.counter()
+    }
+
     /// The compactions made so far in this conversation, per tier (1, 2, 3).
     pub fn compactions(&self) -> [u32; 3] {
         self.context.compactions

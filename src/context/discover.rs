@@ -49,7 +49,7 @@ pub async fn discover_window(base_url: &str, model: &str, api_key: Option<&str>)
 }
 
 /// The JSON of a successful reply, read up to the limit.
-async fn get_json(request: reqwest::RequestBuilder) -> Option<Value> {
+pub(crate) async fn get_json(request: reqwest::RequestBuilder) -> Option<Value> {
     let response = request.send().await.ok()?;
     if !response.status().is_success() {
         return None;

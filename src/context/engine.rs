@@ -6,6 +6,7 @@ use crate::context::compact::{
     Compacted, dropped_marker, replace_runs, select, stub_tool_outputs, summary_message,
 };
 use crate::context::estimate::{Calibration, messages_bytes, tools_bytes};
+use crate::context::ledger::TokenLedger;
 use crate::context::overflow::parse_overflow;
 use crate::context::repair::repair;
 use crate::context::summary::summarise;
@@ -31,6 +32,8 @@ pub struct ContextState {
     /// The size of the run's tool definitions, by the slice they were measured from: they are
     /// the same for every request of a run, and measuring them is most of an estimate's cost.
     tools_measured: Option<(usize, usize, usize)>,
+    /// Per-message token counts, when a counter is in use.
+    ledger: TokenLedger,
 }
 
 /// How much of the window a conversation uses.
@@ -77,7 +80,45 @@ impl ContextState {
         tools: &[ToolDefinition],
     ) -> (u64, usize) {
         let bytes = messages_bytes(messages) + self.tools_bytes(tools);
-        (self.calibration.estimate(bytes), bytes)
+        match self.counted(messages, tools) {
+            Some(counted) => (self.ledger.estimate(counted), bytes),
+            None => (self.calibration.estimate(bytes), bytes),
+        }
+    }
+
+    /// The request as the token counter counts it (its messages counted so far, any other by
+    /// the ratio); `None` when no counter is in use.
+    pub fn counted(&self, messages: &[OpenaiChatMessage], tools: &[ToolDefinition]) -> Option<u64> {
+        self.ledger.counted(messages, tools, &self.calibration)
+    }
+
+    /// The token counter in use for this conversation, by name (`None`: the ratio).
+    pub fn counter(&self) -> Option<&str> {
+        self.ledger.counter()
+    }
+
+    /// Count what the configured counter has not counted yet (the delta since the last
+    /// request: new turns, stubs, summaries). Nothing without a counter.
+    pub async fn measure(
+        &mut self,
+        config: &CycleConfig,
+        messages: &[OpenaiChatMessage],
+        tools: &[ToolDefinition],
+    ) {
+        if !config.context.enabled {
+            return;
+        }
+        if let Some(counter) = config.context.tokenizer.resolve(&config.model) {
+            self.ledger.measure(&*counter, messages, tools).await;
+        }
+    }
+
+    /// The server counted `usage.prompt_tokens` for a request the counter counted at
+    /// `counted` ([`ContextState::counted`] before it was sent).
+    pub fn observe_counted(&mut self, counted: Option<u64>, usage: Option<Usage>) {
+        if let Some(usage) = usage {
+            self.ledger.observe(counted, usage.prompt_tokens);
+        }
     }
 
     /// The bytes of `tools`, measured once per run (the slice's address and length name it).
@@ -130,6 +171,7 @@ impl ContextState {
         self.learnt_window = Some(self.learnt_window.map_or(window, |w| w.min(window)));
         self.calibration
             .observe_overflow(bytes, overflow.prompt_tokens);
+        self.ledger.observe_overflow(None, None);
     }
 }
 
@@ -153,6 +195,7 @@ pub async fn prepare(
     if first_request {
         repair_committed(history.messages, history.committed, &mut prepared.events);
     }
+    state.measure(config, history.messages, tools).await;
     prepared.highest = compact(
         state,
         history,
@@ -232,12 +275,8 @@ pub async fn compact(
     } = history;
     let window = state.window(config);
     let budget = Budget::new(config, window);
-    let tool_bytes = state.tools_bytes(tools);
-    let estimate = |state: &ContextState, messages: &[OpenaiChatMessage]| {
-        state
-            .calibration
-            .estimate(messages_bytes(messages) + tool_bytes)
-    };
+    let estimate =
+        |state: &ContextState, messages: &[OpenaiChatMessage]| state.estimate(messages, tools).0;
     let mut highest = None;
     let keep = config.context.keep_last_turns;
     for tier in [

@@ -1,5 +1,7 @@
 //! Large tool outputs kept whole outside the context: an output over its tool's limit is
-//! written to a spill file (under `ContextConfig::spill_dir`), and the model reads its head and
+//! kept in the run's session store when the run has one (its journal takes outputs:
+//! `crate::session::SessionJournal`), else written to a spill file (under
+//! `ContextConfig::spill_dir`), and the model reads its head and
 //! tail with a marker that says agcore cut it, how much, and how to read the rest — the
 //! built-in `read_output` tool ([`ReadOutput`]), from exactly the byte the marker names, page by
 //! page at line boundaries, so no line is skipped or read twice.
@@ -81,25 +83,35 @@ impl OutputStore {
     /// Keep `content`; its id. With `tail_start`, the model already has the output from that
     /// byte on (the tail after the cut marker): a page never runs past it.
     pub fn save(&self, content: &str, tail_start: Option<usize>) -> std::io::Result<String> {
+        let id = new_output_id();
+        self.save_as(&id, content, tail_start)?;
+        Ok(id)
+    }
+
+    /// Keep `content` as output `id` (one [`new_output_id`] made).
+    pub fn save_as(
+        &self,
+        id: &str,
+        content: &str,
+        tail_start: Option<usize>,
+    ) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
-        let mut id = String::from("out_");
-        id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(16));
         std::fs::write(self.dir.join(format!("{id}.txt")), content)?;
         if let Some(tail_start) = tail_start {
             std::fs::write(self.dir.join(format!("{id}.cut")), tail_start.to_string())?;
         }
-        Ok(id)
+        Ok(())
     }
 
     /// The page of output `id` from byte `offset`: at most `max` bytes, ending at a line end
     /// when one is in reach (a longer line goes on in the next page).
     pub fn read(&self, id: &str, offset: usize, max: usize) -> Result<Page, SpillError> {
-        let valid = id.strip_prefix("out_").is_some_and(|rest| {
-            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric())
-        });
-        if !valid {
-            return Err(SpillError::BadId { id: id.to_owned() });
-        }
+        let kept = self.load_file(id)?;
+        page(&kept, id, offset, max)
+    }
+
+    fn load_file(&self, id: &str) -> Result<KeptOutput, SpillError> {
+        check_id(id)?;
         let content =
             std::fs::read_to_string(self.dir.join(format!("{id}.txt"))).map_err(|source| {
                 SpillError::Io {
@@ -107,48 +119,108 @@ impl OutputStore {
                     source,
                 }
             })?;
-        let total = content.len();
-        if offset > total {
-            return Err(SpillError::PastEnd {
-                id: id.to_owned(),
-                offset,
-                total,
-            });
-        }
-        let mut offset = offset;
-        while !content.is_char_boundary(offset) {
-            offset -= 1;
-        }
-        // A page stops where the tail the model already has starts.
-        let limit = std::fs::read_to_string(self.dir.join(format!("{id}.cut")))
+        let tail_start = std::fs::read_to_string(self.dir.join(format!("{id}.cut")))
             .ok()
-            .and_then(|text| text.trim().parse::<usize>().ok())
-            .filter(|&tail| tail > offset && tail <= total && content.is_char_boundary(tail))
-            .unwrap_or(total);
-        let mut end = (offset + max.max(1)).min(limit);
-        if end < limit {
-            match content[offset..end].rfind('\n') {
-                Some(newline) => end = offset + newline + 1,
-                None => {
-                    while !content.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    if end == offset {
-                        end = content[offset..]
-                            .chars()
-                            .next()
-                            .map_or(total, |c| offset + c.len_utf8());
-                    }
+            .and_then(|text| text.trim().parse::<usize>().ok());
+        Ok(KeptOutput {
+            content,
+            tail_start,
+        })
+    }
+}
+
+/// A kept output: the whole text, and where the tail the model already has starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptOutput {
+    /// The whole output.
+    pub content: String,
+    /// The first byte of the tail after the cut marker (pages stop there).
+    pub tail_start: Option<usize>,
+}
+
+/// Where `read_output` finds kept outputs: spill files ([`OutputStore`]) or a session store
+/// (`crate::session::SessionOutputs`).
+#[async_trait]
+pub trait OutputSource: Send + Sync {
+    /// Output `id`, or `None` when this source does not have it.
+    async fn load(&self, id: &str) -> Result<Option<KeptOutput>, SpillError>;
+}
+
+#[async_trait]
+impl OutputSource for OutputStore {
+    async fn load(&self, id: &str) -> Result<Option<KeptOutput>, SpillError> {
+        match self.load_file(id) {
+            Ok(kept) => Ok(Some(kept)),
+            Err(SpillError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// A new output id: `out_` and 16 letters or digits.
+pub fn new_output_id() -> String {
+    let mut id = String::from("out_");
+    id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(16));
+    id
+}
+
+/// Whether `id` is one this module makes (nothing else is looked up: no path from the model).
+pub fn check_id(id: &str) -> Result<(), SpillError> {
+    let valid = id
+        .strip_prefix("out_")
+        .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric()));
+    if valid {
+        Ok(())
+    } else {
+        Err(SpillError::BadId { id: id.to_owned() })
+    }
+}
+
+/// The page of `kept` (output `id`) from byte `offset`: at most `max` bytes, ending at a line
+/// end when one is in reach (a longer line goes on in the next page), never past the tail the
+/// model already has.
+pub fn page(kept: &KeptOutput, id: &str, offset: usize, max: usize) -> Result<Page, SpillError> {
+    let content = &kept.content;
+    let total = content.len();
+    if offset > total {
+        return Err(SpillError::PastEnd {
+            id: id.to_owned(),
+            offset,
+            total,
+        });
+    }
+    let mut offset = offset;
+    while !content.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    // A page stops where the tail the model already has starts.
+    let limit = kept
+        .tail_start
+        .filter(|&tail| tail > offset && tail <= total && content.is_char_boundary(tail))
+        .unwrap_or(total);
+    // At a character boundary before anything is sliced (a page may end inside a character).
+    let mut end = content.floor_char_boundary((offset + max.max(1)).min(limit));
+    if end < limit {
+        match content[offset..end].rfind('\n') {
+            Some(newline) => end = offset + newline + 1,
+            None => {
+                if end == offset {
+                    end = content[offset..]
+                        .chars()
+                        .next()
+                        .map_or(total, |c| offset + c.len_utf8());
                 }
             }
         }
-        Ok(Page {
-            text: content[offset..end].to_owned(),
-            offset,
-            end,
-            total,
-        })
     }
+    Ok(Page {
+        text: content[offset..end].to_owned(),
+        offset,
+        end,
+        total,
+    })
 }
 
 /// Where `content` is cut for `limit`: the head ends and the tail starts (at line starts when
@@ -244,15 +316,44 @@ pub fn keep_large(config: &CycleConfig, tool: &str, answer: ToolAnswer) -> ToolA
 /// The built-in `read_output` tool: reads on in an output agcore cut (`id` and `offset` as its
 /// marker says).
 pub struct ReadOutput {
-    store: Arc<OutputStore>,
+    sources: Vec<Arc<dyn OutputSource>>,
 }
 
 impl ReadOutput {
     /// Reading the spill files in `dir` (the same as `ContextConfig::spill_dir`).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         ReadOutput {
-            store: Arc::new(OutputStore::new(dir)),
+            sources: vec![Arc::new(OutputStore::new(dir))],
         }
+    }
+
+    /// Reading `source` (e.g. the run's session store, `crate::session::SessionOutputs`)
+    /// before the sources already set.
+    pub fn with_source(mut self, source: Arc<dyn OutputSource>) -> Self {
+        self.sources.insert(0, source);
+        self
+    }
+
+    /// Reading `source` only.
+    pub fn from_source(source: Arc<dyn OutputSource>) -> Self {
+        ReadOutput {
+            sources: vec![source],
+        }
+    }
+
+    /// The page of output `id` from `offset` (at most [`MAX_PAGE_BYTES`]), from the first
+    /// source that has it.
+    pub async fn read(&self, id: &str, offset: usize) -> Result<Page, SpillError> {
+        check_id(id)?;
+        for source in &self.sources {
+            if let Some(kept) = source.load(id).await? {
+                return page(&kept, id, offset, MAX_PAGE_BYTES);
+            }
+        }
+        Err(SpillError::Io {
+            id: id.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such output"),
+        })
     }
 }
 
@@ -289,8 +390,8 @@ impl BaseTool for ReadOutput {
             .and_then(|o| usize::try_from(o).ok())
             .unwrap_or(0);
         let page = self
-            .store
-            .read(id, offset, MAX_PAGE_BYTES)
+            .read(id, offset)
+            .await
             .map_err(|error| ToolError::ExecutionFailed("read_output".into(), error.to_string()))?;
         let next = if page.end < page.total {
             format!(

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::context::tokenizer::TokenizerChoice;
+
 /// The context engine's settings. `CycleConfig::context_window` gives the window; this says
 /// when and how to compact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +40,11 @@ pub struct ContextConfig {
     /// Where outputs over their limit are kept whole (read back with the `read_output` tool,
     /// `crate::context::spill::ReadOutput`); `None`: they are cut, and the rest is lost.
     pub spill_dir: Option<PathBuf>,
+    /// What counts the tokens that changed since the server's last usage: by default tiktoken
+    /// for OpenAI-family model names (cargo feature `tiktoken`), else the calibrated ratio
+    /// (`crate::context::TokenizerChoice`; not read from configuration files).
+    #[serde(skip)]
+    pub tokenizer: TokenizerChoice,
 }
 
 impl Default for ContextConfig {
@@ -53,6 +60,7 @@ impl Default for ContextConfig {
             default_output_reserve: None,
             tool_output_limits: BTreeMap::new(),
             spill_dir: None,
+            tokenizer: TokenizerChoice::Auto,
         }
     }
 }

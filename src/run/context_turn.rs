@@ -8,6 +8,7 @@ use crate::context::{self, ContextState, History, Plan};
 use crate::llm::config::CycleConfig;
 use crate::llm::error::LlmError;
 use crate::llm::model::{ChatModel, ChatRequest};
+use crate::run::journal::RunJournal;
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::RunState;
 use crate::run::step::truncate_answer;
@@ -40,7 +41,10 @@ pub(crate) fn request<'a>(
         let mut highest = prepared.highest;
         let mut retried = false;
         loop {
+            // Count what compaction wrote (stubs, a summary) before the estimate.
+            engine.measure(config, &state.messages, tools).await;
             let (estimate, bytes) = engine.estimate(&state.messages, tools);
+            let counted = engine.counted(&state.messages, tools);
             let edited = config.hooks.before_model_request(&config.model, &state.messages, options).await;
             let request = ChatRequest {
                 model: &config.model,
@@ -65,6 +69,7 @@ pub(crate) fn request<'a>(
             let message = match &reply {
                 Some(Ok(response)) => {
                     engine.observe_usage(config, bytes, response.usage);
+                    engine.observe_counted(counted, response.usage);
                     None
                 }
                 Some(Err(LlmError::ContextLengthExceeded { message })) if config.context.enabled => Some(message.clone()),
@@ -120,11 +125,40 @@ fn exhausted(message: &str, highest: Option<context::CompactionTier>) -> LlmErro
     }
 }
 
-/// A finished call's answer for the model: over its tool's limit, kept whole in a spill file
-/// with a `read_output` marker (when `ContextConfig::spill_dir` is set), else cut at that limit.
-pub(crate) fn keep_large(config: &CycleConfig, tool_name: &str, answer: ToolAnswer) -> ToolAnswer {
+/// A finished call's answer for the model: over its tool's limit (when
+/// `ContextConfig::spill_dir` is set), kept whole — in the run's session store when its
+/// journal keeps outputs, else in a spill file — with a `read_output` marker; else cut at
+/// that limit.
+pub(crate) async fn keep_large(
+    config: &CycleConfig,
+    journal: Option<&dyn RunJournal>,
+    tool_name: &str,
+    answer: ToolAnswer,
+) -> ToolAnswer {
     let limit = context::spill::limit_for(config, tool_name);
     if config.context.spill_dir.is_some() {
+        if let Some(journal) = journal
+            && config.context.enabled
+            && answer.content.len() > limit
+        {
+            let id = context::spill::new_output_id();
+            let (_, tail_start) = context::spill::cut_points(&answer.content, limit);
+            match journal
+                .keep_output(&id, &answer.content, Some(tail_start))
+                .await
+            {
+                Some(Ok(())) => {
+                    return ToolAnswer {
+                        content: context::spill::cut_with_marker(&answer.content, limit, &id),
+                        is_error: answer.is_error,
+                    };
+                }
+                Some(Err(error)) => {
+                    tracing::warn!(%error, "could not keep a large tool output in the session; writing a spill file");
+                }
+                None => {}
+            }
+        }
         context::spill::keep_large(config, tool_name, answer)
     } else if limit < config.tool_output_limit {
         truncate_answer(answer, limit)

@@ -487,7 +487,8 @@ impl CallObserver for BatchObserver<'_> {
         let answer = std::mem::take(&mut call.answer);
         let answer = hooks::after_tool(&self.config.hooks, self.calls.get(position), answer).await;
         // Over its tool's limit: kept whole outside the context (docs/9-context.md).
-        let answer = context_turn::keep_large(self.config, &call.tool_name, answer);
+        let answer =
+            context_turn::keep_large(self.config, self.journal, &call.tool_name, answer).await;
         call.answer = truncate_answer(answer, self.limit);
         if self.failed() {
             return;

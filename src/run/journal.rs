@@ -74,4 +74,18 @@ impl JournalError {
 pub trait RunJournal: Send + Sync {
     /// Record `entry`.
     async fn record(&self, entry: JournalEntry<'_>) -> Result<(), JournalError>;
+
+    /// Keep a large tool output whole as output `id` (the context engine cut it for the model;
+    /// `tail_start` is where the tail the model has starts), durably, before returning.
+    /// `None` (the default): this journal does not keep outputs, and the engine writes a spill
+    /// file instead.
+    async fn keep_output(
+        &self,
+        id: &str,
+        content: &str,
+        tail_start: Option<usize>,
+    ) -> Option<Result<(), JournalError>> {
+        let _ = (id, content, tail_start);
+        None
+    }
 }

@@ -20,9 +20,11 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
+use crate::context::spill::KeptOutput;
 use crate::run::journal::{JournalEntry, JournalError, RunJournal};
 use crate::run::state::RunState;
 use crate::session::error::{Result, SessionError};
+use crate::session::outputs::SessionOutputs;
 use crate::session::record::{Session, Step};
 use crate::session::store::SessionStore;
 use crate::vocab::{OpenaiChatMessage, ToolAnswer};
@@ -259,15 +261,42 @@ impl RunJournal for SessionJournal {
                 .await
             }
         };
-        written.map_err(|error| {
-            JournalError::new(
-                format!(
-                    "could not record session {}",
-                    crate::display::escape_for_terminal(&self.name)
-                ),
-                error,
-            )
-        })
+        written.map_err(|error| self.journal_error(error))
+    }
+
+    /// Kept in the store's outputs table (`SessionStore::put_output`), when it has one.
+    async fn keep_output(
+        &self,
+        id: &str,
+        content: &str,
+        tail_start: Option<usize>,
+    ) -> Option<std::result::Result<(), JournalError>> {
+        let output = KeptOutput {
+            content: content.to_owned(),
+            tail_start,
+        };
+        match self.store.put_output(&self.name, id, &output).await {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(error) => Some(Err(self.journal_error(error))),
+        }
+    }
+}
+
+impl SessionJournal {
+    /// The outputs this session keeps, for `crate::context::ReadOutput::with_source`.
+    pub fn outputs(&self) -> SessionOutputs {
+        SessionOutputs::new(self.store.clone(), self.name.clone())
+    }
+
+    fn journal_error(&self, error: SessionError) -> JournalError {
+        JournalError::new(
+            format!(
+                "could not record session {}",
+                crate::display::escape_for_terminal(&self.name)
+            ),
+            error,
+        )
     }
 }
 

@@ -20,6 +20,7 @@ use super::record::{
 };
 use super::store::{LockMode, SessionLease, SessionStore};
 use super::{SCHEMA_VERSION, SESSION_FORMAT_VERSION, lock_key};
+use crate::context::spill::KeptOutput;
 
 /// Connection and pool-wait bound: a dead server is an error, not a hang.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -47,6 +48,19 @@ CREATE TABLE agcore_steps (
     kind    TEXT   NOT NULL,
     payload TEXT   NOT NULL,
     PRIMARY KEY (session, seq)
+);
+";
+
+/// Large tool outputs (the context engine's, paged by `read_output`): added to layout 1
+/// without a version change — older readers never look at it.
+const OUTPUTS: &str = "
+CREATE TABLE IF NOT EXISTS agcore_outputs (
+    session    TEXT   NOT NULL,
+    id         TEXT   NOT NULL,
+    content    TEXT   NOT NULL,
+    tail_start BIGINT,
+    created_ms BIGINT NOT NULL,
+    PRIMARY KEY (session, id)
 );
 ";
 
@@ -219,6 +233,7 @@ impl PostgresStore {
                 .map_err(|e| self.err(e))?;
             }
         }
+        tx.batch_execute(OUTPUTS).await.map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))
     }
 
@@ -462,12 +477,51 @@ impl SessionStore for PostgresStore {
     async fn delete(&self, name: &str) -> Result<bool> {
         validate_name(name)?;
         let client = self.client().await?;
-        // The steps go with the row (ON DELETE CASCADE), in the statement's transaction.
+        // The steps go with the row (ON DELETE CASCADE), the outputs in the same statement.
         let n = client
-            .execute("DELETE FROM agcore_sessions WHERE name = $1", &[&name])
+            .execute(
+                "WITH outputs AS (DELETE FROM agcore_outputs WHERE session = $1)
+                 DELETE FROM agcore_sessions WHERE name = $1",
+                &[&name],
+            )
             .await
             .map_err(|e| self.err(e))?;
         Ok(n > 0)
+    }
+
+    async fn put_output(&self, name: &str, id: &str, output: &KeptOutput) -> Result<bool> {
+        validate_name(name)?;
+        let client = self.client().await?;
+        let tail_start = output.tail_start.map(|t| t as i64);
+        client
+            .execute(
+                "INSERT INTO agcore_outputs (session, id, content, tail_start, created_ms)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (session, id) DO UPDATE
+                 SET content = EXCLUDED.content, tail_start = EXCLUDED.tail_start",
+                &[&name, &id, &output.content, &tail_start, &now_ms()],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(true)
+    }
+
+    async fn get_output(&self, name: &str, id: &str) -> Result<Option<KeptOutput>> {
+        validate_name(name)?;
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT content, tail_start FROM agcore_outputs WHERE session = $1 AND id = $2",
+                &[&name, &id],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(row.map(|row| KeptOutput {
+            content: row.get(0),
+            tail_start: row
+                .get::<_, Option<i64>>(1)
+                .and_then(|t| usize::try_from(t).ok()),
+        }))
     }
 
     async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {

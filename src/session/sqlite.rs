@@ -17,6 +17,7 @@ use super::record::{
 };
 use super::store::{LockMode, SessionLease, SessionStore};
 use super::{SCHEMA_VERSION, lock_key};
+use crate::context::spill::KeptOutput;
 
 /// How long a write waits for another process's write transaction on the same file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +40,19 @@ CREATE TABLE agcore_steps (
     kind    TEXT    NOT NULL,
     payload TEXT    NOT NULL,
     PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+";
+
+/// Large tool outputs (the context engine's, paged by `read_output`): added to layout 1
+/// without a version change — older readers never look at it.
+const OUTPUTS: &str = "
+CREATE TABLE IF NOT EXISTS agcore_outputs (
+    session    TEXT    NOT NULL,
+    id         TEXT    NOT NULL,
+    content    TEXT    NOT NULL,
+    tail_start INTEGER,
+    created_ms INTEGER NOT NULL,
+    PRIMARY KEY (session, id)
 ) WITHOUT ROWID;
 ";
 
@@ -188,6 +202,10 @@ fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
                 reason: format!("agcore_schema_version says {found} but the tables are {tables:?}"),
             });
         }
+        if !has("agcore_outputs") {
+            tx.execute_batch(OUTPUTS).map_err(&err)?;
+            return tx.commit().map_err(&err);
+        }
         return Ok(());
     }
     if !tables.is_empty() {
@@ -197,6 +215,7 @@ fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
         });
     }
     tx.execute_batch(SCHEMA).map_err(&err)?;
+    tx.execute_batch(OUTPUTS).map_err(&err)?;
     tx.execute(
         "INSERT INTO agcore_schema_version (version) VALUES (?1)",
         [SCHEMA_VERSION],
@@ -340,6 +359,8 @@ fn delete_blocking(conn: &mut Connection, path: &Path, name: &str) -> Result<boo
         .map_err(&err)?;
     tx.execute("DELETE FROM agcore_steps WHERE session = ?1", [name])
         .map_err(&err)?;
+    tx.execute("DELETE FROM agcore_outputs WHERE session = ?1", [name])
+        .map_err(&err)?;
     let n = tx
         .execute("DELETE FROM agcore_sessions WHERE name = ?1", [name])
         .map_err(&err)?;
@@ -382,6 +403,48 @@ impl SessionStore for SqliteStore {
         let name = name.to_string();
         self.with_conn(move |c, p| delete_blocking(c, p, &name))
             .await
+    }
+
+    async fn put_output(&self, name: &str, id: &str, output: &KeptOutput) -> Result<bool> {
+        validate_name(name)?;
+        let (name, id, output) = (name.to_owned(), id.to_owned(), output.clone());
+        self.with_conn(move |conn, path| {
+            conn.execute(
+                "INSERT OR REPLACE INTO agcore_outputs (session, id, content, tail_start, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                rusqlite::params![
+                    name,
+                    id,
+                    output.content,
+                    output.tail_start.map(|t| t as i64),
+                    now_ms()
+                ],
+            )
+            .map_err(map_err(path))?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn get_output(&self, name: &str, id: &str) -> Result<Option<KeptOutput>> {
+        validate_name(name)?;
+        let (name, id) = (name.to_owned(), id.to_owned());
+        self.with_conn(move |conn, path| {
+            let row = conn.query_row(
+                "SELECT content, tail_start FROM agcore_outputs WHERE session = ?1 AND id = ?2",
+                [&name, &id],
+                |row| Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?)),
+            );
+            match row {
+                Ok((content, tail_start)) => Ok(Some(KeptOutput {
+                    content,
+                    tail_start: tail_start.and_then(|t| usize::try_from(t).ok()),
+                })),
+                Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+                Err(error) => Err(map_err(path)(error)),
+            }
+        })
+        .await
     }
 
     async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {

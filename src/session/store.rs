@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use super::error::Result;
 use super::record::{Session, SessionSummary, Step};
+use crate::context::spill::KeptOutput;
 
 /// How [`SessionStore::lock`] behaves when another holder has the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,4 +82,18 @@ pub trait SessionStore: Send + Sync {
     /// gets [`SessionError::Busy`](super::SessionError::Busy), at once or after waiting, per
     /// `mode`.
     async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease>;
+
+    /// Keeps a large tool output of session `name` whole as output `id` (the context engine
+    /// cut it for the model; `crate::context::ReadOutput` pages it back). `false` (the
+    /// default): this store does not keep outputs. Deleting the session deletes its outputs.
+    async fn put_output(&self, name: &str, id: &str, output: &KeptOutput) -> Result<bool> {
+        let _ = (name, id, output);
+        Ok(false)
+    }
+
+    /// Output `id` of session `name`, or `None` (also for a store that keeps no outputs).
+    async fn get_output(&self, name: &str, id: &str) -> Result<Option<KeptOutput>> {
+        let _ = (name, id);
+        Ok(None)
+    }
 }

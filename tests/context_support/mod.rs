@@ -1,5 +1,5 @@
 //! A fake OpenAI-compatible server on 127.0.0.1 that enforces a context window: it counts each
-//! request's tokens with its own tokenizer (not the client's), answers 400
+//! request's tokens with its own tokenizer (tiktoken o200k_base, see [`count_text`]), answers 400
 //! `context_length_exceeded` in the OpenAI, vLLM or llama.cpp shape above the window, reports
 //! truthful usage, and checks the history invariants on every request it receives.
 //!
@@ -39,6 +39,9 @@ pub struct Received {
     pub bytes: usize,
     /// A summary request of the context engine.
     pub summary: bool,
+    /// Its messages and tools (to replay the client's estimator on).
+    pub messages: Vec<OpenaiChatMessage>,
+    pub tools: Vec<ToolDefinition>,
     /// Answered with a context error.
     pub rejected: bool,
 }
@@ -97,23 +100,10 @@ impl Drop for WindowedServer {
     }
 }
 
-/// The server's tokenizer: a run of letters and digits is one token per 4 characters (rounded
-/// up), every other visible character one token, whitespace free; 4 tokens per message.
+/// The server's tokenizer: OpenAI's o200k_base (tiktoken-rs), 4 tokens per message and 3 per
+/// tool call for the chat framing, the tool definitions' JSON as text.
 pub fn count_text(text: &str) -> u64 {
-    let mut tokens = 0;
-    let mut run = 0u64;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            run += 1;
-            continue;
-        }
-        tokens += run.div_ceil(4);
-        run = 0;
-        if !c.is_whitespace() {
-            tokens += 1;
-        }
-    }
-    tokens + run.div_ceil(4)
+    tiktoken_rs::o200k_base_singleton().count_ordinary(text) as u64
 }
 
 fn count_request(body: &Value) -> u64 {
@@ -189,6 +179,8 @@ impl Responder {
             bytes,
             summary,
             rejected,
+            messages: messages.clone(),
+            tools: tools.clone(),
         });
         if !summary {
             check_invariants(&messages, &self.system);

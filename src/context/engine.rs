@@ -34,7 +34,13 @@ pub struct ContextState {
     tools_measured: Option<(usize, usize, usize)>,
     /// Per-message token counts, when a counter is in use.
     ledger: TokenLedger,
+    /// Whether the pending request is estimated with the counter (see `count_exactly`).
+    exact: bool,
 }
+
+/// The counter is used once the ratio's estimate is within `window / EXACT_MARGIN_DIVISOR`
+/// tokens of the threshold: 12.5 % of the window, several times the ratio's p95 error.
+const EXACT_MARGIN_DIVISOR: u32 = 8;
 
 /// How much of the window a conversation uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +95,9 @@ impl ContextState {
     /// The request as the token counter counts it (its messages counted so far, any other by
     /// the ratio); `None` when no counter is in use.
     pub fn counted(&self, messages: &[OpenaiChatMessage], tools: &[ToolDefinition]) -> Option<u64> {
+        if !self.exact {
+            return None;
+        }
         self.ledger.counted(messages, tools, &self.calibration)
     }
 
@@ -108,9 +117,35 @@ impl ContextState {
         if !config.context.enabled {
             return;
         }
-        if let Some(counter) = config.context.tokenizer.resolve(&config.model) {
+        let Some(counter) = config.context.tokenizer.resolve(&config.model) else {
+            self.exact = false;
+            return;
+        };
+        self.exact = self.count_exactly(config, messages, tools);
+        if self.exact {
             self.ledger.measure(&*counter, messages, tools).await;
         }
+    }
+
+    /// Whether the pending request is worth counting with the tokenizer: before the server has
+    /// counted one, and near the compaction threshold. Far below it the calibrated ratio makes
+    /// the same decision (compact or not) for a small part of the cost — tokenizing is most of
+    /// an estimate's work with a counter (docs/9-context.md, "Estimation CPU per turn").
+    fn count_exactly(
+        &self,
+        config: &CycleConfig,
+        messages: &[OpenaiChatMessage],
+        tools: &[ToolDefinition],
+    ) -> bool {
+        if self.calibration.last.is_none() {
+            return true;
+        }
+        let window = self.window(config);
+        let trigger = Budget::new(config, window).trigger;
+        let by_ratio = self
+            .calibration
+            .estimate(messages_bytes(messages) + self.tools_bytes(tools));
+        by_ratio.saturating_add(u64::from(window / EXACT_MARGIN_DIVISOR)) >= trigger
     }
 
     /// The server counted `usage.prompt_tokens` for a request the counter counted at
@@ -375,5 +410,72 @@ pub fn harder(highest: Option<CompactionTier>) -> CompactionTier {
         None => CompactionTier::StubToolOutputs,
         Some(CompactionTier::StubToolOutputs) => CompactionTier::Summary,
         Some(_) => CompactionTier::DropTurns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::context::tokenizer::{TokenCountError, TokenCounter, TokenizerChoice};
+
+    /// Four bytes a token, and how many texts it was asked to count.
+    #[derive(Debug, Default)]
+    struct Counting(AtomicUsize);
+
+    #[async_trait]
+    impl TokenCounter for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        async fn count(&self, texts: &[&str]) -> Result<Vec<u64>, TokenCountError> {
+            self.0.fetch_add(texts.len(), Ordering::SeqCst);
+            Ok(texts.iter().map(|text| text.len() as u64 / 4).collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn the_counter_is_used_first_and_near_the_threshold_not_far_below_it() {
+        let counter = Arc::new(Counting::default());
+        let mut config = CycleConfig::new("local-model");
+        config.context_window = Some(10_000);
+        config.context.tokenizer = TokenizerChoice::Custom(counter.clone());
+        let mut state = ContextState::default();
+        let mut messages = vec![OpenaiChatMessage::user_text("x".repeat(400))];
+
+        // Before the server has counted anything, the counter counts.
+        state.measure(&config, &messages, &[]).await;
+        assert!(state.counted(&messages, &[]).is_some());
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+
+        // The server counted; a small history far below the threshold is left to the ratio.
+        let bytes = messages_bytes(&messages);
+        state.calibration.observe(bytes, 100);
+        messages.push(OpenaiChatMessage::user_text("y".repeat(400)));
+        state.measure(&config, &messages, &[]).await;
+        assert_eq!(state.counted(&messages, &[]), None);
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "nothing counted");
+        let (estimate, _) = state.estimate(&messages, &[]);
+        assert_eq!(
+            estimate,
+            state
+                .calibration
+                .estimate(messages_bytes(&messages) + tools_bytes(&[]))
+        );
+
+        // Near the threshold the counter counts what it has not counted yet.
+        let trigger = Budget::new(&config, 10_000).trigger;
+        let near = usize::try_from(trigger).unwrap() * 4;
+        messages.push(OpenaiChatMessage::user_text("z".repeat(near)));
+        state.measure(&config, &messages, &[]).await;
+        assert!(state.counted(&messages, &[]).is_some());
+        assert!(
+            counter.0.load(Ordering::SeqCst) > 1,
+            "the new messages counted"
+        );
     }
 }

@@ -96,6 +96,55 @@ async fn run_json_prints_compaction_events_and_the_transcript_keeps_the_stub() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_on_compaction_hook_command_gets_each_compaction() {
+    let dir = workspace();
+    let server = fake_openai(replies()).await;
+    let log = dir.path().join("compactions.jsonl");
+    let script = dir.path().join("log.sh");
+    std::fs::write(
+        &script,
+        format!("cat >> '{}'\necho >> '{}'\n", log.display(), log.display()),
+    )
+    .unwrap();
+    let config = dir.path().join("hooks.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[hooks.on_compaction]]\ncommand = [\"sh\", \"{}\"]\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let (events, _) = run_json(
+        dir.path(),
+        &server,
+        &[
+            "--context-window",
+            "16384",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    let compacted = compactions(&events);
+    assert!(!compacted.is_empty(), "{events:#?}");
+    let seen: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // One event per compaction, in order, with the event's numbers.
+    assert_eq!(seen.len(), compacted.len(), "{seen:#?}");
+    for (hook, event) in seen.iter().zip(&compacted) {
+        assert_eq!(hook["event"], "on_compaction");
+        assert_eq!(hook["tier"], 1);
+        assert_eq!(hook["window"], 16384);
+        assert_eq!(hook["tokens_before"], event["tokens_before"]);
+        assert_eq!(hook["tokens_after"], event["tokens_after"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_configured_window_the_server_is_asked() {
     let dir = workspace();
     let server = fake_openai(replies()).await;

@@ -98,6 +98,7 @@ mod cross_app_config;
 mod elicitation;
 mod filter;
 mod handler;
+mod http_client;
 mod lines;
 mod listing;
 mod media;

@@ -507,7 +507,7 @@ async fn open_http(
     let server = &settings.server;
     let config = http_config(server, url, headers)?;
     let limit = settings.connect_timeout;
-    let http = trace::default_http_client().map_err(|error| {
+    let http = crate::tools::mcp::http_client::mcp_http_client().map_err(|error| {
         ToolError::McpError(format!(
             "MCP server '{server}': could not build the HTTP client: {error}"
         ))
@@ -515,7 +515,8 @@ async fn open_http(
     let serve = async {
         match &settings.auth {
             Some(auth) => {
-                let client = TraceHeaders::new(OAuthHttpClient::new(url, auth.clone()), peer);
+                let client =
+                    TraceHeaders::new(OAuthHttpClient::new(url, auth.clone(), http.clone()), peer);
                 handler
                     .serve(StreamableHttpClientTransport::with_client(client, config))
                     .await

@@ -201,32 +201,6 @@ impl<C> TraceHeaders<C> {
     }
 }
 
-/// The reqwest client rmcp's `from_config` would build: no idle pooling (rmcp: avoids
-/// delayed-ACK stalls), and only same-origin 307/308 redirects followed, at most 10 (a
-/// cross-origin one would replay the session id and headers to another host).
-pub(crate) fn default_http_client() -> Result<reqwest::Client, reqwest::Error> {
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .redirect(reqwest::redirect::Policy::custom(|attempt| {
-            let keeps_body = matches!(
-                attempt.status(),
-                reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
-            );
-            let same_origin = attempt
-                .previous()
-                .first()
-                .is_some_and(|first| first.origin() == attempt.url().origin());
-            if !keeps_body || !same_origin {
-                attempt.stop()
-            } else if attempt.previous().len() > 10 {
-                attempt.error("exceeded 10 redirects")
-            } else {
-                attempt.follow()
-            }
-        }))
-        .build()
-}
-
 type Posted<E> = Result<StreamableHttpPostResponse, StreamableHttpError<E>>;
 type Events<E> =
     Result<BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>, StreamableHttpError<E>>;

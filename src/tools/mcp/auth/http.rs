@@ -29,11 +29,12 @@ pub(crate) struct OAuthHttpClient {
 }
 
 impl OAuthHttpClient {
-    /// A client for the MCP endpoint `url`, authorizing with `auth`.
-    pub(crate) fn new(url: &str, auth: McpAuth) -> Self {
+    /// A client for the MCP endpoint `url`, authorizing with `auth`, sending with `http`
+    /// (before and after authorization).
+    pub(crate) fn new(url: &str, auth: McpAuth, http: reqwest::Client) -> Self {
         OAuthHttpClient {
-            http: reqwest::Client::default(),
-            session: Arc::new(AuthSession::new(url, auth)),
+            session: Arc::new(AuthSession::new(url, auth, http.clone())),
+            http,
         }
     }
 

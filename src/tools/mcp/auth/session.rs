@@ -26,14 +26,17 @@ pub(crate) struct AuthSession {
     /// The MCP endpoint (the protected resource).
     url: String,
     auth: McpAuth,
+    /// The HTTP client the authorized requests are sent with.
+    http: reqwest::Client,
     state: Mutex<State>,
 }
 
 impl AuthSession {
-    pub(crate) fn new(url: &str, auth: McpAuth) -> Self {
+    pub(crate) fn new(url: &str, auth: McpAuth, http: reqwest::Client) -> Self {
         AuthSession {
             url: url.to_owned(),
             auth,
+            http,
             state: Mutex::new(State {
                 client: None,
                 loaded: false,
@@ -70,7 +73,7 @@ impl AuthSession {
         if !manager.initialize_from_store().await? {
             return Ok(None);
         }
-        Ok(Some(AuthClient::new(reqwest::Client::default(), manager)))
+        Ok(Some(AuthClient::new(self.http.clone(), manager)))
     }
 
     /// A fresh rmcp manager for this server, saving into the credential store if any.
@@ -93,7 +96,7 @@ impl AuthSession {
             // The flow's texts may quote token-endpoint answers or redirect URLs.
             AuthError::AuthorizationFailed(redact(&error.to_string()))
         })?;
-        state.client = Some(AuthClient::new(reqwest::Client::default(), manager));
+        state.client = Some(AuthClient::new(self.http.clone(), manager));
         state.generation += 1;
         tracing::debug!(target: "agcore::mcp", url = %self.url, "authorized");
         Ok(())

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use agcore::llm::{
-    ChatModel, ChatRequest, ChatResponse, CycleConfig, FinishReason, LlmCycle, LlmError,
-    ModelDelta, ModelStream, OpenaiChatMessage, ToolCall,
+    ChatModel, ChatRequest, ChatResponse, CycleConfig, FinishReason, LlmCycle, ModelDelta,
+    ModelStream, OpenaiChatMessage, ProviderError, ToolCall,
 };
 use agcore::tools::prelude::*;
 use agcore::tools::{PermissionChecker, PermissionConfig};
@@ -44,11 +44,11 @@ fn reply_for(request: &ChatRequest<'_>) -> ChatResponse {
 
 #[async_trait]
 impl ChatModel for InstantModel {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
         Ok(reply_for(&request))
     }
 
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
         let response = reply_for(&request);
         let mut deltas = Vec::new();
         match response.message.tool_calls().first() {

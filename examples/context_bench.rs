@@ -85,7 +85,7 @@ fn main() {
                 },
                 false,
                 &model,
-                &config,
+                &config.engine(),
                 &tools,
             ));
             assert!(prepared.events.is_empty());
@@ -178,12 +178,12 @@ fn per_turn(
                 },
                 turn == 0,
                 &model,
-                &config,
+                &config.engine(),
                 tools,
             )
             .await;
             assert!(prepared.events.is_empty());
-            state.measure(&config, &messages, tools).await;
+            state.measure(&config.engine(), &messages, tools).await;
         });
         let (estimate, bytes) = state.estimate(&messages, tools);
         let counted = state.counted(&messages, tools);
@@ -193,7 +193,7 @@ fn per_turn(
             total_tokens: estimate + 20,
             ..Default::default()
         });
-        state.observe_usage(&config, bytes, usage);
+        state.observe_usage(&config.engine(), bytes, usage);
         state.observe_counted(counted, usage);
         spent += start.elapsed();
     }

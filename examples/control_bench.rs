@@ -19,8 +19,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agcore::llm::hooks::{HookChain, Hooks, ToolCallDecision};
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig, ToolCall};
+use agcore::run::hooks::{HookChain, Hooks, ToolCallDecision};
 use agcore::tools::prelude::*;
 use agcore::vocab::ToolAnswer;
 use nix::time::{ClockId, clock_gettime};

@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agcore::llm::{
-    ChatModel, ChatRequest, ChatResponse, CycleConfig, LlmCycle, LlmError, ModelStream,
-    OpenAiClient, OpenAiConfig,
+    ChatModel, ChatRequest, ChatResponse, CycleConfig, LlmCycle, ModelStream, OpenAiClient,
+    OpenAiConfig, ProviderError,
 };
 use agcore::tools::prelude::*;
 use futures::StreamExt;
@@ -216,12 +216,12 @@ struct Timed {
 
 #[async_trait]
 impl ChatModel for Timed {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
         self.starts.lock().unwrap().push(cpu_now());
         self.inner.chat(request).await
     }
 
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
         self.starts.lock().unwrap().push(cpu_now());
         self.inner.chat_stream(request).await
     }

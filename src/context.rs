@@ -24,12 +24,12 @@
 //! ```
 //! # async fn demo() -> Result<(), agcore::llm::LlmError> {
 //! use agcore::llm::testing::ScriptedModel;
-//! use agcore::llm::{CycleConfig, LlmCycle};
+//! use agcore::{Conversation, CycleConfig};
 //!
 //! let mut config = CycleConfig::new("local-model");
 //! config.context_window = Some(32_768);
 //! config.context.threshold = 0.75;
-//! let mut cycle = LlmCycle::new(ScriptedModel::new().reply_text("Hi!"), config);
+//! let mut cycle = Conversation::new(ScriptedModel::new().reply_text("Hi!"), config);
 //! cycle.submit("Hello".to_string()).await?;
 //! let usage = cycle.context_usage();
 //! assert_eq!(usage.window, 32_768);
@@ -38,7 +38,7 @@
 
 pub mod agents_sdk;
 pub mod compact;
-mod cycle;
+pub mod config;
 mod discover;
 pub mod engine;
 pub mod estimate;
@@ -52,9 +52,9 @@ pub mod tokenizer;
 pub mod units;
 pub mod window;
 
-pub use crate::llm::context_config::ContextConfig;
 pub use crate::llm::event::{CompactionTier, RepairKind};
 pub use agents_sdk::{Converted, from_agents_sdk_items};
+pub use config::ContextConfig;
 pub use discover::{DISCOVERY_TIMEOUT, discover_window};
 pub use engine::{
     ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder,

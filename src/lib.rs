@@ -1,16 +1,42 @@
 //! # agcore
 //!
-//! Build LLM agents in Rust: talk to any OpenAI-compatible chat server ([`llm`]), compose
-//! prompts ([`prompt`]), and let the model call tools — your own Rust tools and the tools of
-//! any MCP server ([`tools`]) — in an automatic, permission-checked, streaming tool loop.
+//! Build LLM agents in Rust: talk to any OpenAI-compatible chat server, compose prompts, and let
+//! the model call tools — your own Rust tools and the tools of any MCP server — in an
+//! automatic, permission-checked, streaming tool loop that can suspend, resume and keep its
+//! history in a durable session.
 //!
-//! The three layers follow the design documents in `docs/`:
-//! - Phase 0, [`llm`]: wire types, the [`llm::ChatModel`] provider seam, the OpenAI-compatible
-//!   client, stream assembly and [`llm::LlmCycle`] (history, retries, the tool loop).
-//! - Phase 1, [`prompt`]: templates on `minijinja`, a system-prompt composer, and agcore's
-//!   system prompt (base instructions, the workspace's `AGENTS.md`, the user's template).
-//! - Phase 2, [`tools`]: [`tools::BaseTool`], typed tools, [`tools::ToolRegistry`], permissions,
-//!   exposure gates, approvals and [`tools::McpClient`].
+//! ```
+//! # async fn demo() -> Result<(), agcore::LlmError> {
+//! use agcore::llm::testing::ScriptedModel;
+//! use agcore::{Conversation, CycleConfig, ToolRegistry};
+//!
+//! let model = ScriptedModel::new().reply_text("Hello!");
+//! let mut conversation = Conversation::new(model, CycleConfig::new("gpt-4o-mini"));
+//! let reply = conversation
+//!     .submit_with_tools("Hi".to_string(), &ToolRegistry::new())
+//!     .await?;
+//! assert_eq!(reply.text(), "Hello!");
+//! # Ok(()) }
+//! ```
+//!
+//! ## The layers
+//!
+//! Each module uses only the ones above it in this table (no module imports one below it).
+//!
+//! | module | what it holds | guide |
+//! |---|---|---|
+//! | [`vocab`] | the words every layer shares: messages, tool calls, definitions, usage, call ids | — |
+//! | [`llm`] | the provider layer: the [`ChatModel`] seam, the OpenAI-compatible client, SSE and body bounds, retries, stream assembly | `docs/0-llm-cycle.md` |
+//! | [`tools`] | [`BaseTool`], typed [`Tool`]s, the [`ToolRegistry`] (validation, permissions, rules, exposure, approvals), built-in tools, the [`McpClient`] | `docs/5-tool-system.md`, `docs/7-mcp.md` |
+//! | [`context`] | the context engine: window, estimate, compaction, large outputs kept whole | `docs/9-context.md` |
+//! | [`prompt`] | templates, the system-prompt composer, `AGENTS.md` | `docs/1-prompts.md` |
+//! | [`run`] | the conversation ([`Conversation`], also named [`LlmCycle`]): the tool loop as a serde step machine, its driver, hooks, usage limits, typed output, suspend and resume | `docs/6-tool-loop.md`, `docs/10-control.md`, `docs/11-prompts-output.md` |
+//! | [`session`] | durable histories: [`SessionStore`] on SQLite and PostgreSQL, the run's journal | `docs/8-sessions.md` |
+//! | [`display`] | terminal-safe text for anything a model, server or tool sent | `docs/security.md` |
+//!
+//! The items most programs need are re-exported here, at the crate root; every item also has
+//! the path of the module that defines it. The names of the design documents
+//! (`agcore::llm::{LlmCycle, CycleConfig, LlmError, ...}`) keep working.
 
 #![forbid(unsafe_code)]
 
@@ -22,6 +48,21 @@ pub mod run;
 pub mod session;
 pub mod tools;
 pub mod vocab;
+
+pub use context::ContextConfig;
+pub use llm::{ChatModel, OpenAiClient, OpenAiConfig, ProviderError, StreamEvent};
+pub use prompt::{PromptComposer, PromptTemplate, SystemPrompt};
+/// The design's name for [`Conversation`].
+pub use run::Conversation as LlmCycle;
+pub use run::{
+    Conversation, CycleConfig, HookChain, Hooks, LlmError, RunRequest, RunState, RunUsage,
+    UsageLimits,
+};
+pub use session::{PostgresStore, SessionStore, SqliteStore};
+pub use tools::{
+    BaseTool, McpClient, Permission, PermissionChecker, Tool, ToolError, ToolRegistry,
+};
+pub use vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolCall, ToolDefinition};
 
 // The README's library example is compiled as a doc test, so it cannot rot.
 #[cfg(doctest)]

@@ -1,39 +1,47 @@
-//! Phase 0: the LLM call cycle.
+//! The provider layer: how agcore talks to a model server, and nothing about the conversation.
 //!
 //! - [`types`]: OpenAI Chat Completions wire types ([`OpenaiChatMessage`], [`ToolDefinition`], ...).
 //! - [`ChatModel`]: the provider seam; [`OpenAiClient`] speaks to any OpenAI-compatible server.
-//! - [`StreamEvent`]: what a streaming call yields.
-//! - [`LlmCycle`]: a conversation with history, retries and the automatic tool loop.
+//! - [`StreamAssembler`]: a provider's deltas into [`StreamEvent`]s and a [`ChatResponse`],
+//!   within [`ReplyLimits`]; [`RetryPolicy`]: retries, the same for every backend.
+//! - [`ProviderError`]: why one model request failed.
 //! - [`testing`]: a scripted model for tests.
+//!
+//! The conversation — history, the tool loop, hooks, usage limits — is [`crate::run`]. The
+//! names the design documents give under `agcore::llm` ([`LlmCycle`], [`CycleConfig`],
+//! [`LlmError`], ...) are re-exported here from there, so code written against the design
+//! compiles unchanged.
 
-pub mod config;
-pub mod context_config;
-pub mod cycle;
 pub mod error;
 pub mod event;
-pub mod hooks;
 pub mod model;
 pub mod openai;
-pub mod replay;
 pub mod retry;
 pub mod stream;
 pub mod testing;
 pub mod types;
-pub mod usage;
 
-pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
-pub use context_config::ContextConfig;
-pub use cycle::LlmCycle;
-pub use error::{ErrorKind, LlmError, ResponseLimit, TimeoutKind};
+pub use error::{ErrorKind, ProviderError, ResponseLimit, TimeoutKind};
 pub use event::{CompactionTier, RepairKind, StreamEvent};
-pub use hooks::{HookChain, Hooks, ToolCallDecision};
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
 pub use openai::{OpenAiClient, OpenAiConfig, ReasoningEcho};
-pub use replay::replay;
 pub use retry::RetryPolicy;
 pub use stream::{ReplyLimits, StreamAssembler};
 pub use types::{
     ChatResponse, FinishReason, OpenaiChatMessage, OpenaiToolDefinition, ReasoningField, ToolCall,
     ToolDefinition, Usage,
 };
-pub use usage::{Prices, RunUsage, UsageLimit, UsageLimits};
+
+// The design's names for the conversation, which lives in `crate::run`.
+#[doc(no_inline)]
+pub use crate::context::ContextConfig;
+#[doc(no_inline)]
+pub use crate::run::Conversation as LlmCycle;
+#[doc(no_inline)]
+pub use crate::run::hooks::{HookChain, Hooks, ToolCallDecision};
+#[doc(no_inline)]
+pub use crate::run::replay::replay;
+#[doc(no_inline)]
+pub use crate::run::usage::{Prices, RunUsage, UsageLimit, UsageLimits};
+#[doc(no_inline)]
+pub use crate::run::{CycleConfig, LlmError, RepeatedCallAction, RepeatedCallGuard};

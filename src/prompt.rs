@@ -2,7 +2,7 @@
 //!
 //! - [`PromptTemplate`]: a `minijinja` template with strict undefined variables.
 //! - [`PromptComposer`]: a system prompt built from ordered, named sections (templates or
-//!   literal text); [`crate::llm::LlmCycle::with_composer`] makes it a cycle's system prompt.
+//!   literal text); [`crate::run::Conversation::with_composer`] makes it a cycle's system prompt.
 //! - [`SystemPrompt`]: agcore's composition — base instructions, `AGENTS.md`, the user's
 //!   template — in that order.
 //! - [`AgentsMd`]: the nearest `AGENTS.md` from the working directory up to the workspace
@@ -10,7 +10,6 @@
 
 pub mod agents_md;
 pub mod composer;
-mod cycle;
 pub mod system;
 pub mod template;
 

@@ -4,31 +4,39 @@
 //! - [`RunState`]: one run, serialisable and versioned ([`RUN_STATE_VERSION`]).
 //! - [`step`]: the loop's rules as a pure function `(state, input) -> (state, effect)`.
 //! - The driver performs each [`Effect`] (model request, tool calls, approvals) and feeds the
-//!   result back; [`crate::llm::LlmCycle`]'s `submit*` and `resume*` methods are thin
+//!   result back; [`crate::run::Conversation`]'s `submit*` and `resume*` methods are thin
 //!   wrappers over it.
-//! - [`RunRequest`] + [`crate::llm::LlmCycle::run_with`]: a run that can **suspend** (an
+//! - [`RunRequest`] + [`crate::run::Conversation::run_with`]: a run that can **suspend** (an
 //!   approver answered [`crate::tools::ApprovalDecision::Defer`]) and be continued from its
 //!   saved state with decisions, here or in another process, and that records its progress
 //!   in a [`RunJournal`] (e.g. [`crate::session::SessionJournal`]) before each effect, so a
 //!   crashed run resumes without running a finished call again.
-//! - Typed final output: [`crate::llm::LlmCycle::submit_typed`] returns the model's final
+//! - Typed final output: [`crate::run::Conversation::submit_typed`] returns the model's final
 //!   answer as a Rust value checked against its schema ([`OutputSchema`], [`OutputMode`]).
 
 mod budget;
+pub mod config;
 mod context_turn;
-mod cycle;
+pub mod conversation;
 mod driver;
-mod hooks;
+pub mod error;
+pub mod hooks;
 pub mod journal;
 mod media;
 mod model_turn;
 mod output_schema;
+pub mod replay;
 mod request;
 pub mod state;
 pub mod step;
 pub mod telemetry;
 mod typed_output;
+pub mod usage;
 
+pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
+pub use conversation::{Conversation, EventStream};
+pub use error::LlmError;
+pub use hooks::{HookChain, Hooks, ToolCallDecision};
 pub use journal::{JournalEntry, JournalError, RunJournal};
 pub use output_schema::{OutputSchema, SchemaError, extract_json, strict_schema};
 pub use request::{RunItem, RunOutcome, RunRequest, RunStream, Suspension};
@@ -40,3 +48,4 @@ pub use typed_output::{
     DEFAULT_OUTPUT_RETRIES, DEFAULT_OUTPUT_TOOL, OutputMode, TypedEvent, TypedOutput,
     TypedOutputError, TypedStream,
 };
+pub use usage::{Prices, RunUsage, UsageLimit, UsageLimits};

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agcore::llm::config::DEFAULT_TOOL_OUTPUT_LIMIT;
 use agcore::llm::testing::{ScriptedModel, ScriptedReply};
 use agcore::llm::{CycleConfig, LlmCycle, OpenaiChatMessage, ToolCall};
+use agcore::run::config::DEFAULT_TOOL_OUTPUT_LIMIT;
 use agcore::tools::builtin::{
     BuiltinOptions, RunCommand, SearchFiles, Workspace, builtin_tools_with,
 };

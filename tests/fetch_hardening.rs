@@ -331,7 +331,7 @@ async fn a_long_page_fits_the_loop_limit_so_the_loop_never_cuts_its_middle() {
     assert!(output.truncated);
     let for_model = <FetchUrl as Tool>::model_content(&output);
     assert!(
-        for_model.len() <= agcore::llm::config::DEFAULT_TOOL_OUTPUT_LIMIT,
+        for_model.len() <= agcore::run::config::DEFAULT_TOOL_OUTPUT_LIMIT,
         "{} bytes for the model",
         for_model.len()
     );

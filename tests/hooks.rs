@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agcore::llm::hooks::{HookChain, HookRequest, Hooks, ToolCallDecision};
 use agcore::llm::{ChatResponse, CycleConfig, LlmError, OpenaiChatMessage, ToolCall, UsageLimits};
+use agcore::run::hooks::{HookChain, HookRequest, Hooks, ToolCallDecision};
 use agcore::vocab::ToolAnswer;
 use async_trait::async_trait;
 use control_support::{FakeModel, Reply, assert_valid_history, registry};

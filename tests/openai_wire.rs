@@ -7,8 +7,8 @@ use std::time::Duration;
 use agcore::llm::openai::decode_stream;
 use agcore::llm::types::{RequestOptions, ToolChoice};
 use agcore::llm::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, LlmError, ModelStream, OpenAiClient,
-    OpenAiConfig, OpenaiChatMessage, RetryPolicy, StreamAssembler, StreamEvent, TimeoutKind,
+    ChatModel, ChatRequest, ChatResponse, FinishReason, ModelStream, OpenAiClient, OpenAiConfig,
+    OpenaiChatMessage, ProviderError, RetryPolicy, StreamAssembler, StreamEvent, TimeoutKind,
     ToolCall, ToolDefinition,
 };
 use bytes::Bytes;
@@ -345,7 +345,7 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     let mut stream = decode_stream(bytes, Some(Duration::from_secs(30)));
     assert!(matches!(stream.next().await, Some(Ok(_))));
     match stream.next().await {
-        Some(Err(LlmError::Timeout {
+        Some(Err(ProviderError::Timeout {
             what,
             limit,
             retries: 0,
@@ -393,7 +393,7 @@ fn fast_retries() -> RetryPolicy {
     }
 }
 
-async fn chat_with_retries(server: &MockServer) -> Result<ChatResponse, LlmError> {
+async fn chat_with_retries(server: &MockServer) -> Result<ChatResponse, ProviderError> {
     let client = client(server);
     let messages = [OpenaiChatMessage::user_text("hi")];
     let options = RequestOptions::default();
@@ -447,7 +447,7 @@ async fn a_429_carries_retry_after_and_the_server_message() {
         .err()
         .unwrap();
     match error {
-        LlmError::RateLimited {
+        ProviderError::RateLimited {
             retry_after,
             retries,
             message,
@@ -469,7 +469,7 @@ async fn unauthorized_is_not_retried() {
         .await;
     let error = chat_with_retries(&server).await.unwrap_err();
     assert!(
-        matches!(error, LlmError::Authentication { status: 401, .. }),
+        matches!(error, ProviderError::Authentication { status: 401, .. }),
         "{error:?}"
     );
     assert_eq!(requests_received(&server).await, 1);
@@ -518,7 +518,7 @@ async fn a_context_length_400_is_mapped_and_not_retried() {
         .await;
     let error = chat_with_retries(&server).await.unwrap_err();
     assert!(
-        matches!(error, LlmError::ContextLengthExceeded { ref message } if message.contains("128000")),
+        matches!(error, ProviderError::ContextLengthExceeded { ref message } if message.contains("128000")),
         "{error:?}"
     );
     assert_eq!(requests_received(&server).await, 1);
@@ -539,7 +539,7 @@ async fn a_closed_port_is_a_retryable_connection_error() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, LlmError::Connection { retries: 0, .. }),
+        matches!(error, ProviderError::Connection { retries: 0, .. }),
         "{error:?}"
     );
     assert!(RetryPolicy::is_retryable(&error));
@@ -570,7 +570,7 @@ async fn a_slow_server_hits_the_request_timeout() {
     assert!(
         matches!(
             &error,
-            LlmError::Timeout {
+            ProviderError::Timeout {
                 what: TimeoutKind::Request,
                 ..
             }
@@ -874,7 +874,7 @@ async fn a_json_reply_to_a_stream_request_that_stalls_hits_the_request_timeout()
     assert!(
         matches!(
             result,
-            Err(LlmError::Timeout {
+            Err(ProviderError::Timeout {
                 what: TimeoutKind::Request,
                 ..
             })

@@ -595,12 +595,12 @@ async fn dropping_the_stream_during_tool_execution_leaves_no_unanswered_calls() 
 
 #[tokio::test]
 async fn a_failed_first_request_leaves_the_history_as_it_was() {
-    let model = ScriptedModel::new()
-        .reply_text("first")
-        .reply_error(|| LlmError::BadRequest {
+    let model = ScriptedModel::new().reply_text("first").reply_error(|| {
+        agcore::llm::ProviderError::BadRequest {
             status: 400,
             message: "nope".into(),
-        });
+        }
+    });
     let mut cycle = cycle(&model);
     cycle.submit("one".into()).await.unwrap();
     let before = history_json(&cycle);

@@ -11,8 +11,8 @@ mod trace_support;
 use std::sync::Arc;
 
 use agcore::context::CompactionTier;
-use agcore::llm::hooks::{HookChain, Hooks, ToolCallDecision};
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig, StreamEvent, ToolCall};
+use agcore::run::hooks::{HookChain, Hooks, ToolCallDecision};
 use async_trait::async_trait;
 use context_support::{Shape, WindowedServer};
 use control_support::{FakeModel, Reply, registry};
@@ -68,11 +68,11 @@ impl Hooks for Guard {
 }
 
 /// Records each compaction a hook is told about; the second hook panics on every one.
-struct CompactionLog(std::sync::Mutex<Vec<agcore::llm::hooks::Compaction>>);
+struct CompactionLog(std::sync::Mutex<Vec<agcore::run::hooks::Compaction>>);
 
 #[async_trait::async_trait]
-impl agcore::llm::hooks::Hooks for CompactionLog {
-    async fn on_compaction(&self, compaction: &agcore::llm::hooks::Compaction) {
+impl agcore::run::hooks::Hooks for CompactionLog {
+    async fn on_compaction(&self, compaction: &agcore::run::hooks::Compaction) {
         self.0.lock().unwrap().push(compaction.clone());
     }
 }
@@ -80,11 +80,11 @@ impl agcore::llm::hooks::Hooks for CompactionLog {
 struct PanicsOnCompaction;
 
 #[async_trait::async_trait]
-impl agcore::llm::hooks::Hooks for PanicsOnCompaction {
+impl agcore::run::hooks::Hooks for PanicsOnCompaction {
     fn name(&self) -> &str {
         "panics"
     }
-    async fn on_compaction(&self, _compaction: &agcore::llm::hooks::Compaction) {
+    async fn on_compaction(&self, _compaction: &agcore::run::hooks::Compaction) {
         panic!("on_compaction failed");
     }
 }
@@ -101,7 +101,7 @@ async fn compactions_reach_the_hooks_and_the_run_span() {
     let server = WindowedServer::start(8_192, Shape::OpenAi, SYSTEM).await;
     let mut cycle = windowed_cycle(&server, |config| {
         config.context_window = Some(32_768);
-        config.hooks = agcore::llm::hooks::HookChain::new()
+        config.hooks = agcore::run::hooks::HookChain::new()
             .with(Arc::new(PanicsOnCompaction))
             .with(log.clone());
     });

@@ -312,7 +312,7 @@ async fn configured_headers_and_the_key_never_follow_a_cross_origin_redirect() {
         assert_eq!(from, &a.uri(), "{status}");
         assert_eq!(to, &b.uri(), "{status}");
         assert!(error.to_string().contains(&b.uri()), "{error}");
-        assert!(!RetryPolicy::is_retryable(&error));
+        assert!(!error.is_retryable());
         // Not retried: one request reached A.
         assert_eq!(a.received_requests().await.unwrap().len(), 1, "{status}");
     }

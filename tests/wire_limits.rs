@@ -295,7 +295,7 @@ async fn a_huge_json_body_of_a_plain_request_hits_the_body_limit() {
         .await
         .unwrap()
         .unwrap_err();
-    assert_limit(&error, ResponseLimit::ResponseBytes(MIB));
+    assert_limit(&LlmError::from(error), ResponseLimit::ResponseBytes(MIB));
     assert!(written(server).await < WRITTEN_BOUND);
 }
 
@@ -365,7 +365,7 @@ fn a_reply_with_too_many_tool_calls_is_an_error() {
         });
     }
     let error = outcome.unwrap_err();
-    assert_limit(&error, ResponseLimit::ToolCalls(3));
+    assert_limit(&LlmError::from(error), ResponseLimit::ToolCalls(3));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -30,8 +30,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agcore::llm::hooks::{Compaction, HookChain, HookRequest, Hooks, ToolCallDecision};
 use agcore::llm::{ChatResponse, LlmError, ToolCall};
+use agcore::run::hooks::{Compaction, HookChain, HookRequest, Hooks, ToolCallDecision};
 use agcore::vocab::ToolAnswer;
 use async_trait::async_trait;
 use serde::Deserialize;

@@ -2,7 +2,7 @@
 //! `{"type":"error","kind":...,"message":...,"status":<HTTP status or null>,"retryable":bool}`
 //! line on stdout — whether the error came before the stream, inside it, or from agcore itself.
 
-use agcore::llm::{ErrorKind, LlmError, RetryPolicy, TimeoutKind};
+use agcore::llm::{ErrorKind, LlmError, TimeoutKind};
 use serde_json::{Value, json};
 
 use crate::render::json_for_terminal;
@@ -18,7 +18,7 @@ pub fn for_error(error: &anyhow::Error, message: &str) -> Value {
             &llm.kind().to_string(),
             message,
             status_of(llm),
-            RetryPolicy::is_retryable(llm),
+            llm.is_retryable(),
         ),
         None => event(&ErrorKind::Other.to_string(), message, None, false),
     }

@@ -1,6 +1,6 @@
 //! A history from the OpenAI Agents SDK: its session items (the Responses API's input items,
 //! as `Session.get_items()` returns and `SQLiteSession` stores them) converted to chat
-//! messages, for [`crate::llm::LlmCycle::from_history`]. The conversion keeps what the items
+//! messages, for [`crate::run::Conversation::from_history`]. The conversion keeps what the items
 //! say, faults included; the context engine's [`crate::context::repair`] then fixes those
 //! before the first request (an output whose call was trimmed, a call whose output was never
 //! saved — the SDK's "No tool output found" — and call ids used twice).

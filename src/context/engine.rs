@@ -5,6 +5,7 @@
 use crate::context::compact::{
     Compacted, dropped_marker, replace_runs, select, stub_tool_outputs, summary_message,
 };
+use crate::context::config::EngineConfig;
 use crate::context::estimate::{Calibration, messages_bytes, tools_bytes};
 use crate::context::ledger::TokenLedger;
 use crate::context::overflow::parse_overflow;
@@ -12,13 +13,12 @@ use crate::context::repair::repair;
 use crate::context::summary::summarise;
 use crate::context::units::Compactable;
 use crate::context::window::{Budget, output_reserve, resolve_window};
-use crate::llm::config::CycleConfig;
 use crate::llm::event::{CompactionTier, StreamEvent};
 use crate::llm::model::ChatModel;
 use crate::vocab::{OpenaiChatMessage, ToolDefinition, Usage};
 
 /// What the engine knows of one conversation between requests (kept by
-/// [`crate::llm::LlmCycle`] across its calls).
+/// [`crate::run::Conversation`] across its calls).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ContextState {
     /// The estimator's calibration from the server's usage.
@@ -73,7 +73,7 @@ pub struct Prepared {
 impl ContextState {
     /// The window in force: the configured (or table, or default) one, or less if a server
     /// said so.
-    pub fn window(&self, config: &CycleConfig) -> u32 {
+    pub fn window(&self, config: &EngineConfig<'_>) -> u32 {
         let (window, _) = resolve_window(config);
         self.learnt_window
             .map_or(window, |learnt| learnt.min(window))
@@ -110,14 +110,14 @@ impl ContextState {
     /// request: new turns, stubs, summaries). Nothing without a counter.
     pub async fn measure(
         &mut self,
-        config: &CycleConfig,
+        config: &EngineConfig<'_>,
         messages: &[OpenaiChatMessage],
         tools: &[ToolDefinition],
     ) {
         if !config.context.enabled {
             return;
         }
-        let Some(counter) = config.context.tokenizer.resolve(&config.model) else {
+        let Some(counter) = config.context.tokenizer.resolve(config.model) else {
             self.exact = false;
             return;
         };
@@ -133,7 +133,7 @@ impl ContextState {
     /// an estimate's work with a counter (docs/9-context.md, "Estimation CPU per turn").
     fn count_exactly(
         &self,
-        config: &CycleConfig,
+        config: &EngineConfig<'_>,
         messages: &[OpenaiChatMessage],
         tools: &[ToolDefinition],
     ) -> bool {
@@ -174,7 +174,7 @@ impl ContextState {
     }
 
     /// The server replied to a request of `bytes` bytes with `usage`.
-    pub fn observe_usage(&mut self, config: &CycleConfig, bytes: usize, usage: Option<Usage>) {
+    pub fn observe_usage(&mut self, config: &EngineConfig<'_>, bytes: usize, usage: Option<Usage>) {
         let Some(usage) = usage.filter(|u| u.prompt_tokens > 0) else {
             return;
         };
@@ -192,7 +192,7 @@ impl ContextState {
     /// cautious when the message has no count.
     pub fn observe_overflow(
         &mut self,
-        config: &CycleConfig,
+        config: &EngineConfig<'_>,
         bytes: usize,
         estimate: u64,
         message: &str,
@@ -217,7 +217,7 @@ pub async fn prepare(
     history: History<'_>,
     first_request: bool,
     model: &dyn ChatModel,
-    config: &CycleConfig,
+    config: &EngineConfig<'_>,
     tools: &[ToolDefinition],
 ) -> Prepared {
     let mut prepared = Prepared::default();
@@ -294,7 +294,7 @@ pub async fn compact(
     state: &mut ContextState,
     history: History<'_>,
     model: &dyn ChatModel,
-    config: &CycleConfig,
+    config: &EngineConfig<'_>,
     tools: &[ToolDefinition],
     plan: Plan,
     events: &mut Vec<StreamEvent>,
@@ -422,6 +422,7 @@ mod tests {
 
     use super::*;
     use crate::context::tokenizer::{TokenCountError, TokenCounter, TokenizerChoice};
+    use crate::run::CycleConfig;
 
     /// Four bytes a token, and how many texts it was asked to count.
     #[derive(Debug, Default)]
@@ -448,7 +449,7 @@ mod tests {
         let mut messages = vec![OpenaiChatMessage::user_text("x".repeat(400))];
 
         // Before the server has counted anything, the counter counts.
-        state.measure(&config, &messages, &[]).await;
+        state.measure(&config.engine(), &messages, &[]).await;
         assert!(state.counted(&messages, &[]).is_some());
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
 
@@ -456,7 +457,7 @@ mod tests {
         let bytes = messages_bytes(&messages);
         state.calibration.observe(bytes, 100);
         messages.push(OpenaiChatMessage::user_text("y".repeat(400)));
-        state.measure(&config, &messages, &[]).await;
+        state.measure(&config.engine(), &messages, &[]).await;
         assert_eq!(state.counted(&messages, &[]), None);
         assert_eq!(counter.0.load(Ordering::SeqCst), 1, "nothing counted");
         let (estimate, _) = state.estimate(&messages, &[]);
@@ -468,10 +469,10 @@ mod tests {
         );
 
         // Near the threshold the counter counts what it has not counted yet.
-        let trigger = Budget::new(&config, 10_000).trigger;
+        let trigger = Budget::new(&config.engine(), 10_000).trigger;
         let near = usize::try_from(trigger).unwrap() * 4;
         messages.push(OpenaiChatMessage::user_text("z".repeat(near)));
-        state.measure(&config, &messages, &[]).await;
+        state.measure(&config.engine(), &messages, &[]).await;
         assert!(state.counted(&messages, &[]).is_some());
         assert!(
             counter.0.load(Ordering::SeqCst) > 1,

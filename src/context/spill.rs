@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::llm::config::CycleConfig;
+use crate::context::config::EngineConfig;
 use crate::tools::base::BaseTool;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -280,7 +280,7 @@ fn line_start_at_or_after(text: &str, index: usize) -> usize {
 
 /// The limit for `tool`'s outputs: its own (`ContextConfig::tool_output_limits`), else the
 /// cycle's.
-pub fn limit_for(config: &CycleConfig, tool: &str) -> usize {
+pub fn limit_for(config: &EngineConfig<'_>, tool: &str) -> usize {
     config
         .context
         .tool_output_limits
@@ -292,7 +292,7 @@ pub fn limit_for(config: &CycleConfig, tool: &str) -> usize {
 /// `answer` for the model: when it is over `tool`'s limit and a spill directory is set, kept
 /// whole in a spill file and cut with a `read_output` marker; otherwise as it is (the run cuts
 /// it at the cycle's limit).
-pub fn keep_large(config: &CycleConfig, tool: &str, answer: ToolAnswer) -> ToolAnswer {
+pub fn keep_large(config: &EngineConfig<'_>, tool: &str, answer: ToolAnswer) -> ToolAnswer {
     let limit = limit_for(config, tool);
     let Some(dir) = config.context.spill_dir.as_ref() else {
         return answer;
@@ -411,6 +411,7 @@ impl BaseTool for ReadOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::CycleConfig;
 
     fn output() -> String {
         (1..=2_000)
@@ -488,13 +489,13 @@ mod tests {
             .tool_output_limits
             .insert("big".into(), 1_000);
         let answer = ToolAnswer::ok(output());
-        assert_eq!(keep_large(&config, "big", answer.clone()), answer);
+        assert_eq!(keep_large(&config.engine(), "big", answer.clone()), answer);
         config.context.spill_dir = Some(dir.path().to_owned());
-        let kept = keep_large(&config, "big", answer.clone());
+        let kept = keep_large(&config.engine(), "big", answer.clone());
         assert!(kept.content.len() < 1_000 && kept.content.contains("read_output"));
         // Another tool keeps the cycle's limit.
         let short = ToolAnswer::ok("x".repeat(2_000));
-        assert_eq!(keep_large(&config, "small", short.clone()), short);
+        assert_eq!(keep_large(&config.engine(), "small", short.clone()), short);
         // One output and its cut point.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }

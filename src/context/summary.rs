@@ -5,10 +5,11 @@
 
 use std::fmt::Write as _;
 
+use crate::context::config::EngineConfig;
 use crate::context::estimate::Calibration;
 use crate::context::window::Budget;
-use crate::llm::config::CycleConfig;
-use crate::llm::error::{LlmError, TimeoutKind};
+use crate::llm::error::ProviderError;
+use crate::llm::error::TimeoutKind;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::vocab::{OpenaiChatMessage, RequestOptions};
 
@@ -42,11 +43,11 @@ pub struct Summary {
 /// Summarise `messages` with `model`, each request within `budget`.
 pub async fn summarise(
     model: &dyn ChatModel,
-    config: &CycleConfig,
+    config: &EngineConfig<'_>,
     budget: &Budget,
     calibration: &Calibration,
     messages: &[OpenaiChatMessage],
-) -> Result<Summary, LlmError> {
+) -> Result<Summary, ProviderError> {
     let max_tokens = config
         .context
         .summary_max_tokens
@@ -64,7 +65,7 @@ pub async fn summarise(
         .context
         .summary_model
         .clone()
-        .unwrap_or_else(|| config.model.clone());
+        .unwrap_or_else(|| config.model.to_owned());
     let options = RequestOptions {
         max_tokens: Some(max_tokens),
         ..RequestOptions::default()
@@ -92,7 +93,7 @@ pub async fn summarise(
                 match config.request_timeout {
                     Some(limit) => tokio::time::timeout(limit, model.chat(request))
                         .await
-                        .unwrap_or(Err(LlmError::Timeout {
+                        .unwrap_or(Err(ProviderError::Timeout {
                             what: TimeoutKind::Request,
                             limit,
                             retries: 0,
@@ -109,7 +110,7 @@ pub async fn summarise(
         );
     }
     if summary.is_empty() {
-        return Err(LlmError::Other(
+        return Err(ProviderError::Other(
             "the summary request returned no text".to_owned(),
         ));
     }

@@ -1,7 +1,7 @@
 //! The budget: the model's context window (configured, else a table of well-known models,
 //! else a conservative default) and the output reserve kept free for the reply.
 
-use crate::llm::config::CycleConfig;
+use crate::context::config::EngineConfig;
 
 /// The window assumed for a model that is neither configured nor in [`KNOWN_WINDOWS`]: small
 /// enough for a default local server (llama.cpp, Ollama), so an unknown model is compacted
@@ -72,11 +72,11 @@ pub fn known_window(model: &str) -> Option<u32> {
 }
 
 /// The window for `config`: configured, else the table, else the default.
-pub fn resolve_window(config: &CycleConfig) -> (u32, WindowSource) {
+pub fn resolve_window(config: &EngineConfig<'_>) -> (u32, WindowSource) {
     if let Some(window) = config.context_window.filter(|&w| w > 0) {
         return (window, WindowSource::Configured);
     }
-    match known_window(&config.model) {
+    match known_window(config.model) {
         Some(window) => (window, WindowSource::Table),
         None => (DEFAULT_CONTEXT_WINDOW, WindowSource::Default),
     }
@@ -85,7 +85,7 @@ pub fn resolve_window(config: &CycleConfig) -> (u32, WindowSource) {
 /// The tokens kept free for the reply: the request's `max_tokens` (or
 /// `max_completion_tokens`), else the configured default, else a quarter of the window (at
 /// most 4,096).
-pub fn output_reserve(config: &CycleConfig, window: u32) -> u32 {
+pub fn output_reserve(config: &EngineConfig<'_>, window: u32) -> u32 {
     let options = &config.options;
     options
         .max_completion_tokens
@@ -113,7 +113,7 @@ pub struct Budget {
 
 impl Budget {
     /// The budget for `window` under `config`.
-    pub fn new(config: &CycleConfig, window: u32) -> Self {
+    pub fn new(config: &EngineConfig<'_>, window: u32) -> Self {
         let reserve = output_reserve(config, window);
         let usable = f64::from(window.saturating_sub(reserve));
         let threshold = f64::from(config.context.threshold.clamp(0.05, 1.0));
@@ -136,6 +136,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::CycleConfig;
 
     #[test]
     fn the_table_matches_prefixes_and_vendor_paths() {
@@ -149,12 +150,18 @@ mod tests {
     #[test]
     fn configured_beats_table_beats_default() {
         let mut config = CycleConfig::new("gpt-4o");
-        assert_eq!(resolve_window(&config), (128_000, WindowSource::Table));
+        assert_eq!(
+            resolve_window(&config.engine()),
+            (128_000, WindowSource::Table)
+        );
         config.context_window = Some(4_096);
-        assert_eq!(resolve_window(&config), (4_096, WindowSource::Configured));
+        assert_eq!(
+            resolve_window(&config.engine()),
+            (4_096, WindowSource::Configured)
+        );
         let unknown = CycleConfig::new("local");
         assert_eq!(
-            resolve_window(&unknown),
+            resolve_window(&unknown.engine()),
             (DEFAULT_CONTEXT_WINDOW, WindowSource::Default)
         );
     }
@@ -162,11 +169,11 @@ mod tests {
     #[test]
     fn the_reserve_is_max_tokens_else_a_quarter() {
         let mut config = CycleConfig::new("x");
-        assert_eq!(output_reserve(&config, 8_192), 2_048);
-        assert_eq!(output_reserve(&config, 128_000), 4_096);
+        assert_eq!(output_reserve(&config.engine(), 8_192), 2_048);
+        assert_eq!(output_reserve(&config.engine(), 128_000), 4_096);
         config.options.max_tokens = Some(1_000);
-        assert_eq!(output_reserve(&config, 8_192), 1_000);
-        let budget = Budget::new(&config, 8_192);
+        assert_eq!(output_reserve(&config.engine(), 8_192), 1_000);
+        let budget = Budget::new(&config.engine(), 8_192);
         assert_eq!(budget.usable(), 7_192);
         assert_eq!(budget.trigger, (7_192.0 * 0.8_f64) as u64);
     }

@@ -1,16 +1,18 @@
-//! [`LlmError`]: why a model call (or a whole tool loop) ended without an answer.
+//! [`ProviderError`]: why one model request failed; [`ErrorKind`], the kinds of every error
+//! of a model call or a run.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::OpenaiChatMessage;
-
-/// Why a call to the model failed. Tool failures are *not* here: they are fed back to the
-/// model as tool messages and the loop goes on (see [`crate::tools::ToolError`]).
+/// Why one model request failed: what a [`crate::llm::ChatModel`] (and the retry around it)
+/// returns. The run's own reasons to stop (`max_turns`, a usage limit, the journal, ...) are
+/// not here: they are the conversation's, `crate::run::LlmError`, which converts every
+/// provider error 1:1 (`From`), so matching on `LlmError::RateLimited` and the like works
+/// whichever layer the error came from.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum LlmError {
+pub enum ProviderError {
     /// An HTTP error status not covered by a more specific variant.
     #[error("HTTP {status}: {message}")]
     Http {
@@ -87,31 +89,6 @@ pub enum LlmError {
     /// The server's reply could not be decoded.
     #[error("could not decode the server's reply: {0}")]
     Decode(String),
-    /// The tool loop made `max_turns` model requests without a final answer. The history holds
-    /// every completed turn and is valid to continue from.
-    #[error("the tool loop reached max_turns ({turns}) without a final answer")]
-    MaxTurnsExceeded {
-        /// The limit that was reached.
-        turns: u32,
-        /// The conversation so far (also in `LlmCycle::messages()`), valid to continue from.
-        history: Vec<OpenaiChatMessage>,
-    },
-    /// The model requested the same tool with the same arguments in too many consecutive turns
-    /// (identical calls within one turn count once).
-    #[error("the model called '{tool}' with the same arguments in {times} turns in a row")]
-    RepeatedToolCall {
-        /// The tool.
-        tool: String,
-        /// In how many consecutive turns.
-        times: u32,
-    },
-    /// The reply was cut at the token limit while it was calling tools: the calls were neither
-    /// run nor stored (their arguments may be cut mid-JSON). Every call path returns it, with or
-    /// without tools, streaming or not; the history keeps only completed turns.
-    #[error(
-        "the reply hit the token limit (finish_reason=length) while calling tools; calls not executed"
-    )]
-    TruncatedToolCalls,
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
@@ -127,7 +104,6 @@ pub enum LlmError {
         /// The origin the server redirected to.
         to: String,
     },
-    // Limits on what a server may send (issue 10, item 8).
     /// The server's reply went over a limit of the client ([`ResponseLimit`]): an event, the
     /// body or the assembled message too large, too many tool calls, or no end within the
     /// deadline. Nothing of the reply is kept; never retried (the server would do it again).
@@ -135,31 +111,6 @@ pub enum LlmError {
     ResponseLimitExceeded {
         /// The limit and its configured value.
         limit: ResponseLimit,
-    },
-    /// The run's journal (e.g. its session store) could not record a step: the run stopped
-    /// before its next effect, so nothing happened that the journal does not know of.
-    #[error("the run's journal failed: {message}")]
-    Journal {
-        /// What failed (the store's error).
-        message: String,
-    },
-    /// A decision given to continue a suspended run names a call that does not wait for one.
-    #[error("no approval is pending for tool call {call_id}")]
-    NotPending {
-        /// The call id of the decision.
-        call_id: String,
-    },
-    /// The run crossed one of its [`crate::llm::UsageLimits`] (checked before each model
-    /// request and after each reply). The history holds every completed turn and is valid to
-    /// continue from; a tool turn whose reply crossed a limit is not run.
-    #[error("the run reached its usage limit {limit}; used so far: {usage}")]
-    UsageLimitExceeded {
-        /// The limit and its configured value.
-        limit: crate::llm::usage::UsageLimit,
-        /// What the run spent, up to and including the reply that crossed the limit.
-        usage: crate::llm::usage::RunUsage,
-        /// The conversation so far (also in `LlmCycle::messages()`), valid to continue from.
-        history: Vec<OpenaiChatMessage>,
     },
     /// Anything else.
     #[error("{0}")]
@@ -251,77 +202,73 @@ impl std::fmt::Display for TimeoutKind {
     }
 }
 
-/// The kind of an [`LlmError`], as carried by [`crate::llm::StreamEvent::Error`].
+/// The kind of an error — of one model request ([`ProviderError`]) or of the run around it
+/// (`crate::run::LlmError`) —, as carried by [`crate::llm::StreamEvent::Error`] and the CLI's
+/// `--json` error line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// [`LlmError::Http`].
+    /// `LlmError::Http`.
     Http,
-    /// [`LlmError::Authentication`].
+    /// `LlmError::Authentication`.
     Authentication,
-    /// [`LlmError::RateLimited`].
+    /// `LlmError::RateLimited`.
     RateLimited,
-    /// [`LlmError::ContextLengthExceeded`].
+    /// `LlmError::ContextLengthExceeded`.
     ContextLengthExceeded,
-    /// [`LlmError::BadRequest`].
+    /// `LlmError::BadRequest`.
     BadRequest,
-    /// [`LlmError::Server`].
+    /// `LlmError::Server`.
     Server,
-    /// [`LlmError::Timeout`].
+    /// `LlmError::Timeout`.
     Timeout,
-    /// [`LlmError::Connection`].
+    /// `LlmError::Connection`.
     Connection,
-    /// [`LlmError::Stream`].
+    /// `LlmError::Stream`.
     Stream,
-    /// [`LlmError::Decode`].
+    /// `LlmError::Decode`.
     Decode,
-    /// [`LlmError::MaxTurnsExceeded`].
+    /// `LlmError::MaxTurnsExceeded`.
     MaxTurnsExceeded,
-    /// [`LlmError::RepeatedToolCall`].
+    /// `LlmError::RepeatedToolCall`.
     RepeatedToolCall,
-    /// [`LlmError::TruncatedToolCalls`].
+    /// `LlmError::TruncatedToolCalls`.
     TruncatedToolCalls,
-    /// [`LlmError::Cancelled`].
+    /// `LlmError::Cancelled`.
     Cancelled,
-    /// [`LlmError::CrossOriginRedirect`].
+    /// `LlmError::CrossOriginRedirect`.
     CrossOriginRedirect,
-    /// [`LlmError::ResponseLimitExceeded`].
+    /// `LlmError::ResponseLimitExceeded`.
     ResponseLimitExceeded,
-    /// [`LlmError::Journal`].
+    /// `LlmError::Journal`.
     Journal,
-    /// [`LlmError::NotPending`].
+    /// `LlmError::NotPending`.
     NotPending,
-    /// [`LlmError::UsageLimitExceeded`].
+    /// `LlmError::UsageLimitExceeded`.
     UsageLimitExceeded,
-    /// [`LlmError::Other`].
+    /// `LlmError::Other`.
     Other,
 }
 
-impl LlmError {
+impl ProviderError {
     /// The kind of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            LlmError::Http { .. } => ErrorKind::Http,
-            LlmError::Authentication { .. } => ErrorKind::Authentication,
-            LlmError::RateLimited { .. } => ErrorKind::RateLimited,
-            LlmError::ContextLengthExceeded { .. } => ErrorKind::ContextLengthExceeded,
-            LlmError::BadRequest { .. } => ErrorKind::BadRequest,
-            LlmError::Server { .. } => ErrorKind::Server,
-            LlmError::Timeout { .. } => ErrorKind::Timeout,
-            LlmError::Connection { .. } => ErrorKind::Connection,
-            LlmError::Stream(_) => ErrorKind::Stream,
-            LlmError::Decode(_) => ErrorKind::Decode,
-            LlmError::MaxTurnsExceeded { .. } => ErrorKind::MaxTurnsExceeded,
-            LlmError::RepeatedToolCall { .. } => ErrorKind::RepeatedToolCall,
-            LlmError::TruncatedToolCalls => ErrorKind::TruncatedToolCalls,
-            LlmError::Cancelled => ErrorKind::Cancelled,
-            LlmError::CrossOriginRedirect { .. } => ErrorKind::CrossOriginRedirect,
-            LlmError::ResponseLimitExceeded { .. } => ErrorKind::ResponseLimitExceeded,
-            LlmError::Journal { .. } => ErrorKind::Journal,
-            LlmError::NotPending { .. } => ErrorKind::NotPending,
-            LlmError::UsageLimitExceeded { .. } => ErrorKind::UsageLimitExceeded,
-            LlmError::Other(_) => ErrorKind::Other,
+            ProviderError::Http { .. } => ErrorKind::Http,
+            ProviderError::Authentication { .. } => ErrorKind::Authentication,
+            ProviderError::RateLimited { .. } => ErrorKind::RateLimited,
+            ProviderError::ContextLengthExceeded { .. } => ErrorKind::ContextLengthExceeded,
+            ProviderError::BadRequest { .. } => ErrorKind::BadRequest,
+            ProviderError::Server { .. } => ErrorKind::Server,
+            ProviderError::Timeout { .. } => ErrorKind::Timeout,
+            ProviderError::Connection { .. } => ErrorKind::Connection,
+            ProviderError::Stream(_) => ErrorKind::Stream,
+            ProviderError::Decode(_) => ErrorKind::Decode,
+            ProviderError::Cancelled => ErrorKind::Cancelled,
+            ProviderError::CrossOriginRedirect { .. } => ErrorKind::CrossOriginRedirect,
+            ProviderError::ResponseLimitExceeded { .. } => ErrorKind::ResponseLimitExceeded,
+            ProviderError::Other(_) => ErrorKind::Other,
         }
     }
 }

@@ -103,7 +103,7 @@ pub enum StreamEvent {
     },
     /// The call failed; this is the last event of the stream.
     Error {
-        /// The kind of [`crate::llm::LlmError`].
+        /// The kind of [`crate::llm::ProviderError`].
         kind: ErrorKind,
         /// The error's message.
         message: String,
@@ -147,14 +147,4 @@ pub enum RepairKind {
     DuplicateCallId,
     /// An assistant message with neither text nor calls was dropped.
     EmptyAssistant,
-}
-
-impl StreamEvent {
-    /// The terminal error event for `error`.
-    pub fn from_error(error: &crate::llm::LlmError) -> Self {
-        StreamEvent::Error {
-            kind: error.kind(),
-            message: error.to_string(),
-        }
-    }
 }

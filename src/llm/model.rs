@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use futures::Stream;
 use serde::Serialize;
 
-use crate::llm::error::LlmError;
+use crate::llm::error::ProviderError;
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, RequestOptions, ToolDefinition,
     Usage,
@@ -68,20 +68,20 @@ pub enum ModelDelta {
 
 /// The stream a provider returns: deltas, ending cleanly only when the reply was complete.
 /// A reply cut short ends with an `Err`.
-pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelDelta, LlmError>> + Send>>;
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelDelta, ProviderError>> + Send>>;
 
-/// A chat model backend. Object-safe: `LlmCycle` holds an `Arc<dyn ChatModel>`.
+/// A chat model backend. Object-safe: `Conversation` holds an `Arc<dyn ChatModel>`.
 ///
 /// A single call makes a single attempt; retries are the caller's ([`crate::llm::RetryPolicy`]),
 /// so every backend retries the same way.
 #[async_trait]
 pub trait ChatModel: Send + Sync {
     /// A non-streaming request.
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError>;
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError>;
 
     /// A streaming request. Errors before the first byte (HTTP status, connection) are returned
     /// here; errors after it end the stream.
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError>;
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError>;
 
     /// The provider's name (`"openai"`, `"ollama"`, ...), for tools that support only some providers.
     fn provider(&self) -> &str {
@@ -97,11 +97,11 @@ pub trait ChatModel: Send + Sync {
 
 #[async_trait]
 impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
         (**self).chat(request).await
     }
 
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
         (**self).chat_stream(request).await
     }
 

@@ -1,12 +1,12 @@
 //! [`OpenAiClient`]: a [`ChatModel`] for any OpenAI-compatible `/chat/completions` server
 //! (OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp's llama-server, DeepSeek, Groq, OpenRouter, ...).
 //!
-//! One call makes one HTTP attempt; failures are mapped to typed [`LlmError`]s so the caller's
+//! One call makes one HTTP attempt; failures are mapped to typed [`ProviderError`]s so the caller's
 //! [`crate::llm::RetryPolicy`] retries what is worth retrying (429, 5xx, 408/409, connection
 //! errors, timeouts) and nothing else.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), agcore::llm::LlmError> {
+//! # async fn demo() -> Result<(), agcore::llm::ProviderError> {
 //! use agcore::llm::{ChatModel, ChatRequest, OpenAiClient, OpenAiConfig, OpenaiChatMessage};
 //! use agcore::llm::types::RequestOptions;
 //!
@@ -38,7 +38,7 @@ use async_trait::async_trait;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use crate::llm::error::{LlmError, ResponseLimit, TimeoutKind};
+use crate::llm::error::{ProviderError, ResponseLimit, TimeoutKind};
 use crate::llm::model::{ChatModel, ChatRequest, ModelStream};
 use crate::vocab::ChatResponse;
 
@@ -206,21 +206,21 @@ impl OpenAiConfig {
     }
 
     /// Set the longest server-sent event (or line of one) a stream may carry, in bytes; a
-    /// longer one ends the stream with [`LlmError::ResponseLimitExceeded`].
+    /// longer one ends the stream with [`ProviderError::ResponseLimitExceeded`].
     pub fn with_max_event_bytes(mut self, max: usize) -> Self {
         self.max_event_bytes = max;
         self
     }
 
     /// Set the longest response body (streamed or not), in bytes; a longer one ends the
-    /// request with [`LlmError::ResponseLimitExceeded`].
+    /// request with [`ProviderError::ResponseLimitExceeded`].
     pub fn with_max_response_bytes(mut self, max: usize) -> Self {
         self.max_response_bytes = max;
         self
     }
 
     /// Set the time from sending a streaming request to the reply's end; a reply still going
-    /// ends with [`LlmError::ResponseLimitExceeded`]. Keep-alives do not extend it.
+    /// ends with [`ProviderError::ResponseLimitExceeded`]. Keep-alives do not extend it.
     pub fn with_response_deadline(mut self, limit: Duration) -> Self {
         self.response_deadline = limit;
         self
@@ -277,14 +277,14 @@ impl OpenAiClient {
     /// A client for the server `config` describes.
     ///
     /// # Errors
-    /// [`LlmError::Other`] when the base URL, a header or the TLS set-up is invalid.
-    pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
+    /// [`ProviderError::Other`] when the base URL, a header or the TLS set-up is invalid.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .redirect(OpenAiClient::redirect_policy())
             .build()
             .map_err(|error| {
-                LlmError::Other(format!(
+                ProviderError::Other(format!(
                     "could not build the HTTP client: {}",
                     errors::error_chain(&error)
                 ))
@@ -299,8 +299,11 @@ impl OpenAiClient {
     /// drops `Authorization` there but keeps custom headers such as Azure's `api-key`).
     ///
     /// # Errors
-    /// [`LlmError::Other`] when the base URL or a header is invalid.
-    pub fn with_http_client(config: OpenAiConfig, http: reqwest::Client) -> Result<Self, LlmError> {
+    /// [`ProviderError::Other`] when the base URL or a header is invalid.
+    pub fn with_http_client(
+        config: OpenAiConfig,
+        http: reqwest::Client,
+    ) -> Result<Self, ProviderError> {
         let mut endpoint = chat_completions_url(&config.base_url)?;
         if !config.query.is_empty() {
             endpoint.query_pairs_mut().extend_pairs(&config.query);
@@ -308,16 +311,17 @@ impl OpenAiClient {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| LlmError::Other("the API key is not a valid header value".into()))?;
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ProviderError::Other("the API key is not a valid header value".into())
+            })?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
         for (name, value) in &config.headers {
             let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| LlmError::Other(format!("invalid header name {name:?}")))?;
+                .map_err(|_| ProviderError::Other(format!("invalid header name {name:?}")))?;
             let mut value = HeaderValue::from_str(value)
-                .map_err(|_| LlmError::Other(format!("invalid value for header {name}")))?;
+                .map_err(|_| ProviderError::Other(format!("invalid value for header {name}")))?;
             // Extra headers often carry keys (Azure's `api-key`); keep them out of logs.
             value.set_sensitive(true);
             headers.insert(name, value);
@@ -332,7 +336,7 @@ impl OpenAiClient {
 
     /// The redirect policy of [`OpenAiClient::new`]: redirects within the endpoint's origin
     /// (same scheme, host and port) are followed, up to 10; a redirect to another origin is
-    /// refused with [`LlmError::CrossOriginRedirect`], so the API key, the configured headers
+    /// refused with [`ProviderError::CrossOriginRedirect`], so the API key, the configured headers
     /// and the conversation are never sent there. Refused rather than followed without them:
     /// an API endpoint has no reason to move across origins, a 307/308 would resend the whole
     /// conversation to the new host, and a key-less request there would only fail less clearly.
@@ -361,7 +365,7 @@ impl OpenAiClient {
         &self,
         body: Vec<u8>,
         accept: &'static str,
-    ) -> Result<reqwest::Response, LlmError> {
+    ) -> Result<reqwest::Response, ProviderError> {
         let mut request = self
             .http
             .post(self.endpoint.clone())
@@ -378,7 +382,7 @@ impl OpenAiClient {
         let response = match tokio::time::timeout(self.config.request_timeout, send).await {
             Ok(result) => result.map_err(|error| self.send_error(&error))?,
             Err(_) => {
-                return Err(LlmError::Timeout {
+                return Err(ProviderError::Timeout {
                     what: TimeoutKind::Request,
                     limit: self.config.request_timeout,
                     retries: 0,
@@ -410,17 +414,17 @@ impl OpenAiClient {
         &self,
         response: reqwest::Response,
         started: tokio::time::Instant,
-    ) -> Result<Vec<u8>, LlmError> {
+    ) -> Result<Vec<u8>, ProviderError> {
         let limit = self.config.request_timeout;
         let max = self.config.max_response_bytes;
         let read = body::read_at_most(response, max);
         match tokio::time::timeout(limit.saturating_sub(started.elapsed()), read).await {
-            Ok(Ok((_, true))) => Err(LlmError::ResponseLimitExceeded {
+            Ok(Ok((_, true))) => Err(ProviderError::ResponseLimitExceeded {
                 limit: ResponseLimit::ResponseBytes(max),
             }),
             Ok(Ok((body, false))) => Ok(body),
             Ok(Err(error)) => Err(self.send_error(&error)),
-            Err(_) => Err(LlmError::Timeout {
+            Err(_) => Err(ProviderError::Timeout {
                 what: TimeoutKind::Request,
                 limit,
                 retries: 0,
@@ -440,7 +444,7 @@ impl OpenAiClient {
         }
     }
 
-    fn send_error(&self, error: &reqwest::Error) -> LlmError {
+    fn send_error(&self, error: &reqwest::Error) -> ProviderError {
         if let Some(refused) = redirect::refused(error) {
             return refused;
         }
@@ -453,9 +457,9 @@ impl OpenAiClient {
 }
 
 /// `{base_url}/chat/completions`, keeping a query the base URL may carry (Azure's `api-version`).
-fn chat_completions_url(base_url: &str) -> Result<Url, LlmError> {
+fn chat_completions_url(base_url: &str) -> Result<Url, ProviderError> {
     let invalid = |reason: &dyn std::fmt::Display| {
-        LlmError::Other(format!("invalid base URL {base_url:?}: {reason}"))
+        ProviderError::Other(format!("invalid base URL {base_url:?}: {reason}"))
     };
     let mut url = Url::parse(base_url).map_err(|error| invalid(&error))?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -478,7 +482,7 @@ fn is_json(response: &reqwest::Response) -> bool {
 
 #[async_trait]
 impl ChatModel for OpenAiClient {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
         let body = request::request_body(&request, false, self.config.reasoning_echo)?;
         let started = tokio::time::Instant::now();
         let response = self.send(body, "application/json").await?;
@@ -486,7 +490,7 @@ impl ChatModel for OpenAiClient {
         response::parse_completion(&body)
     }
 
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
         let body = request::request_body(&request, true, self.config.reasoning_echo)?;
         let started = tokio::time::Instant::now();
         let response = self.send(body, "text/event-stream").await?;
@@ -552,7 +556,7 @@ mod tests {
     fn an_invalid_base_url_is_rejected_up_front() {
         assert!(matches!(
             OpenAiClient::new(OpenAiConfig::new("not a url")),
-            Err(LlmError::Other(_))
+            Err(ProviderError::Other(_))
         ));
     }
 }

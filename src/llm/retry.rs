@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use crate::llm::error::{LlmError, TimeoutKind};
+use crate::llm::error::{ProviderError, TimeoutKind};
 use crate::llm::model::{ModelDelta, ModelStream};
 
 /// When and how often a failed model request is retried.
@@ -46,25 +46,25 @@ impl RetryPolicy {
     }
 
     /// Whether `error` is worth another attempt.
-    pub fn is_retryable(error: &LlmError) -> bool {
+    pub fn is_retryable(error: &ProviderError) -> bool {
         match error {
-            LlmError::RateLimited { .. }
-            | LlmError::Server { .. }
-            | LlmError::Connection { .. } => true,
-            LlmError::Http { status, .. } => matches!(status, 408 | 409),
-            LlmError::Timeout { what, .. } => *what != TimeoutKind::StreamIdle,
+            ProviderError::RateLimited { .. }
+            | ProviderError::Server { .. }
+            | ProviderError::Connection { .. } => true,
+            ProviderError::Http { status, .. } => matches!(status, 408 | 409),
+            ProviderError::Timeout { what, .. } => *what != TimeoutKind::StreamIdle,
             _ => false,
         }
     }
 
     /// The wait before retry number `attempt` (1-based): the server's `Retry-After` if it gave
     /// one with a 429 or 5xx (capped at `max_backoff`), else exponential backoff with full jitter.
-    pub fn backoff(&self, attempt: u32, error: &LlmError) -> Duration {
-        if let LlmError::RateLimited {
+    pub fn backoff(&self, attempt: u32, error: &ProviderError) -> Duration {
+        if let ProviderError::RateLimited {
             retry_after: Some(after),
             ..
         }
-        | LlmError::Server {
+        | ProviderError::Server {
             retry_after: Some(after),
             ..
         } = error
@@ -83,10 +83,10 @@ impl RetryPolicy {
 
     /// Run `attempt` until it succeeds, fails for good, or the retries are used up. The final
     /// error records how many retries were made.
-    pub async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, LlmError>
+    pub async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, ProviderError>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, LlmError>>,
+        Fut: Future<Output = Result<T, ProviderError>>,
     {
         let mut retries = 0;
         loop {
@@ -111,7 +111,7 @@ impl RetryPolicy {
 /// finish, usage), so an error before any of it is returned here — as the request's error, for
 /// [`RetryPolicy::run`] to retry — instead of ending a stream the caller already holds. The
 /// deltas read on the way (metadata, empty fields) are replayed in front of the rest.
-pub(crate) async fn open_stream(mut stream: ModelStream) -> Result<ModelStream, LlmError> {
+pub(crate) async fn open_stream(mut stream: ModelStream) -> Result<ModelStream, ProviderError> {
     let mut head = Vec::new();
     loop {
         match stream.next().await {
@@ -138,34 +138,34 @@ fn is_silent(delta: &ModelDelta) -> bool {
     }
 }
 
-fn with_retries(error: LlmError, count: u32) -> LlmError {
+fn with_retries(error: ProviderError, count: u32) -> ProviderError {
     match error {
-        LlmError::RateLimited {
+        ProviderError::RateLimited {
             retry_after,
             message,
             ..
-        } => LlmError::RateLimited {
+        } => ProviderError::RateLimited {
             retry_after,
             retries: count,
             message,
         },
-        LlmError::Server {
+        ProviderError::Server {
             status,
             retry_after,
             message,
             ..
-        } => LlmError::Server {
+        } => ProviderError::Server {
             status,
             retries: count,
             retry_after,
             message,
         },
-        LlmError::Timeout { what, limit, .. } => LlmError::Timeout {
+        ProviderError::Timeout { what, limit, .. } => ProviderError::Timeout {
             what,
             limit,
             retries: count,
         },
-        LlmError::Connection { message, .. } => LlmError::Connection {
+        ProviderError::Connection { message, .. } => ProviderError::Connection {
             retries: count,
             message,
         },
@@ -180,13 +180,13 @@ mod tests {
     #[test]
     fn retry_after_is_honoured_and_capped() {
         let policy = RetryPolicy::default();
-        let error = LlmError::RateLimited {
+        let error = ProviderError::RateLimited {
             retry_after: Some(Duration::from_secs(2)),
             retries: 0,
             message: String::new(),
         };
         assert_eq!(policy.backoff(1, &error), Duration::from_secs(2));
-        let error = LlmError::RateLimited {
+        let error = ProviderError::RateLimited {
             retry_after: Some(Duration::from_secs(3600)),
             retries: 0,
             message: String::new(),
@@ -198,7 +198,7 @@ mod tests {
     async fn a_timeout_reports_its_retries() {
         let result: Result<(), _> = RetryPolicy::default()
             .run(|| async {
-                Err(LlmError::Timeout {
+                Err(ProviderError::Timeout {
                     what: TimeoutKind::Request,
                     limit: Duration::from_secs(1),
                     retries: 0,
@@ -207,7 +207,7 @@ mod tests {
             .await;
         let error = result.unwrap_err();
         assert!(
-            matches!(error, LlmError::Timeout { retries: 3, .. }),
+            matches!(error, ProviderError::Timeout { retries: 3, .. }),
             "{error:?}"
         );
         assert_eq!(
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn a_5xx_retry_after_is_honoured() {
-        let error = LlmError::Server {
+        let error = ProviderError::Server {
             status: 503,
             retries: 0,
             retry_after: Some(Duration::from_secs(7)),
@@ -233,7 +233,7 @@ mod tests {
     #[test]
     fn backoff_grows_and_stays_in_bounds() {
         let policy = RetryPolicy::default();
-        let error = LlmError::Connection {
+        let error = ProviderError::Connection {
             retries: 0,
             message: String::new(),
         };
@@ -253,21 +253,21 @@ mod tests {
     #[test]
     fn client_errors_are_not_retried() {
         for error in [
-            LlmError::BadRequest {
+            ProviderError::BadRequest {
                 status: 400,
                 message: String::new(),
             },
-            LlmError::Authentication {
+            ProviderError::Authentication {
                 status: 401,
                 message: String::new(),
             },
-            LlmError::ContextLengthExceeded {
+            ProviderError::ContextLengthExceeded {
                 message: String::new(),
             },
         ] {
             assert!(!RetryPolicy::is_retryable(&error));
         }
-        assert!(RetryPolicy::is_retryable(&LlmError::Http {
+        assert!(RetryPolicy::is_retryable(&ProviderError::Http {
             status: 408,
             message: String::new()
         }));
@@ -281,7 +281,7 @@ mod tests {
             .run(|| {
                 calls += 1;
                 async {
-                    Err(LlmError::Server {
+                    Err(ProviderError::Server {
                         status: 503,
                         retries: 0,
                         retry_after: None,
@@ -291,6 +291,9 @@ mod tests {
             })
             .await;
         assert_eq!(calls, 4);
-        assert!(matches!(result, Err(LlmError::Server { retries: 3, .. })));
+        assert!(matches!(
+            result,
+            Err(ProviderError::Server { retries: 3, .. })
+        ));
     }
 }

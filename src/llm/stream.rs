@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::llm::error::{LlmError, ResponseLimit};
+use crate::llm::error::{ProviderError, ResponseLimit};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ModelDelta;
 use crate::vocab::{
@@ -18,7 +18,7 @@ use crate::vocab::{
 use crate::vocab::{generate_call_id, normalise_arguments};
 
 /// Limits on one assembled reply, whatever the provider: a server (or a model) that streams
-/// without end gets [`LlmError::ResponseLimitExceeded`] instead of all the memory.
+/// without end gets [`ProviderError::ResponseLimitExceeded`] instead of all the memory.
 ///
 /// ```
 /// use agcore::llm::ReplyLimits;
@@ -120,15 +120,15 @@ impl StreamAssembler {
     /// limit (then nothing more is taken, and [`StreamAssembler::finish`] fails too).
     ///
     /// # Errors
-    /// [`LlmError::ResponseLimitExceeded`] naming the limit.
+    /// [`ProviderError::ResponseLimitExceeded`] naming the limit.
     pub fn try_push(
         &mut self,
         delta: ModelDelta,
         out: &mut Vec<StreamEvent>,
-    ) -> Result<(), LlmError> {
+    ) -> Result<(), ProviderError> {
         self.push(delta, out);
         match self.exceeded {
-            Some(limit) => Err(LlmError::ResponseLimitExceeded { limit }),
+            Some(limit) => Err(ProviderError::ResponseLimitExceeded { limit }),
             None => Ok(()),
         }
     }
@@ -273,14 +273,14 @@ impl StreamAssembler {
     /// assembled response. A stream that delivered nothing at all is an error.
     ///
     /// # Errors
-    /// [`LlmError::Stream`] for an empty stream; [`LlmError::ResponseLimitExceeded`] when a
+    /// [`ProviderError::Stream`] for an empty stream; [`ProviderError::ResponseLimitExceeded`] when a
     /// pushed delta went over a [`ReplyLimits`] limit.
-    pub fn finish(self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse, LlmError> {
+    pub fn finish(self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse, ProviderError> {
         if let Some(limit) = self.exceeded {
-            return Err(LlmError::ResponseLimitExceeded { limit });
+            return Err(ProviderError::ResponseLimitExceeded { limit });
         }
         if !self.received_anything {
-            return Err(LlmError::Stream(
+            return Err(ProviderError::Stream(
                 "the stream ended without any data".to_owned(),
             ));
         }
@@ -492,7 +492,7 @@ mod tests {
         let mut out = Vec::new();
         assert!(matches!(
             StreamAssembler::new().finish(&mut out),
-            Err(LlmError::Stream(_))
+            Err(ProviderError::Stream(_))
         ));
     }
 
@@ -552,13 +552,13 @@ mod tests {
             .unwrap_err();
         assert!(matches!(
             error,
-            LlmError::ResponseLimitExceeded {
+            ProviderError::ResponseLimitExceeded {
                 limit: ResponseLimit::ToolCalls(DEFAULT_MAX_TOOL_CALLS)
             }
         ));
         assert!(matches!(
             assembler.finish(&mut out),
-            Err(LlmError::ResponseLimitExceeded { .. })
+            Err(ProviderError::ResponseLimitExceeded { .. })
         ));
     }
 

@@ -4,14 +4,14 @@
 //! its replies in small chunks like a real server.
 //!
 //! ```
-//! # async fn demo() -> Result<(), agcore::llm::LlmError> {
+//! # async fn demo() -> Result<(), agcore::llm::ProviderError> {
 //! use agcore::llm::testing::ScriptedModel;
-//! use agcore::llm::{CycleConfig, LlmCycle, ToolCall};
+//! use agcore::{Conversation, CycleConfig, ToolCall};
 //!
 //! let model = ScriptedModel::new()
 //!     .reply_tool_calls(vec![ToolCall::new("call_1", "get_weather", r#"{"city":"Paris"}"#)])
 //!     .reply_text("It is 22 °C in Paris.");
-//! let mut cycle = LlmCycle::new(model.clone(), CycleConfig::new("scripted"));
+//! let mut cycle = Conversation::new(model.clone(), CycleConfig::new("scripted"));
 //! let reply = cycle.submit("Hi".into()).await?;
 //! assert!(reply.tool_calls().len() == 1);
 //! assert_eq!(model.requests().len(), 1);
@@ -25,7 +25,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use crate::llm::error::LlmError;
+use crate::llm::error::ProviderError;
 use crate::llm::model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, RequestOptions, ToolCall,
@@ -51,7 +51,7 @@ pub enum ScriptedReply {
     /// item ends the stream with that error.
     Deltas(Vec<Result<ModelDelta, String>>),
     /// The request fails with the error this builds.
-    Error(Box<dyn Fn() -> LlmError + Send + Sync>),
+    Error(Box<dyn Fn() -> ProviderError + Send + Sync>),
     /// The request never completes (for cancellation tests).
     Hang,
 }
@@ -183,7 +183,7 @@ impl ScriptedModel {
     }
 
     /// Append a failing reply.
-    pub fn reply_error(self, error: impl Fn() -> LlmError + Send + Sync + 'static) -> Self {
+    pub fn reply_error(self, error: impl Fn() -> ProviderError + Send + Sync + 'static) -> Self {
         self.reply(ScriptedReply::Error(Box::new(error)))
     }
 
@@ -229,7 +229,7 @@ impl ScriptedModel {
             None => match &inner.responder {
                 Some(responder) => responder(&recorded),
                 None => ScriptedReply::Error(Box::new(|| {
-                    LlmError::Other("the scripted model has no more replies".to_owned())
+                    ProviderError::Other("the scripted model has no more replies".to_owned())
                 })),
             },
         };
@@ -237,7 +237,10 @@ impl ScriptedModel {
         reply
     }
 
-    fn deltas_of(&self, reply: ScriptedReply) -> Result<Vec<Result<ModelDelta, String>>, LlmError> {
+    fn deltas_of(
+        &self,
+        reply: ScriptedReply,
+    ) -> Result<Vec<Result<ModelDelta, String>>, ProviderError> {
         match reply {
             ScriptedReply::Deltas(deltas) => Ok(deltas),
             ScriptedReply::Error(make) => Err(make()),
@@ -360,7 +363,7 @@ fn chunks(text: &str, size: usize) -> Vec<String> {
 
 #[async_trait]
 impl ChatModel for ScriptedModel {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
         let reply = self.next_reply(&request, false);
         if matches!(reply, ScriptedReply::Hang) {
             return futures::future::pending().await;
@@ -369,12 +372,12 @@ impl ChatModel for ScriptedModel {
         let mut assembler = crate::llm::stream::StreamAssembler::new();
         let mut events = Vec::new();
         for delta in deltas {
-            assembler.push(delta.map_err(LlmError::Stream)?, &mut events);
+            assembler.push(delta.map_err(ProviderError::Stream)?, &mut events);
         }
         assembler.finish(&mut events)
     }
 
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, LlmError> {
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
         let reply = self.next_reply(&request, true);
         let hang = matches!(reply, ScriptedReply::Hang);
         let deltas = self.deltas_of(reply)?;
@@ -383,7 +386,7 @@ impl ChatModel for ScriptedModel {
             if let Some(delay) = delay {
                 tokio::time::sleep(delay).await;
             }
-            delta.map_err(LlmError::Stream)
+            delta.map_err(ProviderError::Stream)
         });
         if hang {
             return Ok(Box::pin(items.chain(futures::stream::pending())));

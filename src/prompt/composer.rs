@@ -191,7 +191,7 @@ impl PromptComposer {
     }
 
     /// Render every template section with `variables` (text sections are used as they are)
-    /// and join them, leaving out empty ones. [`crate::llm::LlmCycle::with_composer`] sets the
+    /// and join them, leaving out empty ones. [`crate::run::Conversation::with_composer`] sets the
     /// result as a cycle's system prompt.
     pub fn render<S: Serialize>(&self, variables: &S) -> Result<String, PromptError> {
         let mut prompt = String::new();

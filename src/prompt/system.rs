@@ -25,14 +25,14 @@ pub const SECTIONS: [&str; 3] = ["base", "agents_md", "user"];
 ///
 /// ```
 /// use agcore::llm::testing::ScriptedModel;
-/// use agcore::llm::{CycleConfig, LlmCycle};
+/// use agcore::{Conversation, CycleConfig};
 /// use agcore::prompt::SystemPrompt;
 /// use serde_json::json;
 ///
 /// let prompt = SystemPrompt::new()
 ///     .with_base("You review code.")
 ///     .with_user_template("Focus on {{ area }}.", "--system")?;
-/// let cycle = LlmCycle::new(ScriptedModel::new(), CycleConfig::new("m"))
+/// let cycle = Conversation::new(ScriptedModel::new(), CycleConfig::new("m"))
 ///     .with_composer(&prompt.composer()?, &json!({"area": "error handling"}))?;
 /// assert_eq!(cycle.system_prompt().as_deref(), Some("You review code.\n\nFocus on error handling."));
 ///
@@ -156,7 +156,7 @@ impl SystemPrompt {
     }
 
     /// The composer: sections in the fixed order. Pass it to
-    /// [`crate::llm::LlmCycle::with_composer`] with the variables.
+    /// [`crate::run::Conversation::with_composer`] with the variables.
     pub fn composer(&self) -> Result<PromptComposer, PromptError> {
         let mut composer = PromptComposer::new();
         if let Some(base) = &self.base {

@@ -1,4 +1,4 @@
-//! The usage limits of a run ([`crate::llm::UsageLimits`]), as two checks the step function
+//! The usage limits of a run ([`crate::run::UsageLimits`]), as two checks the step function
 //! makes: before each model request, and when a reply asks for tools.
 //!
 //! A reply that arrived is never thrown away for its tokens: a final answer is returned, and
@@ -6,9 +6,9 @@
 //! tokens (or their cost) leave no room for it. Tool calls are counted before they run, so a
 //! turn that would go over `max_tool_calls` runs none of its calls.
 
-use crate::llm::error::LlmError;
-use crate::llm::usage::{RunUsage, UsageLimit};
+use crate::run::error::LlmError;
 use crate::run::state::{RunState, ToolTurn};
+use crate::run::usage::{RunUsage, UsageLimit};
 
 /// What the run spent so far.
 pub(crate) fn run_usage(state: &RunState) -> RunUsage {

@@ -5,9 +5,9 @@
 use futures::{Stream, StreamExt};
 
 use crate::context::{self, ContextState, History, Plan};
-use crate::llm::config::CycleConfig;
-use crate::llm::error::LlmError;
 use crate::llm::model::{ChatModel, ChatRequest};
+use crate::run::config::CycleConfig;
+use crate::run::error::LlmError;
 use crate::run::journal::RunJournal;
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::RunState;
@@ -31,7 +31,7 @@ pub(crate) fn request<'a>(
             History { messages: &mut state.messages, committed: &mut state.committed },
             first_request,
             model,
-            config,
+            &config.engine(),
             tools,
         )
         .await;
@@ -42,7 +42,7 @@ pub(crate) fn request<'a>(
         let mut retried = false;
         loop {
             // Count what compaction wrote (stubs, a summary) before the estimate.
-            engine.measure(config, &state.messages, tools).await;
+            engine.measure(&config.engine(), &state.messages, tools).await;
             let (estimate, bytes) = engine.estimate(&state.messages, tools);
             let counted = engine.counted(&state.messages, tools);
             let edited = config.hooks.before_model_request(&config.model, &state.messages, options).await;
@@ -68,7 +68,7 @@ pub(crate) fn request<'a>(
             }
             let message = match &reply {
                 Some(Ok(response)) => {
-                    engine.observe_usage(config, bytes, response.usage);
+                    engine.observe_usage(&config.engine(), bytes, response.usage);
                     engine.observe_counted(counted, response.usage);
                     None
                 }
@@ -81,7 +81,7 @@ pub(crate) fn request<'a>(
                 }
                 return;
             };
-            engine.observe_overflow(config, bytes, estimate, &message);
+            engine.observe_overflow(&config.engine(), bytes, estimate, &message);
             // Once only, and never after part of the reply was shown.
             if retried || streamed {
                 yield TurnItem::Reply(Err(exhausted(&message, highest)));
@@ -94,7 +94,7 @@ pub(crate) fn request<'a>(
                 engine,
                 History { messages: &mut state.messages, committed: &mut state.committed },
                 model,
-                config,
+                &config.engine(),
                 tools,
                 plan,
                 &mut events,
@@ -135,7 +135,7 @@ pub(crate) async fn keep_large(
     tool_name: &str,
     answer: ToolAnswer,
 ) -> ToolAnswer {
-    let limit = context::spill::limit_for(config, tool_name);
+    let limit = context::spill::limit_for(&config.engine(), tool_name);
     if config.context.spill_dir.is_some() {
         if let Some(journal) = journal
             && config.context.enabled
@@ -159,7 +159,7 @@ pub(crate) async fn keep_large(
                 None => {}
             }
         }
-        context::spill::keep_large(config, tool_name, answer)
+        context::spill::keep_large(&config.engine(), tool_name, answer)
     } else if limit < config.tool_output_limit {
         truncate_answer(answer, limit)
     } else {

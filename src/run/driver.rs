@@ -9,13 +9,12 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::llm::config::CycleConfig;
-use crate::llm::cycle::LlmCycle;
-use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
-use crate::llm::usage::UsageTally;
+use crate::run::config::CycleConfig;
 use crate::run::context_turn;
+use crate::run::conversation::Conversation;
+use crate::run::error::LlmError;
 use crate::run::journal::{JournalEntry, RunJournal};
 use crate::run::model_turn::{Mode, TurnItem};
 use crate::run::state::{Phase, RunRules, RunState};
@@ -23,6 +22,7 @@ use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
     truncate_answer,
 };
+use crate::run::usage::UsageTally;
 use crate::run::{budget, hooks, telemetry};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::error::ToolError;
@@ -195,10 +195,10 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 /// Drive one run of `cycle` as `drive` says.
 pub(crate) fn drive<'a>(
-    cycle: &'a mut LlmCycle,
+    cycle: &'a mut Conversation,
     drive: Drive<'a>,
 ) -> impl Stream<Item = LoopItem> + Send + 'a {
-    let LlmCycle {
+    let Conversation {
         model,
         config,
         messages,

@@ -1,75 +1,393 @@
-//! The tool-call hooks of a batch ([`crate::llm::hooks`]), for the driver: each call asked
-//! before it runs (denied calls are answered, rewritten ones run with the new arguments),
-//! each answer offered for rewriting after.
+//! [`Hooks`]: code that runs at the points of a run — before each model request (may edit
+//! it), after each reply, before each tool call (may allow, deny with a reason the model
+//! reads, or rewrite the arguments), after each tool call (may rewrite the answer), on
+//! compaction and on error.
+//!
+//! Hooks are set on [`crate::run::CycleConfig::hooks`], a [`HookChain`]: they run in the
+//! order they were added, each seeing what the ones before it did. A hook that panics or
+//! takes longer than the chain's timeout is isolated like a tool: its edits are dropped, it
+//! is reported (a `tracing` warning naming the hook and the event), and the run goes on —
+//! except before a tool call, where a failed hook denies the call (a hook that guards calls
+//! must not let one through by crashing).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agcore::run::hooks::{HookChain, Hooks, ToolCallDecision};
+//! use agcore::llm::{CycleConfig, ToolCall};
+//!
+//! struct NoForcePush;
+//!
+//! #[async_trait::async_trait]
+//! impl Hooks for NoForcePush {
+//!     fn name(&self) -> &str {
+//!         "no-force-push"
+//!     }
+//!     async fn before_tool_call(&self, call: &ToolCall) -> ToolCallDecision {
+//!         if call.function.arguments.contains("push --force") {
+//!             ToolCallDecision::deny("force pushes are not allowed here; push without --force")
+//!         } else {
+//!             ToolCallDecision::Allow
+//!         }
+//!     }
+//! }
+//!
+//! let mut config = CycleConfig::new("gpt-4o-mini");
+//! config.hooks = HookChain::new().with(Arc::new(NoForcePush));
+//! ```
 
-use tracing::Span;
+mod batch;
 
-use crate::llm::event::StreamEvent;
-use crate::llm::hooks::{Compaction, HookChain};
-use crate::run::step::ToolBatch;
-use crate::run::telemetry;
-use crate::tools::approval::ApprovalDecision;
-use crate::tools::approval_trace::{DENIED, DecidedBy, approval_event, approval_here};
-use crate::vocab::{ToolAnswer, ToolCall};
+pub(crate) use batch::{after_tool, before_tools, caller_decision, on_event};
 
-/// A decision the caller of a resumed run gave, as an event of the run's span (the call has
-/// no span yet).
-pub(crate) fn caller_decision(run: &Span, call_id: &str, decision: &ApprovalDecision) {
-    approval_event(run, None, call_id, decision, DecidedBy::Caller);
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use serde_json::Value;
+
+use crate::llm::event::{CompactionTier, StreamEvent};
+use crate::run::error::LlmError;
+use crate::vocab::{ChatResponse, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall};
+
+/// Code run at the points of a run. Every method has a default that does nothing, so a hook
+/// implements only the events it cares about.
+#[async_trait]
+pub trait Hooks: Send + Sync {
+    /// The hook's name, in reports and denial texts.
+    fn name(&self) -> &str {
+        "hook"
+    }
+
+    /// Before each model request: may edit what is sent (this request only; the history is
+    /// not changed).
+    async fn before_model_request(&self, _request: &mut HookRequest) {}
+
+    /// After each model reply (before its rules — final answer or tool turn — are applied).
+    async fn after_model_response(&self, _reply: &ChatResponse) {}
+
+    /// Before each tool call runs (after the model asked for it, before its permission check
+    /// and validation in the registry, which a rewritten call goes through again).
+    async fn before_tool_call(&self, _call: &ToolCall) -> ToolCallDecision {
+        ToolCallDecision::Allow
+    }
+
+    /// After each tool call: may rewrite the answer the model reads (events keep the tool's
+    /// own output).
+    async fn after_tool_call(&self, _call: &ToolCall, _answer: &mut ToolAnswer) {}
+
+    /// After the context engine compacted the history (once per tier applied), before the
+    /// request it made room for. The hook observes; it cannot undo the compaction.
+    async fn on_compaction(&self, _compaction: &Compaction) {}
+
+    /// When the run fails (the error it returns).
+    async fn on_error(&self, _error: &LlmError) {}
 }
 
-/// What the driver does with an event of the context engine besides passing it on: a
-/// compaction becomes an event of the run's span and is told to the hooks (after it
-/// happened; each hook isolated).
-pub(crate) async fn on_event(hooks: &HookChain, run: &Span, event: &StreamEvent) {
-    if let Some(compaction) = Compaction::of_event(event) {
-        telemetry::compaction_event(run, &compaction);
-        if !hooks.is_empty() {
-            hooks.on_compaction(&compaction).await;
+/// The model request a [`Hooks::before_model_request`] may edit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookRequest {
+    /// The model name.
+    pub model: String,
+    /// The messages sent, oldest first.
+    pub messages: Vec<OpenaiChatMessage>,
+    /// The request options.
+    pub options: RequestOptions,
+}
+
+/// What a [`Hooks::before_tool_call`] decides.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolCallDecision {
+    /// Let the call go on (to the registry's own gates).
+    Allow,
+    /// Do not run the call; the model reads `reason`.
+    Deny {
+        /// Why, told to the model.
+        reason: String,
+    },
+    /// Run the call with these arguments instead (validated again by the registry).
+    Rewrite {
+        /// The new arguments.
+        arguments: Value,
+    },
+}
+
+impl ToolCallDecision {
+    /// [`ToolCallDecision::Deny`] with `reason`.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        ToolCallDecision::Deny {
+            reason: reason.into(),
         }
     }
 }
 
-/// Ask the hooks about every call of `batch` that is to run: a rewritten call's arguments
-/// change in `batch.calls` (so events show what runs); a denied call moves from `run` to
-/// `answered`. Returns the denied calls' answers by position, to record.
-pub(crate) async fn before_tools(
-    hooks: &HookChain,
-    batch: &mut ToolBatch,
-) -> Vec<(usize, ToolAnswer)> {
-    if hooks.is_empty() {
-        return Vec::new();
+/// A compaction of the history, for [`Hooks::on_compaction`]: what
+/// [`StreamEvent::ContextCompacted`](crate::llm::StreamEvent::ContextCompacted) reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Compaction {
+    /// How room was made.
+    pub tier: CompactionTier,
+    /// The estimated prompt tokens before.
+    pub tokens_before: u64,
+    /// The estimated prompt tokens after.
+    pub tokens_after: u64,
+    /// Messages stubbed, summarised or dropped.
+    pub messages: u64,
+    /// The model's context window the budget was computed from.
+    pub window: u64,
+}
+
+impl Compaction {
+    /// The compaction a [`StreamEvent::ContextCompacted`](crate::llm::StreamEvent::ContextCompacted)
+    /// reports (`None` for any other event).
+    pub fn of_event(event: &StreamEvent) -> Option<Self> {
+        match *event {
+            StreamEvent::ContextCompacted {
+                tier,
+                tokens_before,
+                tokens_after,
+                messages,
+                window,
+            } => Some(Compaction {
+                tier,
+                tokens_before,
+                tokens_after,
+                messages,
+                window,
+            }),
+            _ => None,
+        }
     }
-    let mut denied = Vec::new();
-    let mut run = Vec::with_capacity(batch.run.len());
-    for &position in &batch.run {
-        let Some(call) = batch.calls.get_mut(position) else {
-            continue;
+}
+
+/// The default time one hook may take for one event.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The hooks of a run, in order, with the time each may take per event.
+#[derive(Clone)]
+pub struct HookChain {
+    hooks: Vec<Arc<dyn Hooks>>,
+    timeout: Duration,
+}
+
+impl Default for HookChain {
+    fn default() -> Self {
+        HookChain {
+            hooks: Vec::new(),
+            timeout: DEFAULT_HOOK_TIMEOUT,
+        }
+    }
+}
+
+impl std::fmt::Debug for HookChain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookChain")
+            .field(
+                "hooks",
+                &self
+                    .hooks
+                    .iter()
+                    .map(|hook| hook.name())
+                    .collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Why a hook did not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookFailure {
+    /// It panicked.
+    #[error("hook '{hook}' panicked on {event}: {message}")]
+    Panicked {
+        /// The hook's name.
+        hook: String,
+        /// The event.
+        event: &'static str,
+        /// The panic message.
+        message: String,
+    },
+    /// It took longer than the chain's timeout.
+    #[error("hook '{hook}' took longer than {limit:?} on {event}")]
+    TimedOut {
+        /// The hook's name.
+        hook: String,
+        /// The event.
+        event: &'static str,
+        /// The timeout.
+        limit: Duration,
+    },
+}
+
+impl HookChain {
+    /// No hooks.
+    pub fn new() -> Self {
+        HookChain::default()
+    }
+
+    /// `hook` added after the others.
+    pub fn with(mut self, hook: Arc<dyn Hooks>) -> Self {
+        self.push(hook);
+        self
+    }
+
+    /// Add `hook` after the others.
+    pub fn push(&mut self, hook: Arc<dyn Hooks>) {
+        self.hooks.push(hook);
+    }
+
+    /// The time one hook may take for one event (default [`DEFAULT_HOOK_TIMEOUT`]).
+    pub fn with_timeout(mut self, limit: Duration) -> Self {
+        self.timeout = limit;
+        self
+    }
+
+    /// Whether there are no hooks.
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+
+    /// Run `event` of one hook, isolated: a panic or a timeout is a [`HookFailure`], reported
+    /// as a warning.
+    async fn isolated<T>(
+        &self,
+        hook: &dyn Hooks,
+        event: &'static str,
+        future: impl Future<Output = T>,
+    ) -> Result<T, HookFailure> {
+        let outcome = tokio::time::timeout(self.timeout, AssertUnwindSafe(future).catch_unwind())
+            .await
+            .map_err(|_| HookFailure::TimedOut {
+                hook: hook.name().to_owned(),
+                event,
+                limit: self.timeout,
+            })
+            .and_then(|caught| {
+                caught.map_err(|panic| HookFailure::Panicked {
+                    hook: hook.name().to_owned(),
+                    event,
+                    message: panic_message(panic.as_ref()),
+                })
+            });
+        if let Err(failure) = &outcome {
+            tracing::warn!(hook = hook.name(), event, "{failure}");
+        }
+        outcome
+    }
+
+    /// The request after every hook's edits; `None` without hooks (send it as it is). A hook
+    /// that fails leaves the request as the hooks before it left it.
+    pub async fn before_model_request(
+        &self,
+        model: &str,
+        messages: &[OpenaiChatMessage],
+        options: &RequestOptions,
+    ) -> Option<HookRequest> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut request = HookRequest {
+            model: model.to_owned(),
+            messages: messages.to_vec(),
+            options: options.clone(),
         };
-        match hooks.before_tool_call(call).await {
-            Ok(allowed) => {
-                *call = allowed;
-                run.push(position);
-            }
-            Err(answer) => {
-                approval_here(&call.function.name, &call.id, &DENIED, DecidedBy::Hook);
-                denied.push((position, answer));
+        for hook in &self.hooks {
+            let mut draft = request.clone();
+            let edit = hook.before_model_request(&mut draft);
+            if self
+                .isolated(hook.as_ref(), "before_model_request", edit)
+                .await
+                .is_ok()
+            {
+                request = draft;
             }
         }
+        Some(request)
     }
-    batch.run = run;
-    batch.answered.extend(denied.iter().cloned());
-    denied
+
+    /// Tell every hook about a reply.
+    pub async fn after_model_response(&self, reply: &ChatResponse) {
+        for hook in &self.hooks {
+            let seen = hook.after_model_response(reply);
+            let _ = self
+                .isolated(hook.as_ref(), "after_model_response", seen)
+                .await;
+        }
+    }
+
+    /// Ask every hook about `call`, in order, until one denies it: `Ok` with the call to run
+    /// (its arguments rewritten by the hooks that did), or `Err` with the answer the model
+    /// reads for a denied call. A hook that fails denies the call.
+    pub async fn before_tool_call(&self, call: &ToolCall) -> Result<ToolCall, ToolAnswer> {
+        let mut call = call.clone();
+        for hook in &self.hooks {
+            let decision = hook.before_tool_call(&call);
+            let blocked = |reason: &dyn std::fmt::Display| {
+                ToolAnswer::error(format_args!(
+                    "tool '{}' was blocked by hook '{}': {}. Do not retry this call as it is.",
+                    call.function.name,
+                    hook.name(),
+                    reason.to_string().trim_end_matches('.')
+                ))
+            };
+            match self
+                .isolated(hook.as_ref(), "before_tool_call", decision)
+                .await
+            {
+                Ok(ToolCallDecision::Allow) => {}
+                Ok(ToolCallDecision::Deny { reason }) => return Err(blocked(&reason)),
+                Ok(ToolCallDecision::Rewrite { arguments }) => {
+                    call.function.arguments = arguments.to_string();
+                }
+                Err(failure) => return Err(blocked(&failure)),
+            }
+        }
+        Ok(call)
+    }
+
+    /// The answer after every hook's rewrite. A hook that fails leaves it as the hooks before
+    /// it left it.
+    pub async fn after_tool_call(&self, call: &ToolCall, answer: ToolAnswer) -> ToolAnswer {
+        let mut answer = answer;
+        for hook in &self.hooks {
+            let mut draft = answer.clone();
+            let edit = hook.after_tool_call(call, &mut draft);
+            if self
+                .isolated(hook.as_ref(), "after_tool_call", edit)
+                .await
+                .is_ok()
+            {
+                answer = draft;
+            }
+        }
+        answer
+    }
+
+    /// Tell every hook about a compaction.
+    pub async fn on_compaction(&self, compaction: &Compaction) {
+        for hook in &self.hooks {
+            let seen = hook.on_compaction(compaction);
+            let _ = self.isolated(hook.as_ref(), "on_compaction", seen).await;
+        }
+    }
+
+    /// Tell every hook that the run failed.
+    pub async fn on_error(&self, error: &LlmError) {
+        for hook in &self.hooks {
+            let seen = hook.on_error(error);
+            let _ = self.isolated(hook.as_ref(), "on_error", seen).await;
+        }
+    }
 }
 
-/// The answer of `call` after the hooks' rewrites.
-pub(crate) async fn after_tool(
-    hooks: &HookChain,
-    call: Option<&ToolCall>,
-    answer: ToolAnswer,
-) -> ToolAnswer {
-    match call {
-        Some(call) if !hooks.is_empty() => hooks.after_tool_call(call, answer).await,
-        _ => answer,
-    }
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
 }

@@ -4,7 +4,7 @@
 //! was recorded, without running a finished call again.
 //!
 //! The driver awaits each record before the effect that follows it: a call is recorded as
-//! started before its tool runs. A failed record stops the run ([`crate::llm::LlmError::Journal`])
+//! started before its tool runs. A failed record stops the run ([`crate::run::LlmError::Journal`])
 //! before its next effect. [`crate::session::SessionJournal`] records into a session store.
 
 use async_trait::async_trait;

@@ -1,6 +1,6 @@
 //! Tool media for the model: an MCP tool's image and audio blocks become a user message after
 //! the turn's tool messages when the model accepts images
-//! ([`CycleConfig::accepts_images`](crate::llm::CycleConfig::accepts_images)); otherwise the
+//! ([`CycleConfig::accepts_images`](crate::run::CycleConfig::accepts_images)); otherwise the
 //! tool message says what was returned and not shown. The conversion itself is the MCP
 //! module's ([`media_for_model`]).
 

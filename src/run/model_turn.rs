@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
-use crate::llm::config::CycleConfig;
-use crate::llm::error::{LlmError, TimeoutKind};
+use crate::llm::error::{ProviderError, TimeoutKind};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::retry::open_stream;
 use crate::llm::stream::StreamAssembler;
+use crate::run::config::CycleConfig;
+use crate::run::error::LlmError;
 use crate::vocab::ChatResponse;
 
 /// How a run talks to the model.
@@ -37,7 +38,7 @@ pub(crate) fn request<'a>(
 ) -> impl Stream<Item = TurnItem> + Send + 'a {
     async_stream::stream! {
         match mode {
-            Mode::Blocking => yield TurnItem::Reply(blocking_request(model, config, request).await),
+            Mode::Blocking => yield TurnItem::Reply(blocking_request(model, config, request).await.map_err(LlmError::from)),
             Mode::Streaming => {
                 // Each attempt gets its own deadline (a backoff may be longer than the limit);
                 // the successful attempt's deadline then covers the whole reply.
@@ -50,7 +51,7 @@ pub(crate) fn request<'a>(
                 let (mut deltas, deadline) = match opened {
                     Ok(opened) => opened,
                     Err(error) => {
-                        yield TurnItem::Reply(Err(error));
+                        yield TurnItem::Reply(Err(error.into()));
                         return;
                     }
                 };
@@ -72,12 +73,12 @@ pub(crate) fn request<'a>(
                                 yield TurnItem::Event(event);
                             }
                             if let Err(error) = pushed {
-                                yield TurnItem::Reply(Err(error));
+                                yield TurnItem::Reply(Err(error.into()));
                                 return;
                             }
                         }
                         Some(Err(error)) => {
-                            yield TurnItem::Reply(Err(error));
+                            yield TurnItem::Reply(Err(error.into()));
                             return;
                         }
                     }
@@ -86,7 +87,7 @@ pub(crate) fn request<'a>(
                 for event in events.drain(..) {
                     yield TurnItem::Event(event);
                 }
-                yield TurnItem::Reply(finished);
+                yield TurnItem::Reply(finished.map_err(LlmError::from));
             }
         }
     }
@@ -97,7 +98,7 @@ async fn blocking_request(
     model: &dyn ChatModel,
     config: &CycleConfig,
     request: ChatRequest<'_>,
-) -> Result<ChatResponse, LlmError> {
+) -> Result<ChatResponse, ProviderError> {
     // Each attempt gets its own deadline: a backoff may be longer than the limit.
     config
         .retry
@@ -112,8 +113,8 @@ async fn blocking_request(
 
 async fn with_deadline<T>(
     deadline: Option<(tokio::time::Instant, Duration)>,
-    future: impl Future<Output = Result<T, LlmError>>,
-) -> Result<T, LlmError> {
+    future: impl Future<Output = Result<T, ProviderError>>,
+) -> Result<T, ProviderError> {
     match deadline {
         Some((at, limit)) => tokio::time::timeout_at(at, future)
             .await
@@ -122,8 +123,8 @@ async fn with_deadline<T>(
     }
 }
 
-fn request_timeout(limit: Duration) -> LlmError {
-    LlmError::Timeout {
+fn request_timeout(limit: Duration) -> ProviderError {
+    ProviderError::Timeout {
         what: TimeoutKind::Request,
         limit,
         retries: 0,

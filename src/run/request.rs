@@ -1,9 +1,9 @@
-//! [`RunRequest`] and [`LlmCycle::run_with`]: a run that can suspend for approvals, be continued
+//! [`RunRequest`] and [`Conversation::run_with`]: a run that can suspend for approvals, be continued
 //! from its saved [`RunState`] (here or in another process), and record its progress in a
 //! [`RunJournal`].
 //!
 //! ```no_run
-//! # async fn demo(cycle: &mut agcore::llm::LlmCycle, registry: &agcore::tools::ToolRegistry)
+//! # async fn demo(cycle: &mut agcore::llm::Conversation, registry: &agcore::tools::ToolRegistry)
 //! # -> Result<(), agcore::llm::LlmError> {
 //! use agcore::run::{Decision, RunOutcome, RunRequest};
 //! // The registry's approver answers `ApprovalDecision::Defer` (e.g. `DeferAll`).
@@ -29,10 +29,10 @@ use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
 
-use crate::llm::cycle::LlmCycle;
-use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
+use crate::run::conversation::Conversation;
 use crate::run::driver::{Drive, LoopItem, Start};
+use crate::run::error::LlmError;
 use crate::run::journal::RunJournal;
 use crate::run::model_turn::Mode;
 use crate::run::state::RunState;
@@ -77,7 +77,7 @@ impl<'a> RunRequest<'a> {
     }
 
     /// A run that continues the cycle's history without a new message (its unanswered tool
-    /// calls run first), as [`LlmCycle::resume_with_tools`].
+    /// calls run first), as [`Conversation::resume_with_tools`].
     pub fn resume() -> Self {
         Self::start(RequestStart::Prompt(None))
     }
@@ -155,7 +155,7 @@ impl<'a> RunRequest<'a> {
     }
 }
 
-/// How a run that may suspend ended (failures are the `Err` of [`LlmCycle::run_with`]).
+/// How a run that may suspend ended (failures are the `Err` of [`Conversation::run_with`]).
 #[derive(Debug)]
 // Returned once per run: the reply is not worth a box for the caller to unwrap.
 #[allow(clippy::large_enum_variant)]
@@ -192,7 +192,7 @@ impl Suspension {
     }
 }
 
-/// What [`LlmCycle::run_with_stream`] yields: events as they happen, then exactly one of
+/// What [`Conversation::run_with_stream`] yields: events as they happen, then exactly one of
 /// `Finished`, `Suspended` or `Failed`.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -207,14 +207,14 @@ pub enum RunItem {
     Failed(LlmError),
 }
 
-/// The stream of [`LlmCycle::run_with_stream`].
+/// The stream of [`Conversation::run_with_stream`].
 pub type RunStream<'a> = Pin<Box<dyn Stream<Item = RunItem> + Send + 'a>>;
 
-impl LlmCycle {
+impl Conversation {
     /// Run `request` until the model's final answer or a suspension.
     ///
     /// # Errors
-    /// Every error of [`LlmCycle::run`]; [`LlmError::Journal`] when the journal could not
+    /// Every error of [`Conversation::run`]; [`LlmError::Journal`] when the journal could not
     /// record a step (the run stops before its next effect); [`LlmError::NotPending`] for a
     /// decision on a call that does not wait for one.
     pub async fn run_with(&mut self, request: RunRequest<'_>) -> Result<RunOutcome, LlmError> {
@@ -233,7 +233,7 @@ impl LlmCycle {
         Err(LlmError::Other("the run ended without a result".to_owned()))
     }
 
-    /// Streaming form of [`LlmCycle::run_with`]: events, then the outcome as the last item.
+    /// Streaming form of [`Conversation::run_with`]: events, then the outcome as the last item.
     pub fn run_with_stream<'a>(&'a mut self, request: RunRequest<'a>) -> RunStream<'a> {
         let drive = match request.into_drive(Mode::Streaming) {
             Ok(drive) => drive,
@@ -244,7 +244,7 @@ impl LlmCycle {
 }
 
 fn drive_items<'a>(
-    cycle: &'a mut LlmCycle,
+    cycle: &'a mut Conversation,
     drive: Drive<'a>,
 ) -> impl Stream<Item = RunItem> + Send + 'a {
     crate::run::driver::drive(cycle, drive).map(|item| match item {

@@ -26,8 +26,8 @@
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use crate::llm::config::{CycleConfig, RepeatedCallGuard};
-use crate::llm::usage::{Prices, UsageLimits};
+use crate::run::config::{CycleConfig, RepeatedCallGuard};
+use crate::run::usage::{Prices, UsageLimits};
 use crate::tools::approval::ApprovalRequest;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
@@ -64,7 +64,7 @@ pub struct RunState {
     /// itself, and the run ends after the turn that called it. `None`: no such tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tool: Option<String>,
-    /// Tool calls run so far by this run (see [`crate::llm::RunUsage::tool_calls`]).
+    /// Tool calls run so far by this run (see [`crate::run::RunUsage::tool_calls`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tool_calls: u32,
 }

@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::llm::config::RepeatedCallAction;
-use crate::llm::error::LlmError;
+use crate::run::config::RepeatedCallAction;
+use crate::run::error::LlmError;
 use crate::run::state::{Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::vocab::{

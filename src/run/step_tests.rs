@@ -1,7 +1,7 @@
 //! Unit tests of the step function: each rule, on data, without a model or tools.
 
 use super::*;
-use crate::llm::config::{RepeatedCallAction, RepeatedCallGuard};
+use crate::run::config::{RepeatedCallAction, RepeatedCallGuard};
 use crate::run::state::{RUN_STATE_VERSION, RunRules};
 use crate::tools::approval::ApprovalRequest;
 
@@ -10,7 +10,7 @@ fn rules() -> RunRules {
         max_turns: 3,
         tool_output_limit: 1_000,
         repeated_call_guard: RepeatedCallGuard::default(),
-        ..RunRules::of(&crate::llm::CycleConfig::default())
+        ..RunRules::of(&crate::run::CycleConfig::default())
     }
 }
 

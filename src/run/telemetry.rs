@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::llm::error::LlmError;
-use crate::llm::hooks::Compaction;
 use crate::llm::model::ChatModel;
+use crate::run::error::LlmError;
+use crate::run::hooks::Compaction;
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
 /// The variable that opts in to message and argument content in spans.

@@ -1,4 +1,4 @@
-//! Typed final output: [`LlmCycle::submit_typed`] runs the tool loop until the model's final
+//! Typed final output: [`Conversation::submit_typed`] runs the tool loop until the model's final
 //! answer matches a schema, and returns it as a Rust value. Invalid answers go back to the
 //! model with what is wrong, a bounded number of times.
 
@@ -13,10 +13,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::llm::cycle::LlmCycle;
-use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
+use crate::run::conversation::Conversation;
 use crate::run::driver::{Drive, LoopItem, drive};
+use crate::run::error::LlmError;
 use crate::run::model_turn::Mode;
 use crate::run::output_schema::{OutputSchema, SchemaError, extract_json};
 use crate::tools::error::ToolError;
@@ -189,14 +189,14 @@ pub enum TypedEvent<T> {
 /// The stream of a streaming typed run.
 pub type TypedStream<'a, T> = Pin<Box<dyn Stream<Item = TypedEvent<T>> + Send + 'a>>;
 
-impl LlmCycle {
+impl Conversation {
     /// Send `prompt` with the registry's tools and run until the model's final answer is a
-    /// valid `T` (by [`OutputMode::Auto`], two retries; see [`LlmCycle::submit_typed_with`]).
+    /// valid `T` (by [`OutputMode::Auto`], two retries; see [`Conversation::submit_typed_with`]).
     ///
     /// ```
     /// # async fn demo() -> Result<(), agcore::run::TypedOutputError> {
     /// use agcore::llm::testing::ScriptedModel;
-    /// use agcore::llm::{CycleConfig, LlmCycle};
+    /// use agcore::{Conversation, CycleConfig};
     /// use agcore::tools::prelude::*;
     ///
     /// /// A city and its country.
@@ -204,7 +204,7 @@ impl LlmCycle {
     /// struct City { name: String, country: String }
     ///
     /// let model = ScriptedModel::new().reply_text(r#"{"name": "Paris", "country": "France"}"#);
-    /// let mut cycle = LlmCycle::new(model, CycleConfig::new("m"));
+    /// let mut cycle = Conversation::new(model, CycleConfig::new("m"));
     /// let city: City = cycle.submit_typed("Capital of France?".into(), &ToolRegistry::new()).await?;
     /// assert_eq!(city.country, "France");
     /// # Ok(()) }
@@ -225,7 +225,7 @@ impl LlmCycle {
             .await
     }
 
-    /// [`LlmCycle::submit_typed`] with `options` (mode, retries, tool name).
+    /// [`Conversation::submit_typed`] with `options` (mode, retries, tool name).
     pub async fn submit_typed_with<T>(
         &mut self,
         prompt: String,
@@ -248,7 +248,7 @@ impl LlmCycle {
         last(items).await
     }
 
-    /// Streaming form of [`LlmCycle::submit_typed`].
+    /// Streaming form of [`Conversation::submit_typed`].
     pub fn submit_typed_stream<'a, T>(
         &'a mut self,
         prompt: String,
@@ -271,7 +271,7 @@ impl LlmCycle {
         Ok(Box::pin(items))
     }
 
-    /// [`LlmCycle::submit_typed_with`] for a schema given as JSON ([`OutputSchema::from_json`]):
+    /// [`Conversation::submit_typed_with`] for a schema given as JSON ([`OutputSchema::from_json`]):
     /// the validated answer as JSON.
     pub async fn submit_with_schema(
         &mut self,
@@ -284,7 +284,7 @@ impl LlmCycle {
         last(items).await
     }
 
-    /// Streaming form of [`LlmCycle::submit_with_schema`].
+    /// Streaming form of [`Conversation::submit_with_schema`].
     pub fn submit_stream_with_schema<'a>(
         &'a mut self,
         prompt: String,
@@ -333,7 +333,7 @@ struct Rejection {
 
 /// One typed run: attempts of the tool loop until an answer passes `schema` and `parse`.
 fn typed_run<'a, T: Send + 'a>(
-    cycle: &'a mut LlmCycle,
+    cycle: &'a mut Conversation,
     prompt: String,
     registry: &'a ToolRegistry,
     schema: OutputSchema,
@@ -548,12 +548,12 @@ fn rejects_response_format(error: &LlmError) -> bool {
 /// Sets the cycle's `response_format` for one attempt and puts the caller's back however the
 /// attempt ends (a dropped stream included).
 struct FormatGuard<'c> {
-    cycle: &'c mut LlmCycle,
+    cycle: &'c mut Conversation,
     saved: Option<Option<Value>>,
 }
 
 impl<'c> FormatGuard<'c> {
-    fn set(cycle: &'c mut LlmCycle, format: Option<Value>) -> Self {
+    fn set(cycle: &'c mut Conversation, format: Option<Value>) -> Self {
         let saved = format.map(|format| cycle.config.options.response_format.replace(format));
         FormatGuard { cycle, saved }
     }
@@ -570,7 +570,7 @@ impl Drop for FormatGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::config::CycleConfig;
+    use crate::run::config::CycleConfig;
     use crate::run::state::{Phase, RunRules, RunState};
     use crate::run::step::{Effect, Input, step};
     use crate::vocab::{FinishReason, OpenaiChatMessage, ToolCall};

@@ -32,5 +32,5 @@ impl ToolAnswer {
 }
 
 /// The default cap on tool output sent to the model, in bytes (the run cuts longer answers;
-/// the built-in tools size their own output below it). Also `agcore::llm::config::DEFAULT_TOOL_OUTPUT_LIMIT`.
+/// the built-in tools size their own output below it). Also `agcore::run::config::DEFAULT_TOOL_OUTPUT_LIMIT`.
 pub const DEFAULT_TOOL_OUTPUT_LIMIT: usize = 32 * 1024;

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::llm::error::LlmError;
+use crate::llm::error::ProviderError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{stream_error, truncate};
 use crate::vocab::generate_call_id;
@@ -112,9 +112,9 @@ impl ChunkDecoder {
         &mut self,
         data: &str,
         out: &mut VecDeque<ModelDelta>,
-    ) -> Result<(), LlmError> {
+    ) -> Result<(), ProviderError> {
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|error| {
-            LlmError::Decode(format!(
+            ProviderError::Decode(format!(
                 "invalid stream chunk ({error}): {}",
                 truncate(data)
             ))
@@ -306,7 +306,7 @@ fn string_or_json<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<S
 mod tests {
     use super::*;
 
-    fn decode(chunks: &[&str]) -> Result<Vec<ModelDelta>, LlmError> {
+    fn decode(chunks: &[&str]) -> Result<Vec<ModelDelta>, ProviderError> {
         let mut decoder = ChunkDecoder::default();
         let mut out = VecDeque::new();
         for chunk in chunks {
@@ -399,9 +399,12 @@ mod tests {
     fn errors_usage_and_content_parts_are_decoded() {
         assert!(matches!(
             decode(&[r#"{"error":{"message":"overloaded"}}"#]),
-            Err(LlmError::Stream(message)) if message == "overloaded"
+            Err(ProviderError::Stream(message)) if message == "overloaded"
         ));
-        assert!(matches!(decode(&["not json"]), Err(LlmError::Decode(_))));
+        assert!(matches!(
+            decode(&["not json"]),
+            Err(ProviderError::Decode(_))
+        ));
         let deltas = decode(&[
             r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#,
             r#"{"id":"x","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#,
@@ -416,9 +419,9 @@ mod tests {
     #[test]
     fn an_error_chunk_is_typed_like_the_status_its_code_or_type_names() {
         let status = |chunk: &str| match decode(&[chunk]) {
-            Err(LlmError::Server { status, .. }) => Some(status),
-            Err(LlmError::RateLimited { .. }) => Some(429),
-            Err(LlmError::BadRequest { status, .. }) => Some(status),
+            Err(ProviderError::Server { status, .. }) => Some(status),
+            Err(ProviderError::RateLimited { .. }) => Some(429),
+            Err(ProviderError::BadRequest { status, .. }) => Some(status),
             _ => None,
         };
         assert_eq!(
@@ -455,7 +458,7 @@ mod tests {
             decode(&[
                 r#"{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}"#
             ]),
-            Err(LlmError::ContextLengthExceeded { .. })
+            Err(ProviderError::ContextLengthExceeded { .. })
         ));
     }
 

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use sse_stream::{Sse, SseStream};
 
-use crate::llm::error::{LlmError, TimeoutKind};
+use crate::llm::error::{ProviderError, TimeoutKind};
 use crate::llm::model::{ModelDelta, ModelStream};
 use crate::llm::openai::body::{BodyError, BodyLimits, BodyReader, Progress};
 use crate::llm::openai::chunk::ChunkDecoder;
@@ -20,21 +20,21 @@ use crate::llm::openai::{DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 /// Decode an OpenAI-compatible SSE body into a [`ModelStream`].
 ///
 /// `bytes` is the raw response body in any chunking (events and UTF-8 characters may be split
-/// anywhere). `idle_timeout` ends the stream with [`LlmError::Timeout`] (`what: TimeoutKind::StreamIdle`)
+/// anywhere). `idle_timeout` ends the stream with [`ProviderError::Timeout`] (`what: TimeoutKind::StreamIdle`)
 /// when the reply makes no progress for that long: only an event that yields a delta counts,
 /// so SSE comments such as `: ping`, empty events and chunks without content do not keep a
 /// stream alive; `None` waits forever. An event (or line) over 16 MiB or a body over 64 MiB
-/// ends it with [`LlmError::ResponseLimitExceeded`] ([`crate::llm::OpenAiClient`] takes these
+/// ends it with [`ProviderError::ResponseLimitExceeded`] ([`crate::llm::OpenAiClient`] takes these
 /// limits, and a deadline, from its [`crate::llm::OpenAiConfig`]). The stream ends cleanly
 /// after `[DONE]`, or at the end of the body when a `finish_reason` was seen; a body that ends
-/// before either yields a final [`LlmError::Stream`]. An `{"error": ...}` chunk, an
-/// `event: error` event and llama.cpp's `error: {...}` line each yield [`LlmError::Stream`]
+/// before either yields a final [`ProviderError::Stream`]. An `{"error": ...}` chunk, an
+/// `event: error` event and llama.cpp's `error: {...}` line each yield [`ProviderError::Stream`]
 /// with the server's message. Nothing follows an error.
 ///
 /// Useful on its own to replay a recorded transcript:
 ///
 /// ```
-/// # async fn demo() -> Result<(), agcore::llm::LlmError> {
+/// # async fn demo() -> Result<(), agcore::llm::ProviderError> {
 /// use agcore::llm::{StreamAssembler, openai::decode_stream};
 /// use futures::StreamExt;
 ///
@@ -97,7 +97,7 @@ struct DeltaStream {
 
 impl DeltaStream {
     /// Handle one SSE event; `Ok(true)` when it was `[DONE]`.
-    fn event(&mut self, event: Sse) -> Result<bool, LlmError> {
+    fn event(&mut self, event: Sse) -> Result<bool, ProviderError> {
         let Some(data) = event.data else {
             return Ok(false);
         };
@@ -120,38 +120,38 @@ impl DeltaStream {
 }
 
 /// The error of an `event: error` payload (JSON error object or plain text).
-fn error_event(data: &str) -> LlmError {
+fn error_event(data: &str) -> ProviderError {
     match serde_json::from_str::<serde_json::Value>(data) {
         Ok(value) => stream_error(value.get("error").unwrap_or(&value)),
-        Err(_) => LlmError::Stream(truncate(data)),
+        Err(_) => ProviderError::Stream(truncate(data)),
     }
 }
 
-fn sse_error(error: sse_stream::Error) -> LlmError {
+fn sse_error(error: sse_stream::Error) -> ProviderError {
     match error {
         sse_stream::Error::Body(body) => match body.downcast::<BodyError>() {
             Ok(body) => match *body {
-                BodyError::Idle(limit) => LlmError::Timeout {
+                BodyError::Idle(limit) => ProviderError::Timeout {
                     what: TimeoutKind::StreamIdle,
                     limit,
                     retries: 0,
                 },
-                BodyError::Limit(limit) => LlmError::ResponseLimitExceeded { limit },
+                BodyError::Limit(limit) => ProviderError::ResponseLimitExceeded { limit },
                 BodyError::Transport(message) => {
-                    LlmError::Stream(format!("the connection failed mid-stream: {message}"))
+                    ProviderError::Stream(format!("the connection failed mid-stream: {message}"))
                 }
             },
-            Err(other) => LlmError::Stream(format!(
+            Err(other) => ProviderError::Stream(format!(
                 "the connection failed mid-stream: {}",
                 error_chain(&*other)
             )),
         },
-        other => LlmError::Stream(format!("malformed server-sent events: {other}")),
+        other => ProviderError::Stream(format!("malformed server-sent events: {other}")),
     }
 }
 
 impl Stream for DeltaStream {
-    type Item = Result<ModelDelta, LlmError>;
+    type Item = Result<ModelDelta, ProviderError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
@@ -179,7 +179,7 @@ impl Stream for DeltaStream {
                     this.done = true;
                     continue;
                 }
-                None => LlmError::Stream(
+                None => ProviderError::Stream(
                     "the stream ended before the reply was complete (no finish_reason and no [DONE])"
                         .to_owned(),
                 ),

@@ -1,4 +1,4 @@
-//! Mapping HTTP failures of an OpenAI-compatible server to typed [`LlmError`]s, so
+//! Mapping HTTP failures of an OpenAI-compatible server to typed [`ProviderError`]s, so
 //! [`crate::llm::RetryPolicy::is_retryable`] can decide what to retry.
 
 use std::time::{Duration, SystemTime};
@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::llm::error::{LlmError, TimeoutKind};
+use crate::llm::error::{ProviderError, TimeoutKind};
 
 /// The longest server message kept in an error (the body of an HTML error page can be huge).
 const MAX_MESSAGE_CHARS: usize = 500;
@@ -31,29 +31,31 @@ const CONTEXT_LENGTH_MARKERS: &[&str] = &[
 ];
 
 /// The typed error for a non-success HTTP status with its headers and body.
-pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
+pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderError {
     let (message, code) = server_message(body);
     match status {
-        401 | 403 => LlmError::Authentication { status, message },
+        401 | 403 => ProviderError::Authentication { status, message },
         // OpenAI's "You exceeded your current quota" is a billing state, not a rate limit:
         // retrying cannot help, so it is not a `RateLimited` (which is retried).
-        429 if code.as_deref() == Some("insufficient_quota") => LlmError::Http { status, message },
-        429 => LlmError::RateLimited {
+        429 if code.as_deref() == Some("insufficient_quota") => {
+            ProviderError::Http { status, message }
+        }
+        429 => ProviderError::RateLimited {
             retry_after: retry_after(headers),
             retries: 0,
             message,
         },
         400 | 413 | 422 if is_context_length(&message, code.as_deref()) => {
-            LlmError::ContextLengthExceeded { message }
+            ProviderError::ContextLengthExceeded { message }
         }
-        400 | 404 | 422 => LlmError::BadRequest { status, message },
-        500..=599 => LlmError::Server {
+        400 | 404 | 422 => ProviderError::BadRequest { status, message },
+        500..=599 => ProviderError::Server {
             status,
             retries: 0,
             retry_after: retry_after(headers),
             message,
         },
-        _ => LlmError::Http { status, message },
+        _ => ProviderError::Http { status, message },
     }
 }
 
@@ -71,22 +73,22 @@ pub(crate) fn error_object_message(error: &Value) -> String {
 }
 
 /// The typed error for an error object inside a stream (an `{"error": ...}` chunk, an
-/// `event: error`, llama.cpp's `error:` line): [`LlmError::ContextLengthExceeded`] when it says
-/// the prompt does not fit (llama.cpp reports that mid-stream), else [`LlmError::Stream`].
-pub(crate) fn stream_error(error: &Value) -> LlmError {
+/// `event: error`, llama.cpp's `error:` line): [`ProviderError::ContextLengthExceeded`] when it says
+/// the prompt does not fit (llama.cpp reports that mid-stream), else [`ProviderError::Stream`].
+pub(crate) fn stream_error(error: &Value) -> ProviderError {
     let message = error_object_message(error);
     let code = ["code", "type"]
         .iter()
         .filter_map(|key| error.get(key).and_then(Value::as_str))
         .find(|code| is_context_length("", Some(code)));
     if is_context_length(&message, code) {
-        LlmError::ContextLengthExceeded { message }
+        ProviderError::ContextLengthExceeded { message }
     } else if let Some(status) = embedded_status(error) {
         // Typed like the same HTTP status, so a first-event error is retried like one.
         let body = serde_json::json!({ "error": error }).to_string();
         status_error(status, &HeaderMap::new(), body.as_bytes())
     } else {
-        LlmError::Stream(message)
+        ProviderError::Stream(message)
     }
 }
 
@@ -201,25 +203,25 @@ pub(crate) fn send_error(
     error: &reqwest::Error,
     connect_timeout: Duration,
     request_timeout: Duration,
-) -> LlmError {
+) -> ProviderError {
     if error.is_timeout() {
         if error.is_connect() {
-            return LlmError::Timeout {
+            return ProviderError::Timeout {
                 what: TimeoutKind::Connect,
                 limit: connect_timeout,
                 retries: 0,
             };
         }
-        return LlmError::Timeout {
+        return ProviderError::Timeout {
             what: TimeoutKind::Request,
             limit: request_timeout,
             retries: 0,
         };
     }
     if error.is_builder() {
-        return LlmError::Other(format!("invalid request: {}", error_chain(error)));
+        return ProviderError::Other(format!("invalid request: {}", error_chain(error)));
     }
-    LlmError::Connection {
+    ProviderError::Connection {
         retries: 0,
         message: error_chain(error),
     }
@@ -259,27 +261,27 @@ mod tests {
         let empty = HeaderMap::new();
         assert!(matches!(
             status_error(401, &empty, body),
-            LlmError::Authentication { status: 401, .. }
+            ProviderError::Authentication { status: 401, .. }
         ));
         assert!(matches!(
             status_error(403, &empty, body),
-            LlmError::Authentication { status: 403, .. }
+            ProviderError::Authentication { status: 403, .. }
         ));
         assert!(matches!(
             status_error(404, &empty, body),
-            LlmError::BadRequest { status: 404, .. }
+            ProviderError::BadRequest { status: 404, .. }
         ));
         assert!(matches!(
             status_error(422, &empty, body),
-            LlmError::BadRequest { status: 422, .. }
+            ProviderError::BadRequest { status: 422, .. }
         ));
         assert!(matches!(
             status_error(409, &empty, body),
-            LlmError::Http { status: 409, .. }
+            ProviderError::Http { status: 409, .. }
         ));
         assert!(matches!(
             status_error(503, &empty, body),
-            LlmError::Server {
+            ProviderError::Server {
                 status: 503,
                 retries: 0,
                 ..
@@ -292,14 +294,14 @@ mod tests {
         let body = br#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
         let error = status_error(429, &HeaderMap::new(), body);
         assert!(
-            matches!(&error, LlmError::Http { status: 429, message } if message.contains("quota")),
+            matches!(&error, ProviderError::Http { status: 429, message } if message.contains("quota")),
             "{error:?}"
         );
         assert!(!crate::llm::RetryPolicy::is_retryable(&error));
         let plain = br#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#;
         assert!(matches!(
             status_error(429, &HeaderMap::new(), plain),
-            LlmError::RateLimited { .. }
+            ProviderError::RateLimited { .. }
         ));
     }
 
@@ -308,16 +310,16 @@ mod tests {
         let llama = serde_json::json!({"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"});
         assert!(matches!(
             stream_error(&llama),
-            LlmError::ContextLengthExceeded { message } if message.contains("context size")
+            ProviderError::ContextLengthExceeded { message } if message.contains("context size")
         ));
         let coded = serde_json::json!({"message": "too long", "code": "context_length_exceeded"});
         assert!(matches!(
             stream_error(&coded),
-            LlmError::ContextLengthExceeded { .. }
+            ProviderError::ContextLengthExceeded { .. }
         ));
         assert!(matches!(
             stream_error(&serde_json::json!({"message": "overloaded"})),
-            LlmError::Stream(message) if message == "overloaded"
+            ProviderError::Stream(message) if message == "overloaded"
         ));
     }
 
@@ -325,7 +327,7 @@ mod tests {
     fn a_503_keeps_its_retry_after() {
         assert!(matches!(
             status_error(503, &headers(&[("retry-after", "5")]), b"overloaded"),
-            LlmError::Server {
+            ProviderError::Server {
                 status: 503,
                 retry_after: Some(wait),
                 ..
@@ -347,7 +349,7 @@ mod tests {
             assert!(
                 matches!(
                     status_error(400, &empty, body),
-                    LlmError::ContextLengthExceeded { .. }
+                    ProviderError::ContextLengthExceeded { .. }
                 ),
                 "{}",
                 String::from_utf8_lossy(body)

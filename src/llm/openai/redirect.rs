@@ -9,7 +9,7 @@ use std::fmt;
 
 use reqwest::redirect::{Action, Attempt};
 
-use crate::llm::error::LlmError;
+use crate::llm::error::ProviderError;
 
 /// The most redirects followed for one request (reqwest's default).
 const MAX_REDIRECTS: usize = 10;
@@ -64,20 +64,20 @@ pub(super) fn same_origin_only(attempt: Attempt<'_>) -> Action {
 }
 
 /// The typed error for a redirect [`same_origin_only`] refused (`None` for any other error).
-pub(super) fn refused(error: &reqwest::Error) -> Option<LlmError> {
+pub(super) fn refused(error: &reqwest::Error) -> Option<ProviderError> {
     if !error.is_redirect() {
         return None;
     }
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         if let Some(CrossOrigin { from, to }) = cause.downcast_ref::<CrossOrigin>() {
-            return Some(LlmError::CrossOriginRedirect {
+            return Some(ProviderError::CrossOriginRedirect {
                 from: from.clone(),
                 to: to.clone(),
             });
         }
         if cause.is::<TooMany>() {
-            return Some(LlmError::Other(format!(
+            return Some(ProviderError::Other(format!(
                 "the server redirected the request more than {MAX_REDIRECTS} times"
             )));
         }

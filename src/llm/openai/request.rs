@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 
-use crate::llm::error::LlmError;
+use crate::llm::error::ProviderError;
 use crate::llm::model::ChatRequest;
 use crate::llm::openai::ReasoningEcho;
 use crate::vocab::{MessageContent, OpenaiChatMessage, RequestOptions, ToolCall, ToolDefinition};
@@ -17,7 +17,7 @@ pub(crate) fn request_body(
     request: &ChatRequest<'_>,
     stream: bool,
     echo: ReasoningEcho,
-) -> Result<Vec<u8>, LlmError> {
+) -> Result<Vec<u8>, ProviderError> {
     // OpenAI rejects `tool_choice` and `parallel_tool_calls` without tools, and `stream_options`
     // without `stream`; dropping them needs a copy of the (small) options, made only then.
     let drop_tool_options = request.tools.is_empty()
@@ -51,7 +51,7 @@ pub(crate) fn request_body(
         stream_options,
     };
     serde_json::to_vec(&body)
-        .map_err(|error| LlmError::Other(format!("could not serialise the request: {error}")))
+        .map_err(|error| ProviderError::Other(format!("could not serialise the request: {error}")))
 }
 
 #[derive(Serialize)]

@@ -3,16 +3,16 @@
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
 
-use crate::llm::error::LlmError;
+use crate::llm::error::ProviderError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{embedded_status, error_object_message, status_error, truncate};
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
 use crate::vocab::{generate_call_id, normalise_arguments};
 
 /// Parse a successful (HTTP 200) completion body.
-pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
+pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderError> {
     let mut value: Value = serde_json::from_slice(body).map_err(|error| {
-        LlmError::Decode(format!(
+        ProviderError::Decode(format!(
             "invalid completion JSON ({error}): {}",
             truncate(&String::from_utf8_lossy(body))
         ))
@@ -28,10 +28,14 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
         .map(FinishReason::parse);
     let message = match choice.get_mut("message").map(Value::take) {
         Some(Value::Object(message)) => normalise_message(message),
-        _ => return Err(LlmError::Decode("the reply's choice has no message".into())),
+        _ => {
+            return Err(ProviderError::Decode(
+                "the reply's choice has no message".into(),
+            ));
+        }
     };
     let mut message: OpenaiChatMessage = serde_json::from_value(message)
-        .map_err(|error| LlmError::Decode(format!("invalid assistant message: {error}")))?;
+        .map_err(|error| ProviderError::Decode(format!("invalid assistant message: {error}")))?;
     if let OpenaiChatMessage::Assistant { tool_calls, .. } = &mut message {
         for call in tool_calls.iter_mut() {
             call.function.arguments =
@@ -97,27 +101,27 @@ pub(crate) fn response_deltas(response: ChatResponse) -> Vec<ModelDelta> {
 
 /// An `{"error": ...}` body sent with HTTP 200 (some proxies do): typed like the HTTP status its
 /// `code` or `type` stands for (see [`embedded_status`]), so it is retried like that status.
-fn error_in_success(error: &Value, body: &[u8]) -> LlmError {
+fn error_in_success(error: &Value, body: &[u8]) -> ProviderError {
     match embedded_status(error) {
         Some(status) => status_error(status, &HeaderMap::new(), body),
-        None => LlmError::Http {
+        None => ProviderError::Http {
             status: 200,
             message: error_object_message(error),
         },
     }
 }
 
-fn take_first_choice(value: &mut Value) -> Result<Value, LlmError> {
+fn take_first_choice(value: &mut Value) -> Result<Value, ProviderError> {
     let choices = match value.get_mut("choices") {
         Some(Value::Array(choices)) => choices,
-        _ => return Err(LlmError::Decode("the reply has no choices".into())),
+        _ => return Err(ProviderError::Decode("the reply has no choices".into())),
     };
     let position = choices
         .iter()
         .position(|choice| choice.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
         .unwrap_or(0);
     if choices.is_empty() {
-        return Err(LlmError::Decode("the reply has no choices".into()));
+        return Err(ProviderError::Decode("the reply has no choices".into()));
     }
     Ok(choices.swap_remove(position))
 }
@@ -195,15 +199,15 @@ mod tests {
     fn missing_choices_and_error_bodies_are_errors() {
         assert!(matches!(
             parse_completion(br#"{"id":"x","choices":[]}"#),
-            Err(LlmError::Decode(_))
+            Err(ProviderError::Decode(_))
         ));
         assert!(matches!(
             parse_completion(br#"{"id":"x"}"#),
-            Err(LlmError::Decode(_))
+            Err(ProviderError::Decode(_))
         ));
         assert!(matches!(
             parse_completion(br#"{"error":{"message":"upstream down","code":502}}"#),
-            Err(LlmError::Server { status: 502, .. })
+            Err(ProviderError::Server { status: 502, .. })
         ));
     }
 

@@ -1,13 +1,16 @@
 //! [`ContextConfig`]: how the context engine keeps a conversation inside the model's window
 //! (the engine itself is [`crate::context`]; this is its configuration, carried by
-//! [`crate::llm::CycleConfig`]).
+//! [`crate::run::CycleConfig`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::context::tokenizer::TokenizerChoice;
+use crate::llm::retry::RetryPolicy;
+use crate::vocab::RequestOptions;
 
 /// The context engine's settings. `CycleConfig::context_window` gives the window; this says
 /// when and how to compact.
@@ -73,4 +76,24 @@ impl ContextConfig {
             ..ContextConfig::default()
         }
     }
+}
+
+/// What the context engine reads of a conversation's configuration: a borrowed view, made by
+/// `crate::run::CycleConfig::engine`, so the engine does not depend on the run above it.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineConfig<'a> {
+    /// The conversation's model (the default model of summaries, and the tokenizer's choice).
+    pub model: &'a str,
+    /// The request options (`max_tokens` sets the output reserve).
+    pub options: &'a RequestOptions,
+    /// The configured window, if any (else the server's or the known table's).
+    pub context_window: Option<u32>,
+    /// The engine's own settings.
+    pub context: &'a ContextConfig,
+    /// The default tool-output limit in bytes (single tools: `ContextConfig::tool_output_limits`).
+    pub tool_output_limit: usize,
+    /// The deadline of one model request (the summary request's too).
+    pub request_timeout: Option<Duration>,
+    /// Retries of a model request (the summary request's too).
+    pub retry: &'a RetryPolicy,
 }

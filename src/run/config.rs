@@ -1,17 +1,17 @@
-//! [`CycleConfig`]: how an [`crate::llm::LlmCycle`] talks to its model and runs tools.
+//! [`CycleConfig`]: how an [`crate::run::Conversation`] talks to its model and runs tools.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::llm::context_config::ContextConfig;
-use crate::llm::hooks::HookChain;
+use crate::context::config::{ContextConfig, EngineConfig};
 use crate::llm::retry::RetryPolicy;
 use crate::llm::stream::ReplyLimits;
-use crate::llm::usage::{Prices, UsageLimits};
+use crate::run::hooks::HookChain;
+use crate::run::usage::{Prices, UsageLimits};
 use crate::vocab::RequestOptions;
 
-/// Configuration of an [`crate::llm::LlmCycle`].
+/// Configuration of an [`crate::run::Conversation`].
 #[derive(Debug, Clone)]
 pub struct CycleConfig {
     /// The model name sent with every request.
@@ -50,6 +50,19 @@ pub struct CycleConfig {
 }
 
 impl CycleConfig {
+    /// The part of this configuration the context engine reads.
+    pub fn engine(&self) -> EngineConfig<'_> {
+        EngineConfig {
+            model: &self.model,
+            options: &self.options,
+            context_window: self.context_window,
+            context: &self.context,
+            tool_output_limit: self.tool_output_limit,
+            request_timeout: self.request_timeout,
+            retry: &self.retry,
+        }
+    }
+
     /// The default configuration for `model`.
     pub fn new(model: impl Into<String>) -> Self {
         CycleConfig {
@@ -112,7 +125,7 @@ impl Default for RepeatedCallGuard {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RepeatedCallAction {
-    /// End the call with [`crate::llm::LlmError::RepeatedToolCall`].
+    /// End the call with [`crate::run::LlmError::RepeatedToolCall`].
     Abort,
     /// Do not run the call; tell the model (as the tool result) that it is repeating itself.
     TellModel,

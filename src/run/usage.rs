@@ -1,9 +1,9 @@
 //! Usage and budgets: what a run spent ([`RunUsage`]), the limits it may not cross
 //! ([`UsageLimits`]), and what tokens cost ([`Prices`]).
 //!
-//! Set on [`crate::llm::CycleConfig`] (`usage_limits`, `prices`). A run checks its limits
+//! Set on [`crate::run::CycleConfig`] (`usage_limits`, `prices`). A run checks its limits
 //! before each model request and after each reply; crossing one ends it with
-//! [`crate::llm::LlmError::UsageLimitExceeded`], which carries the usage so far. The history
+//! [`crate::run::LlmError::UsageLimitExceeded`], which carries the usage so far. The history
 //! keeps every completed turn and is valid to continue from (raise the limit, then
 //! `resume_with_tools`).
 //!

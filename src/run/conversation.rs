@@ -1,19 +1,23 @@
-//! [`LlmCycle`]: a conversation with a model — history, retries, streaming, and the automatic
+//! [`Conversation`]: a conversation with a model — history, retries, streaming, and the automatic
 //! tool loop. The calls (`submit*`, `resume*`) are defined with the run they drive, in
 //! `crate::run`.
+
+mod calls;
+mod context;
+mod prompt;
 
 use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::Stream;
 
-use crate::llm::config::CycleConfig;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
-use crate::llm::usage::{RunUsage, UsageTally};
+use crate::run::config::CycleConfig;
+use crate::run::usage::{RunUsage, UsageTally};
 use crate::vocab::OpenaiChatMessage;
 
-/// The stream returned by [`LlmCycle::submit_stream`] and [`LlmCycle::submit_stream_with_tools`].
+/// The stream returned by [`Conversation::submit_stream`] and [`Conversation::submit_stream_with_tools`].
 /// Dropping it cancels the call: the in-flight request and running tools are dropped and the
 /// history keeps only completed turns.
 pub type EventStream<'a> = Pin<Box<dyn Stream<Item = StreamEvent> + Send + 'a>>;
@@ -29,17 +33,17 @@ pub type EventStream<'a> = Pin<Box<dyn Stream<Item = StreamEvent> + Send + 'a>>;
 /// ```
 /// # async fn demo() -> Result<(), agcore::llm::LlmError> {
 /// use agcore::llm::testing::ScriptedModel;
-/// use agcore::llm::{CycleConfig, LlmCycle};
+/// use agcore::{Conversation, CycleConfig};
 ///
 /// let model = ScriptedModel::new().reply_text("Hello!");
-/// let mut cycle = LlmCycle::new(model, CycleConfig::new("gpt-4o-mini"))
+/// let mut cycle = Conversation::new(model, CycleConfig::new("gpt-4o-mini"))
 ///     .with_system_prompt("You are terse.");
 /// let reply = cycle.submit("Hi".to_string()).await?;
 /// assert_eq!(reply.text(), "Hello!");
 /// assert_eq!(cycle.messages().len(), 3); // system, user, assistant
 /// # Ok(()) }
 /// ```
-pub struct LlmCycle {
+pub struct Conversation {
     pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) config: CycleConfig,
     pub(crate) messages: Vec<OpenaiChatMessage>,
@@ -48,9 +52,9 @@ pub struct LlmCycle {
     pub(crate) usage: UsageTally,
 }
 
-impl std::fmt::Debug for LlmCycle {
+impl std::fmt::Debug for Conversation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LlmCycle")
+        f.debug_struct("Conversation")
             .field("provider", &self.model.provider())
             .field("config", &self.config)
             .field("messages", &self.messages.len())
@@ -58,10 +62,10 @@ impl std::fmt::Debug for LlmCycle {
     }
 }
 
-impl LlmCycle {
+impl Conversation {
     /// A new conversation with `model`.
     pub fn new(model: impl ChatModel + 'static, config: CycleConfig) -> Self {
-        LlmCycle {
+        Conversation {
             model: Arc::new(model),
             config,
             messages: Vec::new(),
@@ -76,13 +80,13 @@ impl LlmCycle {
         config: CycleConfig,
         messages: Vec<OpenaiChatMessage>,
     ) -> Self {
-        LlmCycle {
+        Conversation {
             messages,
-            ..LlmCycle::new(model, config)
+            ..Conversation::new(model, config)
         }
     }
 
-    /// Set the system prompt (builder form of [`LlmCycle::set_system_prompt`]).
+    /// Set the system prompt (builder form of [`Conversation::set_system_prompt`]).
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.set_system_prompt(prompt);
         self
@@ -134,7 +138,7 @@ impl LlmCycle {
         self.usage.last_run
     }
 
-    /// What every run of this conversation spent together (since this `LlmCycle` was made).
+    /// What every run of this conversation spent together (since this `Conversation` was made).
     pub fn usage(&self) -> RunUsage {
         self.usage.total
     }

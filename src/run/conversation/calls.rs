@@ -1,19 +1,19 @@
-//! [`LlmCycle`]'s calls — `submit`, `submit_stream`, the tool loop and resume — as thin
+//! [`Conversation`]'s calls — `submit`, `submit_stream`, the tool loop and resume — as thin
 //! wrappers over the run driver.
 
 use futures::{Stream, StreamExt};
 
-use crate::llm::cycle::{EventStream, LlmCycle};
-use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
+use crate::run::conversation::{Conversation, EventStream};
 use crate::run::driver::{Drive, LoopItem, drive};
+use crate::run::error::LlmError;
 use crate::run::model_turn::Mode;
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::ChatResponse;
 
-impl LlmCycle {
+impl Conversation {
     /// Send `prompt` and wait for the reply. No tools are offered; tool calls in the reply are
-    /// returned, not run (see [`LlmCycle::submit_with_tools`]). The history stores them each
+    /// returned, not run (see [`Conversation::submit_with_tools`]). The history stores them each
     /// answered by a `tool` message saying it was not run, so it never holds an unanswered
     /// call and every later request (or a saved transcript) stays valid.
     ///
@@ -86,7 +86,7 @@ impl LlmCycle {
         .await
     }
 
-    /// Streaming form of [`LlmCycle::resume_with_tools`].
+    /// Streaming form of [`Conversation::resume_with_tools`].
     pub async fn resume_stream_with_tools<'a>(
         &'a mut self,
         registry: &'a ToolRegistry,
@@ -109,7 +109,7 @@ impl LlmCycle {
         drain(drive(self, Drive::plain(prompt, tools, Mode::Blocking))).await
     }
 
-    /// Streaming form of [`LlmCycle::run`].
+    /// Streaming form of [`Conversation::run`].
     pub async fn run_stream<'a>(
         &'a mut self,
         prompt: Option<String>,

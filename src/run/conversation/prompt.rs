@@ -1,24 +1,24 @@
-//! A cycle whose system prompt is composed: [`LlmCycle::with_composer`].
+//! A cycle whose system prompt is composed: [`Conversation::with_composer`].
 
 use serde::Serialize;
 
-use crate::llm::cycle::LlmCycle;
 use crate::prompt::composer::PromptComposer;
 use crate::prompt::template::PromptError;
+use crate::run::conversation::Conversation;
 
-impl LlmCycle {
+impl Conversation {
     /// Render `composer` with `variables` and make the result the system prompt (builder
-    /// form of [`LlmCycle::set_composed_system_prompt`]). See [`crate::prompt::SystemPrompt`]
+    /// form of [`Conversation::set_composed_system_prompt`]). See [`crate::prompt::SystemPrompt`]
     /// for agcore's own composition (base instructions, `AGENTS.md`, the user's template).
     ///
     /// ```
     /// use agcore::llm::testing::ScriptedModel;
-    /// use agcore::llm::{CycleConfig, LlmCycle};
+    /// use agcore::{Conversation, CycleConfig};
     /// use agcore::prompt::PromptComposer;
     /// use serde_json::json;
     ///
     /// let composer = PromptComposer::new().section("role", "You are {{ name }}.")?;
-    /// let cycle = LlmCycle::new(ScriptedModel::new(), CycleConfig::new("m"))
+    /// let cycle = Conversation::new(ScriptedModel::new(), CycleConfig::new("m"))
     ///     .with_composer(&composer, &json!({"name": "a reviewer"}))?;
     /// assert_eq!(cycle.system_prompt().as_deref(), Some("You are a reviewer."));
     /// # Ok::<(), agcore::prompt::PromptError>(())

@@ -1,14 +1,14 @@
-//! [`LlmCycle`]'s context calls: the context in use, and a compaction on demand.
+//! [`Conversation`]'s context calls: the context in use, and a compaction on demand.
 
 use crate::context::engine::{ContextUsage, History, Plan, compact};
-use crate::llm::cycle::LlmCycle;
 use crate::llm::event::{CompactionTier, StreamEvent};
+use crate::run::conversation::Conversation;
 
-impl LlmCycle {
+impl Conversation {
     /// How much of the model's window the conversation uses: the server's count after the
     /// last request, else an estimate of the history as it is now.
     pub fn context_usage(&self) -> ContextUsage {
-        let window = self.context.window(&self.config);
+        let window = self.context.window(&self.config.engine());
         match self.context.last {
             Some(last) if last.measured => ContextUsage { window, ..last },
             _ => ContextUsage {
@@ -49,7 +49,7 @@ impl LlmCycle {
                 committed: &mut committed,
             },
             &*self.model,
-            &self.config,
+            &self.config.engine(),
             &[],
             plan,
             &mut events,

@@ -1,0 +1,329 @@
+//! MCP against hostile or sloppy servers (issue 10): unannotated tools need approval-level
+//! permissions, bad tools are skipped with a reason, `tools/list` paging is bounded, an
+//! oversized line fails its call at once, a stray id during initialize is ignored, and a clean
+//! shutdown logs no failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::time::{Duration, Instant};
+
+use agcore::tools::mcp::{
+    McpClient, McpServerStatus, McpServersConfig, McpSkipReason, McpTransport, register_mcp_tools,
+    register_mcp_tools_with_report,
+};
+use agcore::tools::{Permission, PermissionChecker, PermissionConfig, ToolError, ToolRegistry};
+use serde_json::json;
+use support::mcp::{demo, repo};
+
+/// The hostile stdio server in `mode` (see `tests/fixtures/mcp/hostile_server.py`).
+fn hostile(mode: &str) -> McpTransport {
+    let script = repo().join("tests/fixtures/mcp/hostile_server.py");
+    McpTransport::stdio("python3", [script.display().to_string(), mode.to_owned()])
+}
+
+fn default_registry() -> ToolRegistry {
+    ToolRegistry::new().with_permission_checker(PermissionChecker::new(PermissionConfig::default()))
+}
+
+/// `future` within 20 s (the clients under test have far longer timeouts where it matters).
+async fn within_20s<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .expect("did not finish within 20 s")
+}
+
+// ---- item 5: unannotated tools -------------------------------------------------------------
+
+#[tokio::test]
+async fn an_unannotated_tool_is_refused_by_the_default_permissions() {
+    // The demo server's `add` has no annotations: per the spec it may write, destroy and reach
+    // the outside world.
+    let mut client = McpClient::new("demo", demo(&[]));
+    client.connect().await.unwrap();
+    let mut registry = default_registry();
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    assert_eq!(
+        registry.get("add").unwrap().required_permissions(),
+        vec![Permission::Write, Permission::Delete, Permission::Network]
+    );
+    let error = registry
+        .invoke("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ToolError::PermissionDenied(tool, why) if tool == "add" && why.contains("Delete")),
+        "{error}"
+    );
+    // An annotated read-only tool of the same server still runs.
+    assert!(
+        registry
+            .invoke("echo", json!({"message": "hi"}))
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn a_per_tool_override_in_the_config_lets_an_unannotated_tool_run() {
+    let config = McpServersConfig::parse(&format!(
+        r#"{{"mcpServers": {{"demo": {{"command": {:?}, "toolPermissions": {{"add": ["read"]}}}}}}}}"#,
+        support::mcp::demo_server().display().to_string()
+    ))
+    .unwrap();
+    let mut client = config.client("demo").unwrap();
+    client.connect().await.unwrap();
+    let mut registry = default_registry();
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    assert_eq!(
+        registry.get("add").unwrap().required_permissions(),
+        vec![Permission::Read]
+    );
+    let sum = registry
+        .invoke("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert!(sum.output.is_ok(), "{sum:?}");
+}
+
+#[tokio::test]
+async fn distrusted_annotations_do_not_make_a_tool_read_only() {
+    let config = McpServersConfig::parse(&format!(
+        r#"{{"mcpServers": {{"demo": {{"command": {:?}, "trustAnnotations": false}}}}}}"#,
+        support::mcp::demo_server().display().to_string()
+    ))
+    .unwrap();
+    let mut client = config.client("demo").unwrap();
+    client.connect().await.unwrap();
+    let mut registry = default_registry();
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    // `echo` claims readOnlyHint: true; the user does not believe this server.
+    let error = registry
+        .invoke("echo", json!({"message": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ToolError::PermissionDenied(..)), "{error}");
+}
+
+// ---- item 6: bad tools are skipped ---------------------------------------------------------
+
+#[tokio::test]
+async fn bad_tools_are_skipped_and_the_rest_registers() {
+    let mut client = McpClient::new("hostile", hostile("tools"));
+    within_20s(client.connect()).await.unwrap();
+    // Every skipped tool is listed with its typed reason, before and after registration.
+    let skipped = client.skipped_tools();
+    let reason = |tool: &str| {
+        skipped
+            .iter()
+            .find(|s| s.tool == tool)
+            .map(|s| s.reason.clone())
+            .unwrap_or_else(|| panic!("{tool} is not among the skipped {skipped:?}"))
+    };
+    assert!(matches!(
+        reason("bad_regex"),
+        McpSkipReason::InvalidSchema { .. }
+    ));
+    assert!(matches!(
+        reason("bad_ref"),
+        McpSkipReason::InvalidSchema { .. }
+    ));
+    assert_eq!(reason("a_b"), McpSkipReason::DuplicateName);
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    let connected: Result<McpClient, ToolError> = Ok(client);
+    let status = McpServerStatus::of("hostile", &connected);
+    assert_eq!(status.skipped.len(), 3);
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(
+        json["skipped"][0]["reason"]["kind"], "invalid_schema",
+        "{json}"
+    );
+    let Ok(client) = connected else {
+        unreachable!()
+    };
+    let mut registry = ToolRegistry::new();
+    let report = register_mcp_tools_with_report(&mut registry, [client]);
+    assert_eq!(report.skipped.len(), 3);
+    let registered = report.registered;
+    let mut names: Vec<&str> = registered.iter().map(|r| r.name.as_str()).collect();
+    names.sort_unstable();
+    // Three raw names that sanitise alike get three distinct names; the repeated `a_b` is
+    // skipped (one name on the server cannot be two tools).
+    assert_eq!(registered.len(), 5, "{names:?}");
+    assert!(registry.get("plain").is_some());
+    assert!(registry.get("reader").is_some());
+    for raw in ["a.b", "a_b", "a b"] {
+        assert_eq!(
+            registered.iter().filter(|r| r.tool == raw).count(),
+            1,
+            "{raw}: {names:?}"
+        );
+    }
+    assert!(registry.get("bad_regex").is_none());
+    assert!(registry.get("bad_ref").is_none());
+}
+
+// ---- item 9: bounded paging ----------------------------------------------------------------
+
+#[tokio::test]
+async fn endless_tools_list_pages_end_with_a_clear_error() {
+    let mut client = McpClient::new("pages", hostile("endless-pages"));
+    let started = Instant::now();
+    let result = within_20s(client.connect()).await;
+    let error = result.expect_err("an endless tool list must not connect");
+    let text = error.to_string();
+    assert!(text.contains("tools/list"), "{text}");
+    assert!(
+        text.contains("100 pages") || text.contains("10000 tools"),
+        "{text}"
+    );
+    eprintln!("endless pages: error after {:?}: {text}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_repeated_cursor_ends_the_listing() {
+    let mut client = McpClient::new("loop", hostile("repeat-cursor"));
+    let error = within_20s(client.connect())
+        .await
+        .expect_err("a cursor loop must fail");
+    assert!(error.to_string().contains("cursor"), "{error}");
+}
+
+// ---- item 15: oversized lines, stray ids ---------------------------------------------------
+
+#[tokio::test]
+async fn an_oversized_result_line_fails_its_call_at_once_saying_why() {
+    let mut client = McpClient::new("big", hostile("big-result")).with_timeout(60);
+    within_20s(client.connect()).await.unwrap();
+    for tool in ["big", "big_head"] {
+        let started = Instant::now();
+        let error = within_20s(client.call_tool(tool, json!({})))
+            .await
+            .expect_err("an oversized answer is an error");
+        let text = error.to_string();
+        assert!(text.contains("16 MiB"), "{tool}: {text}");
+        assert!(!text.contains("did not answer"), "{tool}: {text}");
+        eprintln!("{tool}: error after {:?}: {text}", started.elapsed());
+    }
+    // The connection survives: the next call works.
+    let small = within_20s(client.call_tool("small", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(small, "ran small");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_response_with_an_unknown_id_during_initialize_is_ignored() {
+    let mut client = McpClient::new("stray", hostile("stray-id"));
+    within_20s(client.connect()).await.unwrap();
+    let small = within_20s(client.call_tool("small", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(small, "ran small");
+    client.close().await.unwrap();
+}
+
+// ---- item 23: a clean shutdown logs no failure ---------------------------------------------
+
+/// Collects every WARN and ERROR event (target and fields) on this thread.
+#[derive(Clone, Default)]
+struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Warnings {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        matches!(
+            *metadata.level(),
+            tracing::Level::WARN | tracing::Level::ERROR
+        )
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Text(String);
+        impl tracing::field::Visit for Text {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!(" {}={value:?}", field.name()));
+            }
+        }
+        let mut text = Text(format!(
+            "{} {}",
+            event.metadata().level(),
+            event.metadata().target()
+        ));
+        event.record(&mut text);
+        self.0.lock().unwrap().push(text.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Run `scenario` on this (current-thread) runtime's thread with a warning collector.
+async fn warnings_during<F: std::future::Future<Output = ()>>(scenario: F) -> Vec<String> {
+    let warnings = Warnings::default();
+    let _guard = tracing::subscriber::set_default(warnings.clone());
+    scenario.await;
+    warnings.take()
+}
+
+#[tokio::test]
+async fn closing_while_a_tool_list_refresh_is_in_flight_logs_no_failure() {
+    let warnings = warnings_during(async {
+        let mut client = McpClient::new("refresh", hostile("list-changed"));
+        within_20s(client.connect()).await.unwrap();
+        // The server sent tools/list_changed; the refresh it caused takes 2 s to answer.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        within_20s(client.close()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    })
+    .await;
+    assert!(warnings.is_empty(), "{warnings:#?}");
+}
+
+#[tokio::test]
+async fn a_clean_exit_from_server_everything_logs_no_failure() {
+    let Some(script) =
+        support::mcp::npm_script("@modelcontextprotocol/server-everything", "dist/index.js")
+    else {
+        return;
+    };
+    let warnings = warnings_during(async {
+        let transport = McpTransport::stdio("node", [script.display().to_string(), "stdio".into()]);
+        let mut client = McpClient::new("everything", transport);
+        within_20s(client.connect()).await.unwrap();
+        within_20s(client.close()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    })
+    .await;
+    assert!(warnings.is_empty(), "{warnings:#?}");
+}
+
+#[tokio::test]
+async fn a_fully_annotated_real_server_keeps_its_permissions() {
+    // mcp-server-time annotates every tool (readOnlyHint: true, openWorldHint: false): the
+    // spec's defaults for absent hints change nothing for it.
+    let Some(program) = support::mcp::python_script("mcp-server-time") else {
+        return;
+    };
+    let transport = McpTransport::stdio(program.display().to_string(), ["--local-timezone", "UTC"]);
+    let mut client = McpClient::new("time", transport);
+    within_20s(client.connect()).await.unwrap();
+    let mut registry = default_registry();
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    let tool = registry.get("get_current_time").unwrap();
+    assert_eq!(tool.required_permissions(), vec![Permission::Read]);
+    let now = registry
+        .invoke("get_current_time", json!({"timezone": "UTC"}))
+        .await
+        .unwrap();
+    assert!(now.output.is_ok(), "{now:?}");
+}

@@ -1,0 +1,275 @@
+//! McpClient against real MCP servers: server-everything (stdio and streamable HTTP),
+//! server-filesystem, mcp-server-time. They are installed by `.ci/run` (see `mcp_support`);
+//! without them these tests skip locally and fail on CI.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::time::Duration;
+
+use agcore::tools::mcp::{McpClient, McpTransport};
+use agcore::tools::{Permission, ToolError, ToolRegistry};
+use serde_json::json;
+use support::mcp::{before_10s, npm_script, python_script};
+
+const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
+const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
+
+fn node(script: &std::path::Path, args: &[&str]) -> McpTransport {
+    let mut all = vec![script.display().to_string()];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    McpTransport::Stdio {
+        command: "node".into(),
+        args: all,
+    }
+}
+
+#[tokio::test]
+async fn everything_over_stdio_lists_and_calls_tools() {
+    let Some(script) = npm_script(EVERYTHING, "dist/index.js") else {
+        return;
+    };
+    let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut client = McpClient::new("everything", node(&script, &["stdio"]))
+        .with_progress_callback(move |progress| {
+            let _ = progress_tx.send(progress);
+        });
+    client.connect().await.unwrap();
+    let info = client.server_info().unwrap();
+    assert_eq!(info.protocol_version, "2025-11-25");
+
+    let tools = client.list_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
+    for expected in [
+        "echo",
+        "get-sum",
+        "get-tiny-image",
+        "get-structured-content",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+
+    let echo = client.call_tool("echo", json!({"message": "hello"})).await;
+    assert_eq!(echo.unwrap(), json!("Echo: hello"));
+
+    // Structured content comes back as the value itself.
+    let weather = client
+        .call_tool("get-structured-content", json!({"location": "Chicago"}))
+        .await
+        .unwrap();
+    assert_eq!(weather["temperature"], 36);
+
+    // Images stay typed.
+    let image = client.call_tool("get-tiny-image", json!({})).await.unwrap();
+    let blocks = image.as_array().unwrap();
+    let png = blocks.iter().find(|b| b["type"] == "image").unwrap();
+    assert_eq!(png["mimeType"], "image/png");
+    assert!(png["data"].as_str().unwrap().len() > 100);
+
+    // Progress notifications reach the callback.
+    let done = client
+        .call_tool(
+            "trigger-long-running-operation",
+            json!({"duration": 0.3, "steps": 3}),
+        )
+        .await
+        .unwrap();
+    assert!(done.as_str().unwrap().contains("completed"));
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let progress = before_10s(progress_rx.recv()).await.unwrap();
+        assert_eq!(progress.server, "everything");
+        assert_eq!(progress.total, Some(3.0));
+        seen.push(progress.progress);
+    }
+    seen.sort_by(f64::total_cmp);
+    assert_eq!(seen, [1.0, 2.0, 3.0]);
+
+    // Bad arguments (sent past the registry's validation) are reported, not swallowed.
+    let error = client
+        .call_tool("get-sum", json!({"a": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            ToolError::ExecutionFailed(..) | ToolError::McpError(_)
+        ),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().to_lowercase().contains("invalid"),
+        "{error}"
+    );
+
+    // Adapters: the read-only annotation becomes the Read permission.
+    let mut registry = ToolRegistry::new();
+    registry.register_all(client.into_tools()).unwrap();
+    assert_eq!(
+        registry
+            .get("get-structured-content")
+            .unwrap()
+            .required_permissions(),
+        vec![Permission::Read]
+    );
+    let sum = registry
+        .invoke("get-sum", json!({"a": 2, "b": 40}))
+        .await
+        .unwrap();
+    assert!(sum.output.unwrap().to_string().contains("42"));
+}
+
+/// A free localhost port (bound, read, released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn everything_over_streamable_http_lists_and_calls_tools() {
+    let Some(script) = npm_script(EVERYTHING, "dist/index.js") else {
+        return;
+    };
+    let port = free_port();
+    let mut server = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Wait until it listens (up to 30 s: node starts slowly on a loaded 2-core machine).
+    let mut listening = false;
+    for _ in 0..600 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            listening = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(listening, "server-everything did not listen on {port}");
+
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut client = McpClient::new("everything-http", McpTransport::http(url));
+    client.connect().await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name() == "echo"));
+    let handle = client.handle();
+    let echoes = futures::future::join_all(
+        (0..8).map(|i| handle.call_tool("echo", json!({"message": format!("h{i}")}))),
+    )
+    .await;
+    for (i, echo) in echoes.into_iter().enumerate() {
+        assert_eq!(echo.unwrap(), json!(format!("Echo: h{i}")));
+    }
+    let weather = client
+        .call_tool("get-structured-content", json!({"location": "New York"}))
+        .await
+        .unwrap();
+    assert_eq!(weather["humidity"], 82);
+
+    // The server goes away: calls fail fast with McpError, not after the 30 s timeout.
+    server.kill().await.unwrap();
+    let error = before_10s(client.call_tool("echo", json!({"message": "x"})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ToolError::McpError(m) if m.contains("everything-http")),
+        "{error:?}"
+    );
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn filesystem_server_reads_and_writes_in_its_root_and_reports_denials() {
+    let Some(script) = npm_script(FILESYSTEM, "dist/index.js") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    let root_str = root_path.display().to_string();
+    let mut client = McpClient::new("fs", node(&script, &[&root_str]));
+    client.connect().await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name() == "read_text_file"));
+
+    let file = root_path.join("note.txt").display().to_string();
+    client
+        .call_tool("write_file", json!({"path": file, "content": "hello fs"}))
+        .await
+        .unwrap();
+    let read = client
+        .call_tool("read_text_file", json!({"path": file}))
+        .await
+        .unwrap();
+    let text = read
+        .get("content")
+        .and_then(|c| c.as_str())
+        .or(read.as_str());
+    assert_eq!(text, Some("hello fs"));
+
+    // Outside the root: the server's isError result becomes ExecutionFailed with its text.
+    let error = client
+        .call_tool("read_text_file", json!({"path": "/etc/hostname"}))
+        .await
+        .unwrap_err();
+    let ToolError::ExecutionFailed(tool, message) = &error else {
+        panic!("expected ExecutionFailed, got {error:?}");
+    };
+    assert_eq!(tool, "read_text_file");
+    assert!(message.to_lowercase().contains("denied"), "{message}");
+
+    // Annotations: read tools need Read, destructive ones Delete.
+    let mut registry = ToolRegistry::new();
+    registry.register_all(client.into_tools()).unwrap();
+    assert_eq!(
+        registry
+            .get("read_text_file")
+            .unwrap()
+            .required_permissions(),
+        vec![Permission::Read]
+    );
+}
+
+#[tokio::test]
+async fn time_server_answers_in_the_requested_timezone() {
+    let Some(program) = python_script("mcp-server-time") else {
+        return;
+    };
+    let mut client = McpClient::new(
+        "time",
+        McpTransport::Stdio {
+            command: program.display().to_string(),
+            args: vec!["--local-timezone".into(), "UTC".into()],
+        },
+    );
+    client.connect().await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
+    assert!(names.contains(&"get_current_time"), "{names:?}");
+    assert!(names.contains(&"convert_time"), "{names:?}");
+    let now = client
+        .call_tool("get_current_time", json!({"timezone": "Asia/Tokyo"}))
+        .await
+        .unwrap();
+    assert!(now.to_string().contains("Asia/Tokyo"), "{now}");
+    let error = client
+        .call_tool("get_current_time", json!({"timezone": "Not/AZone"}))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("Not/AZone"), "{error}");
+    let pid = client.pid().unwrap();
+    client.close().await.unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+}

@@ -1,0 +1,622 @@
+//! The session stores, one generic body per behaviour run against SQLite and a real
+//! PostgreSQL (`scripts/with-postgres.sh` starts one and sets `AGCORE_TEST_POSTGRES_URL`;
+//! without it the PostgreSQL tests skip with a notice, or fail when `CI` is set).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agcore::session::{
+    LockMode, PostgresStore, SESSION_FORMAT_VERSION, SessionError, SessionStore, SqliteStore, Step,
+};
+use serde_json::json;
+use tokio::time::timeout;
+
+const BOUND: Duration = Duration::from_secs(60);
+
+fn steps(from: u64, n: u64, tag: &str) -> Vec<Step> {
+    (from..from + n)
+        .map(|seq| {
+            Step::new(
+                seq,
+                "note",
+                json!({"tag": tag, "seq": seq, "text": "héllo ✓ \"q\""}),
+            )
+        })
+        .collect()
+}
+
+async fn sqlite_store() -> (tempfile::TempDir, Arc<dyn SessionStore>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/sessions.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let url = format!("sqlite:{}", path.display());
+    (dir, Arc::new(store), url)
+}
+
+async fn pg_store(tag: &str) -> Option<(Arc<dyn SessionStore>, String)> {
+    let url = support::session::fresh_db(tag).await?;
+    let store = PostgresStore::connect(&url).await.unwrap();
+    Some((Arc::new(store), url))
+}
+
+/// Defines `sqlite_NAME` and `postgres_NAME` tests running `body(store, url)`.
+macro_rules! both_stores {
+    ($name:ident, $body:ident) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn sqlite() {
+                let (_dir, store, url) = sqlite_store().await;
+                timeout(BOUND, $body(store, url))
+                    .await
+                    .expect("test timed out");
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn postgres() {
+                let Some((store, url)) = pg_store(stringify!($name)).await else {
+                    return;
+                };
+                timeout(BOUND, $body(store, url))
+                    .await
+                    .expect("test timed out");
+            }
+        }
+    };
+}
+
+// ----------------------------------------------------------------------------------------------
+
+async fn round_trip_body(store: Arc<dyn SessionStore>, _url: String) {
+    assert!(store.load("s1").await.unwrap().is_none());
+    // A missing session is created only from 0.
+    let err = store.append("s1", 3, &steps(3, 1, "a")).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::Conflict {
+                expected: 3,
+                found: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(store.load("s1").await.unwrap().is_none());
+
+    let before = std::time::SystemTime::now() - Duration::from_secs(1);
+    store.append("s1", 0, &steps(0, 3, "a")).await.unwrap();
+    store.append("s1", 3, &steps(3, 1, "b")).await.unwrap();
+    store.append("s1", 4, &[]).await.unwrap();
+    store.append("s2", 0, &steps(0, 1, "c")).await.unwrap();
+
+    let s = store.load("s1").await.unwrap().unwrap();
+    assert_eq!(s.name, "s1");
+    assert_eq!(s.format_version, SESSION_FORMAT_VERSION);
+    assert!(s.created >= before && s.updated >= s.created);
+    assert_eq!(s.next_seq(), 4);
+    let mut want = steps(0, 3, "a");
+    want.extend(steps(3, 1, "b"));
+    assert_eq!(s.steps, want);
+
+    let list = store.list().await.unwrap();
+    let names: Vec<(&str, u64)> = list.iter().map(|s| (s.name.as_str(), s.steps)).collect();
+    assert_eq!(names, [("s1", 4), ("s2", 1)]);
+
+    // Rules, typed.
+    let err = store.append("s1", 4, &steps(5, 1, "x")).await.unwrap_err();
+    assert!(matches!(err, SessionError::InvalidStep { .. }), "{err:?}");
+    let long = "n".repeat(129);
+    for bad in ["", "a\nb", long.as_str()] {
+        let err = store.load(bad).await.unwrap_err();
+        assert!(
+            matches!(err, SessionError::InvalidName { .. }),
+            "{bad:?}: {err:?}"
+        );
+    }
+
+    assert!(store.delete("s1").await.unwrap());
+    assert!(!store.delete("s1").await.unwrap());
+    assert!(store.load("s1").await.unwrap().is_none());
+    // Deleted means gone: it starts again from 0.
+    store.append("s1", 0, &steps(0, 1, "d")).await.unwrap();
+    assert_eq!(
+        store.load("s1").await.unwrap().unwrap().steps,
+        steps(0, 1, "d")
+    );
+}
+both_stores!(round_trip, round_trip_body);
+
+async fn conflict_body(store: Arc<dyn SessionStore>, _url: String) {
+    store.append("c", 0, &steps(0, 2, "first")).await.unwrap();
+    // A writer that loaded at next_seq 0 is stale now: nothing of its batch is written.
+    let err = store
+        .append("c", 0, &steps(0, 3, "stale"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, SessionError::Conflict { session, expected: 0, found: 2 } if session == "c"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("expected next step 0"), "{err}");
+    store.append("c", 2, &steps(2, 1, "second")).await.unwrap();
+    let err = store
+        .append("c", 2, &steps(2, 1, "stale"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::Conflict {
+                expected: 2,
+                found: 3,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let s = store.load("c").await.unwrap().unwrap();
+    let tags: Vec<&str> = s
+        .steps
+        .iter()
+        .map(|s| s.payload["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(tags, ["first", "first", "second"]);
+
+    // Racing creators: exactly one wins each round.
+    let mut wins = 0;
+    let tasks: Vec<_> = (0..8)
+        .map(|w| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                store
+                    .append("race", 0, &steps(0, 2, &format!("w{w}")))
+                    .await
+            })
+        })
+        .collect();
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(()) => wins += 1,
+            Err(SessionError::Conflict { .. }) => {}
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    assert_eq!(wins, 1);
+    assert_eq!(store.load("race").await.unwrap().unwrap().steps.len(), 2);
+}
+both_stores!(conflict_on_stale_seq, conflict_body);
+
+/// 8 workers over 100 sessions: each takes the lease, loads, commits a 3-step turn one step
+/// at a time. Inside a lease no append may conflict, and every history must be dense with
+/// each turn's steps contiguous.
+async fn concurrent_body(store: Arc<dyn SessionStore>, _url: String) {
+    const WORKERS: usize = 8;
+    const SESSIONS: usize = 100;
+    const TURN: u64 = 3;
+    let tasks: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                for j in 0..SESSIONS {
+                    // Neighbouring workers walk nearly the same order, so they collide.
+                    let name = format!("sess-{:03}", (j + w * 2) % SESSIONS);
+                    let lease = store
+                        .lock(
+                            &name,
+                            LockMode::Wait {
+                                timeout: Duration::from_secs(30),
+                            },
+                        )
+                        .await
+                        .unwrap();
+                    let next = store.load(&name).await.unwrap().map_or(0, |s| s.next_seq());
+                    for i in 0..TURN {
+                        let step = Step::new(next + i, "turn", json!({"worker": w, "i": i}));
+                        store
+                            .append(&name, next + i, &[step])
+                            .await
+                            .unwrap_or_else(|e| {
+                                panic!("worker {w} on {name}: append under the lease failed: {e}")
+                            });
+                    }
+                    drop(lease);
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let list = store.list().await.unwrap();
+    assert_eq!(list.len(), SESSIONS);
+    for summary in list {
+        let s = store.load(&summary.name).await.unwrap().unwrap();
+        assert_eq!(s.steps.len() as u64, WORKERS as u64 * TURN, "{}", s.name);
+        let mut seen = [false; WORKERS];
+        for (k, chunk) in s.steps.chunks(TURN as usize).enumerate() {
+            let w = chunk[0].payload["worker"].as_u64().unwrap() as usize;
+            for (i, step) in chunk.iter().enumerate() {
+                assert_eq!(step.seq, (k * TURN as usize + i) as u64);
+                assert_eq!(
+                    step.payload,
+                    json!({"worker": w, "i": i}),
+                    "{} interleaved",
+                    s.name
+                );
+            }
+            assert!(!seen[w], "{}: worker {w} has two turns", s.name);
+            seen[w] = true;
+        }
+    }
+}
+both_stores!(concurrent_appenders, concurrent_body);
+
+async fn lock_body(store: Arc<dyn SessionStore>, _url: String) {
+    let first = store.lock("held", LockMode::FailFast).await.unwrap();
+    assert_eq!(first.session(), "held");
+    let err = store.lock("held", LockMode::FailFast).await.unwrap_err();
+    assert!(
+        matches!(&err, SessionError::Busy { session } if session == "held"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("busy"), "{err}");
+    // Another session is independent.
+    let _other = store.lock("other", LockMode::FailFast).await.unwrap();
+
+    let t = Instant::now();
+    let err = store
+        .lock(
+            "held",
+            LockMode::Wait {
+                timeout: Duration::from_millis(300),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Busy { .. }), "{err:?}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "gave up after {:?}",
+        t.elapsed()
+    );
+
+    // A waiter gets the lease once the holder lets go.
+    let releaser = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(first);
+    });
+    let t = Instant::now();
+    let second = store
+        .lock(
+            "held",
+            LockMode::Wait {
+                timeout: Duration::from_secs(20),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(250));
+    releaser.await.unwrap();
+    drop(second);
+    // Dropped means released (PostgreSQL ends the connection asynchronously: allow a moment).
+    let _third = store
+        .lock(
+            "held",
+            LockMode::Wait {
+                timeout: Duration::from_secs(10),
+            },
+        )
+        .await
+        .unwrap();
+}
+both_stores!(lock_busy_and_wait, lock_body);
+
+// ----------------------------------------------------------------------------------------------
+// The lease of a SIGKILLed holder: a child process (this test binary, re-run as
+// `lock_holder_child`) takes the lease and sleeps; we kill -9 it and must get the lease.
+
+const HOLDER_URL: &str = "AGCORE_TEST_HOLDER_URL";
+
+#[tokio::test]
+#[ignore = "run by sigkilled_holder_* as a child process"]
+async fn lock_holder_child() {
+    let Ok(url) = std::env::var(HOLDER_URL) else {
+        return;
+    };
+    let store = agcore::session::open(&url).await.unwrap();
+    let _lease = store.lock("victim", LockMode::FailFast).await.unwrap();
+    println!("LOCKED");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+}
+
+async fn sigkill_body(store: Arc<dyn SessionStore>, url: String) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_holder_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(HOLDER_URL, &url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let locked = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.trim_end().ends_with("LOCKED"))
+    });
+    assert!(
+        timeout(BOUND, locked).await.unwrap().unwrap(),
+        "the child never took the lease"
+    );
+    let err = store.lock("victim", LockMode::FailFast).await.unwrap_err();
+    assert!(matches!(err, SessionError::Busy { .. }), "{err:?}");
+
+    child.kill().unwrap(); // SIGKILL: no destructor runs in the child
+    child.wait().unwrap();
+    let t = Instant::now();
+    let lease = store
+        .lock(
+            "victim",
+            LockMode::Wait {
+                timeout: Duration::from_secs(10),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10));
+    eprintln!("lease taken {:?} after the holder's SIGKILL", t.elapsed());
+    drop(lease);
+}
+both_stores!(sigkilled_holder_releases, sigkill_body);
+
+// ----------------------------------------------------------------------------------------------
+
+async fn future_version_body(store: Arc<dyn SessionStore>, url: String) {
+    store.append("old", 0, &steps(0, 2, "a")).await.unwrap();
+    store.append("future", 0, &steps(0, 2, "a")).await.unwrap();
+    let sql = "UPDATE agcore_sessions SET format_version = 2 WHERE name = 'future'";
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+    } else {
+        support::session::psql(&url, sql).await;
+    }
+    let err = store.load("future").await.unwrap_err();
+    assert!(
+        matches!(&err, SessionError::UnsupportedVersion { session, found: 2, supported: 1 } if session == "future"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("format version 2"), "{err}");
+    let err = store
+        .append("future", 2, &steps(2, 1, "b"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, SessionError::UnsupportedVersion { found: 2, .. }),
+        "{err:?}"
+    );
+    // The others are unaffected, and list still shows the future one.
+    assert_eq!(store.load("old").await.unwrap().unwrap().steps.len(), 2);
+    let list = store.list().await.unwrap();
+    assert!(
+        list.iter()
+            .any(|s| s.name == "future" && s.format_version == 2)
+    );
+}
+both_stores!(future_format_version, future_version_body);
+
+#[tokio::test]
+async fn sqlite_corrupt_and_foreign_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.db");
+    std::fs::write(&text, "this is a text file, not a database\n".repeat(100)).unwrap();
+    let err = SqliteStore::open(&text).await.unwrap_err();
+    assert!(
+        matches!(&err, SessionError::Corrupt { path, .. } if path == &text),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains(&text.display().to_string()),
+        "{err}"
+    );
+
+    let foreign = dir.path().join("app.db");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)")
+        .unwrap();
+    let err = SqliteStore::open(&foreign).await.unwrap_err();
+    assert!(matches!(&err, SessionError::Foreign { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&foreign.display().to_string()) && msg.contains("users"),
+        "{msg}"
+    );
+
+    let newer = dir.path().join("newer.db");
+    SqliteStore::open(&newer).await.unwrap();
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .execute_batch("INSERT INTO agcore_schema_version (version) VALUES (7)")
+        .unwrap();
+    let err = SqliteStore::open(&newer).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::UnsupportedSchema {
+                found: 7,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    // A damaged payload is a typed error naming the step, not a panic.
+    let damaged = dir.path().join("damaged.db");
+    let store = SqliteStore::open(&damaged).await.unwrap();
+    store.append("s", 0, &steps(0, 2, "a")).await.unwrap();
+    rusqlite::Connection::open(&damaged)
+        .unwrap()
+        .execute_batch("UPDATE agcore_steps SET payload = '{not json' WHERE seq = 1")
+        .unwrap();
+    let err = store.load("s").await.unwrap_err();
+    assert!(
+        matches!(err, SessionError::BadRecord { seq: 1, .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn postgres_foreign_schema() {
+    let Some(url) = support::session::fresh_db("foreign").await else {
+        return;
+    };
+    support::session::psql(&url, "CREATE TABLE agcore_sessions (id int)").await;
+    let err = PostgresStore::connect(&url).await.unwrap_err();
+    assert!(matches!(err, SessionError::Foreign { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn postgres_unreachable_is_a_connection_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://agcore:secret@127.0.0.1:{port}/postgres");
+    let err = timeout(BOUND, PostgresStore::connect(&url))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Connection { .. }), "{err:?}");
+    assert!(!err.to_string().contains("secret"), "{err}");
+}
+
+/// PostgreSQL stops mid-run (a private cluster, stopped with pg_ctl): every call fails with a
+/// typed connection error within a bound; after a restart every committed step is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_mid_run() {
+    if support::session::required_env(
+        support::session::URL_VAR,
+        "run through scripts/with-postgres.sh",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let Some(cluster) = support::session::Cluster::start() else {
+        return;
+    };
+    let store = PostgresStore::connect(&cluster.url()).await.unwrap();
+    store
+        .append("run", 0, &steps(0, 5, "before"))
+        .await
+        .unwrap();
+    let lease = store.lock("run", LockMode::FailFast).await.unwrap();
+
+    cluster.ctl_stop();
+    let err = timeout(BOUND, store.append("run", 5, &steps(5, 1, "lost")))
+        .await
+        .expect("append hung with the server down")
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Connection { .. }), "{err:?}");
+    let err = timeout(BOUND, store.load("run"))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Connection { .. }), "{err:?}");
+    let err = timeout(BOUND, store.lock("other", LockMode::FailFast))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Connection { .. }), "{err:?}");
+    drop(lease);
+
+    cluster.ctl_start();
+    // The pool reconnects; nothing committed was lost and the run continues at 5.
+    let s = timeout(BOUND, async {
+        loop {
+            match store.load("run").await {
+                Ok(s) => break s,
+                Err(SessionError::Connection { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(s.steps, steps(0, 5, "before"));
+    store.append("run", 5, &steps(5, 1, "after")).await.unwrap();
+    let _lease = store.lock("run", LockMode::FailFast).await.unwrap();
+}
+
+/// A database written by format version 1 (tests/fixtures/sessions-v1.sql) still loads, and
+/// appends continue it.
+#[tokio::test]
+async fn sqlite_reads_a_version_1_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let sql = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sessions-v1.sql"
+    ))
+    .unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(&sql)
+        .unwrap();
+    let store = agcore::session::open(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    let s = store.load("fixture/chat").await.unwrap().unwrap();
+    assert_eq!(s.format_version, 1);
+    assert_eq!(
+        s.created,
+        std::time::UNIX_EPOCH + Duration::from_millis(1_767_225_600_000)
+    );
+    let kinds: Vec<&str> = s.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(kinds, ["message", "tool_started", "tool_finished"]);
+    assert_eq!(s.steps[1].payload["arguments"], json!({"path": "src"}));
+    store
+        .append("fixture/chat", 3, &steps(3, 1, "next"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .load("fixture/chat")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_seq(),
+        4
+    );
+
+    let err = agcore::session::open("mysql://user:pw@host/db")
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, SessionError::UnsupportedUrl { .. }),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains("pw"), "{err}");
+}

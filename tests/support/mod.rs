@@ -1,0 +1,9 @@
+//! What the tests share: where the real MCP servers are and skip-or-fail ([`mcp`]), fake model
+//! servers for the context engine ([`context`]) and for hooks, rules and limits ([`control`]),
+//! the session stores under test ([`session`]), and a span recorder ([`trace`]).
+
+pub mod context;
+pub mod control;
+pub mod mcp;
+pub mod session;
+pub mod trace;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::tokenizer::TokenizerChoice;
+use crate::context::tokenizer::{OutboundText, TokenizerChoice};
 use crate::llm::retry::RetryPolicy;
 use crate::vocab::RequestOptions;
 
@@ -96,4 +96,6 @@ pub struct EngineConfig<'a> {
     pub request_timeout: Option<Duration>,
     /// Retries of a model request (the summary request's too).
     pub retry: &'a RetryPolicy,
+    /// What texts become before a counter sends them to a server (the run's hooks).
+    pub outbound: Option<&'a dyn OutboundText>,
 }

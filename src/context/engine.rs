@@ -11,6 +11,7 @@ use crate::context::ledger::TokenLedger;
 use crate::context::overflow::parse_overflow;
 use crate::context::repair::repair;
 use crate::context::summary::summarise;
+use crate::context::tokenizer::Outbound;
 use crate::context::units::Compactable;
 use crate::context::window::{Budget, output_reserve, resolve_window};
 use crate::llm::event::{CompactionTier, StreamEvent};
@@ -123,7 +124,17 @@ impl ContextState {
         };
         self.exact = self.count_exactly(config, messages, tools);
         if self.exact {
-            self.ledger.measure(&*counter, messages, tools).await;
+            match config.outbound.filter(|_| counter.sends_text()) {
+                Some(filter) => {
+                    let outbound = Outbound {
+                        counter: &*counter,
+                        filter,
+                        model: config.model,
+                    };
+                    self.ledger.measure(&outbound, messages, tools).await;
+                }
+                None => self.ledger.measure(&*counter, messages, tools).await,
+            }
         }
     }
 
@@ -180,7 +191,7 @@ impl ContextState {
         };
         self.calibration.observe(bytes, usage.prompt_tokens);
         self.last = Some(ContextUsage {
-            tokens: usage.prompt_tokens + usage.completion_tokens,
+            tokens: usage.prompt_tokens.saturating_add(usage.completion_tokens),
             window: self.window(config),
             measured: true,
         });

@@ -92,6 +92,10 @@ impl TokenCounter for LlamaCppTokenizer {
         NAME
     }
 
+    fn sends_text(&self) -> bool {
+        true
+    }
+
     async fn count(&self, texts: &[&str]) -> Result<Vec<u64>, TokenCountError> {
         let group = texts.len().div_ceil(MAX_REQUESTS).max(1);
         let work = async {

@@ -40,6 +40,66 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
 
     /// The token count of each of `texts`, in order (no special tokens, no chat framing).
     async fn count(&self, texts: &[&str]) -> Result<Vec<u64>, TokenCountError>;
+
+    /// Whether counting sends the texts out of the process (a server's tokenizer). Their texts
+    /// then pass the run's `before_model_request` hooks first, like every request to a model
+    /// server ([`OutboundText`]). Default: `false` (counted in-process).
+    fn sends_text(&self) -> bool {
+        false
+    }
+}
+
+/// What texts become before they leave the process for a counter that [sends
+/// them](TokenCounter::sends_text): the run gives the engine its hooks as one
+/// (`crate::run::HookChain`, with `RequestPurpose::TokenCount`).
+#[async_trait]
+pub trait OutboundText: Send + Sync {
+    /// `texts` as they may be sent for `model` (`None`: unchanged). The result has one text per
+    /// input text, in order.
+    async fn outbound(&self, model: &str, texts: &[&str]) -> Option<Vec<String>>;
+}
+
+/// A counter that sends text, behind the run's [`OutboundText`].
+#[derive(Debug)]
+pub(crate) struct Outbound<'a> {
+    /// The counter.
+    pub(crate) counter: &'a dyn TokenCounter,
+    /// The edits.
+    pub(crate) filter: &'a dyn OutboundText,
+    /// The conversation's model.
+    pub(crate) model: &'a str,
+}
+
+impl std::fmt::Debug for dyn OutboundText + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutboundText")
+    }
+}
+
+#[async_trait]
+impl TokenCounter for Outbound<'_> {
+    fn name(&self) -> &str {
+        self.counter.name()
+    }
+
+    async fn count(&self, texts: &[&str]) -> Result<Vec<u64>, TokenCountError> {
+        match self.filter.outbound(self.model, texts).await {
+            Some(edited) if edited.len() == texts.len() => {
+                let edited: Vec<&str> = edited.iter().map(String::as_str).collect();
+                self.counter.count(&edited).await
+            }
+            // A filter that lost texts: nothing is sent (the ratio estimates instead).
+            Some(_) => Err(TokenCountError::Unavailable {
+                counter: self.counter.name().to_owned(),
+                reason: "the hooks changed the number of texts to count".to_owned(),
+            }),
+            None => self.counter.count(texts).await,
+        }
+    }
+
+    fn sends_text(&self) -> bool {
+        true
+    }
 }
 
 /// The most bytes of one text the engine gives a counter: a longer text is counted on its

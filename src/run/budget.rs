@@ -13,7 +13,7 @@ use crate::run::usage::{RunUsage, UsageLimit};
 /// What the run spent so far.
 pub(crate) fn run_usage(state: &RunState) -> RunUsage {
     RunUsage {
-        requests: state.turns,
+        requests: state.turns.saturating_add(state.extra_requests),
         tool_calls: state.tool_calls,
         tokens: state.usage.unwrap_or_default(),
     }
@@ -21,26 +21,11 @@ pub(crate) fn run_usage(state: &RunState) -> RunUsage {
 
 /// Before a model request: is there room for one more?
 pub(crate) fn admit_request(state: &RunState) -> Result<(), LlmError> {
-    let limits = &state.rules.usage_limits;
-    let usage = run_usage(state);
-    let at = |max: Option<u64>, used: u64| max.filter(|&max| used >= max);
-    let crossed = limits
-        .max_requests
-        .filter(|&max| usage.requests >= max)
-        .map(UsageLimit::Requests)
-        .or_else(|| at(limits.max_input_tokens, usage.input_tokens()).map(UsageLimit::InputTokens))
-        .or_else(|| {
-            at(limits.max_output_tokens, usage.output_tokens()).map(UsageLimit::OutputTokens)
-        })
-        .or_else(|| at(limits.max_total_tokens, usage.total_tokens()).map(UsageLimit::TotalTokens))
-        .or_else(|| {
-            let prices = state.rules.prices.as_ref()?;
-            limits
-                .max_cost
-                .filter(|&max| usage.cost(prices) >= max)
-                .map(UsageLimit::Cost)
-        });
-    match crossed {
+    match state
+        .rules
+        .usage_limits
+        .crossed(&run_usage(state), state.rules.prices.as_ref())
+    {
         Some(limit) => Err(exceeded(state, limit)),
         None => Ok(()),
     }

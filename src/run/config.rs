@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::context::config::{ContextConfig, EngineConfig};
+use crate::context::tokenizer::OutboundText;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::stream::ReplyLimits;
 use crate::run::hooks::HookChain;
@@ -60,6 +61,7 @@ impl CycleConfig {
             tool_output_limit: self.tool_output_limit,
             request_timeout: self.request_timeout,
             retry: &self.retry,
+            outbound: (!self.hooks.is_empty()).then_some(&self.hooks as &dyn OutboundText),
         }
     }
 

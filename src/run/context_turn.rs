@@ -2,13 +2,17 @@
 //! estimate, compact), send, learn from the usage; on a server's `context_length_exceeded`
 //! compact one tier harder and send once more.
 
+use std::sync::atomic::AtomicU32;
+
 use futures::{Stream, StreamExt};
 
 use crate::context::{self, ContextState, History, Plan};
 use crate::llm::model::{ChatModel, ChatRequest};
+use crate::run::budget;
 use crate::run::config::CycleConfig;
 use crate::run::error::LlmError;
 use crate::run::journal::RunJournal;
+use crate::run::metered::{Metered, Spent};
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::RunState;
 use crate::run::step::truncate_answer;
@@ -26,15 +30,18 @@ pub(crate) fn request<'a>(
 ) -> impl Stream<Item = TurnItem> + Send + 'a {
     async_stream::stream! {
         let first_request = state.turns <= 1;
+        // The engine's own requests (summaries) go through the hooks and are counted.
+        let metered = metered_model(model, config, state);
         let prepared = context::prepare(
             engine,
             History { messages: &mut state.messages, committed: &mut state.committed },
             first_request,
-            model,
+            &metered,
             &config.engine(),
             tools,
         )
         .await;
+        charge(state, metered.spent());
         for event in prepared.events {
             yield TurnItem::Event(event);
         }
@@ -54,8 +61,9 @@ pub(crate) fn request<'a>(
             };
             let mut reply = None;
             let mut streamed = false;
+            let attempts = AtomicU32::new(0);
             {
-                let mut items = std::pin::pin!(model_turn::request(model, config, request, mode));
+                let mut items = std::pin::pin!(model_turn::request(model, config, request, mode, &attempts));
                 while let Some(item) = items.next().await {
                     match item {
                         TurnItem::Event(event) => {
@@ -66,6 +74,8 @@ pub(crate) fn request<'a>(
                     }
                 }
             }
+            // The first attempt is the turn's request (counted by the step); each retry is one more.
+            state.extra_requests = state.extra_requests.saturating_add(attempts.into_inner().saturating_sub(1));
             let message = match &reply {
                 Some(Ok(response)) => {
                     engine.observe_usage(&config.engine(), bytes, response.usage);
@@ -90,16 +100,18 @@ pub(crate) fn request<'a>(
             retried = true;
             let mut events = Vec::new();
             let plan = Plan { from: context::harder(highest), force: true, escalate: true };
+            let metered = metered_model(model, config, state);
             let applied = context::compact_history(
                 engine,
                 History { messages: &mut state.messages, committed: &mut state.committed },
-                model,
+                &metered,
                 &config.engine(),
                 tools,
                 plan,
                 &mut events,
             )
             .await;
+            charge(state, metered.spent());
             for event in events {
                 yield TurnItem::Event(event);
             }
@@ -109,6 +121,29 @@ pub(crate) fn request<'a>(
             }
             highest = applied;
         }
+    }
+}
+
+/// The model as the engine gets it during `state`'s run.
+fn metered_model<'a>(
+    model: &'a dyn ChatModel,
+    config: &'a CycleConfig,
+    state: &RunState,
+) -> Metered<'a> {
+    Metered::new(
+        model,
+        config,
+        budget::run_usage(state),
+        state.rules.usage_limits,
+        state.rules.prices,
+    )
+}
+
+/// Add what the engine's own requests spent to the run's usage.
+fn charge(state: &mut RunState, spent: Spent) {
+    state.extra_requests = state.extra_requests.saturating_add(spent.requests);
+    if let Some(usage) = spent.usage {
+        *state.usage.get_or_insert_default() += usage;
     }
 }
 

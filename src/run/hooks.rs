@@ -47,6 +47,7 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use serde_json::Value;
 
+use crate::context::tokenizer::OutboundText;
 use crate::llm::event::{CompactionTier, StreamEvent};
 use crate::run::error::LlmError;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall};
@@ -60,8 +61,10 @@ pub trait Hooks: Send + Sync {
         "hook"
     }
 
-    /// Before each model request: may edit what is sent (this request only; the history is
-    /// not changed).
+    /// Before each request agcore sends to the model server — the run's turns, the context
+    /// engine's summaries, and the text a server-side token counter (llama.cpp `/tokenize`)
+    /// would count ([`HookRequest::purpose`] says which): may edit what is sent (this request
+    /// only; the history is not changed). A redaction hook here sees everything that leaves.
     async fn before_model_request(&self, _request: &mut HookRequest) {}
 
     /// After each model reply (before its rules — final answer or tool turn — are applied).
@@ -88,12 +91,54 @@ pub trait Hooks: Send + Sync {
 /// The model request a [`Hooks::before_model_request`] may edit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookRequest {
+    /// Why the request is sent.
+    pub purpose: RequestPurpose,
     /// The model name.
     pub model: String,
     /// The messages sent, oldest first.
     pub messages: Vec<OpenaiChatMessage>,
     /// The request options.
     pub options: RequestOptions,
+}
+
+/// A server-side token counter's texts pass the hooks as a request of one user message per
+/// text ([`RequestPurpose::TokenCount`]).
+#[async_trait]
+impl OutboundText for HookChain {
+    async fn outbound(&self, model: &str, texts: &[&str]) -> Option<Vec<String>> {
+        let messages: Vec<OpenaiChatMessage> = texts
+            .iter()
+            .map(|text| OpenaiChatMessage::user_text(*text))
+            .collect();
+        let edited = self
+            .before_request(
+                RequestPurpose::TokenCount,
+                model,
+                &messages,
+                &RequestOptions::default(),
+            )
+            .await?;
+        Some(
+            edited
+                .messages
+                .iter()
+                .map(|message| message.text().unwrap_or_default())
+                .collect(),
+        )
+    }
+}
+
+/// Why agcore sends a request to the model server ([`HookRequest::purpose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RequestPurpose {
+    /// A turn of the run: the conversation, for the model to answer.
+    Turn,
+    /// The context engine's summary of older turns (the messages are its summary prompt).
+    Summary,
+    /// Text for the server's tokenizer to count (one user message per text); nothing is
+    /// answered. Edits change what is counted, and so the estimate.
+    TokenCount,
 }
 
 /// What a [`Hooks::before_tool_call`] decides.
@@ -287,10 +332,23 @@ impl HookChain {
         messages: &[OpenaiChatMessage],
         options: &RequestOptions,
     ) -> Option<HookRequest> {
+        self.before_request(RequestPurpose::Turn, model, messages, options)
+            .await
+    }
+
+    /// [`HookChain::before_model_request`] for a request sent for `purpose`.
+    pub async fn before_request(
+        &self,
+        purpose: RequestPurpose,
+        model: &str,
+        messages: &[OpenaiChatMessage],
+        options: &RequestOptions,
+    ) -> Option<HookRequest> {
         if self.is_empty() {
             return None;
         }
         let mut request = HookRequest {
+            purpose,
             model: model.to_owned(),
             messages: messages.to_vec(),
             options: options.clone(),

@@ -1,6 +1,7 @@
 //! One model request for the driver: retries, the request deadline, and (streaming) stream
 //! assembly with the reply limits, yielding the deltas' events as they arrive.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -35,14 +36,16 @@ pub(crate) fn request<'a>(
     config: &'a CycleConfig,
     request: ChatRequest<'a>,
     mode: Mode,
+    attempts: &'a AtomicU32,
 ) -> impl Stream<Item = TurnItem> + Send + 'a {
     async_stream::stream! {
         match mode {
-            Mode::Blocking => yield TurnItem::Reply(blocking_request(model, config, request).await.map_err(LlmError::from)),
+            Mode::Blocking => yield TurnItem::Reply(blocking_request(model, config, request, attempts).await.map_err(LlmError::from)),
             Mode::Streaming => {
                 // Each attempt gets its own deadline (a backoff may be longer than the limit);
                 // the successful attempt's deadline then covers the whole reply.
                 let opened = config.retry.run(|| async move {
+                    attempts.fetch_add(1, Ordering::Relaxed);
                     let deadline = config.request_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
                     // An error before the first delta fails the attempt (and is retried).
                     let opened = async { open_stream(model.chat_stream(request).await?).await };
@@ -98,11 +101,13 @@ async fn blocking_request(
     model: &dyn ChatModel,
     config: &CycleConfig,
     request: ChatRequest<'_>,
+    attempts: &AtomicU32,
 ) -> Result<ChatResponse, ProviderError> {
     // Each attempt gets its own deadline: a backoff may be longer than the limit.
     config
         .retry
         .run(|| async move {
+            attempts.fetch_add(1, Ordering::Relaxed);
             let deadline = config
                 .request_timeout
                 .map(|limit| (tokio::time::Instant::now() + limit, limit));

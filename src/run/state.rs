@@ -67,6 +67,11 @@ pub struct RunState {
     /// Tool calls run so far by this run (see [`crate::run::RunUsage::tool_calls`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tool_calls: u32,
+    /// Requests sent beyond one per turn: the attempts of retried requests and the context
+    /// engine's own (summaries). They count in [`crate::run::RunUsage::requests`], budgets and
+    /// cost like any request — the spend is real — but not in `max_turns`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub extra_requests: u32,
 }
 
 /// Where a run is.
@@ -196,6 +201,7 @@ impl RunState {
             usage: None,
             output_tool: None,
             tool_calls: 0,
+            extra_requests: 0,
         }
     }
 
@@ -215,6 +221,7 @@ impl RunState {
             usage: self.usage,
             output_tool: self.output_tool.clone(),
             tool_calls: self.tool_calls,
+            extra_requests: self.extra_requests,
         }
     }
 

@@ -116,6 +116,15 @@ impl UsageTally {
         self.last_run = run;
         self.total += run;
     }
+
+    /// Record requests made outside a run (a compaction on demand): they count in the total.
+    pub(crate) fn charge(&mut self, spent: crate::run::metered::Spent) {
+        self.total += RunUsage {
+            requests: spent.requests,
+            tokens: spent.usage.unwrap_or_default(),
+            ..RunUsage::default()
+        };
+    }
 }
 
 /// The most a run may spend; `None` (the default) is no limit. Token and cost limits count
@@ -145,6 +154,30 @@ pub struct UsageLimits {
 }
 
 impl UsageLimits {
+    /// The first limit `usage` has reached (requests, then input, output and total tokens,
+    /// then cost — with `prices`), or `None` while there is room for another request.
+    pub fn crossed(&self, usage: &RunUsage, prices: Option<&Prices>) -> Option<UsageLimit> {
+        let at = |max: Option<u64>, used: u64| max.filter(|&max| used >= max);
+        self.max_requests
+            .filter(|&max| usage.requests >= max)
+            .map(UsageLimit::Requests)
+            .or_else(|| {
+                at(self.max_input_tokens, usage.input_tokens()).map(UsageLimit::InputTokens)
+            })
+            .or_else(|| {
+                at(self.max_output_tokens, usage.output_tokens()).map(UsageLimit::OutputTokens)
+            })
+            .or_else(|| {
+                at(self.max_total_tokens, usage.total_tokens()).map(UsageLimit::TotalTokens)
+            })
+            .or_else(|| {
+                let prices = prices?;
+                self.max_cost
+                    .filter(|&max| usage.cost(prices) >= max)
+                    .map(UsageLimit::Cost)
+            })
+    }
+
     /// Whether no limit is set.
     pub fn is_none(&self) -> bool {
         *self == UsageLimits::default()

@@ -590,6 +590,23 @@ impl Usage {
     /// Parse a wire `usage` object, reading the nested `*_tokens_details` too.
     pub fn from_wire(value: &Value) -> Option<Usage> {
         let object = value.as_object()?;
+        // A count that is there but not a non-negative integer makes the whole usage unknown
+        // (said once per reply in a warning), rather than a zero that would turn token budgets
+        // off without a word.
+        let malformed = ["prompt_tokens", "completion_tokens", "total_tokens"]
+            .into_iter()
+            .find(|key| {
+                object
+                    .get(*key)
+                    .is_some_and(|v| !v.is_null() && v.as_u64().is_none())
+            });
+        if let Some(key) = malformed {
+            tracing::warn!(
+                field = key,
+                "the server reported usage that is not a count of tokens; this reply's usage is unknown"
+            );
+            return None;
+        }
         let field = |key: &str| object.get(key).and_then(Value::as_u64).unwrap_or(0);
         let prompt_tokens = field("prompt_tokens");
         let completion_tokens = field("completion_tokens");

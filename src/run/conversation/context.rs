@@ -3,6 +3,7 @@
 use crate::context::engine::{ContextUsage, History, Plan, compact};
 use crate::llm::event::{CompactionTier, StreamEvent};
 use crate::run::conversation::Conversation;
+use crate::run::metered::Metered;
 
 impl Conversation {
     /// How much of the model's window the conversation uses: the server's count after the
@@ -37,6 +38,14 @@ impl Conversation {
     pub async fn compact(&mut self) -> Vec<StreamEvent> {
         let mut events = Vec::new();
         let mut committed = self.messages.len();
+        // The summary request passes the hooks and counts in the conversation's usage.
+        let metered = Metered::new(
+            &*self.model,
+            &self.config,
+            self.usage.total,
+            self.config.usage_limits,
+            self.config.prices,
+        );
         let plan = Plan {
             from: CompactionTier::Summary,
             force: true,
@@ -48,13 +57,14 @@ impl Conversation {
                 messages: &mut self.messages,
                 committed: &mut committed,
             },
-            &*self.model,
+            &metered,
             &self.config.engine(),
             &[],
             plan,
             &mut events,
         )
         .await;
+        self.usage.charge(metered.spent());
         events
     }
 }

@@ -37,3 +37,4 @@ mod typed_tools;
 mod usage_limits;
 mod wire_hardening;
 mod wire_limits;
+mod request_accounting;

@@ -64,7 +64,7 @@ impl Reply {
     fn wire_usage(&self) -> Value {
         let (prompt, completion, cached, reasoning) = self.usage;
         json!({"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion,
+            "total_tokens": prompt.saturating_add(completion),
             "prompt_tokens_details": {"cached_tokens": cached},
             "completion_tokens_details": {"reasoning_tokens": reasoning}})
     }

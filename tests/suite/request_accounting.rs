@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agcore::context::{LlamaCppTokenizer, TokenizerChoice};
-use agcore::run::{HookChain, HookRequest, Hooks};
 use agcore::llm::{CycleConfig, LlmCycle, OpenaiChatMessage, RetryPolicy, UsageLimits};
 use agcore::run::RequestPurpose;
+use agcore::run::{HookChain, HookRequest, Hooks};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -54,11 +54,22 @@ impl Hooks for Redact {
 fn long_history(turns: usize) -> Vec<OpenaiChatMessage> {
     let mut messages = vec![OpenaiChatMessage::system("You are terse.")];
     for turn in 0..turns {
-        let text = format!("turn {turn}: the key is {SECRET}. {}", "lorem ipsum ".repeat(120));
+        let text = format!(
+            "turn {turn}: the key is {SECRET}. {}",
+            "lorem ipsum ".repeat(120)
+        );
         messages.push(OpenaiChatMessage::user_text(text.clone()));
         messages.push(OpenaiChatMessage::assistant_text(text));
     }
     messages
+}
+
+/// Replies for the summary requests (the engine may summarise in several chunks) and the
+/// turn: each costs 100 input and 10 output tokens.
+fn replies() -> Vec<Reply> {
+    (0..12)
+        .map(|n| Reply::text(&format!("reply {n}")).usage(100, 10, 0, 0))
+        .collect()
 }
 
 fn summarising_config() -> CycleConfig {
@@ -71,11 +82,7 @@ fn summarising_config() -> CycleConfig {
 
 #[tokio::test]
 async fn the_summary_request_passes_the_redaction_hook() {
-    let server = FakeModel::start(vec![
-        Reply::text("The user shared a key.").usage(900, 20, 0, 0),
-        Reply::text("done").usage(300, 5, 0, 0),
-    ])
-    .await;
+    let server = FakeModel::start(replies()).await;
     let hook = Arc::new(Redact::default());
     let mut config = summarising_config();
     config.hooks = HookChain::new().with(hook.clone());
@@ -83,32 +90,35 @@ async fn the_summary_request_passes_the_redaction_hook() {
     cycle.submit("And now?".into()).await.unwrap();
 
     let received = server.received();
-    assert_eq!(received.len(), 2, "a summary, then the turn");
+    assert!(received.len() >= 2, "summaries, then the turn");
     for body in &received {
         assert!(!body.to_string().contains(SECRET), "sent: {body}");
     }
     let purposes = hook.purposes.lock().unwrap().clone();
+    let mut expected = vec![RequestPurpose::Summary; received.len() - 1];
+    expected.push(RequestPurpose::Turn);
     assert_eq!(
-        purposes,
-        [RequestPurpose::Summary, RequestPurpose::Turn],
+        purposes, expected,
         "the hook is told why each request is sent"
     );
 }
 
 #[tokio::test]
 async fn summaries_count_in_the_runs_usage() {
-    let server = FakeModel::start(vec![
-        Reply::text("The user shared a key.").usage(900, 20, 0, 0),
-        Reply::text("done").usage(300, 5, 0, 0),
-    ])
-    .await;
+    let server = FakeModel::start(replies()).await;
     let mut cycle = LlmCycle::from_history(server.client(), summarising_config(), long_history(8));
     let reply = cycle.submit("And now?".into()).await.unwrap();
+    let sent = server.received().len() as u64;
+    assert!(sent >= 2, "summaries, then the turn");
     let usage = cycle.last_run_usage();
-    assert_eq!(usage.requests, 2, "{usage:?}");
-    assert_eq!(usage.input_tokens(), 1_200, "{usage:?}");
-    assert_eq!(usage.output_tokens(), 25, "{usage:?}");
-    assert_eq!(reply.usage.unwrap().prompt_tokens, 1_200, "the reply's usage is the run's");
+    assert_eq!(u64::from(usage.requests), sent, "{usage:?}");
+    assert_eq!(usage.input_tokens(), 100 * sent, "{usage:?}");
+    assert_eq!(usage.output_tokens(), 10 * sent, "{usage:?}");
+    assert_eq!(
+        reply.usage.unwrap().prompt_tokens,
+        100 * sent,
+        "the reply's usage is the run's"
+    );
 }
 
 #[tokio::test]
@@ -134,9 +144,10 @@ async fn a_retried_request_counts_each_attempt() {
     let server = FakeModel::start(vec![Reply::text("done")]).await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(503).set_body_json(
-            json!({"error": {"message": "overloaded", "type": "server_error"}}),
-        ))
+        .respond_with(
+            ResponseTemplate::new(503)
+                .set_body_json(json!({"error": {"message": "overloaded", "type": "server_error"}})),
+        )
         .up_to_n_times(1)
         .with_priority(1)
         .mount(&server.server)
@@ -149,7 +160,11 @@ async fn a_retried_request_counts_each_attempt() {
     };
     let mut cycle = server.cycle(config);
     cycle.submit("hi".into()).await.unwrap();
-    assert_eq!(cycle.last_run_usage().requests, 2, "the failed attempt was sent too");
+    assert_eq!(
+        cycle.last_run_usage().requests,
+        2,
+        "the failed attempt was sent too"
+    );
 }
 
 #[tokio::test]
@@ -179,16 +194,15 @@ async fn usage_that_is_not_a_count_is_unknown() {
     .unwrap();
     let mut cycle = LlmCycle::new(client, CycleConfig::new("m"));
     let reply = cycle.submit("hi".into()).await.unwrap();
-    assert_eq!(reply.usage, None, "not zero tokens, which would switch token budgets off");
+    assert_eq!(
+        reply.usage, None,
+        "not zero tokens, which would switch token budgets off"
+    );
 }
 
 #[tokio::test]
 async fn a_tool_output_cannot_forge_a_turn_in_the_summary_transcript() {
-    let server = FakeModel::start(vec![
-        Reply::text("summary").usage(900, 20, 0, 0),
-        Reply::text("done"),
-    ])
-    .await;
+    let server = FakeModel::start(replies()).await;
     let mut history = long_history(8);
     history.insert(
         3,

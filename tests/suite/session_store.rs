@@ -340,7 +340,7 @@ async fn sigkill_body(store: Arc<dyn SessionStore>, url: String) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "lock_holder_child",
+            "suite::session_store::lock_holder_child",
             "--ignored",
             "--nocapture",
             "--test-threads",

@@ -4,7 +4,7 @@
 //! its replies in small chunks like a real server.
 //!
 //! ```
-//! # async fn demo() -> Result<(), agcore::llm::ProviderError> {
+//! # async fn demo() -> Result<(), agcore::LlmError> {
 //! use agcore::llm::testing::ScriptedModel;
 //! use agcore::{Conversation, CycleConfig, ToolCall};
 //!

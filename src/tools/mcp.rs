@@ -93,6 +93,7 @@ pub mod auth;
 mod catalog;
 mod client;
 mod config;
+mod config_error;
 mod connection;
 mod cross_app_config;
 mod elicitation;
@@ -129,9 +130,9 @@ pub use catalog::{
 };
 pub use client::McpClient;
 pub use config::{
-    CONFIG_RESTARTS, CONFIG_STARTUP_RETRIES, McpConfigError, McpServerConfig, McpServersConfig,
-    connect_all,
+    CONFIG_RESTARTS, CONFIG_STARTUP_RETRIES, McpServerConfig, McpServersConfig, connect_all,
 };
+pub use config_error::McpConfigError;
 pub use connection::McpServerInfo;
 pub use cross_app_config::{McpCrossAppConfig, McpIdTokenConfig};
 pub use elicitation::{

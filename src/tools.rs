@@ -13,12 +13,14 @@
 
 // Imports go one way, up this list: the leaf vocabulary knows only itself; the error and the
 // call records know the vocabulary; the policies know both; the registry knows them all.
-// Leaf vocabulary: what a tool is and needs, and why it is hidden or refused.
-pub mod approver;
-pub mod capability;
+// Leaf vocabulary: what a tool is and needs, and why it is hidden or refused. (The private
+// ones are re-exported where their items have always been: `permission`, `base`, `exposure`,
+// `approval`.)
+mod approver;
+mod capability;
 pub mod kind;
-pub mod reasons;
-pub mod source;
+mod reasons;
+mod source;
 
 // The error and the records of a call.
 pub mod call;

@@ -18,7 +18,7 @@
 //! Profile, restricted mode and flags are checked again when a call runs, so a hidden tool a
 //! model names anyway is refused with [`crate::tools::ToolError::NotExposed`], never run.
 //!
-//! This module holds the policy and its gate; the reasons are [`crate::tools::reasons`]'s, and
+//! This module holds the policy and its gate; the reasons are a leaf module of their own, and
 //! the registry builds the [`ExposureReport`] ([`crate::tools::ToolRegistry::explain`]).
 
 use std::collections::BTreeSet;
@@ -34,7 +34,7 @@ mod report;
 mod unique;
 
 pub use crate::tools::reasons::{
-    ExposureCheckError, ExposureError, HiddenBecause, describe_reasons,
+    ExposureCheckError, ExposureError, HiddenBecause, SkipReason, describe_reasons,
 };
 pub use report::{ExposureReport, ToolExposure};
 pub use unique::has_duplicate_names;

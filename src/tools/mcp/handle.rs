@@ -38,7 +38,7 @@ impl std::fmt::Debug for McpHandle {
 }
 
 impl McpHandle {
-    /// Shut the server down gracefully, as [`McpClient::close`] does — stdio: close its stdin,
+    /// Shut the server down gracefully, as [`McpClient::close`](crate::tools::mcp::McpClient::close) does — stdio: close its stdin,
     /// wait briefly, then SIGTERM and SIGKILL its process group; streamable HTTP: end the
     /// session (`DELETE`) — and wait until it is done. The client, every handle and every
     /// adapter are disconnected: later calls fail with `McpNotInitialized`.
@@ -56,13 +56,13 @@ impl McpHandle {
         self.shared.is_connected()
     }
 
-    /// Call a tool; see [`McpClient::call_tool`].
+    /// Call a tool; see [`McpClient::call_tool`](crate::tools::mcp::McpClient::call_tool).
     pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         self.shared.call_tool(name, args).await
     }
 
     /// The tools of the last listing that were left out, with the reason
-    /// ([`McpClient::skipped_tools`]).
+    /// ([`McpClient::skipped_tools`](crate::tools::mcp::McpClient::skipped_tools)).
     pub fn skipped_tools(&self) -> Vec<SkippedMcpTool> {
         self.shared.cache.skipped()
     }
@@ -82,7 +82,7 @@ impl McpHandle {
         self.shared.cache.subscribe()
     }
 
-    /// The client's `include` / `exclude` lists ([`McpClient::with_tool_filter`]).
+    /// The client's `include` / `exclude` lists ([`McpClient::with_tool_filter`](crate::tools::mcp::McpClient::with_tool_filter)).
     pub fn tool_filter(&self) -> McpToolFilter {
         self.shared.cache.filter()
     }

@@ -35,7 +35,7 @@ impl std::fmt::Display for SkippedMcpTool {
 }
 
 /// Why a tool of an MCP server was skipped: the tool core's source-neutral
-/// [`SkipReason`](crate::tools::reasons::SkipReason).
+/// [`SkipReason`](crate::tools::exposure::SkipReason).
 pub use crate::tools::reasons::SkipReason as McpSkipReason;
 
 impl ExposureReport {

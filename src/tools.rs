@@ -11,23 +11,42 @@
 //! - [`builtin`]: opt-in file, search, shell and fetch tools confined to a workspace root.
 //! - [`prelude`]: everything a tool author needs in one `use`.
 
+// Imports go one way: a module imports from its own group or the groups above it, never from
+// one below, and never in a circle. The leaf vocabulary knows only itself; the error and the
+// records of a call know the vocabulary; the policies know both; the registry and what builds
+// on it know them all. `tests/layering.rs` checks that the tools core and the MCP client have
+// no import circle.
+//
+// Leaf vocabulary: what a tool is and needs, and why it is hidden or refused. (The private
+// ones are re-exported where their items have always been: `permission`, `base`, `exposure`,
+// `approval`.)
+mod approver;
+mod capability;
+pub mod kind;
+mod reasons;
+mod source;
+
+// The error and the records of a call.
+pub mod call;
+pub mod error;
+pub mod outcome;
+pub mod validate;
+
+// The tool interface and the policies: permissions, approvals, profiles, rules, exposure.
 pub mod approval;
 pub(crate) mod approval_trace;
 pub mod base;
-pub mod builtin;
-pub mod call;
-pub mod config;
-pub mod error;
 pub mod exposure;
-pub mod kind;
-pub mod mcp;
-pub mod outcome;
 pub mod permission;
 pub mod profile;
-pub mod registry;
 pub mod rules;
+
+// The registry, and what builds on it.
+pub mod builtin;
+pub mod config;
+pub mod mcp;
+pub mod registry;
 pub mod typed;
-pub mod validate;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll};
 pub use base::{BaseTool, ToolSource};

@@ -22,11 +22,11 @@ use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
 use crate::approve::{interrupt_count, interrupted_since, raise_interrupt};
 use crate::cli::ChatArgs;
+use crate::layers::Loaded;
 use crate::render::HumanRenderer;
 use crate::secrets::Secrets;
-use crate::session::{
-    Loaded, base_url, build_cycle, build_registry_with_mcp, build_session_cycle, provider,
-};
+use crate::settings::{base_url, provider};
+use crate::setup::{build_cycle, build_registry_with_mcp, build_session_cycle};
 use crate::store::{OpenSession, open_session};
 use crate::usage;
 
@@ -96,7 +96,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
     loop {
         let prompt = format!(
             "{} {PROMPT}",
-            crate::context_cli::usage_label(cycle.context_usage())
+            crate::render::usage_label(cycle.context_usage())
         );
         let line = match read_line(&history, prompt).await? {
             Ok(line) => line,
@@ -148,7 +148,7 @@ async fn compact(cycle: &mut LlmCycle) {
         println!("nothing compacted (too little history, or the summary request failed)");
     }
     for event in &events {
-        if let Some(line) = crate::context_cli::event_line(event) {
+        if let Some(line) = crate::render::event_line(event) {
             println!("{line}");
         }
     }

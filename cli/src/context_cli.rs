@@ -1,9 +1,10 @@
 //! The context engine in the CLI: `--context-window`, `[model] context_window` and `[context]`
-//! into the cycle's configuration; the window asked of the server when none is known; the
-//! `[12.3k/32k]` label of the chat prompt and the line printed for each compaction.
+//! into the cycle's configuration; the window asked of the server when none is known. (The
+//! chat prompt's `[12.3k/32k]` label and the line printed for each compaction are
+//! [`crate::render`]'s.)
 
-use agcore::context::{CompactionTier, ContextUsage, discover_window, known_window};
-use agcore::llm::{CycleConfig, LlmCycle, StreamEvent};
+use agcore::context::{discover_window, known_window};
+use agcore::llm::{CycleConfig, LlmCycle};
 
 use crate::cli::ModelArgs;
 use crate::config::AgcoreConfig;
@@ -80,8 +81,8 @@ pub async fn discover(
     {
         return;
     }
-    let base_url = crate::session::base_url(args, config);
-    let key = secrets.get(&crate::session::api_key_env(args, config));
+    let base_url = crate::settings::base_url(args, config);
+    let key = secrets.get(&crate::settings::api_key_env(args, config));
     let model = settings.model.clone();
     if let Some(window) = discover_window(&base_url, &model, key).await {
         tracing::info!(window, "context window reported by the server");
@@ -105,97 +106,11 @@ async fn discover_tokenizer(
     {
         return;
     }
-    let base_url = crate::session::base_url(args, config);
-    let key = secrets.get(&crate::session::api_key_env(args, config));
+    let base_url = crate::settings::base_url(args, config);
+    let key = secrets.get(&crate::settings::api_key_env(args, config));
     if let Some(counter) = agcore::context::LlamaCppTokenizer::discover(&base_url, key).await {
         tracing::info!("counting tokens with the server's /tokenize");
         cycle.config_mut().context.tokenizer =
             agcore::context::TokenizerChoice::Custom(std::sync::Arc::new(counter));
-    }
-}
-
-/// `[12.3k/32k]`.
-pub fn usage_label(usage: ContextUsage) -> String {
-    format!(
-        "[{}/{}]",
-        short(usage.tokens),
-        short(u64::from(usage.window))
-    )
-}
-
-fn short(tokens: u64) -> String {
-    match tokens {
-        0..1_000 => tokens.to_string(),
-        1_000..10_000 => format!("{:.1}k", tokens as f64 / 1_000.0),
-        _ => format!("{}k", (tokens as f64 / 1_000.0).round()),
-    }
-}
-
-/// The line for a compaction or repair event (`None` for other events).
-pub fn event_line(event: &StreamEvent) -> Option<String> {
-    match event {
-        StreamEvent::ContextCompacted {
-            tier,
-            tokens_before,
-            tokens_after,
-            messages,
-            window,
-        } => {
-            let how = match tier {
-                CompactionTier::StubToolOutputs => "old tool outputs stubbed",
-                CompactionTier::Summary => "older turns summarised",
-                CompactionTier::DropTurns => "oldest turns dropped",
-                _ => "compacted",
-            };
-            Some(format!(
-                "⋯ context compacted (tier {}: {how}, {messages} messages): {} → {} of {} tokens",
-                tier.number(),
-                short(*tokens_before),
-                short(*tokens_after),
-                short(*window)
-            ))
-        }
-        StreamEvent::HistoryRepaired { kind, detail } => Some(format!(
-            "⋯ history repaired ({}): {}",
-            serde_json::to_value(kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            agcore::display::escape_for_terminal(detail)
-        )),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_are_short() {
-        let usage = |tokens, window| ContextUsage {
-            tokens,
-            window,
-            measured: true,
-        };
-        assert_eq!(usage_label(usage(12_345, 32_768)), "[12k/33k]");
-        assert_eq!(usage_label(usage(1_234, 8_192)), "[1.2k/8.2k]");
-        assert_eq!(usage_label(usage(0, 8_192)), "[0/8.2k]");
-    }
-
-    #[test]
-    fn a_compaction_is_one_line() {
-        let line = event_line(&StreamEvent::ContextCompacted {
-            tier: CompactionTier::Summary,
-            tokens_before: 7_000,
-            tokens_after: 3_000,
-            messages: 12,
-            window: 8_192,
-        })
-        .unwrap();
-        assert_eq!(
-            line,
-            "⋯ context compacted (tier 2: older turns summarised, 12 messages): 7.0k → 3.0k of 8.2k tokens"
-        );
     }
 }

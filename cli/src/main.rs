@@ -15,13 +15,15 @@ mod layers;
 mod mcp_catalog;
 mod mcp_close;
 mod mcp_cmd;
+mod mcp_connect;
 mod mcp_login;
 mod render;
 mod run;
 mod sampling;
 mod secrets;
-mod session;
 mod sessions_cmd;
+mod settings;
+mod setup;
 mod store;
 mod system_prompt;
 mod telemetry;
@@ -60,7 +62,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => Some(&args.model),
         _ => None,
     };
-    let secrets = Secrets::take(&session::secret_env_names(&loaded.config, model));
+    let secrets = Secrets::take(&settings::secret_env_names(&loaded.config, model));
     // Flushes the exported spans when `main` returns, however it returns.
     let _telemetry = telemetry::init(cli.verbose, || EscapedStderr);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -80,9 +82,9 @@ fn main() -> ExitCode {
 /// without one).
 fn load(command: &Command) -> anyhow::Result<Loaded> {
     match command {
-        Command::Run(args) => session::load_config(&args.tools),
-        Command::Chat(args) => session::load_config(&args.tools),
-        Command::Tools(args) => session::load_config(&args.tools),
+        Command::Run(args) => settings::load_config(&args.tools),
+        Command::Chat(args) => settings::load_config(&args.tools),
+        Command::Tools(args) => settings::load_config(&args.tools),
         Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Login(args)) => layers::load(args.source.config.as_deref(), false),

@@ -9,8 +9,8 @@ use anyhow::{Context, bail};
 use serde_json::{Map, Value};
 
 use crate::cli::{McpPromptsArgs, McpResourcesArgs, McpSourceArgs};
-use crate::mcp_cmd::servers;
-use crate::session::{Loaded, withholding};
+use crate::layers::Loaded;
+use crate::mcp_connect::{servers, withholding};
 
 async fn connected(
     source: &McpSourceArgs,

@@ -4,15 +4,16 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use agcore::tools::mcp::{McpServerStatus, McpServersConfig};
-use anyhow::{Context, bail};
+use agcore::tools::mcp::McpServerStatus;
+use anyhow::Context;
 use serde_json::Value;
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
-use crate::cli::{McpCallArgs, McpCommand, McpListArgs, McpSourceArgs};
+use crate::cli::{McpCallArgs, McpCommand, McpListArgs};
+use crate::layers::Loaded;
+use crate::mcp_connect::{connect_servers, servers, withholding};
 use crate::render::json_for_terminal;
-use crate::session::{Loaded, connect_servers, mcp_servers, secret_env_names, withholding};
 
 /// Run `agcore mcp ...`.
 pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode> {
@@ -24,21 +25,6 @@ pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode
         McpCommand::Resources(args) => crate::mcp_catalog::resources(args, &loaded).await,
         McpCommand::Prompts(args) => crate::mcp_catalog::prompts(args, &loaded).await,
     }
-}
-
-/// The configured servers and the variables none of them may see (the model's API key).
-/// `loaded` follows the trust rule of every command: an untrusted ./agcore.toml starts nothing.
-pub(crate) fn servers(
-    source: &McpSourceArgs,
-    loaded: &Loaded,
-) -> anyhow::Result<(McpServersConfig, Vec<String>)> {
-    let servers = mcp_servers(loaded, source.mcp_config.as_deref())?;
-    if servers.servers.is_empty() {
-        bail!(
-            "no MCP servers configured: pass --mcp-config FILE (an mcpServers JSON) or add [mcp] to agcore.toml"
-        );
-    }
-    Ok((servers, secret_env_names(&loaded.config, None)))
 }
 
 async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {

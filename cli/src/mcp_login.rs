@@ -17,7 +17,7 @@ use async_trait::async_trait;
 
 use crate::cli::{McpLoginArgs, McpLogoutArgs};
 use crate::layers::{Loaded, base_dir};
-use crate::session::mcp_servers;
+use crate::settings::mcp_servers;
 
 /// How long `login` waits for the browser's redirect.
 const LOGIN_WAIT: Duration = Duration::from_secs(300);

@@ -1,11 +1,13 @@
 //! Human rendering of stream events: answer text on stdout, tool activity on stderr (with a
-//! spinner on a terminal).
+//! spinner on a terminal), a line for each compaction, and the chat prompt's `[12.3k/32k]`
+//! context label.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use agcore::context::{CompactionTier, ContextUsage};
 use agcore::display::{
     escape_for_terminal, escape_keeping_lines, head_and_tail, is_unsafe_for_terminal,
 };
@@ -135,7 +137,7 @@ impl HumanRenderer {
                 eprintln!("error: {}", escape_keeping_lines(message));
             }
             StreamEvent::ContextCompacted { .. } | StreamEvent::HistoryRepaired { .. } => {
-                if let Some(line) = crate::context_cli::event_line(event) {
+                if let Some(line) = event_line(event) {
                     self.end_reasoning();
                     self.newline();
                     eprintln!("{line}");
@@ -267,6 +269,59 @@ pub fn answer_text(text: &str, stdout_is_terminal: bool) -> std::borrow::Cow<'_,
     }
 }
 
+/// `[12.3k/32k]`.
+pub fn usage_label(usage: ContextUsage) -> String {
+    format!(
+        "[{}/{}]",
+        short(usage.tokens),
+        short(u64::from(usage.window))
+    )
+}
+
+fn short(tokens: u64) -> String {
+    match tokens {
+        0..1_000 => tokens.to_string(),
+        1_000..10_000 => format!("{:.1}k", tokens as f64 / 1_000.0),
+        _ => format!("{}k", (tokens as f64 / 1_000.0).round()),
+    }
+}
+
+/// The line for a compaction or repair event (`None` for other events).
+pub fn event_line(event: &StreamEvent) -> Option<String> {
+    match event {
+        StreamEvent::ContextCompacted {
+            tier,
+            tokens_before,
+            tokens_after,
+            messages,
+            window,
+        } => {
+            let how = match tier {
+                CompactionTier::StubToolOutputs => "old tool outputs stubbed",
+                CompactionTier::Summary => "older turns summarised",
+                CompactionTier::DropTurns => "oldest turns dropped",
+                _ => "compacted",
+            };
+            Some(format!(
+                "⋯ context compacted (tier {}: {how}, {messages} messages): {} → {} of {} tokens",
+                tier.number(),
+                short(*tokens_before),
+                short(*tokens_after),
+                short(*window)
+            ))
+        }
+        StreamEvent::HistoryRepaired { kind, detail } => Some(format!(
+            "⋯ history repaired ({}): {}",
+            serde_json::to_value(kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            agcore::display::escape_for_terminal(detail)
+        )),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -289,5 +344,33 @@ mod tests {
         let text = json_for_terminal(serde_json::to_string(&value).unwrap());
         assert!(!text.chars().any(is_unsafe_for_terminal), "{text}");
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+    }
+
+    #[test]
+    fn labels_are_short() {
+        let usage = |tokens, window| ContextUsage {
+            tokens,
+            window,
+            measured: true,
+        };
+        assert_eq!(usage_label(usage(12_345, 32_768)), "[12k/33k]");
+        assert_eq!(usage_label(usage(1_234, 8_192)), "[1.2k/8.2k]");
+        assert_eq!(usage_label(usage(0, 8_192)), "[0/8.2k]");
+    }
+
+    #[test]
+    fn a_compaction_is_one_line() {
+        let line = event_line(&StreamEvent::ContextCompacted {
+            tier: CompactionTier::Summary,
+            tokens_before: 7_000,
+            tokens_after: 3_000,
+            messages: 12,
+            window: 8_192,
+        })
+        .unwrap();
+        assert_eq!(
+            line,
+            "⋯ context compacted (tier 2: older turns summarised, 12 messages): 7.0k → 3.0k of 8.2k tokens"
+        );
     }
 }

@@ -17,9 +17,10 @@ use futures::StreamExt;
 use crate::approve::interrupt_count;
 use crate::cli::RunArgs;
 use crate::json_error;
+use crate::layers::Loaded;
 use crate::render::{HumanRenderer, json_for_terminal};
 use crate::secrets::Secrets;
-use crate::session::{Loaded, build_cycle, build_registry_with_mcp, build_session_cycle};
+use crate::setup::{build_cycle, build_registry_with_mcp, build_session_cycle};
 use crate::store::{needs_resume, open_session};
 use crate::usage;
 

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
 use crate::cli::ToolsArgs;
+use crate::layers::Loaded;
 use crate::render::json_for_terminal;
-use crate::session::{Loaded, build_registry, provider};
+use crate::settings::provider;
+use crate::setup::build_registry;
 
 /// Run `agcore tools`.
 pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> {

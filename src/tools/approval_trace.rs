@@ -5,7 +5,7 @@
 
 use tracing::Span;
 
-use crate::tools::approval::ApprovalDecision;
+use crate::tools::approver::ApprovalDecision;
 
 /// A denial, for the events of refusals that carry no decision of their own.
 pub(crate) const DENIED: ApprovalDecision = ApprovalDecision::Deny { message: None };

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::capability::Permission;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
-use crate::tools::permission::Permission;
+pub use crate::tools::source::ToolSource;
 
 /// A tool the model can call.
 ///
@@ -123,32 +123,6 @@ pub trait BaseTool: Send + Sync {
     /// since whether it had its effect is unknown. By default: not idempotent.
     fn idempotent(&self) -> bool {
         false
-    }
-}
-
-/// Where a tool comes from (shown by `agcore tools`, matched by profiles).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ToolSource {
-    /// Registered by the application.
-    #[default]
-    Local,
-    /// One of agcore's built-in tools.
-    Builtin,
-    /// A tool of an MCP server.
-    Mcp {
-        /// The server's name.
-        server: String,
-    },
-}
-
-impl std::fmt::Display for ToolSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ToolSource::Local => f.write_str("local"),
-            ToolSource::Builtin => f.write_str("built-in"),
-            ToolSource::Mcp { server } => write!(f, "mcp:{server}"),
-        }
     }
 }
 

@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+use crate::tools::approver::ApprovalRequest;
+use crate::tools::reasons::{HiddenBecause, describe_reasons};
+
 /// A tool-system error. The tuple variants are the design's (`docs/5-tool-system.md`); the
 /// named-field variants were added for registration, timeouts, cancellation and the exposure gates.
 #[derive(Debug, thiserror::Error)]
@@ -83,15 +86,12 @@ pub enum ToolError {
 
     /// An exposure gate hides this tool (profile, restricted mode, feature flag), so it may not
     /// run. `reasons` lists every gate that hid it.
-    #[error(
-        "tool '{tool}' is not available: {}",
-        crate::tools::exposure::describe_reasons(reasons)
-    )]
+    #[error("tool '{tool}' is not available: {}", describe_reasons(reasons))]
     NotExposed {
         /// The tool.
         tool: String,
         /// Every gate that hid it.
-        reasons: Vec<crate::tools::exposure::HiddenBecause>,
+        reasons: Vec<HiddenBecause>,
     },
 
     /// A rule on the call's arguments denied it ([`crate::tools::rules`]).
@@ -120,7 +120,7 @@ pub enum ToolError {
     )]
     ApprovalDeferred {
         /// What the approver was asked.
-        request: Box<crate::tools::ApprovalRequest>,
+        request: Box<ApprovalRequest>,
     },
 
     /// The call passed every check but was not started: what had to happen first (e.g.

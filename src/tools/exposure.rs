@@ -11,202 +11,33 @@
 //! - **feature flags**: [`BaseTool::required_flags`] must all be enabled;
 //! - **provider**: [`BaseTool::supports_provider`];
 //! - **permissions**: a tool whose declared permissions can never pass the registry's checker;
-//! - **MCP server config**: a server's tool its `include` / `exclude` lists leave out (or that
-//!   agcore cannot use) is never registered; [`ExposureReport::with_skipped_mcp_tools`] adds it
-//!   to a report as hidden, with the reason.
+//! - **source config**: a tool its source offers but leaves out (an MCP server's `include` /
+//!   `exclude` lists), or that agcore cannot use, is never registered;
+//!   [`ExposureReport::with_unregistered`] adds it to a report as hidden, with the reason.
 //!
 //! Profile, restricted mode and flags are checked again when a call runs, so a hidden tool a
 //! model names anyway is refused with [`crate::tools::ToolError::NotExposed`], never run.
+//!
+//! This module holds the policy and its gate; the reasons are a leaf module of their own, and
+//! the registry builds the [`ExposureReport`] ([`crate::tools::ToolRegistry::explain`]).
 
 use std::collections::BTreeSet;
-use std::fmt;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
-use serde::{Deserialize, Serialize};
 
 use crate::tools::base::{BaseTool, ToolSource};
-use crate::tools::mcp::McpSkipReason;
-use crate::tools::permission::{Permission, PermissionDenial};
+use crate::tools::capability::Permission;
 use crate::tools::profile::{Profile, ProfileEntry, default_profiles};
-use crate::tools::registry::ToolRegistry;
 
 mod report;
 mod unique;
 
+pub use crate::tools::reasons::{
+    ExposureCheckError, ExposureError, HiddenBecause, SkipReason, describe_reasons,
+};
 pub use report::{ExposureReport, ToolExposure};
 pub use unique::has_duplicate_names;
-
-/// Why a gate hid a tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "gate", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum HiddenBecause {
-    /// The active profile does not list it.
-    Profile {
-        /// The active profile.
-        profile: String,
-    },
-    /// Restricted mode is on and the tool is not allowed in it.
-    RestrictedMode {
-        /// The tool's permissions that restricted mode cuts (`Network`, `Shell`); empty when
-        /// the tool itself opts out.
-        permissions: Vec<Permission>,
-    },
-    /// Feature flags the tool requires are not enabled.
-    FeatureFlags {
-        /// The missing flags.
-        missing: Vec<String>,
-    },
-    /// The tool does not support this provider/model.
-    Provider {
-        /// The provider.
-        provider: String,
-        /// The model.
-        model: String,
-    },
-    /// The permission checker can never let it run.
-    Permissions {
-        /// Every refused permission and why.
-        refused: Vec<PermissionDenial>,
-    },
-    /// An MCP server's tool that was not registered: the server's `include` / `exclude` lists
-    /// leave it out, or agcore cannot use it (see [`McpSkipReason`]).
-    McpSkipped {
-        /// The server.
-        server: String,
-        /// Why.
-        reason: McpSkipReason,
-    },
-}
-
-impl fmt::Display for HiddenBecause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HiddenBecause::Profile { profile } => write!(f, "not in profile '{profile}'"),
-            HiddenBecause::RestrictedMode { permissions } if permissions.is_empty() => {
-                f.write_str("restricted mode: the tool is not allowed in untrusted workspaces")
-            }
-            HiddenBecause::RestrictedMode { permissions } => {
-                write!(f, "restricted mode: needs {}", join(permissions))
-            }
-            HiddenBecause::FeatureFlags { missing } => {
-                write!(f, "feature flag(s) not enabled: {}", missing.join(", "))
-            }
-            HiddenBecause::Provider { provider, model } => {
-                write!(
-                    f,
-                    "does not support provider '{provider}' (model '{model}')"
-                )
-            }
-            HiddenBecause::Permissions { refused } => {
-                write!(f, "permission denied: {}", join(refused))
-            }
-            HiddenBecause::McpSkipped { server, reason } => {
-                write!(f, "not registered (mcp server '{server}'): {reason}")
-            }
-        }
-    }
-}
-
-/// `reasons` joined with `; ` (the text of [`crate::tools::ToolError::NotExposed`]).
-pub fn describe_reasons(reasons: &[HiddenBecause]) -> String {
-    reasons
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-pub(crate) fn join<T: fmt::Display>(items: &[T]) -> String {
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A problem with the exposure configuration: a typo or an unreachable tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[serde(tag = "problem", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ExposureError {
-    /// The selected profile does not exist.
-    #[error("unknown profile '{name}'; profiles are: {}", known.join(", "))]
-    UnknownProfile {
-        /// The requested name.
-        name: String,
-        /// The defined profiles.
-        known: Vec<String>,
-    },
-    /// A profile lists a tool that is not registered.
-    #[error("profile '{profile}' lists tool '{tool}', which is not registered{}", suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
-    UnknownTool {
-        /// The profile.
-        profile: String,
-        /// The listed name.
-        tool: String,
-        /// The closest registered name, if one is close.
-        suggestion: Option<String>,
-    },
-    /// A profile lists an MCP server none of the registered tools comes from.
-    #[error(
-        "profile '{profile}' lists MCP server '{server}', but no registered tool comes from it"
-    )]
-    UnknownMcpServer {
-        /// The profile.
-        profile: String,
-        /// The server.
-        server: String,
-    },
-    /// No profile lists the tool, so no profile can offer it.
-    #[error("tool '{tool}' is not in any profile, so no profile can offer it")]
-    Unreachable {
-        /// The tool.
-        tool: String,
-    },
-    /// A rule on arguments ([`crate::tools::rules`]) is not valid: a bad pattern, or not
-    /// exactly one test.
-    #[error("argument rule {rule} (tool '{tool}') is invalid: {reason}")]
-    InvalidRule {
-        /// The rule's number (1-based, in configuration order).
-        rule: usize,
-        /// The tool it names.
-        tool: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A rule on arguments names a tool that is not registered.
-    #[error("argument rule {rule} names tool '{tool}', which is not registered")]
-    RuleUnknownTool {
-        /// The rule's number.
-        rule: usize,
-        /// The tool it names.
-        tool: String,
-    },
-    /// A rule on arguments names an argument the tool's parameters do not declare.
-    #[error(
-        "argument rule {rule} names argument '{argument}' of tool '{tool}', which it does not declare (its arguments: {})",
-        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
-    )]
-    RuleUnknownArgument {
-        /// The rule's number.
-        rule: usize,
-        /// The tool.
-        tool: String,
-        /// The argument it names.
-        argument: String,
-        /// The arguments the tool declares.
-        known: Vec<String>,
-    },
-}
-
-/// Every problem [`ExposurePolicy::check`] found.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{} exposure problem(s): {}", problems.len(), join(problems))]
-pub struct ExposureCheckError {
-    /// The problems, in profile order.
-    pub problems: Vec<ExposureError>,
-}
 
 /// The exposure gates of a registry: profiles, restricted mode and feature flags.
 ///
@@ -344,57 +175,16 @@ impl ExposurePolicy {
         reasons
     }
 
-    /// Every exposure decision for `registry`'s tools when talking to `provider`/`model`.
-    pub fn explain(&self, registry: &ToolRegistry, provider: &str, model: &str) -> ExposureReport {
-        let tools = registry
-            .tools()
-            .map(|tool| {
-                let decision = registry.permission_decision(tool.as_ref());
-                let mut hidden_because = self.gate(tool.as_ref());
-                if !tool.supports_provider(provider, model) {
-                    hidden_because.push(HiddenBecause::Provider {
-                        provider: provider.to_owned(),
-                        model: model.to_owned(),
-                    });
-                }
-                if !decision.refused.is_empty() {
-                    hidden_because.push(HiddenBecause::Permissions {
-                        refused: decision.refused,
-                    });
-                }
-                ToolExposure {
-                    rules: registry.argument_rules().describe(tool.name()),
-                    name: tool.name().to_owned(),
-                    source: tool.source(),
-                    kind: tool.kind(),
-                    permissions: tool.required_permissions(),
-                    ask: decision.ask,
-                    exposed: hidden_because.is_empty(),
-                    hidden_because,
-                }
-            })
-            .collect();
-        ExposureReport {
-            provider: provider.to_owned(),
-            model: model.to_owned(),
-            profile: self.active.clone(),
-            restricted: self.restricted,
-            flags: self.flags.iter().cloned().collect(),
-            tools,
-            problems: {
-                let mut problems = self.profile_problems(registry);
-                problems.extend(registry.rule_problems());
-                problems
-            },
-        }
-    }
-
-    /// Typos in profiles: every tool name and MCP server a profile lists must exist in
-    /// `registry`.
-    pub fn profile_problems(&self, registry: &ToolRegistry) -> Vec<ExposureError> {
-        let names = registry.list_tools();
-        let servers: BTreeSet<String> = registry
-            .tools()
+    /// Typos in profiles: every tool name and MCP server a profile lists must exist among
+    /// `tools` (a `&ToolRegistry` is such a list).
+    pub fn profile_problems<'a>(
+        &self,
+        tools: impl IntoIterator<Item = &'a Arc<dyn BaseTool>>,
+    ) -> Vec<ExposureError> {
+        let tools: Vec<&Arc<dyn BaseTool>> = tools.into_iter().collect();
+        let names: Vec<String> = tools.iter().map(|tool| tool.name().to_owned()).collect();
+        let servers: BTreeSet<String> = tools
+            .iter()
             .filter_map(|tool| match tool.source() {
                 ToolSource::Mcp { server } => Some(server),
                 _ => None,
@@ -426,9 +216,12 @@ impl ExposurePolicy {
 
     /// Tools that no profile lists (Zed's "every tool is in the permission list" test,
     /// generalised).
-    pub fn unreachable_tools(&self, registry: &ToolRegistry) -> Vec<ExposureError> {
-        registry
-            .tools()
+    pub fn unreachable_tools<'a>(
+        &self,
+        tools: impl IntoIterator<Item = &'a Arc<dyn BaseTool>>,
+    ) -> Vec<ExposureError> {
+        tools
+            .into_iter()
             .filter(|tool| !self.profiles.values().any(|p| p.allows(tool.as_ref())))
             .map(|tool| ExposureError::Unreachable {
                 tool: tool.name().to_owned(),
@@ -437,7 +230,7 @@ impl ExposurePolicy {
     }
 
     /// For users' tests: every name a profile lists exists, and every registered tool is
-    /// reachable in at least one profile.
+    /// reachable in at least one profile (`tools`: a `&ToolRegistry`, or any list of tools).
     ///
     /// ```
     /// use agcore::tools::ToolRegistry;
@@ -447,9 +240,14 @@ impl ExposurePolicy {
     /// let registry = ToolRegistry::new();
     /// ExposurePolicy::default().check(&registry).unwrap();
     /// ```
-    pub fn check(&self, registry: &ToolRegistry) -> Result<(), ExposureCheckError> {
-        let mut problems = self.profile_problems(registry);
-        problems.extend(self.unreachable_tools(registry));
+    pub fn check<'a, T>(&self, tools: T) -> Result<(), ExposureCheckError>
+    where
+        T: IntoIterator<Item = &'a Arc<dyn BaseTool>>,
+        T::IntoIter: Clone,
+    {
+        let tools = tools.into_iter();
+        let mut problems = self.profile_problems(tools.clone());
+        problems.extend(self.unreachable_tools(tools));
         if problems.is_empty() {
             Ok(())
         } else {

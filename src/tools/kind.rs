@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::permission::Permission;
+use crate::tools::capability::Permission;
 
 /// What a tool does (the ACP tool kinds). A UI picks icons and wording from it; agcore derives
 /// default permissions from it.

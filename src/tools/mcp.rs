@@ -93,10 +93,12 @@ pub mod auth;
 mod catalog;
 mod client;
 mod config;
+mod config_error;
 mod connection;
 mod cross_app_config;
 mod elicitation;
 mod filter;
+mod handle;
 mod handler;
 mod http_client;
 mod lines;
@@ -104,12 +106,15 @@ mod listing;
 mod media;
 mod naming;
 mod permissions;
+mod progress;
 mod prompt_tools;
 mod recovery;
+mod registration;
 mod resource_tools;
 mod result;
 mod roots;
 mod sampling;
+mod shared;
 mod skipped;
 mod stderr;
 mod stdio;
@@ -123,11 +128,11 @@ pub use catalog::{
     McpPrompt, McpPromptArgument, McpPromptMessage, McpResource, McpResourceContent,
     McpResourceTemplate,
 };
-pub use client::{McpClient, McpHandle, McpProgress, ProgressCallback};
+pub use client::McpClient;
 pub use config::{
-    CONFIG_RESTARTS, CONFIG_STARTUP_RETRIES, McpConfigError, McpServerConfig, McpServersConfig,
-    connect_all,
+    CONFIG_RESTARTS, CONFIG_STARTUP_RETRIES, McpServerConfig, McpServersConfig, connect_all,
 };
+pub use config_error::McpConfigError;
 pub use connection::McpServerInfo;
 pub use cross_app_config::{McpCrossAppConfig, McpIdTokenConfig};
 pub use elicitation::{
@@ -135,14 +140,17 @@ pub use elicitation::{
     validate_elicited,
 };
 pub use filter::McpToolFilter;
+pub use handle::McpHandle;
 pub use listing::McpListError;
 pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message};
-pub use naming::{
-    McpRegistration, McpRegistrySync, McpToolNaming, RegisteredMcpTool, qualified_tool_name,
-    register_mcp_tools, register_mcp_tools_with_report, sanitize_tool_name,
-};
+pub use naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
+pub use progress::{McpProgress, ProgressCallback};
 pub use prompt_tools::McpPromptTool;
 pub use recovery::McpRetry;
+pub use registration::{
+    McpRegistration, McpRegistrySync, RegisteredMcpTool, register_mcp_tools,
+    register_mcp_tools_with_report,
+};
 pub use resource_tools::{MAX_RESOURCE_OUTPUT_BYTES, McpResourceTool};
 pub use result::{call_result_to_value, content_to_model_text};
 pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, SamplingTurn};

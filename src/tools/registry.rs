@@ -21,9 +21,10 @@ use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::error::ToolError;
-use crate::tools::exposure::{ExposureCheckError, ExposurePolicy, ExposureReport};
+use crate::tools::exposure::{ExposurePolicy, ExposureReport, ToolExposure};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
+use crate::tools::reasons::{ExposureCheckError, ExposureError, HiddenBecause};
 use crate::tools::rules::{ArgumentRules, RuleAction};
 use crate::tools::validate::{compile_schema, validate_arguments};
 use crate::vocab::{ToolAnswer, ToolDefinition};
@@ -92,6 +93,33 @@ impl Default for ToolRegistry {
     }
 }
 
+/// A registry is the list of its tools, in registration order (what
+/// [`ExposurePolicy::check`] takes).
+impl<'a> IntoIterator for &'a ToolRegistry {
+    type Item = &'a Arc<dyn BaseTool>;
+    type IntoIter = Tools<'a>;
+
+    fn into_iter(self) -> Tools<'a> {
+        Tools(self.tools.values())
+    }
+}
+
+/// The tools of a [`ToolRegistry`], in registration order.
+#[derive(Clone)]
+pub struct Tools<'a>(indexmap::map::Values<'a, String, Entry>);
+
+impl<'a> Iterator for Tools<'a> {
+    type Item = &'a Arc<dyn BaseTool>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|entry| &entry.tool)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRegistry")
@@ -149,7 +177,7 @@ impl ToolRegistry {
 
     /// Rules on arguments that name a tool that is not registered or an argument it does not
     /// declare.
-    pub(crate) fn rule_problems(&self) -> Vec<crate::tools::exposure::ExposureError> {
+    pub(crate) fn rule_problems(&self) -> Vec<ExposureError> {
         self.rules.problems(self.tools().map(|tool| tool.as_ref()))
     }
 
@@ -186,9 +214,46 @@ impl ToolRegistry {
     /// Every exposure decision for `provider`/`model`, explained (the default policy when none
     /// is set: no profile gate, not restricted, no flags).
     pub fn explain(&self, provider: &str, model: &str) -> ExposureReport {
-        match &self.exposure {
-            Some(policy) => policy.explain(self, provider, model),
-            None => ExposurePolicy::default().explain(self, provider, model),
+        let default = ExposurePolicy::default();
+        let policy = self.exposure.as_ref().unwrap_or(&default);
+        let tools = self
+            .tools()
+            .map(|tool| {
+                let decision = self.permission_decision(tool.as_ref());
+                let mut hidden_because = policy.gate(tool.as_ref());
+                if !tool.supports_provider(provider, model) {
+                    hidden_because.push(HiddenBecause::Provider {
+                        provider: provider.to_owned(),
+                        model: model.to_owned(),
+                    });
+                }
+                if !decision.refused.is_empty() {
+                    hidden_because.push(HiddenBecause::Permissions {
+                        refused: decision.refused,
+                    });
+                }
+                ToolExposure {
+                    rules: self.rules.describe(tool.name()),
+                    name: tool.name().to_owned(),
+                    source: tool.source(),
+                    kind: tool.kind(),
+                    permissions: tool.required_permissions(),
+                    ask: decision.ask,
+                    exposed: hidden_because.is_empty(),
+                    hidden_because,
+                }
+            })
+            .collect();
+        let mut problems = policy.profile_problems(self);
+        problems.extend(self.rule_problems());
+        ExposureReport {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            profile: policy.active_profile().map(str::to_owned),
+            restricted: policy.is_restricted(),
+            flags: policy.flags().map(str::to_owned).collect(),
+            tools,
+            problems,
         }
     }
 

@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::base::BaseTool;
-use crate::tools::exposure::ExposureError;
+use crate::tools::reasons::ExposureError;
 
 /// What a matching rule does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -4,9 +4,9 @@
 
 use crate::support;
 
-use agcore::tools::ToolRegistry;
 use agcore::tools::exposure::HiddenBecause;
 use agcore::tools::mcp::{McpServersConfig, McpSkipReason, register_mcp_tools_with_report};
+use agcore::tools::{ToolRegistry, ToolSource};
 use support::mcp::npm_script;
 
 const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
@@ -82,7 +82,7 @@ async fn include_and_exclude_lists_leave_tools_out_and_say_why() {
     assert!(!row.exposed);
     assert!(matches!(
         &row.hidden_because[..],
-        [HiddenBecause::McpSkipped { server, .. }] if server == "everything"
+        [HiddenBecause::NotRegistered { source: ToolSource::Mcp { server }, .. }] if server == "everything"
     ));
     let text = report.to_string();
     let line = text.lines().find(|l| l.contains("get-env")).unwrap();

@@ -38,3 +38,4 @@ mod typed_tools;
 mod usage_limits;
 mod wire_hardening;
 mod wire_limits;
+mod layering;

@@ -63,7 +63,8 @@ fn tools_shows_an_excluded_mcp_tool_as_hidden_with_the_rule() {
     let tools = json["report"]["tools"].as_array().unwrap();
     let weather = tools.iter().find(|t| t["name"] == "get_weather").unwrap();
     assert_eq!(weather["exposed"], false);
-    assert_eq!(weather["hidden_because"][0]["gate"], "mcp_skipped");
+    assert_eq!(weather["hidden_because"][0]["gate"], "not_registered");
+    assert_eq!(weather["hidden_because"][0]["source"]["server"], "demo");
     assert_eq!(
         weather["hidden_because"][0]["reason"]["kind"],
         "not_included"

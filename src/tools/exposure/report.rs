@@ -4,11 +4,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::base::ToolSource;
-use crate::tools::exposure::{ExposureError, HiddenBecause, describe_reasons, join};
+use crate::tools::capability::Permission;
 use crate::tools::kind::ToolKind;
-use crate::tools::mcp::SkippedMcpTool;
-use crate::tools::permission::Permission;
+use crate::tools::reasons::{ExposureError, HiddenBecause, SkipReason, describe_reasons, join};
+use crate::tools::source::ToolSource;
 
 /// One tool's exposure decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,8 +45,8 @@ pub struct ExposureReport {
     pub restricted: bool,
     /// The enabled flags.
     pub flags: Vec<String>,
-    /// One entry per registered tool, in registration order (then any MCP tools that were not
-    /// registered, see [`ExposureReport::with_skipped_mcp_tools`]).
+    /// One entry per registered tool, in registration order (then any tools their source
+    /// offers that were not registered, see [`ExposureReport::with_unregistered`]).
     pub tools: Vec<ToolExposure>,
     /// Typos in profiles (tools or MCP servers that do not exist).
     pub problems: Vec<ExposureError>,
@@ -72,29 +71,28 @@ impl ExposureReport {
             .collect()
     }
 
-    /// The report with a hidden row for each MCP tool that was not registered
-    /// ([`HiddenBecause::McpSkipped`]: left out by the server's `include` / `exclude` lists, or
-    /// unusable), named as on its server — so every tool a server offers has a line and a reason.
-    pub fn with_skipped_mcp_tools(
+    /// The report with a hidden row for each tool its source offers that was not registered
+    /// ([`HiddenBecause::NotRegistered`]: `(name as on its source, source, why)`) — so every
+    /// tool a source offers has a line and a reason. MCP servers' skipped tools:
+    /// `with_skipped_mcp_tools`.
+    pub fn with_unregistered(
         mut self,
-        skipped: impl IntoIterator<Item = SkippedMcpTool>,
+        unregistered: impl IntoIterator<Item = (String, ToolSource, SkipReason)>,
     ) -> Self {
-        self.tools
-            .extend(skipped.into_iter().map(|skip| ToolExposure {
-                name: skip.tool,
-                source: ToolSource::Mcp {
-                    server: skip.server.clone(),
-                },
-                kind: ToolKind::Other,
-                permissions: Vec::new(),
-                ask: Vec::new(),
-                rules: Vec::new(),
-                exposed: false,
-                hidden_because: vec![HiddenBecause::McpSkipped {
-                    server: skip.server,
-                    reason: skip.reason,
-                }],
-            }));
+        self.tools.extend(
+            unregistered
+                .into_iter()
+                .map(|(name, source, reason)| ToolExposure {
+                    name,
+                    source: source.clone(),
+                    kind: ToolKind::Other,
+                    permissions: Vec::new(),
+                    ask: Vec::new(),
+                    rules: Vec::new(),
+                    exposed: false,
+                    hidden_because: vec![HiddenBecause::NotRegistered { source, reason }],
+                }),
+        );
         self
     }
 

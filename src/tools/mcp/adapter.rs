@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::tools::base::{BaseTool, ToolSource};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
-use crate::tools::mcp::client::McpHandle;
+use crate::tools::mcp::handle::McpHandle;
 use crate::tools::mcp::naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
 use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::result::content_to_model_text;

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::tools::error::ToolError;
-use crate::tools::mcp::client::{McpClient, McpHandle};
+use crate::tools::mcp::client::McpClient;
 use crate::tools::mcp::connection::Connection;
+use crate::tools::mcp::handle::McpHandle;
 use crate::tools::mcp::{MAX_LIST_PAGES, MAX_LISTED_TOOLS};
 
 /// A resource a server offers (`resources/list`).

@@ -1,54 +1,38 @@
-//! [`McpClient`] (the design's API) and [`McpHandle`] (a shareable view of it for concurrent
-//! calls and for tool adapters).
+//! [`McpClient`] (the design's API), the façade over the client's parts: the shared state
+//! (`shared.rs`), the connection, the [`McpHandle`] its adapters hold, and the adapters.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, Tool};
+use rmcp::model::Tool;
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::broadcast;
 
 use crate::tools::base::BaseTool;
+use crate::tools::capability::Permission;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::adapter::McpToolAdapter;
-use crate::tools::mcp::connection::{Connection, McpServerInfo, Settings};
+use crate::tools::mcp::connection::{McpServerInfo, Settings};
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::filter::McpToolFilter;
-use crate::tools::mcp::handler::ToolCache;
-use crate::tools::mcp::naming::{McpRegistrySync, McpToolNaming, sync_mcp_tools};
+use crate::tools::mcp::handle::McpHandle;
+use crate::tools::mcp::naming::McpToolNaming;
 use crate::tools::mcp::permissions::PermissionRule;
-use crate::tools::mcp::recovery::{McpRetry, open_with_retries};
-use crate::tools::mcp::result::call_result_to_value;
+use crate::tools::mcp::progress::McpProgress;
+use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
+use crate::tools::mcp::shared::{Shared, open_with_retries};
 use crate::tools::mcp::skipped::SkippedMcpTool;
-use crate::tools::mcp::subscriptions::Subscriptions;
-use crate::tools::mcp::trace;
+use crate::tools::mcp::subscriptions::{McpResourceUpdate, Subscriptions};
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::mcp::{
     DEFAULT_CONNECT_TIMEOUT_SECS, DEFAULT_PROTOCOL_VERSION, DEFAULT_REQUEST_TIMEOUT_SECS,
 };
-use crate::tools::permission::Permission;
-use crate::tools::registry::{ToolRegistry, definition_of};
+use crate::tools::registry::definition_of;
 use crate::vocab::ToolDefinition;
-
-/// A progress notification from a server (`notifications/progress`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpProgress {
-    /// The server's name.
-    pub server: String,
-    /// Progress so far.
-    pub progress: f64,
-    /// The total, when known.
-    pub total: Option<f64>,
-    /// A message, when given.
-    pub message: Option<String>,
-}
-
-/// Called for every progress notification of a client's server.
-pub type ProgressCallback = Arc<dyn Fn(McpProgress) + Send + Sync>;
 
 /// A client of one MCP server.
 ///
@@ -89,16 +73,7 @@ impl McpClient {
         let server: Arc<str> = Arc::from(server_name.into());
         let subscriptions = Arc::new(Subscriptions::default());
         McpClient {
-            shared: Arc::new(Shared {
-                server: server.clone(),
-                conn: RwLock::new(None),
-                cache: ToolCache::new(),
-                settings: RwLock::new(None),
-                restart_lock: tokio::sync::Mutex::new(()),
-                restarts: AtomicU32::new(0),
-                attempts: AtomicU32::new(0),
-                subscriptions: subscriptions.clone(),
-            }),
+            shared: Arc::new(Shared::new(server.clone(), subscriptions.clone())),
             settings: Settings {
                 server,
                 transport,
@@ -385,18 +360,10 @@ impl McpClient {
     pub async fn connect(&mut self) -> Result<(), ToolError> {
         self.close_connection().await;
         self.shared.restarts.store(0, Ordering::Relaxed);
-        *self
-            .shared
-            .settings
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(self.settings.clone());
+        self.shared.keep_settings(self.settings.clone());
         let conn = open_with_retries(&self.settings, &self.shared).await?;
         let has_tools = conn.info.has_tools;
-        *self
-            .shared
-            .conn
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(conn));
+        self.shared.replace(Arc::new(conn));
         // A server whose tools cannot be listed (a timeout, an error, an endless listing) is
         // of no use and is reported unavailable with the reason — not "connected, 0 tools".
         if has_tools && let Err(error) = self.shared.list(true).await {
@@ -494,50 +461,32 @@ impl McpClient {
         let tools = self.shared.cache.get().unwrap_or_default();
         tools.iter().map(|tool| handle.adapter(tool)).collect()
     }
-}
 
-/// A shareable view of a connected [`McpClient`]: clone it into tasks to call tools
-/// concurrently over the one connection. It follows the client: after `close()` it fails with
-/// `McpNotInitialized`, after a new `connect()` it uses the new session.
-#[derive(Clone)]
-pub struct McpHandle {
-    shared: Arc<Shared>,
-    naming: McpToolNaming,
-    rule: PermissionRule,
-}
+    /// Subscribe to changes of the resource `uri` ([`McpHandle::subscribe_resource`]).
+    ///
+    /// # Errors
+    /// As [`McpHandle::subscribe_resource`].
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ToolError> {
+        self.handle().subscribe_resource(uri).await
+    }
 
-impl std::fmt::Debug for McpHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpHandle")
-            .field("server", &self.shared.server)
-            .finish()
+    /// End a subscription ([`McpHandle::unsubscribe_resource`]).
+    ///
+    /// # Errors
+    /// As [`McpHandle::unsubscribe_resource`].
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ToolError> {
+        self.handle().unsubscribe_resource(uri).await
+    }
+
+    /// A receiver of the server's resource updates ([`McpHandle::resource_updates`]).
+    pub fn resource_updates(&self) -> broadcast::Receiver<McpResourceUpdate> {
+        self.handle().resource_updates()
     }
 }
 
+// The handle's methods that build adapters: here, with the façade, so the handle (which every
+// adapter holds) does not depend on the adapters.
 impl McpHandle {
-    /// Shut the server down gracefully, as [`McpClient::close`] does — stdio: close its stdin,
-    /// wait briefly, then SIGTERM and SIGKILL its process group; streamable HTTP: end the
-    /// session (`DELETE`) — and wait until it is done. The client, every handle and every
-    /// adapter are disconnected: later calls fail with `McpNotInitialized`.
-    pub async fn close(&self) {
-        self.shared.close().await;
-    }
-
-    /// The server's name.
-    pub fn server_name(&self) -> &str {
-        &self.shared.server
-    }
-
-    /// Whether the client is connected and the server still runs.
-    pub fn is_connected(&self) -> bool {
-        self.shared.is_connected()
-    }
-
-    /// Call a tool; see [`McpClient::call_tool`].
-    pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.shared.call_tool(name, args).await
-    }
-
     /// The tool definitions; see [`McpClient::list_tools`].
     pub async fn list_tools(&self) -> Result<Vec<ToolDefinition>, ToolError> {
         let tools = self.shared.list(false).await?;
@@ -547,175 +496,9 @@ impl McpHandle {
             .collect())
     }
 
-    /// The tools of the last listing that were left out, with the reason
-    /// ([`McpClient::skipped_tools`]).
-    pub fn skipped_tools(&self) -> Vec<SkippedMcpTool> {
-        self.shared.cache.skipped()
-    }
-
-    /// The usable MCP tool descriptions from the cache (as last listed).
-    pub fn cached_tools(&self) -> Vec<Tool> {
-        self.shared
-            .cache
-            .get()
-            .map(|tools| tools.as_ref().clone())
-            .unwrap_or_default()
-    }
-
-    /// A receiver whose value changes whenever the tool list is replaced (after
-    /// `notifications/tools/list_changed` or a new listing).
-    pub fn tool_changes(&self) -> watch::Receiver<u64> {
-        self.shared.cache.subscribe()
-    }
-
-    /// Bring `registry` in line with the server's current tool list (e.g. after
-    /// `notifications/tools/list_changed`, see [`tool_changes`](Self::tool_changes)): register
-    /// adapters for new tools, unregister those of tools the server no longer lists.
-    ///
-    /// # Errors
-    /// The first registration error; the registry keeps the changes made before it.
-    pub fn sync_registry(&self, registry: &mut ToolRegistry) -> Result<McpRegistrySync, ToolError> {
-        sync_mcp_tools(registry, self)
-    }
-
-    /// The client's `include` / `exclude` lists ([`McpClient::with_tool_filter`]).
-    pub fn tool_filter(&self) -> McpToolFilter {
-        self.shared.cache.filter()
-    }
-
-    /// What the server said in `initialize` (`None` while not connected).
-    pub fn server_info(&self) -> Option<McpServerInfo> {
-        self.shared.connection().ok().map(|conn| conn.info.clone())
-    }
-
-    pub(crate) fn subscriptions(&self) -> &Subscriptions {
-        &self.shared.subscriptions
-    }
-
-    /// The connection for a request (restarting a dead server when allowed).
-    pub(crate) async fn live(&self) -> Result<Arc<Connection>, ToolError> {
-        self.shared.live().await
-    }
-
     /// An adapter for `tool` with this client's naming and permission rule.
     pub(crate) fn adapter(&self, tool: &Tool) -> McpToolAdapter {
         McpToolAdapter::new(self.clone(), tool, self.naming, &self.rule)
-    }
-
-    /// The cached description of the tool `name` (empty when the server gives none), or
-    /// `None` when the cache does not list it.
-    pub(crate) fn cached_description(&self, name: &str) -> Option<String> {
-        let tools = self.shared.cache.get()?;
-        let tool = tools.iter().find(|tool| tool.name == name)?;
-        Some(tool.description.as_deref().unwrap_or("").to_owned())
-    }
-
-    pub(crate) fn cached_tool(&self, name: &str) -> Option<Tool> {
-        let tools = self.shared.cache.get()?;
-        tools.iter().find(|tool| tool.name == name).cloned()
-    }
-}
-
-/// What a client, its handles and its adapters share.
-pub(crate) struct Shared {
-    pub(crate) server: Arc<str>,
-    conn: RwLock<Option<Arc<Connection>>>,
-    pub(crate) cache: Arc<ToolCache>,
-    /// The settings of the last `connect()`, for restarts.
-    settings: RwLock<Option<Settings>>,
-    /// One restart at a time.
-    pub(crate) restart_lock: tokio::sync::Mutex<()>,
-    /// Restarts since the last `connect()`.
-    pub(crate) restarts: AtomicU32,
-    /// Attempts of the last `connect()`.
-    pub(crate) attempts: AtomicU32,
-    /// Subscribed resources and their updates.
-    pub(crate) subscriptions: Arc<Subscriptions>,
-}
-
-impl Shared {
-    /// The settings to restart with, when restarts are allowed.
-    pub(crate) fn restart_settings(&self) -> Option<Settings> {
-        self.settings
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .filter(|settings| settings.restarts > 0)
-    }
-
-    /// Put a restarted connection in place.
-    pub(crate) fn replace(&self, conn: Arc<Connection>) {
-        *self.conn.write().unwrap_or_else(PoisonError::into_inner) = Some(conn);
-    }
-
-    pub(crate) fn connection(&self) -> Result<Arc<Connection>, ToolError> {
-        self.conn
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .ok_or_else(|| {
-                ToolError::McpNotInitialized(format!(
-                    "MCP server '{}' is not connected; call connect() first",
-                    self.server
-                ))
-            })
-    }
-
-    fn is_connected(&self) -> bool {
-        self.connection().is_ok_and(|conn| conn.is_alive())
-    }
-
-    /// Take the connection out (calls now fail as not connected) and close it gracefully.
-    async fn close(&self) {
-        let old = self
-            .conn
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        self.cache.invalidate();
-        if let Some(old) = old {
-            old.close().await;
-        }
-    }
-
-    async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let arguments = match args {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
-            other => {
-                return Err(ToolError::InvalidArguments(
-                    name.to_owned(),
-                    format!("MCP tool arguments must be a JSON object, not {other}"),
-                ));
-            }
-        };
-        let conn = self.live().await?;
-        let span = conn.span("tools/call", name);
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        params.arguments = arguments;
-        params.meta = trace::meta(&span);
-        let result = conn
-            .request_in(
-                span.clone(),
-                "tools/call",
-                name,
-                conn.peer.call_tool(params),
-            )
-            .await?;
-        if result.is_error == Some(true) {
-            trace::record_error_type(&span, "tool_error");
-        }
-        call_result_to_value(name, result)
-    }
-
-    /// The tool list: from the cache unless `refresh`, else all pages from the server.
-    async fn list(&self, refresh: bool) -> Result<Arc<Vec<Tool>>, ToolError> {
-        if !refresh && let Some(tools) = self.cache.get() {
-            return Ok(tools);
-        }
-        let conn = self.live().await?;
-        let tools = conn.list_tools().await?;
-        Ok(self.cache.store(&self.server, tools))
     }
 }
 

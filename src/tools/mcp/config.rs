@@ -44,47 +44,12 @@ use serde::Deserialize;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::client::McpClient;
+use crate::tools::mcp::config_error::McpConfigError;
 use crate::tools::mcp::cross_app_config::McpCrossAppConfig;
 use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::permission::Permission;
-
-/// Why an `mcpServers` file could not be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum McpConfigError {
-    /// The file could not be read.
-    #[error("cannot read MCP config {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file is not valid JSON or not an `mcpServers` object.
-    #[error("invalid MCP config{}: {source}", path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
-    Parse {
-        /// The file, when read from one.
-        path: Option<PathBuf>,
-        /// The JSON error (with line and column).
-        source: serde_json::Error,
-    },
-    /// One server's entry is unusable.
-    #[error("MCP server '{server}' in the config: {reason}")]
-    Invalid {
-        /// The server's name.
-        server: String,
-        /// What is wrong.
-        reason: String,
-    },
-}
-
-impl From<McpConfigError> for ToolError {
-    fn from(error: McpConfigError) -> Self {
-        ToolError::McpError(error.to_string())
-    }
-}
 
 /// One server's entry.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]

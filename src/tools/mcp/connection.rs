@@ -20,10 +20,10 @@ use tracing::Instrument;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
-use crate::tools::mcp::client::ProgressCallback;
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::progress::ProgressCallback;
 use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;

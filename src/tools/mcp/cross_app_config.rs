@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::tools::mcp::auth::{CrossAppAccess, IdTokenSource, McpAuth, OAuthClient};
-use crate::tools::mcp::config::McpConfigError;
+use crate::tools::mcp::config_error::McpConfigError;
 
 /// Where the user's ID token is, in a config file.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::mcp::skipped::McpSkipReason;
+use crate::tools::reasons::SkipReason as McpSkipReason;
 
 /// Per-server tool lists: with `include`, only the tools it names; then `exclude` removes
 /// tools (it wins over `include`).

@@ -18,13 +18,13 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, ServiceError};
 use tokio::sync::watch;
 
-use crate::tools::mcp::client::{McpProgress, ProgressCallback};
 use crate::tools::mcp::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
     validate_elicited,
 };
 use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::progress::{McpProgress, ProgressCallback};
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::{Sampler, request_of};
 use crate::tools::mcp::skipped::{SkippedMcpTool, partition};

@@ -2,18 +2,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use std::sync::Arc;
-
-use crate::tools::base::ToolSource;
-use crate::tools::error::ToolError;
-use crate::tools::mcp::client::{McpClient, McpHandle};
-use crate::tools::mcp::skipped::{McpSkipReason, SkippedMcpTool};
-use crate::tools::registry::ToolRegistry;
-
 /// The longest tool name the OpenAI wire format accepts.
 const MAX_NAME: usize = 64;
 
-/// How an [`McpClient`]'s adapters are named.
+/// How an [`McpClient`](crate::tools::mcp::McpClient)'s adapters are named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum McpToolNaming {
     /// The server's tool name (sanitised when it has characters the model API rejects).
@@ -58,7 +50,7 @@ fn sanitize_part(part: &str, empty: &str) -> String {
 
 /// Cut `name` to 64 characters with a hash suffix of `key` when it is too long (or always when
 /// `force_hash`).
-fn fit(name: String, key: &str, force_hash: bool) -> String {
+pub(crate) fn fit(name: String, key: &str, force_hash: bool) -> String {
     if name.len() <= MAX_NAME && !force_hash {
         return name;
     }
@@ -74,23 +66,12 @@ fn stable_hash(key: &str) -> u64 {
     })
 }
 
-/// One tool [`register_mcp_tools`] registered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegisteredMcpTool {
-    /// The name in the registry (what the model calls).
-    pub name: String,
-    /// The server.
-    pub server: String,
-    /// The tool's name on the server.
-    pub tool: String,
-}
-
 /// `base` if no name in `taken` has it; else `base` cut and suffixed with a stable hash of
 /// `key` (server and tool); else with `_2`, `_3`, ... — so the result is never in `taken`.
 ///
 /// The numbered suffixes are distinct from each other (each ends in `_<digits>` of a different
 /// number), and at most `taken.len() + 1` of them are tried, so one is free.
-fn unique_name(base: &str, key: &str, taken: &HashSet<String>) -> String {
+pub(crate) fn unique_name(base: &str, key: &str, taken: &HashSet<String>) -> String {
     if !taken.contains(base) {
         return base.to_owned();
     }
@@ -135,134 +116,6 @@ pub(crate) fn assign_names(
             name
         })
         .collect()
-}
-
-/// What [`register_mcp_tools_with_report`] did: the tools it registered and those it left out.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct McpRegistration {
-    /// The registered tools.
-    pub registered: Vec<RegisteredMcpTool>,
-    /// The tools left out, each with the reason: those the servers listed but agcore cannot
-    /// use ([`McpClient::skipped_tools`]) and those the registry refused.
-    pub skipped: Vec<SkippedMcpTool>,
-}
-
-/// Register the tools of several connected servers into `registry`. Tools keep their raw
-/// names (or the client's [`McpToolNaming`]) unless two tools — of one server or of two — or a
-/// tool already in the registry want the same name; those get `<server>__<tool>` names, made
-/// unique with a stable hash suffix (then a number) where that is taken too: distinct tools
-/// never collide. A tool that cannot be registered is left out (logged); the rest register —
-/// see [`register_mcp_tools_with_report`] for the list of what was left out and why.
-///
-/// # Errors
-/// None today: a bad tool is skipped, not fatal. (The `Result` is kept for compatibility.)
-pub fn register_mcp_tools(
-    registry: &mut ToolRegistry,
-    clients: impl IntoIterator<Item = McpClient>,
-) -> Result<Vec<RegisteredMcpTool>, ToolError> {
-    Ok(register_mcp_tools_with_report(registry, clients).registered)
-}
-
-/// [`register_mcp_tools`], returning the skipped tools (with their reasons) as well.
-pub fn register_mcp_tools_with_report(
-    registry: &mut ToolRegistry,
-    clients: impl IntoIterator<Item = McpClient>,
-) -> McpRegistration {
-    let mut report = McpRegistration::default();
-    let mut adapters = Vec::new();
-    for client in clients {
-        report.skipped.extend(client.skipped_tools());
-        adapters.extend(client.adapters());
-    }
-    let existing: HashSet<String> = registry.list_tools().into_iter().collect();
-    let wanted: Vec<(&str, &str, &str)> = adapters
-        .iter()
-        .map(|a| (a.server_name(), a.tool_name(), a.name_str()))
-        .collect();
-    let names = assign_names(&wanted, &existing);
-    for (adapter, name) in adapters.into_iter().zip(names) {
-        let record = RegisteredMcpTool {
-            name: name.clone(),
-            server: adapter.server_name().to_owned(),
-            tool: adapter.tool_name().to_owned(),
-        };
-        match registry.register(Arc::new(adapter.with_name(name))) {
-            Ok(()) => report.registered.push(record),
-            Err(error) => {
-                let skip = SkippedMcpTool {
-                    server: record.server,
-                    tool: record.tool,
-                    reason: McpSkipReason::Registration {
-                        detail: error.to_string(),
-                    },
-                };
-                tracing::warn!(target: "agcore::mcp", "{skip}");
-                report.skipped.push(skip);
-            }
-        }
-    }
-    report
-}
-
-/// What [`McpHandle::sync_registry`] changed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct McpRegistrySync {
-    /// Names registered for new tools.
-    pub added: Vec<String>,
-    /// Names unregistered because the server no longer lists their tools.
-    pub removed: Vec<String>,
-}
-
-/// Every name an adapter of `tool` may have been registered under.
-fn name_candidates(server: &str, tool: &str) -> [String; 3] {
-    let qualified = qualified_tool_name(server, tool);
-    let hashed = fit(qualified.clone(), &format!("{server}\u{0}{tool}"), true);
-    [sanitize_tool_name(tool), qualified, hashed]
-}
-
-/// See [`McpHandle::sync_registry`].
-pub(crate) fn sync_mcp_tools(
-    registry: &mut ToolRegistry,
-    handle: &McpHandle,
-) -> Result<McpRegistrySync, ToolError> {
-    let server = handle.server_name().to_owned();
-    let tools = handle.cached_tools();
-    let source = ToolSource::Mcp {
-        server: server.clone(),
-    };
-    let registered: Vec<String> = registry
-        .tools()
-        .filter(|tool| tool.source() == source)
-        .map(|tool| tool.name().to_owned())
-        .collect();
-    let candidates: Vec<[String; 3]> = tools
-        .iter()
-        .map(|tool| name_candidates(&server, &tool.name))
-        .collect();
-    let mut sync = McpRegistrySync::default();
-    for name in &registered {
-        if !candidates.iter().any(|names| names.contains(name)) {
-            registry.unregister(name);
-            sync.removed.push(name.clone());
-        }
-    }
-    for (tool, names) in tools.iter().zip(&candidates) {
-        if registered.iter().any(|name| names.contains(name)) {
-            continue;
-        }
-        let adapter = handle.adapter(tool);
-        let taken: HashSet<String> = registry.list_tools().into_iter().collect();
-        let name = match [adapter.name_str(), &names[1], &names[2]]
-            .into_iter()
-            .find(|name| !taken.contains(*name))
-        {
-            Some(name) => name.to_owned(),
-            None => unique_name(&names[1], &format!("{server}\u{0}{}", tool.name), &taken),
-        };
-        registry.register(Arc::new(adapter.with_name(name.clone())))?;
-        sync.added.push(name);
-    }
-    Ok(sync)
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::exposure::ExposureReport;
 use crate::tools::mcp::filter::McpToolFilter;
+use crate::tools::source::ToolSource;
 use crate::tools::validate::compile_schema;
 
 /// A tool of an MCP server that was not registered; the server's other tools were.
@@ -32,43 +34,25 @@ impl std::fmt::Display for SkippedMcpTool {
     }
 }
 
-/// Why a tool of an MCP server was skipped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum McpSkipReason {
-    /// Its input schema does not compile (e.g. an invalid `pattern` regex, an unresolvable
-    /// `$ref`): arguments could not be validated.
-    #[error("its input schema is not a valid JSON Schema: {detail}")]
-    InvalidSchema {
-        /// What the schema compiler reported.
-        detail: String,
-    },
-    /// The server lists this name more than once; the first one is registered.
-    #[error("the server lists a tool of this name more than once; the first one is used")]
-    DuplicateName,
-    /// The server's `include` list does not name it (see [`McpToolFilter`]).
-    ///
-    /// [`McpToolFilter`]: crate::tools::mcp::McpToolFilter
-    #[error("the server's `include` list ({}) does not name it", include.join(", "))]
-    NotIncluded {
-        /// The `include` entries.
-        include: Vec<String>,
-    },
-    /// The server's `exclude` list names it (see [`McpToolFilter`]).
-    ///
-    /// [`McpToolFilter`]: crate::tools::mcp::McpToolFilter
-    #[error("excluded by the server's `exclude` entry '{pattern}'")]
-    Excluded {
-        /// The entry that matched.
-        pattern: String,
-    },
-    /// The registry refused it.
-    #[error("it could not be registered: {detail}")]
-    Registration {
-        /// The registry's error.
-        detail: String,
-    },
+/// Why a tool of an MCP server was skipped: the tool core's source-neutral
+/// [`SkipReason`](crate::tools::exposure::SkipReason).
+pub use crate::tools::reasons::SkipReason as McpSkipReason;
+
+impl ExposureReport {
+    /// The report with a hidden row for each MCP tool that was not registered (left out by
+    /// the server's `include` / `exclude` lists, or unusable), named as on its server — so
+    /// every tool a server offers has a line and a reason.
+    pub fn with_skipped_mcp_tools(self, skipped: impl IntoIterator<Item = SkippedMcpTool>) -> Self {
+        self.with_unregistered(skipped.into_iter().map(|skip| {
+            (
+                skip.tool,
+                ToolSource::Mcp {
+                    server: skip.server,
+                },
+                skip.reason,
+            )
+        }))
+    }
 }
 
 /// Split a `tools/list` into the usable tools and the skipped ones: those `filter` leaves out

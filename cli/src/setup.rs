@@ -1,24 +1,23 @@
-//! Builds what every command needs from arguments and `agcore.toml`: the model cycle and the
-//! tool registry (built-in tools, MCP servers, permissions, profiles, approvals).
+//! The composition root: builds what the model commands (`run`, `chat`, `tools`) need from
+//! the arguments and `agcore.toml` — the model cycle (client, limits, hooks, context, system
+//! prompt) and the tool registry (built-in tools, MCP servers, permissions, profiles,
+//! approvals). The settings it reads are [`crate::settings`]'s.
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig, OpenaiChatMessage};
-use agcore::tools::ToolError;
 use agcore::tools::ToolRegistry;
 use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
-use agcore::tools::mcp::{
-    McpClient, McpHandle, McpServerStatus, McpServersConfig, connect_all, register_mcp_tools,
-};
+use agcore::tools::mcp::{McpClient, McpHandle, McpServerStatus, register_mcp_tools};
 use anyhow::{Context, bail};
 
 use crate::approve::approver_for;
 use crate::cli::{ModelArgs, ToolArgs};
 use crate::config::AgcoreConfig;
+use crate::layers::Loaded;
+use crate::mcp_connect::connect_servers;
 use crate::secrets::Secrets;
-
-/// The default base URL when neither `--base-url`, the config, nor `OPENAI_BASE_URL` set one.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+use crate::settings::{api_key_env, base_url, env, mcp_servers, provider, secret_env_names};
 
 /// The timeout of a tool call whose tool sets none of its own (MCP tools; the built-in tools
 /// have their own, `run_command` its per-command timeout).
@@ -26,39 +25,6 @@ pub const TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120
 
 /// How many calls of one turn run at once.
 pub const TOOL_CONCURRENCY: usize = 8;
-
-pub use crate::layers::Loaded;
-
-/// The config by the trust rule of [`crate::layers`]: the user's file, then `--config` or —
-/// when trusted and not `--restricted` — the workspace's `./agcore.toml`.
-pub fn load_config(tool_args: &ToolArgs) -> anyhow::Result<Loaded> {
-    let mut loaded = crate::layers::load(tool_args.config.as_deref(), tool_args.restricted)?;
-    // The flags win over the file for every reader of the config (the registry, and the
-    // system prompt's AGENTS.md).
-    loaded.config.tools.restricted |= tool_args.restricted;
-    if let Some(root) = &tool_args.workspace {
-        loaded.config.builtin.root = Some(root.clone());
-    }
-    Ok(loaded)
-}
-
-/// The provider name tools are checked against.
-pub fn provider(config: &AgcoreConfig) -> String {
-    config
-        .model
-        .provider
-        .clone()
-        .unwrap_or_else(|| "openai".to_owned())
-}
-
-/// The base URL the arguments (then the config, then `OPENAI_BASE_URL`) name, else the default.
-pub fn base_url(args: &ModelArgs, config: &AgcoreConfig) -> String {
-    args.base_url
-        .clone()
-        .or_else(|| config.model.base_url.clone())
-        .or_else(|| env("OPENAI_BASE_URL"))
-        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
-}
 
 /// A cycle for the model the arguments (then the config, then the environment) describe.
 /// The key comes from `secrets`: the variable itself was removed from the environment.
@@ -141,86 +107,6 @@ fn cycle_parts(
         eprintln!("note: {}", escape_keeping_lines(note));
     }
     Ok((client, cycle_config, composed.text))
-}
-
-/// The environment variable holding the model's API key: `--api-key-env`, then the config's
-/// `model.api_key_env`, else `OPENAI_API_KEY`.
-pub fn api_key_env(args: &ModelArgs, config: &AgcoreConfig) -> String {
-    args.api_key_env
-        .clone()
-        .or_else(|| config.model.api_key_env.clone())
-        .unwrap_or_else(|| "OPENAI_API_KEY".to_owned())
-}
-
-/// The environment variables that may hold the model's API key — `OPENAI_API_KEY`, the
-/// config's `model.api_key_env` and `--api-key-env` — which neither `run_command` nor any stdio
-/// MCP server gets to see.
-pub fn secret_env_names(config: &AgcoreConfig, model: Option<&ModelArgs>) -> Vec<String> {
-    let mut names = vec!["OPENAI_API_KEY".to_owned()];
-    names.extend(config.model.api_key_env.clone());
-    names.extend(model.and_then(|args| args.api_key_env.clone()));
-    names.sort();
-    names.dedup();
-    names
-}
-
-/// `client` with every variable of `withheld` kept from its (stdio) server, answering
-/// elicitations in the terminal and offering the current directory as its root.
-pub fn withholding(client: McpClient, withheld: &[String]) -> McpClient {
-    let client = withheld
-        .iter()
-        .fold(client, |client, name| client.without_env(name.clone()));
-    crate::elicit::interactive(client)
-}
-
-/// Start every enabled server of `servers` concurrently, none of them seeing `withheld`.
-pub async fn connect_servers(
-    servers: &McpServersConfig,
-    withheld: &[String],
-) -> Vec<(String, Result<McpClient, ToolError>)> {
-    // Nor the secrets of the entries' `crossAppAccess`.
-    let withheld: Vec<String> = withheld
-        .iter()
-        .cloned()
-        .chain(servers.secret_env_names())
-        .collect();
-    let clients = servers
-        .clients()
-        .into_iter()
-        .map(|(name, client)| {
-            let client = client.map(|client| {
-                let entry = servers.servers.get(&name);
-                let client = withholding(crate::sampling::interactive(client, entry), &withheld);
-                if entry.is_some_and(|entry| entry.cross_app_access.is_some()) {
-                    client
-                } else {
-                    crate::mcp_login::with_stored_auth(client, &name)
-                }
-            });
-            (name, client)
-        })
-        .collect();
-    connect_all(clients).await
-}
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|value| !value.is_empty())
-}
-
-/// The config's MCP servers, then those of the `--mcp-config` file (which win on a name clash).
-pub fn mcp_servers(
-    loaded: &Loaded,
-    mcp_config: Option<&std::path::Path>,
-) -> anyhow::Result<McpServersConfig> {
-    let mut servers = loaded
-        .config
-        .mcp_servers(loaded.path.as_deref(), &loaded.mcp_files)?;
-    if let Some(file) = mcp_config {
-        servers
-            .servers
-            .extend(McpServersConfig::load(file)?.servers);
-    }
-    Ok(servers)
 }
 
 /// The registry the arguments and config describe, and the status of each MCP server

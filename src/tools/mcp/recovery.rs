@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::client::Shared;
 use crate::tools::mcp::connection::{Connection, OpenFailure, Settings};
+use crate::vocab::trace_context::otel_int;
 
 /// How a server that fails to start is tried again: `retries` more times, waiting `backoff`
 /// before the first retry and twice as long before each next one, at most `max_backoff`.
@@ -84,8 +85,8 @@ pub(crate) async fn open_with_retries(
                 tracing::warn!(
                     target: "agcore::mcp",
                     server = %settings.server,
-                    attempt = attempt + 1,
-                    retry_in_ms = delay.as_millis() as u64,
+                    attempt = i64::from(attempt + 1),
+                    retry_in_ms = otel_int(delay.as_millis()),
                     "{error}"
                 );
                 tokio::time::sleep(delay).await;
@@ -132,7 +133,7 @@ impl Shared {
         }
         self.restarts.store(done + 1, Ordering::Relaxed);
         let ended = current.gone_error().await;
-        tracing::warn!(target: "agcore::mcp", server = %self.server, restart = done + 1, limit = settings.restarts, "restarting: {ended}");
+        tracing::warn!(target: "agcore::mcp", server = %self.server, restart = otel_int(done + 1), limit = otel_int(settings.restarts), "restarting: {ended}");
         current.close().await;
         let fresh = Connection::open(&settings, self.cache.clone())
             .await

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::tools::mcp::MAX_MESSAGE_BYTES;
 use crate::tools::mcp::lines::{LineReader, Read};
 use crate::tools::mcp::stderr::{StderrTail, pump_stderr};
+use crate::vocab::trace_context::otel_int;
 
 /// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -98,7 +99,7 @@ impl Transport<RoleClient> for StdioTransport {
                     bytes,
                     whole,
                 } => {
-                    tracing::warn!(target: "agcore::mcp", server = %self.server, %id, bytes, "discarded an oversized message");
+                    tracing::warn!(target: "agcore::mcp", server = %self.server, %id, bytes = otel_int(bytes), "discarded an oversized message");
                     let message = format!(
                         "the server's answer is larger than agcore's {} MiB message limit \
                          ({}{bytes} bytes) and was discarded",
@@ -111,7 +112,7 @@ impl Transport<RoleClient> for StdioTransport {
                 Read::Oversized {
                     id: None, bytes, ..
                 } => {
-                    tracing::warn!(target: "agcore::mcp", server = %self.server, bytes, "discarded an oversized message without an id");
+                    tracing::warn!(target: "agcore::mcp", server = %self.server, bytes = otel_int(bytes), "discarded an oversized message without an id");
                 }
                 Read::Eof => break,
                 Read::Io(error) => {

@@ -86,7 +86,7 @@ impl Peer {
             mcp.resource.uri = method.starts_with("resources/").then_some(target),
             network.transport = self.transport,
             server.address = self.address.as_deref(),
-            server.port = self.port,
+            server.port = self.port.map(i64::from),
             error.type = Empty,
         );
         self.record_session(&span);

@@ -133,3 +133,122 @@ fn a_skip_is_announced_past_the_capture_and_fails_on_ci() {
         "{text}"
     );
 }
+
+// ---- the tests the docs cite exist -------------------------------------------------------
+
+/// Every `.rs` file of the workspace's sources and tests.
+fn workspace_sources() -> Vec<PathBuf> {
+    let repo = mcp_support::repo();
+    [
+        "tests",
+        "cli/tests",
+        "src",
+        "cli/src",
+        "examples",
+        "benches",
+    ]
+    .iter()
+    .flat_map(|dir| rust_files(&repo.join(dir)))
+    .collect()
+}
+
+/// The names one citation stands for: `a`, `{a, b}_c` → `a_c`, `b_c`; `*` stays a wildcard.
+fn expand(names: &str) -> Vec<String> {
+    match (names.find('{'), names.find('}')) {
+        (Some(open), Some(close)) if open < close => names[open + 1..close]
+            .split(',')
+            .map(|middle| format!("{}{}{}", &names[..open], middle.trim(), &names[close + 1..]))
+            .collect(),
+        _ => vec![names.to_owned()],
+    }
+}
+
+/// Where `file` (a cited path like `tests/builtin_tools.rs`) is now: the file itself when it
+/// exists, else every source with its stem (a test file moved into `tests/suite/` keeps it).
+fn cited_files(file: &str, sources: &[PathBuf]) -> Vec<PathBuf> {
+    let exact = mcp_support::repo().join(file);
+    if exact.is_file() {
+        return vec![exact];
+    }
+    let stem = Path::new(file).file_stem().unwrap_or_default();
+    sources
+        .iter()
+        .filter(|path| {
+            path.file_stem() == Some(stem)
+                || (path.file_name().is_some_and(|name| name == "mod.rs")
+                    && path.parent().and_then(Path::file_name) == Some(stem))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Whether `text` defines the function (or module) `name`, whose `*` matches any identifier
+/// characters.
+fn defines(text: &str, name: &str) -> bool {
+    let pattern = regex::escape(name).replace(r"\*", "[A-Za-z0-9_]*");
+    let pattern = format!(r"\b(fn|mod)\s+{pattern}\s*[<({{]");
+    regex::Regex::new(&pattern).unwrap().is_match(text)
+}
+
+/// Every `file.rs::name` the docs and the README cite (`file::test`, `file.rs::{a, b}`,
+/// `file.rs::prefix_*`), with where it is cited.
+fn citations() -> Vec<(String, String, String)> {
+    let repo = mcp_support::repo();
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo.join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    docs.push(repo.join("README.md"));
+    docs.sort();
+    let cite =
+        regex::Regex::new(r"([A-Za-z0-9_./-]+\.rs)::([A-Za-z0-9_*]*(\{[^}]*\})?[A-Za-z0-9_*]*)")
+            .unwrap();
+    let mut found = Vec::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let name = doc.strip_prefix(&repo).unwrap().display().to_string();
+        for (number, line) in text.lines().enumerate() {
+            for capture in cite.captures_iter(line) {
+                for test in expand(&capture[2]) {
+                    found.push((
+                        format!("{name}:{}", number + 1),
+                        capture[1].to_owned(),
+                        test,
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_test_the_docs_cite_exists() {
+    let citations = citations();
+    // The parser itself: docs/security.md alone cites well over a hundred tests.
+    assert!(citations.len() > 100, "{citations:#?}");
+    assert!(
+        citations
+            .iter()
+            .any(|(_, file, test)| file == "tests/builtin_tools.rs"
+                && test == "read_file_refuses_every_escape")
+    );
+    let sources = workspace_sources();
+    let mut missing = Vec::new();
+    for (place, file, test) in &citations {
+        let files = cited_files(file, &sources);
+        let found = !test.is_empty()
+            && files
+                .iter()
+                .any(|path| defines(&std::fs::read_to_string(path).unwrap(), test));
+        if !found {
+            missing.push(format!("{place}: {file}::{test} (looked in {files:?})"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "cited tests that do not exist:\n{}",
+        missing.join("\n")
+    );
+}

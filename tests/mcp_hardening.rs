@@ -213,6 +213,41 @@ async fn an_oversized_result_line_fails_its_call_at_once_saying_why() {
     client.close().await.unwrap();
 }
 
+/// A request over the message limit is not sent (the demo server — rmcp's line codec, like
+/// every rmcp server — drops a line over 16 MiB, so the call would wait out its whole timeout):
+/// it fails at once with a typed error naming the sizes, and the connection goes on.
+#[tokio::test]
+async fn an_oversized_request_fails_at_once_with_a_typed_error() {
+    let mut client = McpClient::new("demo", demo(&[]));
+    within_20s(client.connect()).await.unwrap();
+    let message = "x".repeat(agcore::tools::mcp::MAX_MESSAGE_BYTES + 1);
+    let started = Instant::now();
+    let error = mcp_support::before_10s(client.call_tool("echo", json!({"message": message})))
+        .await
+        .expect_err("an oversized request is an error");
+    eprintln!("error after {:?}: {error}", started.elapsed());
+    match &error {
+        ToolError::McpMessageTooLarge {
+            server,
+            method,
+            bytes,
+            limit,
+        } => {
+            assert_eq!((server.as_str(), method.as_str()), ("demo", "tools/call"));
+            assert!(*bytes > agcore::tools::mcp::MAX_MESSAGE_BYTES, "{bytes}");
+            assert_eq!(*limit, agcore::tools::mcp::MAX_MESSAGE_BYTES);
+        }
+        other => panic!("not McpMessageTooLarge: {other:?}"),
+    }
+    assert!(error.to_string().contains("16 MiB"), "{error}");
+    // Nothing was sent, the session is intact: the next call works.
+    let echoed = within_20s(client.call_tool("echo", json!({"message": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(echoed, "Echo: hi");
+    client.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_response_with_an_unknown_id_during_initialize_is_ignored() {
     let mut client = McpClient::new("stray", hostile("stray-id"));

@@ -38,6 +38,26 @@ pub(crate) struct StdioSpec {
 /// The JSON-RPC code of the error agcore puts in place of a server's oversized answer.
 pub(crate) const OVERSIZED_CODE: i32 = -32050;
 
+/// The error [`StdioTransport`] fails a message over [`MAX_MESSAGE_BYTES`] with, unsent: a
+/// server drops a line that long (rmcp's codec does, at the same 16 MiB), and the request would
+/// wait out its timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("the message is {bytes} bytes, over the {MAX_MESSAGE_BYTES}-byte limit; not sent")]
+pub(crate) struct TooLargeToSend {
+    /// The serialized message's size (without its newline).
+    pub(crate) bytes: usize,
+}
+
+/// The size of a message the transport refused to send, when that is what `error` is.
+pub(crate) fn refused_size(error: &rmcp::transport::DynamicTransportError) -> Option<usize> {
+    error
+        .error
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+        .and_then(|inner| inner.downcast_ref::<TooLargeToSend>())
+        .map(|refused| refused.bytes)
+}
+
 /// Newline-delimited JSON-RPC over the child's pipes; fires `closed` when stdout ends.
 ///
 /// Unlike rmcp's line transport it fails the request an oversized line answers at once (an
@@ -74,6 +94,13 @@ impl Transport<RoleClient> for StdioTransport {
         });
         async move {
             let line = line.map_err(std::io::Error::other)?;
+            let bytes = line.len() - 1;
+            if bytes > MAX_MESSAGE_BYTES {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    TooLargeToSend { bytes },
+                ));
+            }
             let mut writer = writer.lock().await;
             let Some(stdin) = writer.as_mut() else {
                 return Err(std::io::Error::new(

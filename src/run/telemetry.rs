@@ -14,6 +14,7 @@ use tracing::field::Empty;
 use crate::llm::model::ChatModel;
 use crate::run::error::LlmError;
 use crate::run::hooks::Compaction;
+use crate::vocab::trace_context::otel_int;
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
 /// The variable that opts in to message and argument content in spans.
@@ -85,7 +86,7 @@ pub(crate) fn chat_span(
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         server.address = server.map(|server| server.address.as_str()),
-        server.port = server.and_then(|server| server.port),
+        server.port = server.and_then(|server| server.port).map(i64::from),
         error.type = Empty,
     );
     if capture_content() && !span.is_disabled() {
@@ -131,8 +132,11 @@ pub(crate) fn record_reply(span: &Span, reply: Result<&ChatResponse, &LlmError>)
 /// Record usage (a reply's, or the run's sum).
 pub(crate) fn record_usage(span: &Span, usage: Option<Usage>) {
     if let Some(usage) = usage {
-        span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
-        span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+        span.record("gen_ai.usage.input_tokens", otel_int(usage.prompt_tokens));
+        span.record(
+            "gen_ai.usage.output_tokens",
+            otel_int(usage.completion_tokens),
+        );
     }
 }
 
@@ -199,11 +203,11 @@ pub(crate) fn compaction_event(parent: &Span, compaction: &Compaction) {
         target: "agcore::context",
         parent: parent,
         tracing::Level::INFO,
-        agcore.compaction.tier = compaction.tier.number(),
-        agcore.compaction.tokens_before = compaction.tokens_before,
-        agcore.compaction.tokens_after = compaction.tokens_after,
-        agcore.compaction.messages = compaction.messages,
-        agcore.compaction.window = compaction.window,
+        agcore.compaction.tier = i64::from(compaction.tier.number()),
+        agcore.compaction.tokens_before = otel_int(compaction.tokens_before),
+        agcore.compaction.tokens_after = otel_int(compaction.tokens_after),
+        agcore.compaction.messages = otel_int(compaction.messages),
+        agcore.compaction.window = otel_int(compaction.window),
         "compaction"
     );
 }

@@ -41,6 +41,25 @@ pub enum ToolError {
     #[error("MCP timeout: {0}")]
     McpTimeout(String),
 
+    /// A request to an MCP server larger than the message limit
+    /// ([`MAX_MESSAGE_BYTES`](crate::tools::mcp::MAX_MESSAGE_BYTES)): not sent (a server would
+    /// drop it unanswered), failed at once; the connection goes on.
+    #[error(
+        "MCP server '{server}': {method} was not sent: the request is {bytes} bytes, more than the \
+         {} MiB an MCP message may be; send less (e.g. smaller arguments)",
+        limit / (1024 * 1024)
+    )]
+    McpMessageTooLarge {
+        /// The server's name.
+        server: String,
+        /// The request's method (`tools/call`, ...).
+        method: String,
+        /// The size of the serialized request.
+        bytes: usize,
+        /// The limit it is over.
+        limit: usize,
+    },
+
     /// An I/O error.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),

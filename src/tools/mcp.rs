@@ -70,6 +70,7 @@
 //! | the program cannot start; the server exits or closes stdout (during `connect` or any call — at once, with exit status and last stderr lines); the server rejects a request (JSON-RPC error); an HTTP transport failure | `McpError` |
 //! | `tools/list` breaks a bound: more than [`MAX_LIST_PAGES`] pages or [`MAX_LISTED_TOOLS`] tools, or a repeated cursor ([`McpListError`]; `connect` fails) | `McpError` |
 //! | a stdio answer larger than [`MAX_MESSAGE_BYTES`] (that request fails at once; the connection stays) | `McpError` |
+//! | a stdio request larger than [`MAX_MESSAGE_BYTES`] (not sent — a server would drop it unanswered; it fails at once, the connection stays) | `McpMessageTooLarge` |
 //! | `initialize` or a request takes longer than its limit (the request is cancelled on the server) | `McpTimeout` |
 //! | the tool answered `isError: true` | `ExecutionFailed(tool, server text)` |
 //! | arguments that are not a JSON object | `InvalidArguments` |
@@ -177,8 +178,9 @@ pub const MAX_LIST_PAGES: usize = 100;
 /// The most tools agcore accepts from one server's `tools/list` ([`McpListError::TooManyTools`]).
 pub const MAX_LISTED_TOOLS: usize = 10_000;
 
-/// The largest JSON-RPC message agcore reads from a stdio server (16 MiB, as rmcp and its
-/// streamable HTTP client). A larger answer fails its request at once, saying so.
+/// The largest JSON-RPC message agcore reads from or sends to a stdio server (16 MiB, as rmcp
+/// and its streamable HTTP client). A larger answer fails its request at once, saying so; a
+/// larger request is not sent and fails at once with `ToolError::McpMessageTooLarge`.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How many stderr lines of a stdio server are kept for error messages.

@@ -58,6 +58,14 @@ fn is_traceparent(value: &str) -> bool {
         && hex(53..55)
 }
 
+/// A count or size as a span or event field that OpenTelemetry exports as an integer
+/// (`intValue`): `tracing-opentelemetry` turns `i64` fields into integers but unsigned ones into
+/// their text (its visitor has no `record_u64`), so numeric fields are recorded as `i64`
+/// (saturating).
+pub(crate) fn otel_int(value: impl TryInto<i64>) -> i64 {
+    value.try_into().unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_traceparent;

@@ -50,6 +50,9 @@ impl Respond for Tokenize {
 }
 
 async fn mount_tokenize(server: &MockServer, fail: bool) -> Arc<Mutex<Vec<usize>>> {
+    // Build the tokenizer's tables before the first request: in a debug build on a loaded
+    // machine that takes longer than discovery's 2 s bound, and discovery would find nothing.
+    tiktoken_rs::o200k_base_singleton();
     let seen = Arc::new(Mutex::new(Vec::new()));
     Mock::given(method("POST"))
         .and(path("/tokenize"))

@@ -14,7 +14,7 @@ use agcore::llm::{
     CycleConfig, LlmCycle, LlmError, OpenAiClient, OpenAiConfig, OpenaiChatMessage, StreamEvent,
 };
 use futures::StreamExt;
-use support::context::{Received, Shape, WindowedServer, median_p95, registry};
+use support::context::{Received, Shape, WindowedServer, check_openai_wire, median_p95, registry};
 
 const SYSTEM: &str = "You are a log analyst. Read what you are asked to read, then answer.";
 
@@ -157,11 +157,26 @@ async fn long_session(model: &str) {
         counts[2],
         summaries.len(),
     );
-    assert!(peak + 512 <= 8_192 || rejected > 0);
-    assert!(p95 < 25.0, "estimate error p95 {p95:.1} %");
+    // The engine kept every request within the window: the server never had to refuse one.
+    assert_eq!(rejected, 0, "context errors from the server");
     assert!(
-        tok_p95 < 25.0,
-        "tokenizer estimate error p95 {tok_p95:.1} %"
+        peak + 512 <= 8_192,
+        "peak request {peak} tokens + 512 reserved"
+    );
+    // The estimation errors docs/9-context.md states (p95: tokenizer delta 1.3 %, ratio delta
+    // 3.5 %, whole request by the ratio 4.3 %; medians under 1 %), with a margin.
+    assert!(
+        tok_p95 < 2.0,
+        "tokenizer delta p95 {tok_p95:.2} % (documented 1.3 %)"
+    );
+    assert!(p95 < 5.0, "ratio delta p95 {p95:.2} % (documented 3.5 %)");
+    assert!(
+        ratio_p95 < 6.0,
+        "whole request by the ratio p95 {ratio_p95:.2} % (documented 4.3 %)"
+    );
+    assert!(
+        tok_median < 1.0 && median < 1.0 && ratio_median < 1.0,
+        "medians {tok_median:.2} / {median:.2} / {ratio_median:.2} %"
     );
     // The compactions are in the history: stubs and summary (or drop) markers.
     let texts: Vec<String> = cycle
@@ -392,4 +407,134 @@ async fn compact_on_demand_summarises_older_turns() {
     )
     .await;
     assert_eq!(reply.as_deref(), Ok("DONE 6-7"));
+}
+
+/// The fake's wire checker (independent of `agcore::context::check_wire`) accepts a valid
+/// request and refuses each thing the OpenAI API refuses — some of which the library's own
+/// check would let through (an empty `tool_calls`, a call without `type`, a bad tool name).
+#[test]
+fn the_fake_servers_wire_checker_refuses_what_the_openai_api_refuses() {
+    use serde_json::{Value, json};
+    let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "read_chunk", "arguments": "{\"n\":1}"}});
+    let valid = json!({
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": "TASK"}]},
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "b", "content": "chunk 1"},
+            {"role": "tool", "tool_call_id": "a", "content": "chunk 0"},
+            {"role": "assistant", "content": "DONE"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "read_chunk", "parameters": {"type": "object"}}}],
+    });
+    assert_eq!(check_openai_wire(&valid), Ok(()));
+    let with = |edit: &dyn Fn(&mut Value)| {
+        let mut body = valid.clone();
+        edit(&mut body);
+        body
+    };
+    let broken: Vec<(&str, Value)> = vec![
+        ("no messages", json!({"messages": []})),
+        (
+            "a call unanswered",
+            with(&|b| {
+                b["messages"].as_array_mut().unwrap().remove(3);
+            }),
+        ),
+        (
+            "a user message between a call and its answer",
+            with(&|b| {
+                b["messages"]
+                    .as_array_mut()
+                    .unwrap()
+                    .insert(3, json!({"role": "user", "content": "hi"}));
+            }),
+        ),
+        (
+            "an answer without its call",
+            with(&|b| {
+                b["messages"][3]["tool_call_id"] = json!("z");
+            }),
+        ),
+        (
+            "an answer after a later message",
+            with(&|b| {
+                let messages = b["messages"].as_array_mut().unwrap();
+                let answer = messages.remove(3);
+                messages.push(answer);
+            }),
+        ),
+        (
+            "the same call answered twice",
+            with(&|b| {
+                b["messages"][4]["tool_call_id"] = json!("b");
+            }),
+        ),
+        (
+            "an empty tool_calls",
+            with(&|b| {
+                b["messages"][5]["tool_calls"] = json!([]);
+            }),
+        ),
+        (
+            "a call without type",
+            with(&|b| {
+                b["messages"][2]["tool_calls"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("type");
+            }),
+        ),
+        (
+            "arguments as an object",
+            with(&|b| {
+                b["messages"][2]["tool_calls"][0]["function"]["arguments"] = json!({"n": 1});
+            }),
+        ),
+        (
+            "a duplicate call id",
+            with(&|b| {
+                b["messages"][2]["tool_calls"][1]["id"] = json!("a");
+            }),
+        ),
+        (
+            "an assistant message with nothing",
+            with(&|b| {
+                b["messages"][5]["content"] = Value::Null;
+            }),
+        ),
+        (
+            "a tool message without content",
+            with(&|b| {
+                b["messages"][3]["content"] = Value::Null;
+            }),
+        ),
+        (
+            "an unknown role",
+            with(&|b| {
+                b["messages"][1]["role"] = json!("function");
+            }),
+        ),
+        (
+            "a tool name with a space",
+            with(&|b| {
+                b["tools"][0]["function"]["name"] = json!("read chunk");
+            }),
+        ),
+        (
+            "a tool name over 64 characters",
+            with(&|b| {
+                b["tools"][0]["function"]["name"] = json!("x".repeat(65));
+            }),
+        ),
+        (
+            "parameters that are not an object",
+            with(&|b| {
+                b["tools"][0]["function"]["parameters"] = json!("object");
+            }),
+        ),
+    ];
+    for (what, body) in broken {
+        assert!(check_openai_wire(&body).is_err(), "{what} passed: {body}");
+    }
 }

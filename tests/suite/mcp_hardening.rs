@@ -213,6 +213,41 @@ async fn an_oversized_result_line_fails_its_call_at_once_saying_why() {
     client.close().await.unwrap();
 }
 
+/// A request over the message limit is not sent (the demo server — rmcp's line codec, like
+/// every rmcp server — drops a line over 16 MiB, so the call would wait out its whole timeout):
+/// it fails at once with a typed error naming the sizes, and the connection goes on.
+#[tokio::test]
+async fn an_oversized_request_fails_at_once_with_a_typed_error() {
+    let mut client = McpClient::new("demo", demo(&[]));
+    within_20s(client.connect()).await.unwrap();
+    let message = "x".repeat(agcore::tools::mcp::MAX_MESSAGE_BYTES + 1);
+    let started = Instant::now();
+    let error = support::mcp::before_10s(client.call_tool("echo", json!({"message": message})))
+        .await
+        .expect_err("an oversized request is an error");
+    eprintln!("error after {:?}: {error}", started.elapsed());
+    match &error {
+        ToolError::McpMessageTooLarge {
+            server,
+            method,
+            bytes,
+            limit,
+        } => {
+            assert_eq!((server.as_str(), method.as_str()), ("demo", "tools/call"));
+            assert!(*bytes > agcore::tools::mcp::MAX_MESSAGE_BYTES, "{bytes}");
+            assert_eq!(*limit, agcore::tools::mcp::MAX_MESSAGE_BYTES);
+        }
+        other => panic!("not McpMessageTooLarge: {other:?}"),
+    }
+    assert!(error.to_string().contains("16 MiB"), "{error}");
+    // Nothing was sent, the session is intact: the next call works.
+    let echoed = within_20s(client.call_tool("echo", json!({"message": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(echoed, "Echo: hi");
+    client.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_response_with_an_unknown_id_during_initialize_is_ignored() {
     let mut client = McpClient::new("stray", hostile("stray-id"));
@@ -226,22 +261,53 @@ async fn a_response_with_an_unknown_id_during_initialize_is_ignored() {
 
 // ---- item 23: a clean shutdown logs no failure ---------------------------------------------
 
-/// Collects every WARN and ERROR event (target and fields) on this thread.
+/// Collects every event at DEBUG and above (level, target and fields) on this thread, and wakes
+/// [`Logged::wait_for`] on each.
 #[derive(Clone, Default)]
-struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+struct Logged {
+    events: std::sync::Arc<std::sync::Mutex<Vec<(tracing::Level, String)>>>,
+    changed: std::sync::Arc<tokio::sync::Notify>,
+}
 
-impl Warnings {
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap())
+impl Logged {
+    /// The WARN and ERROR events so far.
+    fn warnings(&self) -> Vec<String> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(level, _)| *level <= tracing::Level::WARN)
+            .map(|(_, text)| text.clone())
+            .collect()
+    }
+
+    /// Wait (at most 20 s) for an event that `found` accepts; return it.
+    async fn wait_for(&self, what: &str, found: impl Fn(&str) -> bool) -> String {
+        let waiting = async {
+            loop {
+                // Registered before the check, so an event logged in between still wakes us.
+                let notified = self.changed.notified();
+                if let Some((_, text)) = self.events.lock().unwrap().iter().find(|(_, t)| found(t))
+                {
+                    return text.clone();
+                }
+                notified.await;
+            }
+        };
+        match tokio::time::timeout(Duration::from_secs(20), waiting).await {
+            Ok(text) => text,
+            Err(_) => {
+                // Formatted first: the lock is not held while the panic unwinds.
+                let logged = format!("{:#?}", self.events.lock().unwrap());
+                panic!("no event for {what} within 20 s; logged: {logged}")
+            }
+        }
     }
 }
 
-impl tracing::Subscriber for Warnings {
+impl tracing::Subscriber for Logged {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        matches!(
-            *metadata.level(),
-            tracing::Level::WARN | tracing::Level::ERROR
-        )
+        *metadata.level() <= tracing::Level::DEBUG
     }
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         tracing::span::Id::from_u64(1)
@@ -261,31 +327,53 @@ impl tracing::Subscriber for Warnings {
             event.metadata().target()
         ));
         event.record(&mut text);
-        self.0.lock().unwrap().push(text.0);
+        self.events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((*event.metadata().level(), text.0));
+        self.changed.notify_waiters();
     }
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
-/// Run `scenario` on this (current-thread) runtime's thread with a warning collector.
-async fn warnings_during<F: std::future::Future<Output = ()>>(scenario: F) -> Vec<String> {
-    let warnings = Warnings::default();
-    let _guard = tracing::subscriber::set_default(warnings.clone());
-    scenario.await;
-    warnings.take()
+/// How a tool-list refresh ends (`handler.rs`): refreshed, cut short by the session's end, or
+/// failed.
+fn refresh_outcome(event: &str) -> bool {
+    [
+        "tool list changed",
+        "tool list refresh ended with the session",
+        "refreshing the tool list failed",
+        "refreshing the tool list timed out",
+    ]
+    .iter()
+    .any(|outcome| event.contains(outcome))
 }
 
 #[tokio::test]
 async fn closing_while_a_tool_list_refresh_is_in_flight_logs_no_failure() {
-    let warnings = warnings_during(async {
-        let mut client = McpClient::new("refresh", hostile("list-changed"));
-        within_20s(client.connect()).await.unwrap();
-        // The server sent tools/list_changed; the refresh it caused takes 2 s to answer.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        within_20s(client.close()).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    })
-    .await;
+    // A current-thread runtime: every task of the client logs to this thread's collector.
+    let logged = Logged::default();
+    let _guard = tracing::subscriber::set_default(logged.clone());
+    let mut client = McpClient::new("refresh", hostile("list-changed"));
+    within_20s(client.connect()).await.unwrap();
+    // The server sent tools/list_changed; the refresh it caused is in flight once the server
+    // says (on stderr) it got it — it answers only 2 s later.
+    logged
+        .wait_for("the refresh to reach the server", |event| {
+            event.contains("agcore::mcp::stderr") && event.contains("refresh received")
+        })
+        .await;
+    within_20s(client.close()).await.unwrap();
+    // The refresh ends with the session, after `close` returned: wait for how it ended.
+    let outcome = logged
+        .wait_for("the refresh's outcome", refresh_outcome)
+        .await;
+    assert!(
+        outcome.contains("tool list refresh ended with the session"),
+        "{outcome}"
+    );
+    let warnings = logged.warnings();
     assert!(warnings.is_empty(), "{warnings:#?}");
 }
 
@@ -296,14 +384,26 @@ async fn a_clean_exit_from_server_everything_logs_no_failure() {
     else {
         return;
     };
-    let warnings = warnings_during(async {
-        let transport = McpTransport::stdio("node", [script.display().to_string(), "stdio".into()]);
-        let mut client = McpClient::new("everything", transport);
-        within_20s(client.connect()).await.unwrap();
-        within_20s(client.close()).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    })
-    .await;
+    let logged = Logged::default();
+    let _guard = tracing::subscriber::set_default(logged.clone());
+    let transport = McpTransport::stdio("node", [script.display().to_string(), "stdio".into()]);
+    let mut client = McpClient::new("everything", transport);
+    within_20s(client.connect()).await.unwrap();
+    let pid = client.pid().unwrap();
+    within_20s(client.close()).await.unwrap();
+    // The shutdown this checks has happened: the session's loop finished, the server was reaped.
+    logged
+        .wait_for("rmcp's loop to finish", |event| {
+            event.contains("serve finished")
+        })
+        .await;
+    let ended = logged
+        .wait_for("the server process to end", |event| {
+            event.contains("MCP server process ended")
+        })
+        .await;
+    assert!(support::mcp::process_gone(pid), "{ended}");
+    let warnings = logged.warnings();
     assert!(warnings.is_empty(), "{warnings:#?}");
 }
 

@@ -273,3 +273,87 @@ async fn time_server_answers_in_the_requested_timezone() {
     client.close().await.unwrap();
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
 }
+
+/// The npm servers are pinned, transitive versions too: `.ci/npm/package-lock.json` is
+/// committed, names every top-level package at the exact version `package.json` asks for, and
+/// the installed tree (`npm ci`, `.ci/install-mcp-servers.sh`) is exactly the lock's.
+#[test]
+fn the_installed_npm_servers_are_exactly_the_lockfiles() {
+    let npm = support::mcp::repo().join(".ci/npm");
+    let read = |path: &std::path::Path| -> serde_json::Value {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        serde_json::from_str(&text).unwrap()
+    };
+    // `npm ci` installs the lock's tree or fails; `npm install` would re-resolve.
+    let script =
+        std::fs::read_to_string(support::mcp::repo().join(".ci/install-mcp-servers.sh")).unwrap();
+    assert!(
+        script
+            .lines()
+            .any(|line| line.trim_start().starts_with("npm ci "))
+            && !script
+                .lines()
+                .any(|line| line.trim_start().starts_with("npm install")),
+        ".ci/install-mcp-servers.sh must install with `npm ci`:\n{script}"
+    );
+    let manifest = read(&npm.join("package.json"));
+    let lock = read(&npm.join("package-lock.json"));
+    assert_eq!(lock["lockfileVersion"], 3);
+    let packages = lock["packages"].as_object().unwrap();
+    let wanted = manifest["dependencies"].as_object().unwrap();
+    assert!(wanted.contains_key(EVERYTHING) && wanted.contains_key(FILESYSTEM));
+    for (name, version) in wanted {
+        let version = version.as_str().unwrap();
+        assert!(
+            version.chars().all(|c| c.is_ascii_digit() || c == '.'),
+            "{name}@{version} is not an exact version"
+        );
+        assert_eq!(
+            packages[&format!("node_modules/{name}")]["version"],
+            version,
+            "{name}: package.json and the lock disagree"
+        );
+    }
+    assert!(
+        packages.len() > wanted.len(),
+        "the lock pins the transitive packages"
+    );
+    for (path, entry) in packages {
+        assert!(
+            path.is_empty() || entry["integrity"].is_string() || entry["link"] == true,
+            "{path} has no integrity hash"
+        );
+    }
+
+    let Some(modules) = support::mcp::require(
+        "the npm MCP servers",
+        "run `.ci/install-mcp-servers.sh`",
+        support::mcp::node_modules(),
+    ) else {
+        return;
+    };
+    // The tree the tests use (`AGCORE_TEST_NODE_MODULES` may point elsewhere) is the lock's.
+    let root = modules.parent().unwrap();
+    let mut differ = Vec::new();
+    for (path, entry) in packages {
+        let Some(version) = entry["version"].as_str().filter(|_| !path.is_empty()) else {
+            continue;
+        };
+        let installed = root.join(path).join("package.json");
+        let installed = std::fs::read_to_string(&installed)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+        let installed = installed.as_ref().and_then(|m| m["version"].as_str());
+        // Optional packages for other platforms are in the lock but not installed.
+        let optional = entry["optional"] == true;
+        if installed != Some(version) && !(optional && installed.is_none()) {
+            differ.push(format!("{path}: lock {version}, installed {installed:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "installed tree differs from the lock:\n{}",
+        differ.join("\n")
+    );
+}

@@ -39,3 +39,4 @@ mod usage_limits;
 mod wire_hardening;
 mod wire_limits;
 mod layering;
+mod repo_rules;

@@ -1,16 +1,19 @@
 //! A fake OpenAI-compatible server on 127.0.0.1 that enforces a context window: it counts each
 //! request's tokens with its own tokenizer (tiktoken o200k_base, see [`count_text`]), answers 400
 //! `context_length_exceeded` in the OpenAI, vLLM or llama.cpp shape above the window, reports
-//! truthful usage, and checks the history invariants on every request it receives.
+//! truthful usage, and checks every request it receives: the wire rules of the OpenAI API on the
+//! raw JSON ([`check_openai_wire`], written from the API's rules, not the library's
+//! `check_wire`), and the history invariants.
 //!
 //! Its "model" works through a task `TASK: read chunks A to B`: it calls `read_chunk` for each
 //! chunk in turn (reading where it is from the newest tool result) and then answers `DONE A-B`.
 //! A summary request (the context engine's) is answered with a short summary.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use agcore::context::{SUMMARY_SYSTEM_PROMPT, check_wire, estimate};
+use agcore::context::{SUMMARY_SYSTEM_PROMPT, estimate};
 use agcore::llm::{OpenaiChatMessage, ToolDefinition};
 use agcore::tools::prelude::*;
 use serde_json::{Value, json};
@@ -182,6 +185,9 @@ impl Responder {
             messages: messages.clone(),
             tools: tools.clone(),
         });
+        if let Err(violation) = check_openai_wire(&body) {
+            panic!("request not valid on the OpenAI wire: {violation}");
+        }
         if !summary {
             check_invariants(&messages, &self.system);
         }
@@ -254,13 +260,177 @@ impl Responder {
     }
 }
 
-/// The invariants every conversation request keeps: wire-valid, the system prompt first and
-/// unchanged, the task (the newest user message that is not the engine's marker) present, and
-/// the newest tool result whole.
-fn check_invariants(messages: &[OpenaiChatMessage], system: &str) {
-    if let Err(violation) = check_wire(messages) {
-        panic!("history not wire-valid: {violation}");
+/// The rules the OpenAI Chat Completions API enforces on a request's `messages` and `tools`,
+/// checked on the JSON as sent (independently of agcore's types and its `check_wire`):
+///
+/// - `messages` is a non-empty array of `system`, `developer`, `user`, `assistant` or `tool`
+///   messages; a `system`, `developer`, `user` or `tool` message has `content` (a string, or an
+///   array of content parts);
+/// - an `assistant` message has `content` (or a `refusal`) unless it has `tool_calls`; its
+///   `tool_calls`, when present, are a non-empty array of `{"id", "type": "function",
+///   "function": {"name", "arguments": <a string>}}` with distinct ids (here: distinct in the
+///   whole request, so no answer can be mistaken for another's);
+/// - "An assistant message with 'tool_calls' must be followed by tool messages responding to
+///   each 'tool_call_id'": right after it, one `tool` message per call, nothing in between;
+/// - "messages with role 'tool' must be a response to a preceding message with 'tool_calls'":
+///   a `tool` message answers a still unanswered call of the assistant message just before its
+///   run of tool messages;
+/// - `tools` (optional) are `{"type": "function", "function": {"name", "parameters"?}}` with
+///   distinct names matching `^[a-zA-Z0-9_-]{1,64}$` and `parameters` a JSON object.
+pub fn check_openai_wire(body: &Value) -> Result<(), String> {
+    let messages = body["messages"]
+        .as_array()
+        .ok_or("`messages` is not an array")?;
+    if messages.is_empty() {
+        return Err("`messages` is empty".into());
     }
+    if let Some(tools) = body.get("tools") {
+        let tools = tools.as_array().ok_or("`tools` is not an array")?;
+        let mut names = HashSet::new();
+        for (index, tool) in tools.iter().enumerate() {
+            if tool["type"] != "function" {
+                return Err(format!("tools[{index}]: `type` is not \"function\""));
+            }
+            let name = tool["function"]["name"]
+                .as_str()
+                .ok_or(format!("tools[{index}]: no function name"))?;
+            let valid = (1..=64).contains(&name.len())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !valid {
+                return Err(format!(
+                    "tools[{index}]: name {name:?} does not match ^[a-zA-Z0-9_-]{{1,64}}$"
+                ));
+            }
+            if !names.insert(name) {
+                return Err(format!("tools[{index}]: the name {name:?} is used twice"));
+            }
+            if let Some(parameters) = tool["function"].get("parameters")
+                && !parameters.is_object()
+            {
+                return Err(format!("tools[{index}]: `parameters` is not an object"));
+            }
+        }
+    }
+    let content_ok = |message: &Value| match &message["content"] {
+        Value::String(_) => true,
+        Value::Array(parts) => parts.iter().all(|part| {
+            part["type"].is_string() && (part["type"] != "text" || part["text"].is_string())
+        }),
+        _ => false,
+    };
+    let mut ids = HashSet::new();
+    // The calls of the last assistant message still waiting for their tool messages.
+    let mut open: Option<(usize, Vec<String>)> = None;
+    for (index, message) in messages.iter().enumerate() {
+        let role = message["role"]
+            .as_str()
+            .ok_or(format!("messages[{index}]: no `role`"))?;
+        if role != "tool" {
+            if let Some((at, unanswered)) = &open
+                && !unanswered.is_empty()
+            {
+                return Err(format!(
+                    "messages[{at}]: an assistant message with 'tool_calls' must be followed by \
+                     tool messages responding to each 'tool_call_id'; not answered before \
+                     messages[{index}]: {unanswered:?}"
+                ));
+            }
+            open = None;
+        }
+        match role {
+            "system" | "developer" | "user" => {
+                if !content_ok(message) {
+                    return Err(format!("messages[{index}] ({role}): no valid `content`"));
+                }
+            }
+            "assistant" => {
+                let calls = match message.get("tool_calls") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(calls)) if calls.is_empty() => {
+                        return Err(format!("messages[{index}]: `tool_calls` is [] (too short)"));
+                    }
+                    Some(Value::Array(calls)) => calls.clone(),
+                    Some(_) => {
+                        return Err(format!("messages[{index}]: `tool_calls` is not an array"));
+                    }
+                };
+                let has_content = content_ok(message) || message["refusal"].is_string();
+                if calls.is_empty() && !has_content {
+                    return Err(format!(
+                        "messages[{index}]: an assistant message without `tool_calls` needs `content`"
+                    ));
+                }
+                if !(message["content"].is_null() || content_ok(message)) {
+                    return Err(format!(
+                        "messages[{index}]: `content` is neither text nor parts"
+                    ));
+                }
+                let mut pending = Vec::new();
+                for call in &calls {
+                    let id = call["id"]
+                        .as_str()
+                        .filter(|id| !id.is_empty())
+                        .ok_or(format!("messages[{index}]: a tool call without an id"))?;
+                    if call["type"] != "function" {
+                        return Err(format!(
+                            "messages[{index}]: call {id}: `type` is not \"function\""
+                        ));
+                    }
+                    if call["function"]["name"].as_str().is_none_or(str::is_empty) {
+                        return Err(format!("messages[{index}]: call {id}: no function name"));
+                    }
+                    if !call["function"]["arguments"].is_string() {
+                        return Err(format!(
+                            "messages[{index}]: call {id}: `arguments` is not a string"
+                        ));
+                    }
+                    if !ids.insert(id.to_owned()) {
+                        return Err(format!("messages[{index}]: the call id {id} is used twice"));
+                    }
+                    pending.push(id.to_owned());
+                }
+                open = (!pending.is_empty()).then_some((index, pending));
+            }
+            "tool" => {
+                let id = message["tool_call_id"].as_str().ok_or(format!(
+                    "messages[{index}]: a tool message without `tool_call_id`"
+                ))?;
+                if !content_ok(message) {
+                    return Err(format!("messages[{index}] (tool): no valid `content`"));
+                }
+                let Some((_, unanswered)) = &mut open else {
+                    return Err(format!(
+                        "messages[{index}]: messages with role 'tool' must be a response to a \
+                         preceding message with 'tool_calls' ({id})"
+                    ));
+                };
+                let Some(position) = unanswered.iter().position(|open| open == id) else {
+                    return Err(format!(
+                        "messages[{index}]: the tool message for {id} answers no unanswered call \
+                         of the assistant message before it"
+                    ));
+                };
+                unanswered.remove(position);
+            }
+            other => return Err(format!("messages[{index}]: unknown role {other:?}")),
+        }
+    }
+    if let Some((at, unanswered)) = open
+        && !unanswered.is_empty()
+    {
+        return Err(format!(
+            "messages[{at}]: calls {unanswered:?} are not answered by the end of the request"
+        ));
+    }
+    Ok(())
+}
+
+/// The invariants every conversation request keeps (besides [`check_openai_wire`]): the system
+/// prompt first and unchanged, the task (the newest user message that is not the engine's
+/// marker) present, and the newest tool result whole.
+fn check_invariants(messages: &[OpenaiChatMessage], system: &str) {
     assert_eq!(
         messages
             .first()

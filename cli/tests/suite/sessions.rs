@@ -17,19 +17,10 @@ use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, reques
 
 /// The PostgreSQL test server, or `None` (skipping) — a failure on CI.
 fn postgres_url() -> Option<String> {
-    match std::env::var("AGCORE_TEST_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            if std::env::var_os("CI").is_some() {
-                panic!(
-                    "AGCORE_TEST_POSTGRES_URL is not set (CI is set, so this fails instead of \
-                     skipping): run the tests through scripts/with-postgres.sh"
-                );
-            }
-            eprintln!("skipped: AGCORE_TEST_POSTGRES_URL is not set (scripts/with-postgres.sh)");
-            None
-        }
-    }
+    support::mcp::require_env(
+        "AGCORE_TEST_POSTGRES_URL",
+        "run the tests through scripts/with-postgres.sh",
+    )
 }
 
 /// A session name no other test (or earlier run on the shared PostgreSQL) uses.

@@ -576,3 +576,155 @@ async fn a_stdio_mcp_server_gets_the_trace_context_in_meta() {
         "the run went on"
     );
 }
+
+/// Every attribute of `span` and of its events, with where it is.
+fn every_attribute(
+    span: &Span,
+) -> Vec<(String, &opentelemetry_proto::tonic::common::v1::KeyValue)> {
+    let own = span
+        .attributes
+        .iter()
+        .map(|kv| (format!("span {:?}", span.name), kv));
+    let events = span.events.iter().flat_map(|event| {
+        event
+            .attributes
+            .iter()
+            .map(move |kv| (format!("event {:?} of {:?}", event.name, span.name), kv))
+    });
+    own.chain(events).collect()
+}
+
+/// The attributes that are numbers (the GenAI, MCP and HTTP conventions, and agcore's own), and
+/// the string attributes whose value may happen to be digits (ids).
+const NUMERIC: &[&str] = &[
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "server.port",
+    "agcore.compaction.tier",
+    "agcore.compaction.tokens_before",
+    "agcore.compaction.tokens_after",
+    "agcore.compaction.messages",
+    "agcore.compaction.window",
+    "tier",
+    "tokens_before",
+    "tokens_after",
+    "messages",
+    "window",
+];
+const TEXT_IDS: &[&str] = &[
+    "gen_ai.tool.call.id",
+    "gen_ai.response.id",
+    "mcp.session.id",
+    "mcp.request.id",
+];
+
+/// One traced run of `agcore run --tools builtin` with the MCP server `fake` (streamable HTTP,
+/// tool `lookup`) reading a.txt, b.txt and c.txt, then looking `k` up: the spans exported.
+async fn traced_tool_run(extra: &[&str]) -> (Vec<Span>, u16, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a", "b", "c"] {
+        let text: String = (0..200)
+            .map(|i| format!("{name} line {i}: the quick brown fox jumps\n"))
+            .collect();
+        std::fs::write(dir.path().join(format!("{name}.txt")), text).unwrap();
+    }
+    let mcp = MockServer::start().await;
+    Mock::given(path("/mcp"))
+        .respond_with(McpServer)
+        .mount(&mcp)
+        .await;
+    let model = fake_openai(vec![
+        Reply::tool("call_a", "read_file", r#"{"path":"a.txt"}"#),
+        Reply::tool("call_b", "read_file", r#"{"path":"b.txt"}"#),
+        Reply::tool("call_c", "read_file", r#"{"path":"c.txt"}"#),
+        Reply::tool("call_mcp", "lookup", r#"{"key":"k"}"#),
+        Reply::text("Done."),
+    ])
+    .await;
+    let config = dir.path().join("traced.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n\
+             denied = []\n[mcp.servers.fake]\nurl = \"{}/mcp\"\n",
+            mcp.uri()
+        ),
+    )
+    .unwrap();
+    let (collector, received) = receiver().await;
+    let mut command = agcore(dir.path());
+    command.args(["run", "--base-url", &base_url(&model), "--model", "m"]);
+    command.args(["--yes", "--tools", "builtin", "--config"]);
+    command.arg(&config);
+    command.args(extra);
+    command.arg("read the files, then look k up");
+    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.uri());
+    let output = Command::from_std(command).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let spans = received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| s.spans.clone())
+        .collect();
+    (spans, model.address().port(), mcp.address().port())
+}
+
+/// OTel numbers are integers: runs with usage (the fake reports it on whole replies), a
+/// compaction (the streamed replies carry no usage, so the engine counts the request: the
+/// built-in tools' definitions alone are about 20 KB, and the third read passes a 16k window),
+/// built-in and MCP tool calls over streamable HTTP (`server.port` on both servers' spans)
+/// export every numeric attribute of every span and span event as `intValue` — decoded from the
+/// protobuf the receiver got, not read back through text — and no attribute carries a number
+/// as a string.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_numeric_attribute_is_exported_as_an_integer() {
+    let (whole, model_port, mcp_port) = traced_tool_run(&["--no-stream"]).await;
+    let (streamed, _, _) = traced_tool_run(&["--context-window", "16384"]).await;
+    let spans: Vec<Span> = whole.iter().chain(&streamed).cloned().collect();
+
+    let mut checked: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut wrong = Vec::new();
+    for span in &spans {
+        for (place, kv) in every_attribute(span) {
+            let value = kv.value.as_ref().and_then(|v| v.value.as_ref());
+            let key = kv.key.as_str();
+            if let Some(numeric) = NUMERIC.iter().find(|name| **name == key) {
+                match value {
+                    Some(Any::IntValue(n)) if *n >= 0 => *checked.entry(numeric).or_default() += 1,
+                    other => wrong.push(format!("{place}: {key} = {other:?}")),
+                }
+            } else if let Some(Any::StringValue(text)) = value
+                && !TEXT_IDS.contains(&key)
+                && !text.is_empty()
+                && text.parse::<f64>().is_ok()
+            {
+                wrong.push(format!("{place}: {key} = {text:?}, a number as a string"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "numbers not exported as integers:\n{}",
+        wrong.join("\n")
+    );
+    // What the run must have exported, so the check above had something to check.
+    for key in [
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "server.port",
+        "agcore.compaction.tokens_before",
+        "agcore.compaction.window",
+    ] {
+        assert!(checked.contains_key(key), "no {key} exported: {checked:?}");
+    }
+    let ports: Vec<String> = whole
+        .iter()
+        .filter(|s| s.name == "tools/call lookup" || s.name == "chat m")
+        .map(|s| attributes(s)["server.port"].clone())
+        .collect();
+    assert!(ports.contains(&mcp_port.to_string()), "{ports:?}");
+    assert!(ports.contains(&model_port.to_string()), "{ports:?}");
+}

@@ -1,6 +1,11 @@
 //! A fake OpenAI-compatible server on 127.0.0.1 that answers turn by turn, and helpers to run
-//! the `agcore` binary against it.
+//! the `agcore` binary against it. [`mcp`] is the library tests' `tests/mcp_support`: where the
+//! real MCP test servers are (`.ci/install-mcp-servers.sh`), and the one skip helper
+//! ([`mcp::require`]: a failure on CI).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../../../tests/support/mcp.rs"]
+pub mod mcp;
 
 use std::process::Command;
 use std::sync::Mutex;

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::tools::error::ToolError;
+use crate::tools::mcp::MAX_MESSAGE_BYTES;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
@@ -369,6 +370,17 @@ impl Connection {
     async fn map_error(&self, method: &str, target: &str, error: ServiceError) -> ToolError {
         let server = &self.server;
         let target_q = quoted(target);
+        // Refused before sending: the session is fine, only this request fails.
+        if let ServiceError::TransportSend(sent) = &error
+            && let Some(bytes) = stdio::refused_size(sent)
+        {
+            return ToolError::McpMessageTooLarge {
+                server: server.to_string(),
+                method: method.to_owned(),
+                bytes,
+                limit: MAX_MESSAGE_BYTES,
+            };
+        }
         match error {
             ServiceError::McpError(data) if data.code.0 == stdio::OVERSIZED_CODE => {
                 ToolError::McpError(format!(

@@ -6,6 +6,7 @@
 // resources/subscribe is legacy-only for the 2026 draft; every released protocol version has it.
 #![allow(deprecated)]
 
+use crate::vocab::trace_context::otel_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -169,7 +170,7 @@ impl Shared {
         }
         self.restarts.store(done + 1, Ordering::Relaxed);
         let ended = current.gone_error().await;
-        tracing::warn!(target: "agcore::mcp", server = %self.server, restart = done + 1, limit = settings.restarts, "restarting: {ended}");
+        tracing::warn!(target: "agcore::mcp", server = %self.server, restart = otel_int(done + 1), limit = otel_int(settings.restarts), "restarting: {ended}");
         current.close().await;
         let fresh = Connection::open(&settings, self.cache.clone())
             .await
@@ -216,8 +217,8 @@ pub(crate) async fn open_with_retries(
                 tracing::warn!(
                     target: "agcore::mcp",
                     server = %settings.server,
-                    attempt = attempt + 1,
-                    retry_in_ms = delay.as_millis() as u64,
+                    attempt = i64::from(attempt + 1),
+                    retry_in_ms = otel_int(delay.as_millis()),
                     "{error}"
                 );
                 tokio::time::sleep(delay).await;

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::tools::mcp::MAX_MESSAGE_BYTES;
 use crate::tools::mcp::lines::{LineReader, Read};
 use crate::tools::mcp::stderr::{StderrTail, pump_stderr};
+use crate::vocab::trace_context::otel_int;
 
 /// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -36,6 +37,26 @@ pub(crate) struct StdioSpec {
 
 /// The JSON-RPC code of the error agcore puts in place of a server's oversized answer.
 pub(crate) const OVERSIZED_CODE: i32 = -32050;
+
+/// The error [`StdioTransport`] fails a message over [`MAX_MESSAGE_BYTES`] with, unsent: a
+/// server drops a line that long (rmcp's codec does, at the same 16 MiB), and the request would
+/// wait out its timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("the message is {bytes} bytes, over the {MAX_MESSAGE_BYTES}-byte limit; not sent")]
+pub(crate) struct TooLargeToSend {
+    /// The serialized message's size (without its newline).
+    pub(crate) bytes: usize,
+}
+
+/// The size of a message the transport refused to send, when that is what `error` is.
+pub(crate) fn refused_size(error: &rmcp::transport::DynamicTransportError) -> Option<usize> {
+    error
+        .error
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+        .and_then(|inner| inner.downcast_ref::<TooLargeToSend>())
+        .map(|refused| refused.bytes)
+}
 
 /// Newline-delimited JSON-RPC over the child's pipes; fires `closed` when stdout ends.
 ///
@@ -73,6 +94,13 @@ impl Transport<RoleClient> for StdioTransport {
         });
         async move {
             let line = line.map_err(std::io::Error::other)?;
+            let bytes = line.len() - 1;
+            if bytes > MAX_MESSAGE_BYTES {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    TooLargeToSend { bytes },
+                ));
+            }
             let mut writer = writer.lock().await;
             let Some(stdin) = writer.as_mut() else {
                 return Err(std::io::Error::new(
@@ -98,7 +126,7 @@ impl Transport<RoleClient> for StdioTransport {
                     bytes,
                     whole,
                 } => {
-                    tracing::warn!(target: "agcore::mcp", server = %self.server, %id, bytes, "discarded an oversized message");
+                    tracing::warn!(target: "agcore::mcp", server = %self.server, %id, bytes = otel_int(bytes), "discarded an oversized message");
                     let message = format!(
                         "the server's answer is larger than agcore's {} MiB message limit \
                          ({}{bytes} bytes) and was discarded",
@@ -111,7 +139,7 @@ impl Transport<RoleClient> for StdioTransport {
                 Read::Oversized {
                     id: None, bytes, ..
                 } => {
-                    tracing::warn!(target: "agcore::mcp", server = %self.server, bytes, "discarded an oversized message without an id");
+                    tracing::warn!(target: "agcore::mcp", server = %self.server, bytes = otel_int(bytes), "discarded an oversized message without an id");
                 }
                 Read::Eof => break,
                 Read::Io(error) => {

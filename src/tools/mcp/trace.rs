@@ -86,7 +86,7 @@ impl Peer {
             mcp.resource.uri = method.starts_with("resources/").then_some(target),
             network.transport = self.transport,
             server.address = self.address.as_deref(),
-            server.port = self.port,
+            server.port = self.port.map(i64::from),
             error.type = Empty,
         );
         self.record_session(&span);
@@ -119,6 +119,7 @@ pub(crate) fn record_error(span: &Span, error: &ToolError) {
         ToolError::Cancelled(_) => "cancelled",
         ToolError::McpError(_) => "mcp_error",
         ToolError::McpNotInitialized(_) => "not_initialized",
+        ToolError::McpMessageTooLarge { .. } => "message_too_large",
         _ => "_OTHER",
     };
     record_error_type(span, kind);

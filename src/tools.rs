@@ -13,6 +13,7 @@
 
 pub mod approval;
 pub(crate) mod approval_trace;
+pub mod argument_kind;
 pub mod base;
 pub mod builtin;
 pub mod call;
@@ -26,10 +27,13 @@ pub mod permission;
 pub mod profile;
 pub mod registry;
 pub mod rules;
+pub(crate) mod shell_rules;
+pub mod shell_syntax;
 pub mod typed;
 pub mod validate;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll};
+pub use argument_kind::ArgumentKind;
 pub use base::{BaseTool, ToolSource};
 pub use config::ToolsConfig;
 pub use error::ToolError;

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::permission::Permission;
@@ -123,6 +124,14 @@ pub trait BaseTool: Send + Sync {
     /// since whether it had its effect is unknown. By default: not idempotent.
     fn idempotent(&self) -> bool {
         false
+    }
+
+    /// What `argument` holds, so that rules on arguments ([`crate::tools::rules`]) judge what
+    /// the tool will act on: e.g. [`ArgumentKind::ShellCommand`] for a command line, which
+    /// rules then judge by the commands it runs rather than by its text. By default: plain
+    /// text.
+    fn argument_kind(&self, _argument: &str) -> ArgumentKind {
+        ArgumentKind::Text
     }
 }
 

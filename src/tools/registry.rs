@@ -570,7 +570,7 @@ impl ToolRegistry {
         let mut ask = decision.ask;
         let mut rule_ask = None;
         if !self.rules.is_empty() {
-            let verdict = self.rules.evaluate(&call.name, &input);
+            let verdict = self.rules.evaluate_for(tool, &input);
             match verdict.action {
                 Some(RuleAction::Deny) => {
                     return Err(ToolError::DeniedByRule {

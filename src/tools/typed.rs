@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::{BaseTool, ToolSource, default_model_content};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -119,6 +120,13 @@ pub trait Tool: Send + Sync + Sized + 'static {
     /// Where the tool comes from (built-in tools say [`ToolSource::Builtin`]).
     fn source() -> ToolSource {
         ToolSource::Local
+    }
+
+    /// What an argument holds, for rules on arguments (see [`BaseTool::argument_kind`]). By
+    /// default: plain text.
+    fn argument_kind(argument: &str) -> ArgumentKind {
+        let _ = argument;
+        ArgumentKind::Text
     }
 
     /// Run the tool.
@@ -263,6 +271,10 @@ impl<T: Tool> BaseTool for TypedTool<T> {
 
     fn idempotent(&self) -> bool {
         self.tool.idempotent()
+    }
+
+    fn argument_kind(&self, argument: &str) -> ArgumentKind {
+        T::argument_kind(argument)
     }
 }
 

@@ -133,6 +133,14 @@ pub trait BaseTool: Send + Sync {
     fn argument_kind(&self, _argument: &str) -> ArgumentKind {
         ArgumentKind::Text
     }
+
+    /// The value the tool will act on for `argument` = `value`, when that differs from what
+    /// the model wrote — e.g. a path resolved in the workspace (`sub/../a.txt` → `a.txt`).
+    /// Rules on arguments match it ([`ArgumentKind::Path`]). `None` (the default): the kind's
+    /// own normalisation ([`ArgumentKind::normalize`]).
+    fn normalize_argument(&self, _argument: &str, _value: &Value) -> Option<String> {
+        None
+    }
 }
 
 /// Where a tool comes from (shown by `agcore tools`, matched by profiles).

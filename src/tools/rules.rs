@@ -178,17 +178,29 @@ impl ArgumentRules {
     /// What the rules decide for a call of `tool` with `input` (validated arguments), every
     /// argument read as plain text.
     pub fn evaluate(&self, tool: &str, input: &Value) -> RuleVerdict {
-        self.judge(tool, |_| ArgumentKind::Text, input)
+        self.judge(tool, |_| ArgumentKind::Text, |_, _| None, input)
     }
 
     /// What the rules decide for a call of `tool` with `input` (validated arguments), each
     /// argument read as the tool says it is meant ([`BaseTool::argument_kind`]: a shell
-    /// command is judged by what it runs). The registry decides with this.
+    /// command is judged by what it runs, a path by where it leads). The registry decides
+    /// with this.
     pub fn evaluate_for(&self, tool: &dyn BaseTool, input: &Value) -> RuleVerdict {
-        self.judge(tool.name(), |argument| tool.argument_kind(argument), input)
+        self.judge(
+            tool.name(),
+            |argument| tool.argument_kind(argument),
+            |argument, value| tool.normalize_argument(argument, value),
+            input,
+        )
     }
 
-    fn judge(&self, tool: &str, kind: impl Fn(&str) -> ArgumentKind, input: &Value) -> RuleVerdict {
+    fn judge(
+        &self,
+        tool: &str,
+        kind: impl Fn(&str) -> ArgumentKind,
+        normalize: impl Fn(&str, &Value) -> Option<String>,
+        input: &Value,
+    ) -> RuleVerdict {
         let mut matched: Vec<(RuleAction, String)> = Vec::new();
         for c in self.rules.iter().filter(|c| c.rule.tool == tool) {
             let Some(value) = input.get(&c.rule.argument) else {
@@ -206,6 +218,24 @@ impl ArgumentRules {
                             RuleAction::Ask,
                             format!("{c}, but the command cannot be judged ({error}), so asks"),
                         )),
+                    }
+                }
+                (kind @ (ArgumentKind::Path | ArgumentKind::Url), Value::String(raw)) => {
+                    // What the tool acts on; an allow must hold for it, a deny for either.
+                    let normal = normalize(&c.rule.argument, value).or_else(|| kind.normalize(raw));
+                    let on_normal = normal
+                        .as_ref()
+                        .map(|normal| c.test(&Value::String(normal.clone())));
+                    let hit = match (c.rule.action, on_normal) {
+                        (RuleAction::Allow, Some(on_normal)) => on_normal,
+                        (_, on_normal) => on_normal == Some(true) || c.test(value),
+                    };
+                    if hit {
+                        let read_as = match &normal {
+                            Some(normal) if normal != raw => format!(" (read as {normal:?})"),
+                            _ => String::new(),
+                        };
+                        matched.push((c.rule.action, format!("{c}{read_as}")));
                     }
                 }
                 _ if c.test(value) => matched.push((c.rule.action, c.to_string())),

@@ -129,6 +129,13 @@ pub trait Tool: Send + Sync + Sized + 'static {
         ArgumentKind::Text
     }
 
+    /// The value the tool will act on for an argument (see [`BaseTool::normalize_argument`]).
+    /// By default: none of its own.
+    fn normalize_argument(&self, argument: &str, value: &Value) -> Option<String> {
+        let _ = (argument, value);
+        None
+    }
+
     /// Run the tool.
     fn run(
         &self,
@@ -275,6 +282,10 @@ impl<T: Tool> BaseTool for TypedTool<T> {
 
     fn argument_kind(&self, argument: &str) -> ArgumentKind {
         T::argument_kind(argument)
+    }
+
+    fn normalize_argument(&self, argument: &str, value: &Value) -> Option<String> {
+        self.tool.normalize_argument(argument, value)
     }
 }
 

@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_head};
 use crate::tools::builtin::net_guard::{self, GuardedResolver, PrivateAddress};
@@ -503,6 +504,13 @@ impl Tool for FetchUrl {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn argument_kind(argument: &str) -> ArgumentKind {
+        match argument {
+            "url" => ArgumentKind::Url,
+            _ => ArgumentKind::Text,
+        }
     }
 
     fn title(&self, input: Result<&FetchUrlInput, &Value>) -> String {

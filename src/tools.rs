@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod outcome;
 pub mod permission;
 pub mod profile;
+pub mod recheck;
 pub mod registry;
 pub mod rules;
 pub(crate) mod shell_rules;

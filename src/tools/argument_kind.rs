@@ -29,7 +29,8 @@ pub enum ArgumentKind {
     Path,
     /// A URL: rules match it as written and as the URL parser normalises it (scheme and host
     /// lowercased, default port dropped: `HTTP://LOCALHOST:80/` is `http://localhost/`), deny
-    /// and ask either, allow the normalised one.
+    /// and ask either, allow the normalised one. `fetch_url` checks every redirect hop the
+    /// same way ([`crate::tools::recheck::recheck`]).
     Url,
 }
 

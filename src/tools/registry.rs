@@ -24,6 +24,7 @@ use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposureCheckError, ExposurePolicy, ExposureReport};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
+use crate::tools::recheck::{self, CallRules};
 use crate::tools::rules::{ArgumentRules, RuleAction};
 use crate::tools::validate::{compile_schema, validate_arguments};
 use crate::vocab::{ToolAnswer, ToolDefinition};
@@ -43,6 +44,8 @@ struct Prepared<'a> {
     ask: Vec<Permission>,
     /// Rules on the arguments that ask for approval, explained.
     rule_ask: Option<String>,
+    /// The allow rules that let the call skip the approval its permissions ask for.
+    allowed_by: Option<String>,
 }
 
 /// Holds tools by name, in registration order, and runs calls.
@@ -83,7 +86,7 @@ pub struct ToolRegistry {
     approval_policy: ApprovalPolicy,
     approver: Option<Arc<dyn Approver>>,
     grants: SessionGrants,
-    rules: ArgumentRules,
+    rules: Arc<ArgumentRules>,
 }
 
 impl Default for ToolRegistry {
@@ -118,7 +121,7 @@ impl ToolRegistry {
             approval_policy: ApprovalPolicy::default(),
             approver: None,
             grants: SessionGrants::default(),
-            rules: ArgumentRules::default(),
+            rules: Arc::new(ArgumentRules::default()),
         }
     }
 
@@ -138,7 +141,7 @@ impl ToolRegistry {
     /// permission check. Check the rules against the registered tools afterwards with
     /// [`ToolRegistry::check_exposure`].
     pub fn with_argument_rules(mut self, rules: ArgumentRules) -> Self {
-        self.rules = rules;
+        self.rules = Arc::new(rules);
         self
     }
 
@@ -569,6 +572,7 @@ impl ToolRegistry {
         // allow among the rules that match.
         let mut ask = decision.ask;
         let mut rule_ask = None;
+        let mut allowed_by = None;
         if !self.rules.is_empty() {
             let verdict = self.rules.evaluate_for(tool, &input);
             match verdict.action {
@@ -579,7 +583,12 @@ impl ToolRegistry {
                     });
                 }
                 Some(RuleAction::Ask) => rule_ask = Some(verdict.explain()),
-                Some(RuleAction::Allow) => ask.clear(),
+                Some(RuleAction::Allow) => {
+                    if !ask.is_empty() {
+                        allowed_by = Some(verdict.explain());
+                    }
+                    ask.clear();
+                }
                 None => {}
             }
         }
@@ -588,6 +597,7 @@ impl ToolRegistry {
             entry,
             ask,
             rule_ask,
+            allowed_by,
         })
     }
 
@@ -711,9 +721,29 @@ impl ToolRegistry {
         prepared: Prepared<'_>,
         started: Instant,
     ) -> CompletedCall {
-        let Prepared { input, entry, .. } = prepared;
+        let Prepared {
+            input,
+            entry,
+            allowed_by,
+            ..
+        } = prepared;
         let tool = &entry.tool;
-        let run = AssertUnwindSafe(tool.execute_rendered(input.clone())).catch_unwind();
+        // With rules, the call runs with them at hand: a value the tool arrives at mid-call
+        // (a redirect target) is checked too ([`recheck`]).
+        let call_rules = (!self.rules.is_empty()).then(|| CallRules {
+            rules: Arc::clone(&self.rules),
+            tool: Arc::clone(tool),
+            input: input.clone(),
+            allowed_by,
+        });
+        let execution = tool.execute_rendered(input.clone());
+        let run = AssertUnwindSafe(async move {
+            match call_rules {
+                Some(call_rules) => recheck::scope(call_rules, execution).await,
+                None => execution.await,
+            }
+        })
+        .catch_unwind();
         let outcome = match tool.timeout().or(self.default_timeout) {
             Some(limit) => match tokio::time::timeout(limit, run).await {
                 Ok(outcome) => outcome,

@@ -20,6 +20,7 @@ use crate::tools::builtin::net_guard::{self, GuardedResolver, PrivateAddress};
 
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
+use crate::tools::recheck;
 use crate::tools::typed::Tool;
 pub use dial::{DialCheck, HostLookup, LoopbackOnly};
 
@@ -254,6 +255,10 @@ impl FetchUrl {
                                 url,
                             })
                         } else if let Err(refusal) = guard.check(attempt.url()) {
+                            attempt.error(refusal)
+                        } else if let Err(refusal) = recheck::recheck("url", attempt.url().as_str())
+                        {
+                            // The rules on `url` hold for every hop, not only the first.
                             attempt.error(refusal)
                         } else {
                             attempt.follow()

@@ -20,6 +20,7 @@ use crate::tools::approval::{
 use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
+use crate::tools::call_digest::CallDigest;
 use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposureCheckError, ExposurePolicy, ExposureReport};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
@@ -335,16 +336,22 @@ impl ToolRegistry {
 
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
-        self.run_call(call, false, || std::future::ready(Ok(())))
+        self.run_call(call, None, || std::future::ready(Ok(())))
             .await
             .into_invocation()
     }
 
     /// Run one call to its [`CompletedCall`]. `approved`: a decision already allows it (the
-    /// approver is not asked again). `gate` runs once the call passed every check, just before
+    /// approver is not asked again), given for the call with this digest (when known) — a
+    /// call that no longer has it is refused with [`ToolError::ApprovalMismatch`]. `gate` runs once the call passed every check, just before
     /// its tool executes (from then on it may have had effects); an `Err` from it refuses the
     /// call with [`ToolError::NotStarted`].
-    async fn run_call<G, F>(&self, call: ToolCallRequest, approved: bool, gate: G) -> CompletedCall
+    async fn run_call<G, F>(
+        &self,
+        call: ToolCallRequest,
+        approved: Option<Option<CallDigest>>,
+        gate: G,
+    ) -> CompletedCall
     where
         G: FnOnce() -> F,
         F: Future<Output = Result<(), String>>,
@@ -365,8 +372,22 @@ impl ToolRegistry {
                 return self.refused(call.id, call.name, input, error, started);
             }
         };
-        if !approved && let Err(error) = self.approve(&call, &prepared).await {
-            return self.refused(call.id, call.name, prepared.input, error, started);
+        match approved {
+            None => {
+                if let Err(error) = self.approve(&call, &prepared).await {
+                    return self.refused(call.id, call.name, prepared.input, error, started);
+                }
+            }
+            // What runs must be what was approved: the tool and arguments shown.
+            Some(Some(digest)) if digest != CallDigest::of(&call.name, &prepared.input) => {
+                approval_here(&call.name, &call.id, &DENIED, DecidedBy::Mismatch);
+                let error = ToolError::ApprovalMismatch {
+                    tool: call.name.clone(),
+                    call_id: call.id.clone(),
+                };
+                return self.refused(call.id, call.name, prepared.input, error, started);
+            }
+            Some(_) => {}
         }
         if let Err(reason) = gate().await {
             let error = ToolError::NotStarted {
@@ -399,7 +420,7 @@ impl ToolRegistry {
         &self,
         calls: Vec<ToolCallRequest>,
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + '_ {
-        let calls = calls.into_iter().map(|call| (call, false)).collect();
+        let calls = calls.into_iter().map(|call| (call, None)).collect();
         self.run_stream_observed(calls, &NoObserver)
     }
 
@@ -411,7 +432,7 @@ impl ToolRegistry {
     /// calls may have had effects and which finished.
     pub(crate) fn run_stream_observed<'a>(
         &'a self,
-        calls: Vec<(ToolCallRequest, bool)>,
+        calls: Vec<(ToolCallRequest, Option<Option<CallDigest>>)>,
         observer: &'a dyn CallObserver,
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
@@ -512,6 +533,7 @@ impl ToolRegistry {
             | ToolError::NotExposed { .. }
             | ToolError::ApprovalDenied { .. }
             | ToolError::ApprovalDeferred { .. }
+            | ToolError::ApprovalMismatch { .. }
             | ToolError::DeniedByRule { .. } => {
                 " Do not retry this call; continue without it or ask the user.".to_owned()
             }
@@ -658,6 +680,7 @@ impl ToolRegistry {
                 Some(_) => format!("tool '{}': {why}", call.name),
                 None => format!("tool '{}' {}", call.name, why.trim_start_matches("it ")),
             },
+            digest: Some(CallDigest::of(&call.name, &prepared.input)),
         };
         let decision = ask_approver(approver.as_ref(), &request).await;
         approval_here(&call.name, &call.id, &decision, DecidedBy::Approver);

@@ -571,7 +571,8 @@ mod tests {
     /// A fetcher that treats `outside`'s port as a public host (the first hop), everything
     /// else on loopback as what it is.
     fn guarded_with_outside(outside: &MockServer) -> FetchUrl {
-        let mut tool = FetchUrl::new();
+        // Nothing beyond loopback, whatever the guard does.
+        let mut tool = FetchUrl::new().with_dial_check(LoopbackOnly::new());
         tool.public_port = Some(outside.address().port());
         tool
     }

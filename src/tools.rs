@@ -21,9 +21,12 @@
 // ones are re-exported where their items have always been: `permission`, `base`, `exposure`,
 // `approval`.)
 mod approver;
+pub mod argument_kind;
+pub mod call_digest;
 mod capability;
 pub mod kind;
 mod reasons;
+pub mod shell_syntax;
 mod source;
 
 // The error and the records of a call.
@@ -39,7 +42,9 @@ pub mod base;
 pub mod exposure;
 pub mod permission;
 pub mod profile;
+pub mod recheck;
 pub mod rules;
+pub(crate) mod shell_rules;
 
 // The registry, and what builds on it.
 pub mod builtin;
@@ -49,7 +54,9 @@ pub mod registry;
 pub mod typed;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll};
+pub use argument_kind::ArgumentKind;
 pub use base::{BaseTool, ToolSource};
+pub use call_digest::CallDigest;
 pub use config::ToolsConfig;
 pub use error::ToolError;
 pub use exposure::{ExposurePolicy, ExposureReport, HiddenBecause};

@@ -234,6 +234,7 @@ mod tests {
             arguments,
             permissions: Vec::new(),
             reason: "shell needs approval".to_owned(),
+            digest: None,
         }
     }
 

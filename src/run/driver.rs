@@ -25,6 +25,7 @@ use crate::run::step::{
 use crate::run::usage::UsageTally;
 use crate::run::{budget, hooks, telemetry};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
+use crate::tools::call_digest::CallDigest;
 use crate::tools::error::ToolError;
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
@@ -313,10 +314,12 @@ pub(crate) fn drive<'a>(
                         yield LoopItem::Event(event);
                     }
                     // Run the calls concurrently; report each as it finishes, answer in call order.
-                    let ToolBatch { calls, run: positions, approved, .. } = batch;
-                    let requests: Vec<(ToolCallRequest, bool)> = positions
+                    let ToolBatch { calls, run: positions, approved, approved_for, .. } = batch;
+                    // An approved call carries the digest it was approved for (if known).
+                    let approval = |p: usize| approved.iter().position(|&a| a == p).map(|i| approved_for.get(i).cloned().flatten());
+                    let requests: Vec<(ToolCallRequest, Option<Option<CallDigest>>)> = positions
                         .iter()
-                        .filter_map(|&p| calls.get(p).map(|call| (ToolCallRequest::from(call), approved.contains(&p))))
+                        .filter_map(|&p| calls.get(p).map(|call| (ToolCallRequest::from(call), approval(p))))
                         .collect();
                     let mut tool_spans: Vec<_> = positions.iter().filter_map(|&p| calls.get(p)).map(|call| telemetry::tool_span(&agent_span, call)).collect();
                     let observer = BatchObserver {
@@ -372,7 +375,7 @@ pub(crate) fn drive<'a>(
                             Some(registry) => registry.ask_pending(&request).instrument(agent_span.clone()).await,
                             None => ApprovalDecision::Defer,
                         };
-                        decisions.push(Decision { call_id: request.call_id, answer });
+                        decisions.push(Decision::for_request(&request, answer));
                     }
                     input = Input::Decisions(decisions);
                 }

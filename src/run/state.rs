@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::run::config::{CycleConfig, RepeatedCallGuard};
 use crate::run::usage::{Prices, UsageLimits};
 use crate::tools::approval::ApprovalRequest;
+use crate::tools::call_digest::CallDigest;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
 /// The version of the [`RunState`] format this library writes and reads.
@@ -133,6 +134,10 @@ pub struct TurnCall {
     /// asking the approver again).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approved: bool,
+    /// The call the decision was given for (its tool and arguments as shown): the call runs
+    /// only while it is still that call. `None` in states of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_for: Option<CallDigest>,
     /// The media its output carried, as a user message to follow the turn's tool messages
     /// (only when the model accepts images).
     #[serde(default, skip_serializing_if = "Option::is_none")]

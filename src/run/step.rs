@@ -12,6 +12,8 @@ use crate::run::config::RepeatedCallAction;
 use crate::run::error::LlmError;
 use crate::run::state::{Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
+use crate::tools::call_digest::CallDigest;
+use crate::tools::error::ToolError;
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall,
     ToolChoice, Usage, generate_call_id, normalise_arguments,
@@ -54,6 +56,11 @@ pub struct Decision {
     /// The decision: an allow runs the call (without asking the approver again), a deny
     /// answers it with the denial (its message told to the model), a defer keeps it pending.
     pub answer: ApprovalDecision,
+    /// The digest of the request the decision was given for
+    /// ([`ApprovalRequest::shown_digest`]; see [`Decision::for_request`]). When set, an allow
+    /// applies only if the pending request still shows that call; either way the call runs
+    /// only while its tool and arguments are the ones shown.
+    pub digest: Option<CallDigest>,
 }
 
 impl Decision {
@@ -62,6 +69,7 @@ impl Decision {
         Decision {
             call_id: call_id.into(),
             answer: ApprovalDecision::AllowOnce,
+            digest: None,
         }
     }
 
@@ -70,6 +78,17 @@ impl Decision {
         Decision {
             call_id: call_id.into(),
             answer: ApprovalDecision::Deny { message },
+            digest: None,
+        }
+    }
+
+    /// `answer` for the call `request` shows, bound to it: should the stored request or the
+    /// call change before the run continues, the decision does not apply.
+    pub fn for_request(request: &ApprovalRequest, answer: ApprovalDecision) -> Self {
+        Decision {
+            call_id: request.call_id.clone(),
+            answer,
+            digest: Some(request.shown_digest()),
         }
     }
 }
@@ -116,6 +135,9 @@ pub struct ToolBatch {
     pub run: Vec<usize>,
     /// Positions (in `calls`) of the calls a decision already allowed (not asked again).
     pub approved: Vec<usize>,
+    /// For each of `approved` (same order), the call the decision was given for, when known:
+    /// the registry runs it only if the call still is that call.
+    pub approved_for: Vec<Option<CallDigest>>,
 }
 
 /// The answer given to a call that was never run because the conversation went on without it.
@@ -224,7 +246,26 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
                         ApprovalDecision::AllowOnce
                         | ApprovalDecision::AllowForSession
                         | ApprovalDecision::AllowForSessionWithArgs,
-                    ) => call.approved = true,
+                    ) => {
+                        // Bound to what was shown: the stored request must still show the
+                        // call it was asked with and the decision was given for.
+                        let shown = request.shown_digest();
+                        let expected = decision.and_then(|decision| decision.digest.as_ref());
+                        if request.digest.as_ref().is_none_or(|d| *d == shown)
+                            && expected.is_none_or(|d| *d == shown)
+                        {
+                            call.approved = true;
+                            call.approved_for = Some(shown);
+                        } else {
+                            let mismatch = ToolError::ApprovalMismatch {
+                                tool: call.call.function.name.clone(),
+                                call_id: call.call.id.clone(),
+                            };
+                            call.answer = Some(ToolAnswer::error(format_args!(
+                                "{mismatch}. Do not retry this call; continue without it or ask the user."
+                            )));
+                        }
+                    }
                 }
             }
             if pending.is_empty() {
@@ -407,6 +448,7 @@ fn run_batch(
         answered: Vec::new(),
         run: Vec::new(),
         approved: Vec::new(),
+        approved_for: Vec::new(),
     };
     for (position, call) in turn.calls.iter().enumerate() {
         batch.calls.push(call.call.clone());
@@ -416,6 +458,7 @@ fn run_batch(
         }
         if call.approved && call.answer.is_none() {
             batch.approved.push(position);
+            batch.approved_for.push(call.approved_for.clone());
         }
     }
     state.phase = Phase::AwaitingTools { turn };
@@ -548,6 +591,7 @@ fn turn_call(call: ToolCall) -> TurnCall {
         started: false,
         answer: None,
         approved: false,
+        approved_for: None,
         media: None,
     }
 }

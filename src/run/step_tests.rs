@@ -361,6 +361,7 @@ fn request_for(call: &ToolCall) -> ApprovalRequest {
         arguments: serde_json::json!({}),
         permissions: vec![crate::tools::Permission::Shell],
         reason: "configured as ask".into(),
+        digest: None,
     }
 }
 
@@ -442,6 +443,7 @@ fn without_a_decision_the_call_stays_pending_and_resuming_asks_again() {
         Input::Decisions(vec![Decision {
             call_id: "b".into(),
             answer: ApprovalDecision::Defer,
+            digest: None,
         }]),
     );
     assert!(matches!(effect, Effect::Suspend(_)));

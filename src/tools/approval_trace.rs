@@ -27,6 +27,9 @@ pub(crate) enum DecidedBy {
     Hook,
     /// The caller that resumed a suspended run gave the decision.
     Caller,
+    /// A decision was given, but for another call than the one to run (its tool or
+    /// arguments changed since the approver was asked).
+    Mismatch,
 }
 
 impl DecidedBy {
@@ -39,6 +42,7 @@ impl DecidedBy {
             DecidedBy::Permission => "permission",
             DecidedBy::Hook => "hook",
             DecidedBy::Caller => "caller",
+            DecidedBy::Mismatch => "mismatch",
         }
     }
 }

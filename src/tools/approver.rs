@@ -2,6 +2,7 @@
 //! ([`ApprovalDecision`]), and the approvers agcore ships. When to ask is
 //! [`crate::tools::approval`]'s part.
 
+use crate::tools::call_digest::CallDigest;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,6 +28,18 @@ pub struct ApprovalRequest {
     pub permissions: Vec<Permission>,
     /// Why approval is needed, in words.
     pub reason: String,
+    /// The digest of the call as shown here (tool and arguments), taken when it was asked:
+    /// a decision for a deferred call applies only while the call still has it. `None` in
+    /// requests stored by earlier versions (then it is computed from `tool` and `arguments`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<CallDigest>,
+}
+
+impl ApprovalRequest {
+    /// The digest of the call this request shows: its tool and arguments.
+    pub fn shown_digest(&self) -> CallDigest {
+        CallDigest::of(&self.tool, &self.arguments)
+    }
 }
 
 /// An approver's answer.

@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::capability::Permission;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -123,6 +124,22 @@ pub trait BaseTool: Send + Sync {
     /// since whether it had its effect is unknown. By default: not idempotent.
     fn idempotent(&self) -> bool {
         false
+    }
+
+    /// What `argument` holds, so that rules on arguments ([`crate::tools::rules`]) judge what
+    /// the tool will act on: e.g. [`ArgumentKind::ShellCommand`] for a command line, which
+    /// rules then judge by the commands it runs rather than by its text. By default: plain
+    /// text.
+    fn argument_kind(&self, _argument: &str) -> ArgumentKind {
+        ArgumentKind::Text
+    }
+
+    /// The value the tool will act on for `argument` = `value`, when that differs from what
+    /// the model wrote — e.g. a path resolved in the workspace (`sub/../a.txt` → `a.txt`).
+    /// Rules on arguments match it ([`ArgumentKind::Path`]). `None` (the default): the kind's
+    /// own normalisation ([`ArgumentKind::normalize`]).
+    fn normalize_argument(&self, _argument: &str, _value: &Value) -> Option<String> {
+        None
     }
 }
 

@@ -84,7 +84,7 @@ mod workspace;
 mod write_file;
 
 pub use edit_file::{EditError, EditFile, EditFileInput, EditFileOutput, replace_exact};
-pub use fetch_url::{FetchUrl, FetchUrlInput, FetchUrlOutput};
+pub use fetch_url::{DialCheck, FetchUrl, FetchUrlInput, FetchUrlOutput, HostLookup, LoopbackOnly};
 pub use limits::OutputLimits;
 pub use list_directory::{
     DirectoryEntry, EntryKind, ListDirectory, ListDirectoryInput, ListDirectoryOutput,

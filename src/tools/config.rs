@@ -33,7 +33,7 @@ use crate::tools::rules::{ArgumentRule, ArgumentRules};
 /// [[tools.rules]]            # rules on arguments (see crate::tools::rules)
 /// tool = "run_command"
 /// argument = "command"
-/// matches = "^cargo (test|build)( |$)"
+/// matches = '^cargo (test|build)( [\w.=/-]+)*$'
 /// action = "allow"
 /// ```
 ///

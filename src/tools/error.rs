@@ -142,6 +142,19 @@ pub enum ToolError {
         request: Box<ApprovalRequest>,
     },
 
+    /// A decision given for a deferred call does not apply: the call to run is not the one
+    /// the approver was shown (its tool or arguments changed since, e.g. in a stored run
+    /// state), so it was not run.
+    #[error(
+        "tool '{tool}' was not run: call {call_id} is not the call that was approved (its tool or arguments changed after approval was requested)"
+    )]
+    ApprovalMismatch {
+        /// The tool of the call to run.
+        tool: String,
+        /// The call id.
+        call_id: String,
+    },
+
     /// The call passed every check but was not started: what had to happen first (e.g.
     /// recording in the session store that it starts) failed.
     #[error("tool '{tool}' was not started: {reason}")]
@@ -169,7 +182,8 @@ impl ToolError {
             | ToolError::NotExposed { tool, .. }
             | ToolError::ApprovalDenied { tool, .. }
             | ToolError::NotStarted { tool, .. }
-            | ToolError::DeniedByRule { tool, .. } => Some(tool),
+            | ToolError::DeniedByRule { tool, .. }
+            | ToolError::ApprovalMismatch { tool, .. } => Some(tool),
             ToolError::ApprovalDeferred { request } => Some(&request.tool),
             _ => None,
         }

@@ -20,11 +20,13 @@ use crate::tools::approval::{
 use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
+use crate::tools::call_digest::CallDigest;
 use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposurePolicy, ExposureReport, ToolExposure};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
 use crate::tools::reasons::{ExposureCheckError, ExposureError, HiddenBecause};
+use crate::tools::recheck::{self, CallRules};
 use crate::tools::rules::{ArgumentRules, RuleAction};
 use crate::tools::validate::{compile_schema, validate_arguments};
 use crate::vocab::{ToolAnswer, ToolDefinition};
@@ -44,6 +46,8 @@ struct Prepared<'a> {
     ask: Vec<Permission>,
     /// Rules on the arguments that ask for approval, explained.
     rule_ask: Option<String>,
+    /// The allow rules that let the call skip the approval its permissions ask for.
+    allowed_by: Option<String>,
 }
 
 /// Holds tools by name, in registration order, and runs calls.
@@ -84,7 +88,7 @@ pub struct ToolRegistry {
     approval_policy: ApprovalPolicy,
     approver: Option<Arc<dyn Approver>>,
     grants: SessionGrants,
-    rules: ArgumentRules,
+    rules: Arc<ArgumentRules>,
 }
 
 impl Default for ToolRegistry {
@@ -146,7 +150,7 @@ impl ToolRegistry {
             approval_policy: ApprovalPolicy::default(),
             approver: None,
             grants: SessionGrants::default(),
-            rules: ArgumentRules::default(),
+            rules: Arc::new(ArgumentRules::default()),
         }
     }
 
@@ -166,7 +170,7 @@ impl ToolRegistry {
     /// permission check. Check the rules against the registered tools afterwards with
     /// [`ToolRegistry::check_exposure`].
     pub fn with_argument_rules(mut self, rules: ArgumentRules) -> Self {
-        self.rules = rules;
+        self.rules = Arc::new(rules);
         self
     }
 
@@ -397,16 +401,22 @@ impl ToolRegistry {
 
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
-        self.run_call(call, false, || std::future::ready(Ok(())))
+        self.run_call(call, None, || std::future::ready(Ok(())))
             .await
             .into_invocation()
     }
 
     /// Run one call to its [`CompletedCall`]. `approved`: a decision already allows it (the
-    /// approver is not asked again). `gate` runs once the call passed every check, just before
+    /// approver is not asked again), given for the call with this digest (when known) — a
+    /// call that no longer has it is refused with [`ToolError::ApprovalMismatch`]. `gate` runs once the call passed every check, just before
     /// its tool executes (from then on it may have had effects); an `Err` from it refuses the
     /// call with [`ToolError::NotStarted`].
-    async fn run_call<G, F>(&self, call: ToolCallRequest, approved: bool, gate: G) -> CompletedCall
+    async fn run_call<G, F>(
+        &self,
+        call: ToolCallRequest,
+        approved: Option<Option<CallDigest>>,
+        gate: G,
+    ) -> CompletedCall
     where
         G: FnOnce() -> F,
         F: Future<Output = Result<(), String>>,
@@ -427,8 +437,22 @@ impl ToolRegistry {
                 return self.refused(call.id, call.name, input, error, started);
             }
         };
-        if !approved && let Err(error) = self.approve(&call, &prepared).await {
-            return self.refused(call.id, call.name, prepared.input, error, started);
+        match approved {
+            None => {
+                if let Err(error) = self.approve(&call, &prepared).await {
+                    return self.refused(call.id, call.name, prepared.input, error, started);
+                }
+            }
+            // What runs must be what was approved: the tool and arguments shown.
+            Some(Some(digest)) if digest != CallDigest::of(&call.name, &prepared.input) => {
+                approval_here(&call.name, &call.id, &DENIED, DecidedBy::Mismatch);
+                let error = ToolError::ApprovalMismatch {
+                    tool: call.name.clone(),
+                    call_id: call.id.clone(),
+                };
+                return self.refused(call.id, call.name, prepared.input, error, started);
+            }
+            Some(_) => {}
         }
         if let Err(reason) = gate().await {
             let error = ToolError::NotStarted {
@@ -461,7 +485,7 @@ impl ToolRegistry {
         &self,
         calls: Vec<ToolCallRequest>,
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + '_ {
-        let calls = calls.into_iter().map(|call| (call, false)).collect();
+        let calls = calls.into_iter().map(|call| (call, None)).collect();
         self.run_stream_observed(calls, &NoObserver)
     }
 
@@ -473,7 +497,7 @@ impl ToolRegistry {
     /// calls may have had effects and which finished.
     pub(crate) fn run_stream_observed<'a>(
         &'a self,
-        calls: Vec<(ToolCallRequest, bool)>,
+        calls: Vec<(ToolCallRequest, Option<Option<CallDigest>>)>,
         observer: &'a dyn CallObserver,
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
@@ -574,6 +598,7 @@ impl ToolRegistry {
             | ToolError::NotExposed { .. }
             | ToolError::ApprovalDenied { .. }
             | ToolError::ApprovalDeferred { .. }
+            | ToolError::ApprovalMismatch { .. }
             | ToolError::DeniedByRule { .. } => {
                 " Do not retry this call; continue without it or ask the user.".to_owned()
             }
@@ -634,8 +659,9 @@ impl ToolRegistry {
         // allow among the rules that match.
         let mut ask = decision.ask;
         let mut rule_ask = None;
+        let mut allowed_by = None;
         if !self.rules.is_empty() {
-            let verdict = self.rules.evaluate(&call.name, &input);
+            let verdict = self.rules.evaluate_for(tool, &input);
             match verdict.action {
                 Some(RuleAction::Deny) => {
                     return Err(ToolError::DeniedByRule {
@@ -644,7 +670,12 @@ impl ToolRegistry {
                     });
                 }
                 Some(RuleAction::Ask) => rule_ask = Some(verdict.explain()),
-                Some(RuleAction::Allow) => ask.clear(),
+                Some(RuleAction::Allow) => {
+                    if !ask.is_empty() {
+                        allowed_by = Some(verdict.explain());
+                    }
+                    ask.clear();
+                }
                 None => {}
             }
         }
@@ -653,6 +684,7 @@ impl ToolRegistry {
             entry,
             ask,
             rule_ask,
+            allowed_by,
         })
     }
 
@@ -713,6 +745,7 @@ impl ToolRegistry {
                 Some(_) => format!("tool '{}': {why}", call.name),
                 None => format!("tool '{}' {}", call.name, why.trim_start_matches("it ")),
             },
+            digest: Some(CallDigest::of(&call.name, &prepared.input)),
         };
         let decision = ask_approver(approver.as_ref(), &request).await;
         approval_here(&call.name, &call.id, &decision, DecidedBy::Approver);
@@ -776,9 +809,29 @@ impl ToolRegistry {
         prepared: Prepared<'_>,
         started: Instant,
     ) -> CompletedCall {
-        let Prepared { input, entry, .. } = prepared;
+        let Prepared {
+            input,
+            entry,
+            allowed_by,
+            ..
+        } = prepared;
         let tool = &entry.tool;
-        let run = AssertUnwindSafe(tool.execute_rendered(input.clone())).catch_unwind();
+        // With rules, the call runs with them at hand: a value the tool arrives at mid-call
+        // (a redirect target) is checked too ([`recheck`]).
+        let call_rules = (!self.rules.is_empty()).then(|| CallRules {
+            rules: Arc::clone(&self.rules),
+            tool: Arc::clone(tool),
+            input: input.clone(),
+            allowed_by,
+        });
+        let execution = tool.execute_rendered(input.clone());
+        let run = AssertUnwindSafe(async move {
+            match call_rules {
+                Some(call_rules) => recheck::scope(call_rules, execution).await,
+                None => execution.await,
+            }
+        })
+        .catch_unwind();
         let outcome = match tool.timeout().or(self.default_timeout) {
             Some(limit) => match tokio::time::timeout(limit, run).await {
                 Ok(outcome) => outcome,

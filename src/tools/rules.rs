@@ -1,6 +1,11 @@
 //! [`ArgumentRules`]: allow / ask / deny by what a call's arguments say — e.g.
-//! `run_command.command` matching `^cargo (test|build)( |$)` is allowed without asking,
-//! containing `rm -rf` is denied, `fetch_url.url` with a host in a list is allowed.
+//! `run_command.command` matching `^cargo (test|build)( [\w.=/-]+)*$` is allowed without
+//! asking, containing `rm -rf` is denied, `fetch_url.url` with a host in a list is allowed.
+//!
+//! An argument the tool declares as a shell command ([`ArgumentKind::ShellCommand`]) is
+//! judged by what it runs: an allow rule never matches operators, substitutions or
+//! redirections it does not name, and deny rules see every simple command inside with its
+//! options normalised (see [`ArgumentKind::ShellCommand`]).
 //!
 //! Rules are evaluated after the permission check (a tool whose permission is denied stays
 //! denied) and after the arguments are validated. Of the rules that match a call, **deny beats
@@ -18,7 +23,7 @@
 //! [[tools.rules]]
 //! tool = "run_command"
 //! argument = "command"
-//! matches = "^cargo (test|build)( |$)"
+//! matches = '^cargo (test|build)( [\w.=/-]+)*$'
 //! action = "allow"
 //!
 //! [[tools.rules]]
@@ -40,8 +45,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::BaseTool;
 use crate::tools::reasons::ExposureError;
+use crate::tools::shell_rules::{self, Judged, TextTest};
 
 /// What a matching rule does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -168,25 +175,80 @@ impl ArgumentRules {
         self.rules.is_empty()
     }
 
-    /// What the rules decide for a call of `tool` with `input` (validated arguments).
+    /// What the rules decide for a call of `tool` with `input` (validated arguments), every
+    /// argument read as plain text.
     pub fn evaluate(&self, tool: &str, input: &Value) -> RuleVerdict {
-        let matched: Vec<&Compiled> = self
-            .rules
-            .iter()
-            .filter(|c| c.rule.tool == tool)
-            .filter(|c| {
-                input
-                    .get(&c.rule.argument)
-                    .is_some_and(|value| c.test(value))
-            })
-            .collect();
-        let action = matched.iter().map(|c| c.rule.action).max();
+        self.judge(tool, |_| ArgumentKind::Text, |_, _| None, input)
+    }
+
+    /// What the rules decide for a call of `tool` with `input` (validated arguments), each
+    /// argument read as the tool says it is meant ([`BaseTool::argument_kind`]: a shell
+    /// command is judged by what it runs, a path by where it leads). The registry decides
+    /// with this.
+    pub fn evaluate_for(&self, tool: &dyn BaseTool, input: &Value) -> RuleVerdict {
+        self.judge(
+            tool.name(),
+            |argument| tool.argument_kind(argument),
+            |argument, value| tool.normalize_argument(argument, value),
+            input,
+        )
+    }
+
+    fn judge(
+        &self,
+        tool: &str,
+        kind: impl Fn(&str) -> ArgumentKind,
+        normalize: impl Fn(&str, &Value) -> Option<String>,
+        input: &Value,
+    ) -> RuleVerdict {
+        let mut matched: Vec<(RuleAction, String)> = Vec::new();
+        for c in self.rules.iter().filter(|c| c.rule.tool == tool) {
+            let Some(value) = input.get(&c.rule.argument) else {
+                continue;
+            };
+            match (kind(&c.rule.argument), value) {
+                (ArgumentKind::ShellCommand, Value::String(command)) => {
+                    match shell_rules::judge(c.text_test(), c.rule.action, command, |text| {
+                        c.test(&Value::String(text.to_owned()))
+                    }) {
+                        Judged::Match => matched.push((c.rule.action, c.to_string())),
+                        Judged::NoMatch => {}
+                        // What it runs is unknown: ask rather than let it through.
+                        Judged::Unparsable(error) => matched.push((
+                            RuleAction::Ask,
+                            format!("{c}, but the command cannot be judged ({error}), so asks"),
+                        )),
+                    }
+                }
+                (kind @ (ArgumentKind::Path | ArgumentKind::Url), Value::String(raw)) => {
+                    // What the tool acts on; an allow must hold for it, a deny for either.
+                    let normal = normalize(&c.rule.argument, value).or_else(|| kind.normalize(raw));
+                    let on_normal = normal
+                        .as_ref()
+                        .map(|normal| c.test(&Value::String(normal.clone())));
+                    let hit = match (c.rule.action, on_normal) {
+                        (RuleAction::Allow, Some(on_normal)) => on_normal,
+                        (_, on_normal) => on_normal == Some(true) || c.test(value),
+                    };
+                    if hit {
+                        let read_as = match &normal {
+                            Some(normal) if normal != raw => format!(" (read as {normal:?})"),
+                            _ => String::new(),
+                        };
+                        matched.push((c.rule.action, format!("{c}{read_as}")));
+                    }
+                }
+                _ if c.test(value) => matched.push((c.rule.action, c.to_string())),
+                _ => {}
+            }
+        }
+        let action = matched.iter().map(|(action, _)| *action).max();
         RuleVerdict {
             action,
             because: matched
-                .iter()
-                .filter(|c| Some(c.rule.action) == action)
-                .map(|c| c.to_string())
+                .into_iter()
+                .filter(|(a, _)| Some(*a) == action)
+                .map(|(_, because)| because)
                 .collect(),
         }
     }
@@ -236,6 +298,14 @@ impl ArgumentRules {
 }
 
 impl Compiled {
+    fn text_test(&self) -> TextTest<'_> {
+        match &self.test {
+            Test::Matches(regex) => TextTest::Matches(regex),
+            Test::Contains(needle) => TextTest::Contains(needle),
+            Test::HostIn(_) => TextTest::Raw,
+        }
+    }
+
     fn test(&self, value: &Value) -> bool {
         let text = match value {
             Value::String(text) => std::borrow::Cow::Borrowed(text.as_str()),

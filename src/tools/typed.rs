@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::{BaseTool, ToolSource, default_model_content};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
@@ -119,6 +120,20 @@ pub trait Tool: Send + Sync + Sized + 'static {
     /// Where the tool comes from (built-in tools say [`ToolSource::Builtin`]).
     fn source() -> ToolSource {
         ToolSource::Local
+    }
+
+    /// What an argument holds, for rules on arguments (see [`BaseTool::argument_kind`]). By
+    /// default: plain text.
+    fn argument_kind(argument: &str) -> ArgumentKind {
+        let _ = argument;
+        ArgumentKind::Text
+    }
+
+    /// The value the tool will act on for an argument (see [`BaseTool::normalize_argument`]).
+    /// By default: none of its own.
+    fn normalize_argument(&self, argument: &str, value: &Value) -> Option<String> {
+        let _ = (argument, value);
+        None
     }
 
     /// Run the tool.
@@ -263,6 +278,14 @@ impl<T: Tool> BaseTool for TypedTool<T> {
 
     fn idempotent(&self) -> bool {
         self.tool.idempotent()
+    }
+
+    fn argument_kind(&self, argument: &str) -> ArgumentKind {
+        T::argument_kind(argument)
+    }
+
+    fn normalize_argument(&self, argument: &str, value: &Value) -> Option<String> {
+        self.tool.normalize_argument(argument, value)
     }
 }
 

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agcore::tools::builtin::{
-    BUILTIN_TOOL_NAMES, BuiltinOptions, FetchUrl, OutputLimits, ReadFile, RunCommand, SearchFiles,
-    Workspace, builtin_tools, builtin_tools_with,
+    BUILTIN_TOOL_NAMES, BuiltinOptions, FetchUrl, LoopbackOnly, OutputLimits, ReadFile, RunCommand,
+    SearchFiles, Workspace, builtin_tools, builtin_tools_with,
 };
 use agcore::tools::{
     BaseTool, PermissionChecker, PermissionConfig, Tool, ToolError, ToolKind, ToolRegistry,
@@ -1077,10 +1077,21 @@ async fn fetch_url_refuses_private_addresses_by_default() {
     .await;
     let port = server.address().port();
     let fixture = Fixture::new();
-    // The default set, exactly as a library user gets it.
+    // The default set, exactly as a library user gets it — but `fetch_url` can only ever
+    // connect to loopback: were its guard wrong, the dial check (after the guard) stops the
+    // connection and records it, so this test fails without a packet leaving the machine.
+    let dials = LoopbackOnly::new();
     let mut registry = ToolRegistry::new();
     registry
-        .register_all(builtin_tools(&fixture.workspace))
+        .register_all(
+            builtin_tools(&fixture.workspace)
+                .into_iter()
+                .filter(|tool| tool.name() != "fetch_url")
+                .collect(),
+        )
+        .unwrap();
+    registry
+        .register(FetchUrl::new().with_dial_check(dials.clone()).erase())
         .unwrap();
     let cases = [
         (
@@ -1128,6 +1139,11 @@ async fn fetch_url_refuses_private_addresses_by_default() {
     assert!(
         server.received_requests().await.unwrap().is_empty(),
         "no refused request reached the server"
+    );
+    assert_eq!(
+        dials.refused(),
+        Vec::new(),
+        "fetch_url tried to connect beyond loopback"
     );
 }
 

@@ -4,11 +4,11 @@
 //! address, timeout, redirects, status).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::TcpListener as StdListener;
-use std::sync::mpsc;
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use agcore::tools::builtin::{FetchUrl, FetchUrlInput, FetchUrlOutput};
+use agcore::tools::builtin::{FetchUrl, FetchUrlInput, FetchUrlOutput, HostLookup, LoopbackOnly};
 use agcore::tools::{Tool, ToolError};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -41,8 +41,30 @@ async fn serving_html(html: String) -> MockServer {
     server
 }
 
+/// Allowed to reach local servers, and nothing beyond loopback.
 fn local() -> FetchUrl {
-    FetchUrl::new().allow_private_network(true)
+    FetchUrl::new()
+        .allow_private_network(true)
+        .with_dial_check(LoopbackOnly::new())
+}
+
+/// Host names of these tests, resolved without a DNS query: `internal.test` is a private
+/// address (which the dial check must stop when the guard is off), `localhost` loopback;
+/// anything else does not exist.
+#[derive(Debug)]
+struct TestNames;
+
+impl HostLookup for TestNames {
+    fn lookup(&self, host: &str) -> std::io::Result<Vec<SocketAddr>> {
+        match host {
+            "internal.test" => Ok(vec!["10.0.0.1:0".parse().unwrap()]),
+            "localhost" => Ok(vec!["127.0.0.1:0".parse().unwrap()]),
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such test host",
+            )),
+        }
+    }
 }
 
 async fn fetch(tool: &FetchUrl, url: String) -> Result<FetchUrlOutput, ToolError> {
@@ -223,7 +245,10 @@ async fn a_closed_port_is_reported_as_connection_refused() {
 
 #[tokio::test]
 async fn an_unresolvable_name_is_reported_as_a_dns_failure() {
+    // The test's own names: no DNS query leaves the machine.
+    let names: Arc<dyn HostLookup> = Arc::new(TestNames);
     for tool in [FetchUrl::new(), local()] {
+        let tool = tool.with_lookup(names.clone());
         let error = fetch(&tool, "http://no-such-host.invalid/".to_owned())
             .await
             .unwrap_err();
@@ -300,7 +325,8 @@ async fn a_bad_status_names_the_status() {
 
 #[tokio::test]
 async fn ipv6_forms_embedding_a_private_ipv4_are_blocked_with_the_rule() {
-    let tool = FetchUrl::new();
+    let dials = LoopbackOnly::new();
+    let tool = FetchUrl::new().with_dial_check(dials.clone());
     for (url, expected) in [
         ("http://[64:ff9b::7f00:1]/", "loopback"),
         ("http://[64:ff9b::a9fe:a9fe]/", "link-local"),
@@ -316,6 +342,7 @@ async fn ipv6_forms_embedding_a_private_ipv4_are_blocked_with_the_rule() {
         let why = failure_text(&error);
         assert!(why.contains(expected), "{url}: {why}");
     }
+    assert_eq!(dials.refused(), Vec::new(), "a dial beyond loopback");
 }
 
 #[tokio::test]
@@ -336,4 +363,60 @@ async fn a_long_page_fits_the_loop_limit_so_the_loop_never_cuts_its_middle() {
         for_model.len()
     );
     assert!(output.content.contains("line 0 says"), "the head is kept");
+}
+
+// ------------------------------------------- tests never reach beyond loopback (the seam)
+
+#[tokio::test]
+async fn the_dial_check_stops_every_connection_beyond_loopback_even_with_the_guard_off() {
+    // The guard off, as if it had regressed: the dial check still sees every destination,
+    // literal or resolved, before a connection is made — and refuses all but loopback.
+    let dials = LoopbackOnly::new();
+    let tool = FetchUrl::new()
+        .allow_private_network(true)
+        .with_lookup(Arc::new(TestNames))
+        .with_dial_check(dials.clone());
+    for url in [
+        "http://10.0.0.1/",
+        "http://[fd00::1]/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://internal.test/",
+    ] {
+        let error = fetch(&tool, url.to_owned()).await.unwrap_err();
+        eprintln!("{url}: {error}");
+    }
+    let refused: Vec<(String, String)> = dials
+        .refused()
+        .into_iter()
+        .map(|(host, ip)| (host, ip.to_string()))
+        .collect();
+    let expected = [
+        ("10.0.0.1", "10.0.0.1"),
+        ("[fd00::1]", "fd00::1"),
+        ("169.254.169.254", "169.254.169.254"),
+        ("internal.test", "10.0.0.1"),
+    ];
+    for (host, ip) in expected {
+        assert!(
+            refused.contains(&(host.to_owned(), ip.to_owned())),
+            "{host} ({ip}) was not stopped: {refused:?}"
+        );
+    }
+    let error = fetch(&tool, "http://internal.test/".to_owned())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ToolError::PermissionDenied(_, why) if why.contains("dial check")),
+        "{error:?}"
+    );
+    // Loopback still passes, literal or by name.
+    let server = serving_html("<p>local</p>".to_owned()).await;
+    let port = server.address().port();
+    for url in [
+        format!("http://127.0.0.1:{port}/page"),
+        format!("http://localhost:{port}/page"),
+    ] {
+        let output = fetch(&tool, url.clone()).await.unwrap();
+        assert_eq!(output.content.trim(), "local", "{url}");
+    }
 }

@@ -40,3 +40,7 @@ mod wire_hardening;
 mod wire_limits;
 mod layering;
 mod repo_rules;
+mod approval_binding;
+mod path_rules;
+mod redirect_rules;
+mod shell_rules;

@@ -110,6 +110,7 @@ fn suspended() -> RunState {
         arguments: serde_json::json!({"path": "x"}),
         permissions: vec![agcore::tools::Permission::Read],
         reason: "tool 'read_file' needs Read, which is configured as ask".into(),
+        digest: None,
     };
     let (state, effect) = step(state, Input::ToolsDeferred(vec![request]));
     assert!(matches!(effect, Effect::Suspend(_)));

@@ -1,6 +1,7 @@
 //! `fetch_url`: an HTTP(S) GET, returned as text — HTML converted to Markdown-like text
 //! ([`html_text`]), text and JSON as they are, binary refused.
 
+pub(crate) mod dial;
 mod errors;
 mod html_text;
 
@@ -12,12 +13,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_head};
 use crate::tools::builtin::net_guard::{self, GuardedResolver, PrivateAddress};
+
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
+use crate::tools::recheck;
 use crate::tools::typed::Tool;
+pub use dial::{DialCheck, HostLookup, LoopbackOnly};
 
 /// How many bytes at the start of an untyped body are checked for binary content.
 const SNIFF_BYTES: usize = 8 * 1024;
@@ -93,7 +98,31 @@ pub struct FetchUrl {
     /// Tests only: a loopback port treated as public, to serve an "outside" first hop locally.
     #[cfg(test)]
     public_port: Option<u16>,
+    lookup: Option<Arc<dyn HostLookup>>,
+    dial_check: Option<Arc<dyn DialCheck>>,
     client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+/// The IP-literal check of [`FetchUrl`], copied into the redirect policy.
+#[derive(Debug, Clone, Copy)]
+struct LiteralGuard {
+    allow_private_network: bool,
+    #[cfg(test)]
+    public_port: Option<u16>,
+}
+
+impl LiteralGuard {
+    /// The refusal for an IP-literal `url` of a non-public address, unless allowed.
+    fn check(&self, url: &reqwest::Url) -> Result<(), PrivateAddress> {
+        if self.allow_private_network {
+            return Ok(());
+        }
+        #[cfg(test)]
+        if self.public_port.is_some() && url.port() == self.public_port {
+            return Ok(());
+        }
+        net_guard::check_literal(url)
+    }
 }
 
 impl Default for FetchUrl {
@@ -114,6 +143,8 @@ impl FetchUrl {
             allow_private_network: false,
             #[cfg(test)]
             public_port: None,
+            lookup: None,
+            dial_check: None,
             client: OnceLock::new(),
         }
     }
@@ -133,16 +164,47 @@ impl FetchUrl {
         self.allow_private_network
     }
 
+    /// Resolve host names with `lookup` instead of the system's resolver (the non-public
+    /// filter and the dial check still apply to what it returns) — e.g. a test's names, so
+    /// that no DNS query leaves the machine.
+    pub fn with_lookup(mut self, lookup: Arc<dyn HostLookup>) -> Self {
+        self.lookup = Some(lookup);
+        self.client = OnceLock::new();
+        self
+    }
+
+    /// Run `check` before every connection: on the addresses a host name resolved to (after
+    /// the non-public filter) and on every IP literal of the URL and its redirect hops. A
+    /// refused connection is never made. It sits after `fetch_url`'s own guard and holds
+    /// even when that guard is off or wrong, so tests use [`LoopbackOnly`] to make sure no
+    /// packet leaves the machine. With a check, `HTTP_PROXY`/`HTTPS_PROXY` are ignored.
+    ///
+    /// ```
+    /// use agcore::tools::builtin::{FetchUrl, LoopbackOnly};
+    ///
+    /// let dials = LoopbackOnly::new();
+    /// let tool = FetchUrl::new().with_dial_check(dials.clone());
+    /// // ... run the tool ...
+    /// assert!(dials.refused().is_empty(), "tried to reach {:?}", dials.refused());
+    /// # let _ = tool;
+    /// ```
+    pub fn with_dial_check(mut self, check: Arc<dyn DialCheck>) -> Self {
+        self.dial_check = Some(check);
+        self.client = OnceLock::new();
+        self
+    }
+
+    fn literal_guard(&self) -> LiteralGuard {
+        LiteralGuard {
+            allow_private_network: self.allow_private_network,
+            #[cfg(test)]
+            public_port: self.public_port,
+        }
+    }
+
     /// The refusal for an IP-literal `url` of a non-public address, unless allowed.
     fn check_literal(&self, url: &reqwest::Url) -> Result<(), PrivateAddress> {
-        if self.allow_private_network {
-            return Ok(());
-        }
-        #[cfg(test)]
-        if self.public_port.is_some() && url.port() == self.public_port {
-            return Ok(());
-        }
-        net_guard::check_literal(url)
+        self.literal_guard().check(url)
     }
 
     /// Give up on a call after `timeout`: connecting, downloading and converting together.
@@ -171,10 +233,7 @@ impl FetchUrl {
     fn client(&self) -> Result<&reqwest::Client, ToolError> {
         self.client
             .get_or_init(|| {
-                let guard = FetchUrl {
-                    client: OnceLock::new(),
-                    ..*self
-                };
+                let guard = self.literal_guard();
                 // No overall reqwest timeout: `run` puts one deadline over the whole call.
                 let builder = reqwest::Client::builder()
                     .connect_timeout(self.connect_timeout())
@@ -185,6 +244,8 @@ impl FetchUrl {
                     ))
                     .dns_resolver(GuardedResolver {
                         public_only: !self.allow_private_network,
+                        lookup: self.lookup.clone(),
+                        dial_check: self.dial_check.clone(),
                     })
                     .redirect(reqwest::redirect::Policy::custom(move |attempt| {
                         if attempt.previous().len() >= MAX_REDIRECTS {
@@ -193,7 +254,11 @@ impl FetchUrl {
                                 limit: MAX_REDIRECTS,
                                 url,
                             })
-                        } else if let Err(refusal) = guard.check_literal(attempt.url()) {
+                        } else if let Err(refusal) = guard.check(attempt.url()) {
+                            attempt.error(refusal)
+                        } else if let Err(refusal) = recheck::recheck("url", attempt.url().as_str())
+                        {
+                            // The rules on `url` hold for every hop, not only the first.
                             attempt.error(refusal)
                         } else {
                             attempt.follow()
@@ -203,6 +268,11 @@ impl FetchUrl {
                     builder
                 } else {
                     builder.no_proxy()
+                };
+                // IP literals never reach the resolver: the check sees them as a proxy rule.
+                let builder = match &self.dial_check {
+                    Some(check) => builder.proxy(dial::literal_trap(Arc::clone(check))),
+                    None => builder,
                 };
                 builder.build().map_err(|error| error.to_string())
             })
@@ -441,6 +511,13 @@ impl Tool for FetchUrl {
         ToolSource::Builtin
     }
 
+    fn argument_kind(argument: &str) -> ArgumentKind {
+        match argument {
+            "url" => ArgumentKind::Url,
+            _ => ArgumentKind::Text,
+        }
+    }
+
     fn title(&self, input: Result<&FetchUrlInput, &Value>) -> String {
         let url = match input {
             Ok(input) => Some(input.url.as_str()),
@@ -494,7 +571,8 @@ mod tests {
     /// A fetcher that treats `outside`'s port as a public host (the first hop), everything
     /// else on loopback as what it is.
     fn guarded_with_outside(outside: &MockServer) -> FetchUrl {
-        let mut tool = FetchUrl::new();
+        // Nothing beyond loopback, whatever the guard does.
+        let mut tool = FetchUrl::new().with_dial_check(LoopbackOnly::new());
         tool.public_port = Some(outside.address().port());
         tool
     }

@@ -5,7 +5,11 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
+use std::sync::Arc;
+
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use crate::tools::builtin::fetch_url::dial::{DialCheck, DialRefused, HostLookup};
 
 /// The kind of non-public address `fetch_url` refuses by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,9 +221,13 @@ pub(crate) fn check_literal(url: &reqwest::Url) -> Result<(), PrivateAddress> {
 /// ever sees what this returns, so there is no gap between the check and the connection (no
 /// DNS rebinding). Either way a failed lookup is a [`DnsFailure`] naming the host, which the
 /// error text can then name (reqwest's own resolver says only "dns error").
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct GuardedResolver {
     pub public_only: bool,
+    /// Resolves names instead of the system (a test's or a deployment's own).
+    pub lookup: Option<Arc<dyn HostLookup>>,
+    /// Sees the addresses that are left before the connector gets them.
+    pub dial_check: Option<Arc<dyn DialCheck>>,
 }
 
 /// A host name did not resolve.
@@ -235,20 +243,33 @@ impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let host = name.as_str().to_owned();
         let public_only = self.public_only;
+        let lookup = self.lookup.clone();
+        let dial_check = self.dial_check.clone();
         Box::pin(async move {
-            let lookup = host.clone();
-            let resolved =
-                tokio::task::spawn_blocking(move || (lookup.as_str(), 0).to_socket_addrs()).await?;
+            let name = host.clone();
+            let resolved = tokio::task::spawn_blocking(move || match lookup {
+                Some(lookup) => lookup.lookup(&name),
+                None => (name.as_str(), 0)
+                    .to_socket_addrs()
+                    .map(|addrs| addrs.collect()),
+            })
+            .await?;
             let addrs: Vec<SocketAddr> = match resolved {
-                Ok(addrs) => addrs.collect(),
+                Ok(addrs) => addrs,
                 Err(source) => return Err(DnsFailure { host, source }.into()),
             };
-            if !public_only {
-                return Ok(Box::new(addrs.into_iter()) as Addrs);
+            let addrs = if public_only {
+                public_only_addrs(&host, addrs)?
+            } else {
+                addrs
+            };
+            if let Some(check) = &dial_check {
+                check.check(&host, &addrs).map_err(|reason| DialRefused {
+                    host: host.clone(),
+                    reason,
+                })?;
             }
-            public_only_addrs(&host, addrs)
-                .map(|addrs| Box::new(addrs.into_iter()) as Addrs)
-                .map_err(Into::into)
+            Ok(Box::new(addrs.into_iter()) as Addrs)
         })
     }
 }

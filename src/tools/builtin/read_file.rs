@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::file_write::link_count;
 use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits};
@@ -115,6 +116,19 @@ impl Tool for ReadFile {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn argument_kind(argument: &str) -> ArgumentKind {
+        match argument {
+            "path" => ArgumentKind::Path,
+            _ => ArgumentKind::Text,
+        }
+    }
+
+    fn normalize_argument(&self, argument: &str, value: &Value) -> Option<String> {
+        (argument == "path")
+            .then(|| self.workspace.rule_path(value))
+            .flatten()
     }
 
     fn timeout(&self) -> Option<std::time::Duration> {

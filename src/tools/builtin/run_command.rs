@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_parts};
 use crate::tools::builtin::process_tree::{CommandTree, MARKER_ENV, new_marker};
@@ -138,6 +139,13 @@ impl Tool for RunCommand {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn argument_kind(argument: &str) -> ArgumentKind {
+        match argument {
+            "command" => ArgumentKind::ShellCommand,
+            _ => ArgumentKind::Text,
+        }
     }
 
     fn timeout(&self) -> Option<Duration> {

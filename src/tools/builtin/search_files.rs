@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::ToolSource;
 use crate::tools::builtin::blocking;
 use crate::tools::builtin::file_write::link_count;
@@ -132,6 +133,19 @@ impl Tool for SearchFiles {
 
     fn source() -> ToolSource {
         ToolSource::Builtin
+    }
+
+    fn argument_kind(argument: &str) -> ArgumentKind {
+        match argument {
+            "path" => ArgumentKind::Path,
+            _ => ArgumentKind::Text,
+        }
+    }
+
+    fn normalize_argument(&self, argument: &str, value: &Value) -> Option<String> {
+        (argument == "path")
+            .then(|| self.workspace.rule_path(value))
+            .flatten()
     }
 
     fn timeout(&self) -> Option<std::time::Duration> {

@@ -221,6 +221,14 @@ impl Workspace {
         }
     }
 
+    /// A path argument as the built-in tools act on it, for rules on arguments: resolved
+    /// (symlinks followed) and relative to the root; `None` when it does not resolve inside
+    /// the root (the tool refuses it anyway).
+    pub(crate) fn rule_path(&self, value: &serde_json::Value) -> Option<String> {
+        let path = self.resolve(value.as_str()?).ok()?;
+        Some(self.relative(&path))
+    }
+
     fn display_path(&self, path: &Path) -> PathBuf {
         if path.starts_with(&self.root) {
             PathBuf::from(self.relative(path))

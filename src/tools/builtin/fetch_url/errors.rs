@@ -8,7 +8,10 @@ use std::io;
 use std::time::Duration;
 
 use crate::tools::builtin::net_guard::{self, DnsFailure};
+
+use super::dial::DialRefused;
 use crate::tools::error::ToolError;
+use crate::tools::recheck::RecheckRefusal;
 
 use super::{failed, refused};
 
@@ -63,6 +66,15 @@ pub(super) fn describe(
     let at = authority(url);
     if let Some(refusal) = net_guard::find_refusal(error) {
         return refused(&refusal);
+    }
+    if let Some(refusal) = net_guard::find_in_chain::<RecheckRefusal>(error) {
+        return ToolError::DeniedByRule {
+            tool: "fetch_url".to_owned(),
+            because: format!("the redirect to {refusal}"),
+        };
+    }
+    if let Some(dial) = net_guard::find_in_chain::<DialRefused>(error) {
+        return ToolError::PermissionDenied("fetch_url".to_owned(), format!("GET {url}: {dial}"));
     }
     if let Some(dns) = net_guard::find_in_chain::<DnsFailure>(error) {
         return failed(format!(

@@ -22,6 +22,7 @@
 mod error;
 pub mod journal;
 mod outputs;
+pub mod owner_only;
 mod postgres;
 mod record;
 mod sqlite;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 pub use error::{Result, SessionError};
 pub use journal::{Restored, SessionJournal, replay};
 pub use outputs::SessionOutputs;
+pub use owner_only::{OwnerOnlyError, Tightened};
 pub use postgres::PostgresStore;
 pub use record::{
     MAX_SESSION_NAME_BYTES, MAX_STEP_KIND_BYTES, SESSION_FORMAT_VERSION, Session, SessionSummary,

@@ -11,7 +11,8 @@ use std::time::Duration;
 use agcore::llm::OpenaiChatMessage;
 use agcore::run::RunState;
 use agcore::session::{
-    LockMode, Restored, SessionError, SessionJournal, SessionLease, SessionStore,
+    LockMode, Restored, SessionError, SessionJournal, SessionLease, SessionStore, Tightened,
+    owner_only,
 };
 use anyhow::{Context, bail};
 
@@ -34,7 +35,8 @@ pub fn store_url(flag: Option<&str>, config: Option<&str>) -> anyhow::Result<Str
         bail!("no session store: pass --store URL, set AGCORE_STORE, or set HOME");
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
+        // Owner-only when created; an existing one is tightened when the store opens.
+        agcore::session::owner_only::create_dir_all(dir)
             .with_context(|| format!("could not create the session directory {}", dir.display()))?;
     }
     Ok(format!("sqlite:{}", path.display()))
@@ -55,11 +57,56 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-/// Opens the store `url` names, with an error that says which store could not be used.
+/// Opens the store `url` names, with an error that says which store could not be used. The
+/// data folder (`agcore/`, its `outputs/` and `mcp-auth/`) and the store's files are made
+/// owner-only when other users could use them, which one line on stderr says.
 pub async fn open(url: &str) -> anyhow::Result<Arc<dyn SessionStore>> {
-    agcore::session::open(url)
+    let mut tightened = tighten_data_dir()?;
+    let store = agcore::session::open(url)
         .await
-        .with_context(|| format!("could not open the session store {}", redact(url)))
+        .with_context(|| format!("could not open the session store {}", redact(url)))?;
+    tightened.extend_from_slice(store.tightened());
+    if let Some(line) = tightened_line(&tightened) {
+        eprintln!("{line}");
+    }
+    Ok(store)
+}
+
+/// Tightens agcore's data folder and the folders it keeps there, those that exist.
+fn tighten_data_dir() -> anyhow::Result<Vec<Tightened>> {
+    let Some(dir) = base_dir("XDG_DATA_HOME", ".local/share").map(|dir| dir.join("agcore")) else {
+        return Ok(Vec::new());
+    };
+    let mut tightened = Vec::new();
+    for dir in [dir.clone(), dir.join("outputs"), dir.join("mcp-auth")] {
+        tightened.extend(
+            owner_only::tighten(&dir)
+                .with_context(|| format!("could not make {} owner-only", dir.display()))?,
+        );
+    }
+    Ok(tightened)
+}
+
+/// The one line that says which files were made owner-only (`None` when none were).
+pub fn tightened_line(tightened: &[Tightened]) -> Option<String> {
+    if tightened.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = tightened
+        .iter()
+        .map(|t| {
+            format!(
+                "{} (was {:04o})",
+                agcore::display::escape_for_terminal(&t.path.display().to_string()),
+                t.was
+            )
+        })
+        .collect();
+    Some(format!(
+        "agcore: other users could read {} of agcore's files; made owner-only: {}",
+        tightened.len(),
+        list.join(", ")
+    ))
 }
 
 /// Takes the session's lease: at once (a clear "busy" error when another process holds it), or

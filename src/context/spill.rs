@@ -95,10 +95,17 @@ impl OutputStore {
         content: &str,
         tail_start: Option<usize>,
     ) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        std::fs::write(self.dir.join(format!("{id}.txt")), content)?;
+        // Outputs can hold anything a tool read: owner-only, whatever the umask.
+        use crate::session::owner_only::{ensure_dir, write_file};
+        if let Some(t) = ensure_dir(&self.dir)? {
+            tracing::warn!(path = %t.path.display(), "other users could read the kept outputs; the folder is owner-only now");
+        }
+        write_file(&self.dir.join(format!("{id}.txt")), content.as_bytes())?;
         if let Some(tail_start) = tail_start {
-            std::fs::write(self.dir.join(format!("{id}.cut")), tail_start.to_string())?;
+            write_file(
+                &self.dir.join(format!("{id}.cut")),
+                tail_start.to_string().as_bytes(),
+            )?;
         }
         Ok(())
     }

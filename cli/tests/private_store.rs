@@ -1,0 +1,55 @@
+//! The CLI's data folder and session store are owner-only: a store an older agcore left open to
+//! other users (folder 0755, database 0644) is tightened when a command opens it, and one line
+//! on stderr says so — once: the next command finds nothing to say.
+#![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use support::agcore;
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn list(dir: &Path) -> String {
+    let output = agcore(dir)
+        .args(["sessions", "list"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_loose_data_folder_and_store_are_tightened_and_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join(".home/data/agcore");
+    let db = data.join("sessions.db");
+    list(dir.path());
+    assert_eq!(mode(&data), 0o700, "a new data folder is owner-only");
+    assert_eq!(mode(&db), 0o600, "a new store is owner-only");
+
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let stderr = list(dir.path());
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("owner-only"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains(&format!("{} (was 0755)", data.display()))
+            && lines[0].contains(&format!("{} (was 0644)", db.display())),
+        "{stderr}"
+    );
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(&db), 0o600);
+
+    let stderr = list(dir.path());
+    assert!(!stderr.contains("owner-only"), "said twice: {stderr}");
+}

@@ -30,11 +30,11 @@ mod store;
 
 use std::sync::Arc;
 
-pub use error::{Result, SessionError};
+pub use error::{Result, SessionError, StoreOperation};
 pub use journal::{Restored, SessionJournal, replay};
 pub use outputs::SessionOutputs;
 pub use owner_only::{OwnerOnlyError, Tightened};
-pub use postgres::PostgresStore;
+pub use postgres::{PostgresStore, PostgresTimeouts};
 pub use record::{
     MAX_SESSION_NAME_BYTES, MAX_STEP_KIND_BYTES, SESSION_FORMAT_VERSION, Session, SessionSummary,
     Step, validate_name,

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agcore::session::{
-    LockMode, PostgresStore, SESSION_FORMAT_VERSION, SessionError, SessionStore, SqliteStore, Step,
+    LockMode, PostgresStore, PostgresTimeouts, SESSION_FORMAT_VERSION, SessionError, SessionStore,
+    SqliteStore, Step, StoreOperation,
 };
 use serde_json::json;
 use session_support as support;
@@ -563,6 +564,124 @@ async fn postgres_stopped_mid_run() {
     assert_eq!(s.steps, steps(0, 5, "before"));
     store.append("run", 5, &steps(5, 1, "after")).await.unwrap();
     let _lease = store.lock("run", LockMode::FailFast).await.unwrap();
+}
+
+/// PostgreSQL freezes mid-run (SIGSTOP of the postmaster and every backend, as a hung host
+/// would): each store operation fails with a typed timeout naming it, within its bound; after
+/// SIGCONT every committed step is there and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_frozen_mid_run() {
+    if support::required_env(support::URL_VAR, "run through scripts/with-postgres.sh").is_none() {
+        return;
+    }
+    let Some(cluster) = support::Cluster::start() else {
+        return;
+    };
+    let limits = PostgresTimeouts::default()
+        .with_connect(Duration::from_secs(1))
+        .with_statement(Duration::from_secs(1));
+    let store = PostgresStore::connect_with(&cluster.url(), limits)
+        .await
+        .unwrap();
+    store
+        .append("run", 0, &steps(0, 5, "before"))
+        .await
+        .unwrap();
+    let lease = store.lock("run", LockMode::FailFast).await.unwrap();
+
+    cluster.signal("STOP");
+    // Generous against a slow machine, far below "forever".
+    const ANSWER_WITHIN: Duration = Duration::from_secs(20);
+    let t = Instant::now();
+    let err = timeout(
+        ANSWER_WITHIN,
+        store.append("run", 5, &steps(5, 1, "frozen")),
+    )
+    .await
+    .expect("append hung with the server frozen")
+    .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            SessionError::Timeout {
+                operation: StoreOperation::Append,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("append"), "{err}");
+    eprintln!("append: {err} after {:?}", t.elapsed());
+    let err = timeout(ANSWER_WITHIN, store.load("run"))
+        .await
+        .expect("load hung")
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Timeout { .. }), "{err:?}");
+    let err = timeout(ANSWER_WITHIN, store.lock("other", LockMode::FailFast))
+        .await
+        .expect("lock hung")
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Timeout { .. }), "{err:?}");
+    let err = timeout(
+        ANSWER_WITHIN,
+        PostgresStore::connect_with(&cluster.url(), limits),
+    )
+    .await
+    .expect("connect hung")
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::Timeout {
+                operation: StoreOperation::Connect,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    drop(lease);
+
+    cluster.signal("CONT");
+    // Nothing committed is lost. The frozen append's statement reached the server before
+    // the timeout: it may commit when the server wakes (as after a broken connection), whole
+    // or not at all.
+    let s = timeout(ANSWER_WITHIN, async {
+        loop {
+            match store.load("run").await {
+                Ok(s) => break s,
+                Err(SessionError::Timeout { .. } | SessionError::Connection { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(s.steps[..5], steps(0, 5, "before"));
+    assert!(
+        s.steps.len() == 5 || s.steps[5..] == steps(5, 1, "frozen"),
+        "{:?}",
+        s.steps
+    );
+    let next = s.next_seq();
+    store
+        .append("run", next, &steps(next, 1, "after"))
+        .await
+        .unwrap();
+    let _lease = timeout(
+        ANSWER_WITHIN,
+        store.lock(
+            "run",
+            LockMode::Wait {
+                timeout: Duration::from_secs(10),
+            },
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
 }
 
 /// A database written by format version 1 (tests/fixtures/sessions-v1.sql) still loads, and

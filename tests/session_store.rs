@@ -484,6 +484,92 @@ async fn sqlite_corrupt_and_foreign_files() {
     );
 }
 
+/// A SQLite database of something else is refused before anything in it changes: its journal
+/// mode (an older agcore switched it to WAL first) and its permissions stay as they were.
+#[tokio::test]
+async fn a_foreign_sqlite_file_is_refused_unchanged() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("app.db");
+    {
+        let conn = rusqlite::Connection::open(&foreign).unwrap();
+        conn.execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)")
+            .unwrap();
+    }
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = std::fs::read(&foreign).unwrap();
+    let err = SqliteStore::open(&foreign).await.unwrap_err();
+    assert!(matches!(&err, SessionError::Foreign { .. }), "{err:?}");
+    let mode: String = rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        mode, "delete",
+        "the foreign file's journal mode was changed"
+    );
+    assert_eq!(
+        std::fs::read(&foreign).unwrap(),
+        before,
+        "its bytes changed"
+    );
+    let bits = std::fs::metadata(&foreign).unwrap().permissions().mode() & 0o777;
+    assert_eq!(bits, 0o644, "its permissions changed");
+}
+
+/// No error, `Display` or `Debug`, shows a password of a store address: a `?password=`
+/// parameter, or a password with an `@` in it.
+#[tokio::test]
+async fn store_errors_never_show_a_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addresses = [
+        "mysql://me@db.example/x?password=hunter2".to_owned(),
+        "mysql://me:hun@ter2@db.example/x".to_owned(),
+        format!("postgres://me@127.0.0.1:{port}/x?password=hunter2"),
+        format!("postgres://me@127.0.0.1:{port}/x?password=hunter2&nonsense=1"),
+        "postgres://me@127.0.0.1:notaport/x?password=hunter2".to_owned(),
+        format!("postgres://me:hun%40ter2@127.0.0.1:{port}/x"),
+        format!("host=127.0.0.1 port={port} user=me password=hunter2 dbname=x"),
+        "host=127.0.0.1 port=notaport user=me password='hunter2' dbname=x".to_owned(),
+    ];
+    let mut leaks = Vec::new();
+    for address in &addresses {
+        let mut shown = Vec::new();
+        // (`open` takes a key=value string for a SQLite path.)
+        if address.contains("://") {
+            let err = match timeout(BOUND, agcore::session::open(address))
+                .await
+                .unwrap()
+            {
+                Ok(_) => panic!("{address}: opened"),
+                Err(err) => err,
+            };
+            shown.extend([format!("{err}"), format!("{err:?}")]);
+        }
+        let err = match timeout(BOUND, PostgresStore::connect(address))
+            .await
+            .unwrap()
+        {
+            Ok(_) => panic!("{address}: connected"),
+            Err(err) => err,
+        };
+        shown.extend([format!("{err}"), format!("{err:?}")]);
+        for text in shown {
+            if ["hunter2", "ter2", "hun%40"]
+                .iter()
+                .any(|s| text.contains(s))
+            {
+                leaks.push(format!("{address} → {text}"));
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n"));
+}
+
 #[tokio::test]
 async fn postgres_foreign_schema() {
     let Some(url) = support::fresh_db("foreign").await else {

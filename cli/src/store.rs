@@ -42,19 +42,10 @@ pub fn store_url(flag: Option<&str>, config: Option<&str>) -> anyhow::Result<Str
     Ok(format!("sqlite:{}", path.display()))
 }
 
-/// `url` without a password (`postgres://user:secret@host` → `postgres://user@host`), for
-/// messages.
+/// `url` without a password (`postgres://user:secret@host` → `postgres://user@host`, a
+/// `?password=` hidden), for messages.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.split_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}@{host}")
-        }
-        None => url.to_owned(),
-    }
+    agcore::session::redact_address(url)
 }
 
 /// Opens the store `url` names, with an error that says which store could not be used. The
@@ -222,5 +213,25 @@ mod tests {
             "postgres://me@db:5432/x"
         );
         assert_eq!(redact("sqlite:/tmp/a.db"), "sqlite:/tmp/a.db");
+        assert_eq!(
+            redact("host=db user=me password='p@ z\\'z' sslmode=disable"),
+            "host=db user=me password=REDACTED sslmode=disable"
+        );
+        for url in [
+            "postgres://me:p@zz@db:5432/x",
+            "postgres://me@db:5432/x?password=p%40zz&sslmode=disable",
+            "host=db user=me password='p@ z\\'z' sslmode=disable",
+        ] {
+            let shown = redact(url);
+            assert!(
+                !shown.contains("zz") && !shown.contains("z\\"),
+                "{url} → {shown}"
+            );
+            assert!(
+                shown.contains("REDACTED") || !shown.contains("password"),
+                "{url} → {shown}"
+            );
+            assert!(shown.contains("db"), "{url} → {shown}");
+        }
     }
 }

@@ -53,3 +53,36 @@ fn a_loose_data_folder_and_store_are_tightened_and_reported_once() {
     let stderr = list(dir.path());
     assert!(!stderr.contains("owner-only"), "said twice: {stderr}");
 }
+
+/// A store address's password never reaches stderr: a `?password=` parameter, or a password
+/// holding an `@`.
+#[test]
+fn a_store_password_is_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for store in [
+        format!("postgres://me@127.0.0.1:{port}/x?password=hunter2"),
+        format!("postgres://me:hun%40ter2@127.0.0.1:{port}/x"),
+        "postgres://me@127.0.0.1:notaport/x?password=hunter2".to_owned(),
+    ] {
+        let output = agcore(dir.path())
+            .args(["sessions", "list", "--store", &store])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{store}: {stderr}");
+        assert!(
+            stderr.contains("could not open the session store postgres://"),
+            "{store}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("hunter2") && !stderr.contains("ter2"),
+            "{store}: {stderr}"
+        );
+    }
+}

@@ -164,7 +164,7 @@ impl PostgresStore {
     /// that does not answer in time is [`SessionError::Timeout`].
     pub async fn connect_with(url: &str, timeouts: PostgresTimeouts) -> Result<Self> {
         let mut config: Config = url.parse().map_err(|e| SessionError::UnsupportedUrl {
-            url: format!("{} ({e})", url.split('@').next_back().unwrap_or_default()),
+            url: format!("{} ({e})", super::redact_address(url)),
         })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(timeouts.connect);

@@ -158,7 +158,18 @@ fn open_blocking(path: PathBuf) -> Result<Inner> {
     let err = map_err(&path);
     let mut conn = Connection::open(&path).map_err(&err)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(&err)?;
-    // The first statement that reads the file: a text file fails here with NOTADB.
+    // Whose file is it? Asked before anything changes (journal mode, permissions): a database
+    // of something else is refused as it was found. A text file fails here with NOTADB.
+    let tables: Vec<String> = {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .map_err(&err)?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(&err)?
+    };
+    if !tables.is_empty() && !tables.iter().any(|t| t == "agcore_schema_version") {
+        return Err(foreign(&path, &tables));
+    }
     let mode: String = conn
         .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
         .map_err(&err)?;
@@ -236,6 +247,13 @@ fn replace_loose_lock(path: &Path) -> Result<Option<Tightened>> {
     Ok(loose)
 }
 
+fn foreign(path: &Path, tables: &[String]) -> SessionError {
+    SessionError::Foreign {
+        location: path.display().to_string(),
+        reason: format!("it has tables {tables:?} and no agcore_schema_version table"),
+    }
+}
+
 fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
     let err = map_err(path);
     let tx = conn
@@ -276,10 +294,7 @@ fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
         return Ok(());
     }
     if !tables.is_empty() {
-        return Err(SessionError::Foreign {
-            location: path.display().to_string(),
-            reason: format!("it has tables {tables:?} and no agcore_schema_version table"),
-        });
+        return Err(foreign(path, &tables));
     }
     tx.execute_batch(SCHEMA).map_err(&err)?;
     tx.execute_batch(OUTPUTS).map_err(&err)?;

@@ -197,28 +197,55 @@ both_stores!(conflict_on_stale_seq, conflict_body);
 
 /// 8 workers over 100 sessions: each takes the lease, loads, commits a 3-step turn one step
 /// at a time. Inside a lease no append may conflict, and every history must be dense with
-/// each turn's steps contiguous.
+/// each turn's steps contiguous. The writers must really collide: each asks for the lease
+/// without waiting first and counts the refusals; the first holder of `sess-000` keeps it
+/// until another writer was refused there, so at least one collision is certain (and a lease
+/// that excluded nobody would fail the test instead of passing it).
 async fn concurrent_body(store: Arc<dyn SessionStore>, _url: String) {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     const WORKERS: usize = 8;
     const SESSIONS: usize = 100;
     const TURN: u64 = 3;
+    let refused = Arc::new(AtomicU64::new(0));
+    let collided = Arc::new((AtomicBool::new(false), tokio::sync::Notify::new()));
     let tasks: Vec<_> = (0..WORKERS)
         .map(|w| {
             let store = Arc::clone(&store);
+            let refused = Arc::clone(&refused);
+            let collided = Arc::clone(&collided);
             tokio::spawn(async move {
                 for j in 0..SESSIONS {
                     // Neighbouring workers walk nearly the same order, so they collide.
                     let name = format!("sess-{:03}", (j + w * 2) % SESSIONS);
-                    let lease = store
-                        .lock(
-                            &name,
-                            LockMode::Wait {
+                    let lease = match store.lock(&name, LockMode::FailFast).await {
+                        Ok(lease) => lease,
+                        Err(SessionError::Busy { .. }) => {
+                            refused.fetch_add(1, Ordering::SeqCst);
+                            if name == "sess-000" {
+                                collided.0.store(true, Ordering::SeqCst);
+                                collided.1.notify_waiters();
+                            }
+                            let wait = LockMode::Wait {
                                 timeout: Duration::from_secs(30),
-                            },
-                        )
-                        .await
-                        .unwrap();
+                            };
+                            store.lock(&name, wait).await.unwrap()
+                        }
+                        Err(e) => panic!("worker {w} on {name}: {e}"),
+                    };
                     let next = store.load(&name).await.unwrap().map_or(0, |s| s.next_seq());
+                    if name == "sess-000" && next == 0 {
+                        timeout(Duration::from_secs(30), async {
+                            loop {
+                                let notified = collided.1.notified();
+                                if collided.0.load(Ordering::SeqCst) {
+                                    break;
+                                }
+                                notified.await;
+                            }
+                        })
+                        .await
+                        .expect("no writer was refused sess-000 while it was held");
+                    }
                     for i in 0..TURN {
                         let step = Step::new(next + i, "turn", json!({"worker": w, "i": i}));
                         store
@@ -236,6 +263,9 @@ async fn concurrent_body(store: Arc<dyn SessionStore>, _url: String) {
     for t in tasks {
         t.await.unwrap();
     }
+    let refused = refused.load(Ordering::SeqCst);
+    eprintln!("the writers collided {refused} times (a lease refused, then waited for)");
+    assert!(refused > 0, "the writers never collided");
     let list = store.list().await.unwrap();
     assert_eq!(list.len(), SESSIONS);
     for summary in list {

@@ -65,6 +65,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
             &loaded.config,
             &stored.journal,
         );
+        registry = stored.keep_grants(registry);
     }
     let mut session = Session {
         provider: provider(&loaded.config),

@@ -76,6 +76,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
             &loaded.config,
             &session.journal,
         );
+        registry = session.keep_grants(registry);
     }
     // Nobody to ask now, but a stored run can wait: it suspends instead of denying.
     if session.is_some() && !args.tools.yes && !interactive() {

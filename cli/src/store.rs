@@ -14,6 +14,7 @@ use agcore::session::{
     LockMode, Restored, SessionError, SessionJournal, SessionLease, SessionStore, Tightened,
     owner_only,
 };
+use agcore::tools::ToolRegistry;
 use anyhow::{Context, bail};
 
 use crate::layers::base_dir;
@@ -149,6 +150,8 @@ pub struct OpenSession {
     pub run: Option<RunState>,
     /// Where the run records its steps.
     pub journal: Arc<SessionJournal>,
+    /// The "allow for the session" answers (`a` at a prompt) the session was given.
+    pub grants: Vec<agcore::tools::SessionGrant>,
     _lease: SessionLease,
 }
 
@@ -174,12 +177,20 @@ pub async fn open_session(
         name: name.clone(),
         history: restored.history,
         run: restored.run,
+        grants: restored.grants,
         journal: Arc::new(journal),
         _lease: lease,
     }))
 }
 
 impl OpenSession {
+    /// `registry` with the session's grants: those given before run without asking, and a new
+    /// one (`a` at a prompt) is stored with the session, for the next process.
+    pub fn keep_grants(&self, registry: ToolRegistry) -> ToolRegistry {
+        registry.restore_session_grants(&self.grants);
+        registry.with_grant_recorder(self.journal.clone())
+    }
+
     /// Make the stored history equal to `messages` (after a run the library could not record
     /// the end of: a cancelled one, or `/clear`).
     pub async fn sync(&self, messages: &[OpenaiChatMessage]) -> anyhow::Result<()> {

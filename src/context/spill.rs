@@ -95,11 +95,10 @@ impl OutputStore {
         content: &str,
         tail_start: Option<usize>,
     ) -> std::io::Result<()> {
-        // Outputs can hold anything a tool read: owner-only, whatever the umask.
-        use crate::session::owner_only::{ensure_dir, write_file};
-        if let Some(t) = ensure_dir(&self.dir)? {
-            tracing::warn!(path = %t.path.display(), "other users could read the kept outputs; the folder is owner-only now");
-        }
+        // Outputs can hold anything a tool read: owner-only, whatever the umask. An existing
+        // folder is the caller's to keep (it may be shared, like /tmp); the files are 0600.
+        use crate::session::owner_only::{create_dir_all, write_file};
+        create_dir_all(&self.dir)?;
         write_file(&self.dir.join(format!("{id}.txt")), content.as_bytes())?;
         if let Some(tail_start) = tail_start {
             write_file(

@@ -342,5 +342,6 @@ impl Session {
 
 fn save(cycle: &LlmCycle, path: &Path) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(cycle.messages())?;
-    std::fs::write(path, json).with_context(|| format!("could not write {}", path.display()))
+    crate::store::write_conversation(path, &json)
+        .with_context(|| format!("could not write {}", path.display()))
 }

@@ -130,7 +130,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         let written = serde_json::to_string_pretty(cycle.messages())
             .map_err(anyhow::Error::from)
             .and_then(|json| {
-                std::fs::write(path, json).with_context(|| {
+                crate::store::write_conversation(path, &json).with_context(|| {
                     format!("could not write the transcript to {}", path.display())
                 })
             });

@@ -43,6 +43,17 @@ pub fn store_url(flag: Option<&str>, config: Option<&str>) -> anyhow::Result<Str
     Ok(format!("sqlite:{}", path.display()))
 }
 
+/// Writes a conversation to `path` (`--transcript`, `/save`): a new file is owner-only (0600,
+/// whatever the umask), as it holds the conversation; an existing one keeps its permissions.
+pub fn write_conversation(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
+}
+
 /// `url` without a password (`postgres://user:secret@host` → `postgres://user@host`, a
 /// `?password=` hidden), for messages.
 pub fn redact(url: &str) -> String {

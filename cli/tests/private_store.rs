@@ -9,7 +9,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use support::agcore;
+use support::{Reply, agcore, base_url, fake_openai};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
@@ -85,4 +85,22 @@ fn a_store_password_is_never_shown() {
             "{store}: {stderr}"
         );
     }
+}
+
+/// A transcript (`--transcript`) holds the conversation: a new one is owner-only too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_transcript_is_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = fake_openai(vec![Reply::text("the secret is 42")]).await;
+    let transcript = dir.path().join("t.json");
+    let output = agcore(dir.path())
+        .args(["run", "--base-url", &base_url(&server), "--model", "m"])
+        .arg("--transcript")
+        .arg(&transcript)
+        .arg("hi")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(mode(&transcript), 0o600);
 }

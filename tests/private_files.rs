@@ -255,6 +255,20 @@ async fn a_lock_of_another_user_is_refused() {
     drop(store);
     let error = SqliteStore::open(&db).await.unwrap_err();
     assert!(matches!(&error, SessionError::NotPrivate(_)), "{error:?}");
+    // Another user's database: refused before it is read or written.
+    chown(&locks, 0);
+    chown(&db, 65534);
+    let error = SqliteStore::open(&db).await.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            SessionError::NotPrivate(agcore::session::owner_only::OwnerOnlyError::NotOwned {
+                owner: 65534,
+                ..
+            })
+        ),
+        "{error:?}"
+    );
 }
 
 /// A lock file that was readable (an older agcore made it 0644) may be open in another user's

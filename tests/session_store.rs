@@ -516,6 +516,7 @@ async fn sqlite_corrupt_and_foreign_files() {
 
 /// A SQLite database of something else is refused before anything in it changes: its journal
 /// mode (an older agcore switched it to WAL first) and its permissions stay as they were.
+#[cfg(unix)]
 #[tokio::test]
 async fn a_foreign_sqlite_file_is_refused_unchanged() {
     use std::os::unix::fs::PermissionsExt;

@@ -48,8 +48,13 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Opens the store an address names: `sqlite:PATH` (also `sqlite://PATH`, or a bare path) or
 /// `postgres://…` / `postgresql://…`. Any other `scheme://` is [`SessionError::UnsupportedUrl`].
 pub async fn open(url: &str) -> Result<Arc<dyn SessionStore>> {
+    open_with(url, PostgresTimeouts::default()).await
+}
+
+/// [`open`], with these bounds on a PostgreSQL server's answers (a SQLite store ignores them).
+pub async fn open_with(url: &str, timeouts: PostgresTimeouts) -> Result<Arc<dyn SessionStore>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(Arc::new(PostgresStore::connect(url).await?));
+        return Ok(Arc::new(PostgresStore::connect_with(url, timeouts).await?));
     }
     let path = url
         .strip_prefix("sqlite://")

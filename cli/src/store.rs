@@ -11,8 +11,8 @@ use std::time::Duration;
 use agcore::llm::OpenaiChatMessage;
 use agcore::run::RunState;
 use agcore::session::{
-    LockMode, Restored, SessionError, SessionJournal, SessionLease, SessionStore, Tightened,
-    owner_only,
+    LockMode, PostgresTimeouts, Restored, SessionError, SessionJournal, SessionLease, SessionStore,
+    Tightened, owner_only,
 };
 use agcore::tools::ToolRegistry;
 use anyhow::{Context, bail};
@@ -63,9 +63,12 @@ pub fn redact(url: &str) -> String {
 /// Opens the store `url` names, with an error that says which store could not be used. The
 /// data folder (`agcore/`, its `outputs/` and `mcp-auth/`) and the store's files are made
 /// owner-only when other users could use them, which one line on stderr says.
-pub async fn open(url: &str) -> anyhow::Result<Arc<dyn SessionStore>> {
+pub async fn open(
+    url: &str,
+    section: &crate::config::SessionSection,
+) -> anyhow::Result<Arc<dyn SessionStore>> {
     let mut tightened = tighten_data_dir()?;
-    let store = agcore::session::open(url)
+    let store = agcore::session::open_with(url, timeouts(section)?)
         .await
         .with_context(|| format!("could not open the session store {}", redact(url)))?;
     tightened.extend_from_slice(store.tightened());
@@ -73,6 +76,30 @@ pub async fn open(url: &str) -> anyhow::Result<Arc<dyn SessionStore>> {
         eprintln!("{line}");
     }
     Ok(store)
+}
+
+/// `[session] connect_timeout` / `statement_timeout` (seconds) over the library's defaults.
+fn timeouts(section: &crate::config::SessionSection) -> anyhow::Result<PostgresTimeouts> {
+    let seconds = |name: &str, value: Option<f64>| -> anyhow::Result<Option<Duration>> {
+        value
+            .map(|value| {
+                Duration::try_from_secs_f64(value)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .with_context(|| {
+                        format!("[session] {name} = {value}: give a positive number of seconds")
+                    })
+            })
+            .transpose()
+    };
+    let mut timeouts = PostgresTimeouts::default();
+    if let Some(connect) = seconds("connect_timeout", section.connect_timeout)? {
+        timeouts = timeouts.with_connect(connect);
+    }
+    if let Some(statement) = seconds("statement_timeout", section.statement_timeout)? {
+        timeouts = timeouts.with_statement(statement);
+    }
+    Ok(timeouts)
 }
 
 /// Tightens agcore's data folder and the folders it keeps there, those that exist.
@@ -175,7 +202,7 @@ pub async fn open_session(
         return Ok(None);
     };
     let url = store_url(args.store.url.as_deref(), config.session.store.as_deref())?;
-    let store = open(&url).await?;
+    let store = open(&url, &config.session).await?;
     let lease = lock(&*store, name, args.wait_session.map(Duration::from_secs)).await?;
     // Loaded under the lease: no other writer can append between this and our first append.
     let (journal, restored) = SessionJournal::open(store, name).await.with_context(|| {

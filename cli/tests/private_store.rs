@@ -104,3 +104,38 @@ async fn a_new_transcript_is_owner_only() {
     assert!(output.status.success(), "{output:?}");
     assert_eq!(mode(&transcript), 0o600);
 }
+
+/// A PostgreSQL server that accepts connections and never answers (a stopped postmaster: the
+/// kernel still completes the handshake) fails the command within `[session]
+/// connect_timeout`, with an error naming the operation, instead of hanging it.
+#[test]
+fn a_silent_postgres_fails_within_the_configured_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let config = dir.path().join("agcore.toml");
+    std::fs::write(
+        &config,
+        "[session]\nconnect_timeout = 1\nstatement_timeout = 1\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let output = agcore(dir.path())
+        .args(["sessions", "list", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(format!("postgres://me@127.0.0.1:{port}/x"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("connect got no answer within 1s"),
+        "{stderr}"
+    );
+    // The default bound is 5 s: well under it, whatever the machine.
+    assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
+    drop(silent);
+}

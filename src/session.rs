@@ -22,6 +22,7 @@
 mod error;
 pub mod journal;
 mod outputs;
+pub mod owner_only;
 mod postgres;
 mod record;
 mod sqlite;
@@ -29,10 +30,11 @@ mod store;
 
 use std::sync::Arc;
 
-pub use error::{Result, SessionError};
+pub use error::{Result, SessionError, StoreOperation};
 pub use journal::{Restored, SessionJournal, replay};
 pub use outputs::SessionOutputs;
-pub use postgres::PostgresStore;
+pub use owner_only::{OwnerOnlyError, Tightened};
+pub use postgres::{PostgresStore, PostgresTimeouts};
 pub use record::{
     MAX_SESSION_NAME_BYTES, MAX_STEP_KIND_BYTES, SESSION_FORMAT_VERSION, Session, SessionSummary,
     Step, validate_name,
@@ -46,8 +48,13 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Opens the store an address names: `sqlite:PATH` (also `sqlite://PATH`, or a bare path) or
 /// `postgres://…` / `postgresql://…`. Any other `scheme://` is [`SessionError::UnsupportedUrl`].
 pub async fn open(url: &str) -> Result<Arc<dyn SessionStore>> {
+    open_with(url, PostgresTimeouts::default()).await
+}
+
+/// [`open`], with these bounds on a PostgreSQL server's answers (a SQLite store ignores them).
+pub async fn open_with(url: &str, timeouts: PostgresTimeouts) -> Result<Arc<dyn SessionStore>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(Arc::new(PostgresStore::connect(url).await?));
+        return Ok(Arc::new(PostgresStore::connect_with(url, timeouts).await?));
     }
     let path = url
         .strip_prefix("sqlite://")
@@ -55,10 +62,82 @@ pub async fn open(url: &str) -> Result<Arc<dyn SessionStore>> {
         .unwrap_or(url);
     if path.is_empty() || (url.contains("://") && !url.starts_with("sqlite:")) {
         return Err(SessionError::UnsupportedUrl {
-            url: url.split('@').next_back().unwrap_or_default().to_string(),
+            url: redact_address(url),
         });
     }
     Ok(Arc::new(SqliteStore::open(path).await?))
+}
+
+/// A store address fit to show: `postgres://user:secret@host/db?password=secret` →
+/// `postgres://user@host/db?password=REDACTED`, parsed as a URL (so a password holding `@` or
+/// `/` goes whole); in a libpq `key=value` string the `password` value is hidden. An address
+/// that does not parse is not shown at all, only its scheme.
+pub fn redact_address(address: &str) -> String {
+    const HIDDEN: &str = "REDACTED";
+    let secret =
+        |key: &str| key.eq_ignore_ascii_case("password") || key.eq_ignore_ascii_case("sslpassword");
+    if let Some((scheme, _)) = address.split_once("://") {
+        let Ok(mut url) = url::Url::parse(address) else {
+            return format!("{scheme}://(an address that does not parse; not shown)");
+        };
+        let _ = url.set_password(None);
+        if url.query_pairs().any(|(key, _)| secret(&key)) {
+            let pairs: Vec<(String, String)> = url
+                .query_pairs()
+                .map(|(key, value)| {
+                    let value = if secret(&key) {
+                        HIDDEN.into()
+                    } else {
+                        value.into_owned()
+                    };
+                    (key.into_owned(), value)
+                })
+                .collect();
+            url.query_pairs_mut().clear().extend_pairs(pairs);
+        }
+        return url.to_string();
+    }
+    if !address.contains('=') {
+        return address.to_owned(); // a path
+    }
+    // libpq: `key = value` pairs, a value either bare or in single quotes with \ escapes.
+    let mut shown = Vec::new();
+    let mut rest = address.trim_start();
+    while !rest.is_empty() {
+        let Some((key, after)) = rest.split_once('=') else {
+            return "(a connection string that does not parse; not shown)".to_owned();
+        };
+        let key = key.trim();
+        let after = after.trim_start();
+        let (value, remaining) = if let Some(quoted) = after.strip_prefix('\'') {
+            let mut end = None;
+            let mut escaped = false;
+            for (i, c) in quoted.char_indices() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '\'' => {
+                        end = Some(i);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let Some(end) = end else {
+                return "(a connection string that does not parse; not shown)".to_owned();
+            };
+            (&after[..end + 2], &quoted[end + 1..])
+        } else {
+            let end = after.find(char::is_whitespace).unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        shown.push(format!(
+            "{key}={}",
+            if secret(key) { HIDDEN } else { value }
+        ));
+        rest = remaining.trim_start();
+    }
+    shown.join(" ")
 }
 
 /// The 64-bit key a session's lock uses (FNV-1a of the name): the advisory-lock key in

@@ -53,7 +53,10 @@ pub mod mcp;
 pub mod registry;
 pub mod typed;
 
-pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll};
+pub use approval::{
+    ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll, GrantRecorder,
+    SessionGrant,
+};
 pub use argument_kind::ArgumentKind;
 pub use base::{BaseTool, ToolSource};
 pub use call_digest::CallDigest;

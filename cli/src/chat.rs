@@ -65,6 +65,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
             &loaded.config,
             &stored.journal,
         );
+        registry = stored.keep_grants(registry);
     }
     let mut session = Session {
         provider: provider(&loaded.config),
@@ -341,5 +342,6 @@ impl Session {
 
 fn save(cycle: &LlmCycle, path: &Path) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(cycle.messages())?;
-    std::fs::write(path, json).with_context(|| format!("could not write {}", path.display()))
+    crate::store::write_conversation(path, &json)
+        .with_context(|| format!("could not write {}", path.display()))
 }

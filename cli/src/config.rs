@@ -72,6 +72,7 @@ pub enum ConfigError {
 ///
 /// [session]
 /// store = "sqlite:/home/me/agcore.db"      # or postgres://...; where --session conversations go
+/// statement_timeout = 30                  # seconds a PostgreSQL store waits (connect_timeout: 5)
 ///
 /// [context]                               # see docs/9-context.md
 /// threshold = 0.8                         # compact above 80 % of the window
@@ -152,6 +153,11 @@ pub struct SessionSection {
     /// The session store: `sqlite:PATH` or `postgres://...` (default: SQLite under the data
     /// directory). Where conversations are written, so only a trusted config may set it.
     pub store: Option<String>,
+    /// Seconds a PostgreSQL store waits for a new connection (default 5).
+    pub connect_timeout: Option<f64>,
+    /// Seconds a PostgreSQL store waits for one operation's statements (default 30): a frozen
+    /// server fails the run with an error naming the operation instead of hanging it.
+    pub statement_timeout: Option<f64>,
 }
 
 /// `[model]`.

@@ -77,6 +77,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
             &loaded.config,
             &session.journal,
         );
+        registry = session.keep_grants(registry);
     }
     // Nobody to ask now, but a stored run can wait: it suspends instead of denying.
     if session.is_some() && !args.tools.yes && !interactive() {
@@ -130,7 +131,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         let written = serde_json::to_string_pretty(cycle.messages())
             .map_err(anyhow::Error::from)
             .and_then(|json| {
-                std::fs::write(path, json).with_context(|| {
+                crate::store::write_conversation(path, &json).with_context(|| {
                     format!("could not write the transcript to {}", path.display())
                 })
             });

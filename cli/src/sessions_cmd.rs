@@ -19,7 +19,7 @@ pub async fn sessions(command: SessionsCommand, loaded: Loaded) -> anyhow::Resul
         |args: &StoreArgs| store_url(args.url.as_deref(), loaded.config.session.store.as_deref());
     match command {
         SessionsCommand::List(args) => {
-            let store = open(&store_of(&args.store)?).await?;
+            let store = open(&store_of(&args.store)?, &loaded.config.session).await?;
             let sessions = store.list().await?;
             if args.json {
                 let rows: Vec<_> = sessions
@@ -49,7 +49,7 @@ pub async fn sessions(command: SessionsCommand, loaded: Loaded) -> anyhow::Resul
             }
         }
         SessionsCommand::Show(args) => {
-            let store = open(&store_of(&args.store)?).await?;
+            let store = open(&store_of(&args.store)?, &loaded.config.session).await?;
             let Some(restored) = history(&*store, &args.name).await? else {
                 bail!("no session {}", escape_for_terminal(&args.name));
             };
@@ -77,7 +77,7 @@ pub async fn sessions(command: SessionsCommand, loaded: Loaded) -> anyhow::Resul
             }
         }
         SessionsCommand::Rm(args) => {
-            let store = open(&store_of(&args.store)?).await?;
+            let store = open(&store_of(&args.store)?, &loaded.config.session).await?;
             // Deleting a session another process is writing would lose its next turns' base.
             let _lease = crate::store::lock(&*store, &args.name, None).await?;
             if !store.delete(&args.name).await? {

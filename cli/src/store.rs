@@ -11,8 +11,10 @@ use std::time::Duration;
 use agcore::llm::OpenaiChatMessage;
 use agcore::run::RunState;
 use agcore::session::{
-    LockMode, Restored, SessionError, SessionJournal, SessionLease, SessionStore,
+    LockMode, PostgresTimeouts, Restored, SessionError, SessionJournal, SessionLease, SessionStore,
+    Tightened, owner_only,
 };
+use agcore::tools::ToolRegistry;
 use anyhow::{Context, bail};
 
 use crate::layers::base_dir;
@@ -34,32 +36,107 @@ pub fn store_url(flag: Option<&str>, config: Option<&str>) -> anyhow::Result<Str
         bail!("no session store: pass --store URL, set AGCORE_STORE, or set HOME");
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
+        // Owner-only when created; an existing one is tightened when the store opens.
+        agcore::session::owner_only::create_dir_all(dir)
             .with_context(|| format!("could not create the session directory {}", dir.display()))?;
     }
     Ok(format!("sqlite:{}", path.display()))
 }
 
-/// `url` without a password (`postgres://user:secret@host` → `postgres://user@host`), for
-/// messages.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.split_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}@{host}")
-        }
-        None => url.to_owned(),
-    }
+/// Writes a conversation to `path` (`--transcript`, `/save`): a new file is owner-only (0600,
+/// whatever the umask), as it holds the conversation; an existing one keeps its permissions.
+pub fn write_conversation(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
 }
 
-/// Opens the store `url` names, with an error that says which store could not be used.
-pub async fn open(url: &str) -> anyhow::Result<Arc<dyn SessionStore>> {
-    agcore::session::open(url)
+/// `url` without a password (`postgres://user:secret@host` → `postgres://user@host`, a
+/// `?password=` hidden), for messages.
+pub fn redact(url: &str) -> String {
+    agcore::session::redact_address(url)
+}
+
+/// Opens the store `url` names, with an error that says which store could not be used. The
+/// data folder (`agcore/`, its `outputs/` and `mcp-auth/`) and the store's files are made
+/// owner-only when other users could use them, which one line on stderr says.
+pub async fn open(
+    url: &str,
+    section: &crate::config::SessionSection,
+) -> anyhow::Result<Arc<dyn SessionStore>> {
+    let mut tightened = tighten_data_dir()?;
+    let store = agcore::session::open_with(url, timeouts(section)?)
         .await
-        .with_context(|| format!("could not open the session store {}", redact(url)))
+        .with_context(|| format!("could not open the session store {}", redact(url)))?;
+    tightened.extend_from_slice(store.tightened());
+    if let Some(line) = tightened_line(&tightened) {
+        eprintln!("{line}");
+    }
+    Ok(store)
+}
+
+/// `[session] connect_timeout` / `statement_timeout` (seconds) over the library's defaults.
+fn timeouts(section: &crate::config::SessionSection) -> anyhow::Result<PostgresTimeouts> {
+    let seconds = |name: &str, value: Option<f64>| -> anyhow::Result<Option<Duration>> {
+        value
+            .map(|value| {
+                Duration::try_from_secs_f64(value)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .with_context(|| {
+                        format!("[session] {name} = {value}: give a positive number of seconds")
+                    })
+            })
+            .transpose()
+    };
+    let mut timeouts = PostgresTimeouts::default();
+    if let Some(connect) = seconds("connect_timeout", section.connect_timeout)? {
+        timeouts = timeouts.with_connect(connect);
+    }
+    if let Some(statement) = seconds("statement_timeout", section.statement_timeout)? {
+        timeouts = timeouts.with_statement(statement);
+    }
+    Ok(timeouts)
+}
+
+/// Tightens agcore's data folder and the folders it keeps there, those that exist.
+fn tighten_data_dir() -> anyhow::Result<Vec<Tightened>> {
+    let Some(dir) = base_dir("XDG_DATA_HOME", ".local/share").map(|dir| dir.join("agcore")) else {
+        return Ok(Vec::new());
+    };
+    let mut tightened = Vec::new();
+    for dir in [dir.clone(), dir.join("outputs"), dir.join("mcp-auth")] {
+        tightened.extend(
+            owner_only::tighten(&dir)
+                .with_context(|| format!("could not make {} owner-only", dir.display()))?,
+        );
+    }
+    Ok(tightened)
+}
+
+/// The one line that says which files were made owner-only (`None` when none were).
+pub fn tightened_line(tightened: &[Tightened]) -> Option<String> {
+    if tightened.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = tightened
+        .iter()
+        .map(|t| {
+            format!(
+                "{} (was {:04o})",
+                agcore::display::escape_for_terminal(&t.path.display().to_string()),
+                t.was
+            )
+        })
+        .collect();
+    Some(format!(
+        "agcore: other users could read {} of agcore's files; made owner-only: {}",
+        tightened.len(),
+        list.join(", ")
+    ))
 }
 
 /// Takes the session's lease: at once (a clear "busy" error when another process holds it), or
@@ -111,6 +188,8 @@ pub struct OpenSession {
     pub run: Option<RunState>,
     /// Where the run records its steps.
     pub journal: Arc<SessionJournal>,
+    /// The "allow for the session" answers (`a` at a prompt) the session was given.
+    pub grants: Vec<agcore::tools::SessionGrant>,
     _lease: SessionLease,
 }
 
@@ -123,7 +202,7 @@ pub async fn open_session(
         return Ok(None);
     };
     let url = store_url(args.store.url.as_deref(), config.session.store.as_deref())?;
-    let store = open(&url).await?;
+    let store = open(&url, &config.session).await?;
     let lease = lock(&*store, name, args.wait_session.map(Duration::from_secs)).await?;
     // Loaded under the lease: no other writer can append between this and our first append.
     let (journal, restored) = SessionJournal::open(store, name).await.with_context(|| {
@@ -136,12 +215,20 @@ pub async fn open_session(
         name: name.clone(),
         history: restored.history,
         run: restored.run,
+        grants: restored.grants,
         journal: Arc::new(journal),
         _lease: lease,
     }))
 }
 
 impl OpenSession {
+    /// `registry` with the session's grants: those given before run without asking, and a new
+    /// one (`a` at a prompt) is stored with the session, for the next process.
+    pub fn keep_grants(&self, registry: ToolRegistry) -> ToolRegistry {
+        registry.restore_session_grants(&self.grants);
+        registry.with_grant_recorder(self.journal.clone())
+    }
+
     /// Make the stored history equal to `messages` (after a run the library could not record
     /// the end of: a cancelled one, or `/clear`).
     pub async fn sync(&self, messages: &[OpenaiChatMessage]) -> anyhow::Result<()> {
@@ -175,5 +262,25 @@ mod tests {
             "postgres://me@db:5432/x"
         );
         assert_eq!(redact("sqlite:/tmp/a.db"), "sqlite:/tmp/a.db");
+        assert_eq!(
+            redact("host=db user=me password='p@ z\\'z' sslmode=disable"),
+            "host=db user=me password=REDACTED sslmode=disable"
+        );
+        for url in [
+            "postgres://me:p@zz@db:5432/x",
+            "postgres://me@db:5432/x?password=p%40zz&sslmode=disable",
+            "host=db user=me password='p@ z\\'z' sslmode=disable",
+        ] {
+            let shown = redact(url);
+            assert!(
+                !shown.contains("zz") && !shown.contains("z\\"),
+                "{url} → {shown}"
+            );
+            assert!(
+                shown.contains("REDACTED") || !shown.contains("password"),
+                "{url} → {shown}"
+            );
+            assert!(shown.contains("db"), "{url} → {shown}");
+        }
     }
 }

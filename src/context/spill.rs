@@ -95,10 +95,16 @@ impl OutputStore {
         content: &str,
         tail_start: Option<usize>,
     ) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        std::fs::write(self.dir.join(format!("{id}.txt")), content)?;
+        // Outputs can hold anything a tool read: owner-only, whatever the umask. An existing
+        // folder is the caller's to keep (it may be shared, like /tmp); the files are 0600.
+        use crate::session::owner_only::{create_dir_all, write_file};
+        create_dir_all(&self.dir)?;
+        write_file(&self.dir.join(format!("{id}.txt")), content.as_bytes())?;
         if let Some(tail_start) = tail_start {
-            std::fs::write(self.dir.join(format!("{id}.cut")), tail_start.to_string())?;
+            write_file(
+                &self.dir.join(format!("{id}.cut")),
+                tail_start.to_string().as_bytes(),
+            )?;
         }
         Ok(())
     }

@@ -103,6 +103,18 @@ pub enum SessionError {
         /// What the driver said.
         reason: String,
     },
+    /// The database server did not answer an operation within its time limit (a frozen or
+    /// unreachable-but-not-refusing server). An append that timed out may still commit if the
+    /// server wakes up, whole or not at all; reload to see.
+    #[error("session store {location}: {operation} got no answer within {after:?}")]
+    Timeout {
+        /// The (password-free) database address.
+        location: String,
+        /// What timed out.
+        operation: StoreOperation,
+        /// The limit it hit.
+        after: std::time::Duration,
+    },
     /// Any other database error.
     #[error("session store error on {location}: {reason}")]
     Database {
@@ -120,12 +132,56 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
+    /// A file or folder the store keeps owner-only belongs to another user or is not what it
+    /// should be (a symbolic link where the lock file is): the store refuses to use it.
+    #[error("session store file is not private: {0}")]
+    NotPrivate(#[from] super::owner_only::OwnerOnlyError),
     /// A store address `open` does not understand.
     #[error("unsupported session store address {url:?}: use sqlite:PATH or postgres://...")]
     UnsupportedUrl {
         /// The address (passwords elided).
         url: String,
     },
+}
+
+/// A session store operation, as [`SessionError::Timeout`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreOperation {
+    /// Connecting (a new connection, or waiting for one of the pool's).
+    Connect,
+    /// Creating or checking the tables.
+    Migrate,
+    /// `SessionStore::load`.
+    Load,
+    /// `SessionStore::append`.
+    Append,
+    /// `SessionStore::list`.
+    List,
+    /// `SessionStore::delete`.
+    Delete,
+    /// `SessionStore::lock`.
+    Lock,
+    /// `SessionStore::put_output`.
+    PutOutput,
+    /// `SessionStore::get_output`.
+    GetOutput,
+}
+
+impl std::fmt::Display for StoreOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoreOperation::Connect => "connect",
+            StoreOperation::Migrate => "schema check",
+            StoreOperation::Load => "load",
+            StoreOperation::Append => "append",
+            StoreOperation::List => "list",
+            StoreOperation::Delete => "delete",
+            StoreOperation::Lock => "lock",
+            StoreOperation::PutOutput => "output write",
+            StoreOperation::GetOutput => "output read",
+        })
+    }
 }
 
 /// The result type of session stores.

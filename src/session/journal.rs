@@ -10,6 +10,7 @@
 //! | `run` | a [`RunState`] without its `messages` | the run in progress (a tool turn, or suspended) |
 //! | `call_started` | `{"call_id": "..."}` | that call of the run in progress started |
 //! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}` | its answer |
+//! | `grant` | a [`SessionGrant`]: `{"tool": "..."}`, or with `"arguments"` | an "allow for the session" answer, kept for the rest of the session ([`Restored::grants`]) |
 //!
 //! A `messages` or `truncate` step after a `run` step closes that run (its turn was committed,
 //! or it ended). Each step is one atomic append, made before the effect it announces starts.
@@ -27,6 +28,7 @@ use crate::session::error::{Result, SessionError};
 use crate::session::outputs::SessionOutputs;
 use crate::session::record::{Session, Step};
 use crate::session::store::SessionStore;
+use crate::tools::approval::{GrantRecorder, SessionGrant};
 use crate::vocab::{OpenaiChatMessage, ToolAnswer};
 
 /// The step kind holding new messages.
@@ -39,6 +41,8 @@ pub const RUN: &str = "run";
 pub const CALL_STARTED: &str = "call_started";
 /// The step kind recording a call's answer.
 pub const CALL_FINISHED: &str = "call_finished";
+/// The step kind recording an "allow for the session" grant.
+pub const GRANT: &str = "grant";
 
 /// A session's steps, replayed.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +54,10 @@ pub struct Restored {
     /// with the history as its messages: continue it with
     /// [`crate::run::RunRequest::from_state`].
     pub run: Option<RunState>,
+    /// The "allow for the session" grants given in this session, in order: hand them to
+    /// [`crate::tools::ToolRegistry::restore_session_grants`] (and record new ones with
+    /// `ToolRegistry::with_grant_recorder(journal)`).
+    pub grants: Vec<SessionGrant>,
 }
 
 /// Replay `session`'s steps (see the module docs).
@@ -60,6 +68,7 @@ pub struct Restored {
 pub fn replay(session: &Session) -> Result<Restored> {
     let mut history: Vec<OpenaiChatMessage> = Vec::new();
     let mut run: Option<RunState> = None;
+    let mut grants: Vec<SessionGrant> = Vec::new();
     for step in &session.steps {
         let bad = |reason: String| SessionError::BadRecord {
             session: session.name.clone(),
@@ -107,6 +116,13 @@ pub fn replay(session: &Session) -> Result<Restored> {
                     state.record_answer_id(call_id, answer);
                 }
             }
+            GRANT => {
+                let grant: SessionGrant = serde_json::from_value(step.payload.clone())
+                    .map_err(|error| bad(format!("invalid grant: {error}")))?;
+                if !grants.contains(&grant) {
+                    grants.push(grant);
+                }
+            }
             other => {
                 return Err(bad(format!(
                     "step kind {other:?} is unknown to this agcore (written by a newer version?)"
@@ -119,7 +135,11 @@ pub fn replay(session: &Session) -> Result<Restored> {
         state.messages = history.clone();
         state
     });
-    Ok(Restored { history, run })
+    Ok(Restored {
+        history,
+        run,
+        grants,
+    })
 }
 
 /// Records a run into one session of a store: hold the session's lease
@@ -160,6 +180,7 @@ impl SessionJournal {
                 Restored {
                     history: Vec::new(),
                     run: None,
+                    grants: Vec::new(),
                 },
                 0,
             ),
@@ -279,6 +300,21 @@ impl RunJournal for SessionJournal {
             Ok(true) => Some(Ok(())),
             Ok(false) => None,
             Err(error) => Some(Err(self.journal_error(error))),
+        }
+    }
+}
+
+/// Each grant is one `grant` step: a restarted process restores it from [`replay`].
+#[async_trait]
+impl GrantRecorder for SessionJournal {
+    async fn record_grant(&self, grant: &SessionGrant) {
+        let written = match serde_json::to_value(grant) {
+            Ok(payload) => self.append(GRANT, payload).await,
+            Err(error) => Err(self.encode_error(error)),
+        };
+        if let Err(error) = written {
+            // The grant still holds in this process; a later one asks again.
+            tracing::warn!(%error, tool = %grant.tool, "could not store a session grant");
         }
     }
 }

@@ -10,10 +10,11 @@ use async_trait::async_trait;
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
 };
+use tokio::time::timeout;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls};
 
-use super::error::{Result, SessionError};
+use super::error::{Result, SessionError, StoreOperation};
 use super::record::{
     Session, SessionSummary, Step, check_version, decode_step, from_ms, now_ms, validate_name,
     validate_steps,
@@ -22,8 +23,42 @@ use super::store::{LockMode, SessionLease, SessionStore};
 use super::{SCHEMA_VERSION, SESSION_FORMAT_VERSION, lock_key};
 use crate::context::spill::KeptOutput;
 
-/// Connection and pool-wait bound: a dead server is an error, not a hang.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long [`PostgresStore`] waits for the server, per operation: a dead or frozen server is a
+/// typed error ([`SessionError::Timeout`] naming the operation), never a hang.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PostgresTimeouts {
+    /// A new connection (TCP and the server's start-up answer); also the longest wait for a
+    /// free connection of the pool, added to `statement`. Default 5 s; a `connect_timeout` in
+    /// the address wins for the TCP part.
+    pub connect: Duration,
+    /// One operation's statements (a load, an append, a schema check…), and releasing a
+    /// lease. A lease wait (`LockMode::Wait`) gets its own timeout plus this. Default 30 s.
+    pub statement: Duration,
+}
+
+impl Default for PostgresTimeouts {
+    fn default() -> Self {
+        PostgresTimeouts {
+            connect: Duration::from_secs(5),
+            statement: Duration::from_secs(30),
+        }
+    }
+}
+
+impl PostgresTimeouts {
+    /// With `connect` as the connection bound.
+    pub fn with_connect(mut self, connect: Duration) -> Self {
+        self.connect = connect;
+        self
+    }
+
+    /// With `statement` as the bound of one operation.
+    pub fn with_statement(mut self, statement: Duration) -> Self {
+        self.statement = statement;
+        self
+    }
+}
 
 /// Connections the pool keeps at most.
 const POOL_SIZE: usize = 16;
@@ -84,6 +119,7 @@ pub struct PostgresStore {
     pool: Pool,
     config: Config,
     location: String,
+    timeouts: PostgresTimeouts,
     // Lock connections between leases: a connect costs a server process start, so a released
     // lease's connection (unlocked first) serves the next lease.
     idle_locks: Arc<Mutex<Vec<Client>>>,
@@ -119,12 +155,19 @@ impl PostgresStore {
     /// Connects to `url` (`postgres://user:password@host:port/db`, or a libpq key=value
     /// string) and creates or checks the schema. An unreachable server is
     /// [`SessionError::Connection`]; a newer schema is [`SessionError::UnsupportedSchema`].
+    /// Waits are bounded by the default [`PostgresTimeouts`].
     pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, PostgresTimeouts::default()).await
+    }
+
+    /// [`PostgresStore::connect`] with these bounds on every wait for the server: a server
+    /// that does not answer in time is [`SessionError::Timeout`].
+    pub async fn connect_with(url: &str, timeouts: PostgresTimeouts) -> Result<Self> {
         let mut config: Config = url.parse().map_err(|e| SessionError::UnsupportedUrl {
-            url: format!("{} ({e})", url.split('@').next_back().unwrap_or_default()),
+            url: format!("{} ({e})", super::redact_address(url)),
         })?;
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
+            config.connect_timeout(timeouts.connect);
         }
         let location = describe(&config);
         let manager = Manager::from_config(
@@ -137,8 +180,8 @@ impl PostgresStore {
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(CONNECT_TIMEOUT * 6))
-            .create_timeout(Some(CONNECT_TIMEOUT))
+            .wait_timeout(Some(timeouts.connect + timeouts.statement))
+            .create_timeout(Some(timeouts.connect))
             .build()
             .map_err(|e| SessionError::Database {
                 location: location.clone(),
@@ -148,9 +191,12 @@ impl PostgresStore {
             pool,
             config,
             location,
+            timeouts,
             idle_locks: Arc::default(),
         };
-        store.migrate().await?;
+        let mut client = store.client().await?;
+        let migrated = timeout(timeouts.statement, store.migrate(&mut client)).await;
+        store.finish(StoreOperation::Migrate, client, migrated)?;
         Ok(store)
     }
 
@@ -163,9 +209,35 @@ impl PostgresStore {
         map_pg(&self.location, e)
     }
 
+    fn timed_out(&self, operation: StoreOperation, after: Duration) -> SessionError {
+        SessionError::Timeout {
+            location: self.location.clone(),
+            operation,
+            after,
+        }
+    }
+
+    /// The result of an operation on `client` bounded by `timeout`: on a timeout the connection
+    /// is closed, not pooled — its statement may still be running, or the server frozen.
+    fn finish<T>(
+        &self,
+        operation: StoreOperation,
+        client: Object,
+        outcome: std::result::Result<Result<T>, tokio::time::error::Elapsed>,
+    ) -> Result<T> {
+        match outcome {
+            Ok(result) => result,
+            Err(_) => {
+                drop(Object::take(client));
+                Err(self.timed_out(operation, self.timeouts.statement))
+            }
+        }
+    }
+
     async fn client(&self) -> Result<Object> {
         self.pool.get().await.map_err(|e| match e {
             PoolError::Backend(e) => self.err(e),
+            PoolError::Timeout(_) => self.timed_out(StoreOperation::Connect, self.timeouts.connect),
             other => SessionError::Connection {
                 location: self.location.clone(),
                 reason: other.to_string(),
@@ -173,8 +245,7 @@ impl PostgresStore {
         })
     }
 
-    async fn migrate(&self) -> Result<()> {
-        let mut client = self.client().await?;
+    async fn migrate(&self, client: &mut Object) -> Result<()> {
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .await
@@ -297,6 +368,7 @@ fn map_pg(location: &str, e: tokio_postgres::Error) -> SessionError {
 struct PgLease {
     client: Option<Client>,
     idle: Arc<Mutex<Vec<Client>>>,
+    limit: Duration,
 }
 
 impl Drop for PgLease {
@@ -308,11 +380,15 @@ impl Drop for PgLease {
             return; // dropping the client closes the connection
         };
         let idle = Arc::clone(&self.idle);
+        let limit = self.limit;
         rt.spawn(async move {
-            if client
-                .batch_execute("SELECT pg_advisory_unlock_all()")
-                .await
-                .is_ok()
+            // Bounded: a frozen server must not keep this task (and its connection) forever;
+            // closing the connection releases the lock just the same.
+            let unlock = timeout(
+                limit,
+                client.batch_execute("SELECT pg_advisory_unlock_all()"),
+            );
+            if unlock.await.is_ok_and(|r| r.is_ok())
                 && let Ok(mut idle) = idle.lock()
                 && idle.len() < IDLE_LOCKS
             {
@@ -336,7 +412,11 @@ impl PostgresStore {
                 None => break,
             }
         }
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| self.err(e))?;
+        // The TCP connect has its own bound; this one covers the server's start-up answer too.
+        let (client, connection) = timeout(self.timeouts.connect, self.config.connect(NoTls))
+            .await
+            .map_err(|_| self.timed_out(StoreOperation::Connect, self.timeouts.connect))?
+            .map_err(|e| self.err(e))?;
         tokio::spawn(async move {
             // Ends when the client is dropped (or the server goes away).
             let _ = connection.await;
@@ -350,6 +430,175 @@ impl SessionStore for PostgresStore {
     async fn load(&self, name: &str) -> Result<Option<Session>> {
         validate_name(name)?;
         let mut client = self.client().await?;
+        let loaded = timeout(self.timeouts.statement, self.load_on(&mut client, name)).await;
+        self.finish(StoreOperation::Load, client, loaded)
+    }
+
+    async fn append(&self, name: &str, expected_next_seq: u64, steps: &[Step]) -> Result<()> {
+        validate_name(name)?;
+        validate_steps(name, expected_next_seq, steps)?;
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let mut client = self.client().await?;
+        let appended = timeout(
+            self.timeouts.statement,
+            self.append_on(&mut client, name, expected_next_seq, steps),
+        )
+        .await;
+        self.finish(StoreOperation::Append, client, appended)
+    }
+
+    async fn list(&self) -> Result<Vec<SessionSummary>> {
+        let client = self.client().await?;
+        let listed = timeout(self.timeouts.statement, async {
+            let rows = client
+                .query(
+                    "SELECT name, format_version, created_ms, updated_ms, next_seq
+                     FROM agcore_sessions ORDER BY name",
+                    &[],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+            Ok(rows
+                .into_iter()
+                .map(|r| SessionSummary {
+                    name: r.get(0),
+                    format_version: u32::try_from(r.get::<_, i32>(1)).unwrap_or(u32::MAX),
+                    created: from_ms(r.get(2)),
+                    updated: from_ms(r.get(3)),
+                    steps: u64::try_from(r.get::<_, i64>(4)).unwrap_or(0),
+                })
+                .collect())
+        })
+        .await;
+        self.finish(StoreOperation::List, client, listed)
+    }
+
+    async fn delete(&self, name: &str) -> Result<bool> {
+        validate_name(name)?;
+        let client = self.client().await?;
+        let deleted = timeout(self.timeouts.statement, async {
+            // The steps go with the row (ON DELETE CASCADE), the outputs in the same statement.
+            let n = client
+                .execute(
+                    "WITH outputs AS (DELETE FROM agcore_outputs WHERE session = $1)
+                     DELETE FROM agcore_sessions WHERE name = $1",
+                    &[&name],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+            Ok(n > 0)
+        })
+        .await;
+        self.finish(StoreOperation::Delete, client, deleted)
+    }
+
+    async fn put_output(&self, name: &str, id: &str, output: &KeptOutput) -> Result<bool> {
+        validate_name(name)?;
+        let client = self.client().await?;
+        let tail_start = output.tail_start.map(|t| t as i64);
+        let put = timeout(self.timeouts.statement, async {
+            client
+                .execute(
+                    "INSERT INTO agcore_outputs (session, id, content, tail_start, created_ms)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (session, id) DO UPDATE
+                     SET content = EXCLUDED.content, tail_start = EXCLUDED.tail_start",
+                    &[&name, &id, &output.content, &tail_start, &now_ms()],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+            Ok(true)
+        })
+        .await;
+        self.finish(StoreOperation::PutOutput, client, put)
+    }
+
+    async fn get_output(&self, name: &str, id: &str) -> Result<Option<KeptOutput>> {
+        validate_name(name)?;
+        let client = self.client().await?;
+        let got = timeout(self.timeouts.statement, async {
+            let row = client
+                .query_opt(
+                    "SELECT content, tail_start FROM agcore_outputs WHERE session = $1 AND id = $2",
+                    &[&name, &id],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+            Ok(row.map(|row| KeptOutput {
+                content: row.get(0),
+                tail_start: row
+                    .get::<_, Option<i64>>(1)
+                    .and_then(|t| usize::try_from(t).ok()),
+            }))
+        })
+        .await;
+        self.finish(StoreOperation::GetOutput, client, got)
+    }
+
+    async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {
+        validate_name(name)?;
+        // A connection of its own, not the pool's: the lock lives as long as it, or until the
+        // lease unlocks it.
+        let client = self.lock_client().await?;
+        let key = lock_key(name) as i64;
+        let busy = || SessionError::Busy {
+            session: name.to_string(),
+        };
+        let statement = self.timeouts.statement;
+        // On a timeout `client` is dropped here, which closes the connection: the server
+        // drops whatever it took for it when it wakes.
+        let frozen = |after| self.timed_out(StoreOperation::Lock, after);
+        let held = match mode {
+            LockMode::Wait { timeout: wait } if !wait.is_zero() => {
+                // The server wakes us the moment the holder lets go; lock_timeout bounds it.
+                let ms = wait.as_millis().clamp(1, i32::MAX as u128);
+                timeout(
+                    statement,
+                    client.batch_execute(&format!("SET lock_timeout = {ms}")),
+                )
+                .await
+                .map_err(|_| frozen(statement))?
+                .map_err(|e| self.err(e))?;
+                let waited = timeout(
+                    wait + statement,
+                    client.execute("SELECT pg_advisory_lock($1)", &[&key]),
+                )
+                .await
+                .map_err(|_| frozen(wait + statement))?;
+                match waited {
+                    Ok(_) => true,
+                    Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => false,
+                    Err(e) => return Err(self.err(e)),
+                }
+            }
+            _ => timeout(
+                statement,
+                client.query_one("SELECT pg_try_advisory_lock($1)", &[&key]),
+            )
+            .await
+            .map_err(|_| frozen(statement))?
+            .map_err(|e| self.err(e))?
+            .get(0),
+        };
+        if held {
+            Ok(SessionLease::new(
+                name,
+                Box::new(PgLease {
+                    client: Some(client),
+                    idle: Arc::clone(&self.idle_locks),
+                    limit: statement,
+                }),
+            ))
+        } else {
+            Err(busy())
+        }
+    }
+}
+
+impl PostgresStore {
+    async fn load_on(&self, client: &mut Object, name: &str) -> Result<Option<Session>> {
         // REPEATABLE READ: the session row and its steps from one snapshot.
         let tx = client
             .build_transaction()
@@ -397,19 +646,19 @@ impl SessionStore for PostgresStore {
         }))
     }
 
-    async fn append(&self, name: &str, expected_next_seq: u64, steps: &[Step]) -> Result<()> {
-        validate_name(name)?;
-        validate_steps(name, expected_next_seq, steps)?;
-        if steps.is_empty() {
-            return Ok(());
-        }
+    async fn append_on(
+        &self,
+        client: &mut Object,
+        name: &str,
+        expected_next_seq: u64,
+        steps: &[Step],
+    ) -> Result<()> {
         let seqs: Vec<i64> = steps.iter().map(|s| s.seq as i64).collect();
         let kinds: Vec<&str> = steps.iter().map(|s| s.kind.as_str()).collect();
         let payloads: Vec<String> = steps.iter().map(|s| s.payload.to_string()).collect();
         let expected = expected_next_seq as i64;
         let now = now_ms();
         let supported = SESSION_FORMAT_VERSION as i32;
-        let mut client = self.client().await?;
         let inserted = if expected_next_seq == 0 {
             // Creating: the session row and the first steps in one transaction.
             let tx = client.transaction().await.map_err(|e| self.err(e))?;
@@ -448,127 +697,7 @@ impl SessionStore for PostgresStore {
         if inserted == steps.len() as u64 {
             Ok(())
         } else {
-            Err(self.diagnose(&client, name, expected_next_seq).await)
-        }
-    }
-
-    async fn list(&self) -> Result<Vec<SessionSummary>> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                "SELECT name, format_version, created_ms, updated_ms, next_seq
-                 FROM agcore_sessions ORDER BY name",
-                &[],
-            )
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(rows
-            .into_iter()
-            .map(|r| SessionSummary {
-                name: r.get(0),
-                format_version: u32::try_from(r.get::<_, i32>(1)).unwrap_or(u32::MAX),
-                created: from_ms(r.get(2)),
-                updated: from_ms(r.get(3)),
-                steps: u64::try_from(r.get::<_, i64>(4)).unwrap_or(0),
-            })
-            .collect())
-    }
-
-    async fn delete(&self, name: &str) -> Result<bool> {
-        validate_name(name)?;
-        let client = self.client().await?;
-        // The steps go with the row (ON DELETE CASCADE), the outputs in the same statement.
-        let n = client
-            .execute(
-                "WITH outputs AS (DELETE FROM agcore_outputs WHERE session = $1)
-                 DELETE FROM agcore_sessions WHERE name = $1",
-                &[&name],
-            )
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(n > 0)
-    }
-
-    async fn put_output(&self, name: &str, id: &str, output: &KeptOutput) -> Result<bool> {
-        validate_name(name)?;
-        let client = self.client().await?;
-        let tail_start = output.tail_start.map(|t| t as i64);
-        client
-            .execute(
-                "INSERT INTO agcore_outputs (session, id, content, tail_start, created_ms)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (session, id) DO UPDATE
-                 SET content = EXCLUDED.content, tail_start = EXCLUDED.tail_start",
-                &[&name, &id, &output.content, &tail_start, &now_ms()],
-            )
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(true)
-    }
-
-    async fn get_output(&self, name: &str, id: &str) -> Result<Option<KeptOutput>> {
-        validate_name(name)?;
-        let client = self.client().await?;
-        let row = client
-            .query_opt(
-                "SELECT content, tail_start FROM agcore_outputs WHERE session = $1 AND id = $2",
-                &[&name, &id],
-            )
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(row.map(|row| KeptOutput {
-            content: row.get(0),
-            tail_start: row
-                .get::<_, Option<i64>>(1)
-                .and_then(|t| usize::try_from(t).ok()),
-        }))
-    }
-
-    async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {
-        validate_name(name)?;
-        // A connection of its own, not the pool's: the lock lives as long as it, or until the
-        // lease unlocks it.
-        let client = self.lock_client().await?;
-        let key = lock_key(name) as i64;
-        let busy = || SessionError::Busy {
-            session: name.to_string(),
-        };
-        let held = match mode {
-            LockMode::Wait { timeout } if !timeout.is_zero() => {
-                // The server wakes us the moment the holder lets go; lock_timeout bounds it.
-                let ms = timeout.as_millis().clamp(1, i32::MAX as u128);
-                client
-                    .batch_execute(&format!("SET lock_timeout = {ms}"))
-                    .await
-                    .map_err(|e| self.err(e))?;
-                let waited = tokio::time::timeout(
-                    timeout + CONNECT_TIMEOUT,
-                    client.execute("SELECT pg_advisory_lock($1)", &[&key]),
-                )
-                .await
-                .map_err(|_| busy())?;
-                match waited {
-                    Ok(_) => true,
-                    Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => false,
-                    Err(e) => return Err(self.err(e)),
-                }
-            }
-            _ => client
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-                .await
-                .map_err(|e| self.err(e))?
-                .get(0),
-        };
-        if held {
-            Ok(SessionLease::new(
-                name,
-                Box::new(PgLease {
-                    client: Some(client),
-                    idle: Arc::clone(&self.idle_locks),
-                }),
-            ))
-        } else {
-            Err(busy())
+            Err(self.diagnose(client, name, expected_next_seq).await)
         }
     }
 }

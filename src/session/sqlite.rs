@@ -2,7 +2,7 @@
 //! default. Locks are `flock`s on per-session files in a `<file>.locks/` folder beside the
 //! database, so the kernel releases them when the holder dies.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
 use super::error::{Result, SessionError};
+use super::owner_only::{self, Tightened};
 use super::record::{
     Session, SessionSummary, Step, check_version, decode_step, from_ms, now_ms, validate_name,
     validate_steps,
@@ -67,6 +68,7 @@ struct Inner {
     path: PathBuf,
     lock_dir: PathBuf,
     conn: Mutex<Connection>,
+    tightened: Vec<Tightened>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -82,6 +84,11 @@ impl SqliteStore {
     /// that is not a SQLite database is [`SessionError::Corrupt`]; a SQLite database of
     /// something else is [`SessionError::Foreign`]; a newer schema is
     /// [`SessionError::UnsupportedSchema`].
+    ///
+    /// The database, its `-wal`/`-shm` files, the `<file>.locks/` folder and its lock files
+    /// are owner-only (`0600`/`0700`, whatever the umask; folders it creates too): ones found
+    /// open to other users are made so, and listed by [`SessionStore::tightened`]. A lock
+    /// file or folder of another user is [`SessionError::NotPrivate`].
     pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let opened = tokio::task::spawn_blocking(move || open_blocking(path)).await;
@@ -136,16 +143,33 @@ fn map_err(path: &Path) -> impl Fn(rusqlite::Error) -> SessionError + '_ {
 }
 
 fn open_blocking(path: PathBuf) -> Result<Inner> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| SessionError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+    if let Some(dir) = path.parent() {
+        // Folders it creates are owner-only; an existing one is the caller's choice.
+        owner_only::create_dir_all(dir)?;
+    }
+    let mut tightened = Vec::new();
+    if std::fs::metadata(&path).is_ok() {
+        // Another user's database: what we would write there would not be private.
+        owner_only::check_owner(&path)?;
+    } else {
+        // Created here, 0600: SQLite gives its -wal and -shm the database's mode.
+        owner_only::open_file(&path)?;
     }
     let err = map_err(&path);
     let mut conn = Connection::open(&path).map_err(&err)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(&err)?;
-    // The first statement that reads the file: a text file fails here with NOTADB.
+    // Whose file is it? Asked before anything changes (journal mode, permissions): a database
+    // of something else is refused as it was found. A text file fails here with NOTADB.
+    let tables: Vec<String> = {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .map_err(&err)?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(&err)?
+    };
+    if !tables.is_empty() && !tables.iter().any(|t| t == "agcore_schema_version") {
+        return Err(foreign(&path, &tables));
+    }
     let mode: String = conn
         .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
         .map_err(&err)?;
@@ -160,13 +184,74 @@ fn open_blocking(path: PathBuf) -> Result<Inner> {
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(&err)?;
     init_schema(&mut conn, &path)?;
+    tightened.extend(owner_only::tighten(&path)?);
+    // An older agcore left these to the umask (0644): the database's mode was copied to them.
+    for suffix in ["-wal", "-shm"] {
+        let mut side = path.clone().into_os_string();
+        side.push(suffix);
+        tightened.extend(owner_only::tighten(Path::new(&side))?);
+    }
     let mut lock_dir = path.clone().into_os_string();
     lock_dir.push(".locks");
+    let lock_dir = PathBuf::from(lock_dir);
+    tightened.extend(tighten_locks(&lock_dir)?);
+    // Reported by `tightened()` (the CLI prints one line); at info here, not twice at warn.
+    for t in &tightened {
+        tracing::info!(path = %t.path.display(), was = format_args!("{:04o}", t.was), "other users could use this session store file; it is owner-only now");
+    }
     Ok(Inner {
         path: path.clone(),
-        lock_dir: PathBuf::from(lock_dir),
+        lock_dir,
         conn: Mutex::new(conn),
+        tightened,
     })
+}
+
+/// Makes an existing lock folder owner-only, and replaces each lock file other users could
+/// open: such a file may be open in another user's process, which can `flock` it through that
+/// descriptor and so hold the session. It is removed even when held (by another user, or by an
+/// older agcore still running — which then shares the session for that run; the appends'
+/// sequence check still keeps its history whole); a holder re-checks the path after locking,
+/// see [`lock_file`].
+fn tighten_locks(dir: &Path) -> Result<Vec<Tightened>> {
+    let mut tightened = Vec::new();
+    if !dir.exists() {
+        return Ok(tightened);
+    }
+    tightened.extend(owner_only::ensure_dir(dir)?);
+    let entries = std::fs::read_dir(dir).map_err(|source| SessionError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let loose = entry
+            .metadata()
+            .is_ok_and(|m| m.is_file() && owner_only::is_loose(&m));
+        if loose && path.extension().is_some_and(|e| e == "lock") {
+            tightened.extend(replace_loose_lock(&path)?);
+        }
+    }
+    Ok(tightened)
+}
+
+/// Removes the lock file at `path` when others could open it (see [`tighten_locks`]).
+fn replace_loose_lock(path: &Path) -> Result<Option<Tightened>> {
+    let (_file, loose) = owner_only::open_file(path)?;
+    if loose.is_some() {
+        std::fs::remove_file(path).map_err(|source| SessionError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(loose)
+}
+
+fn foreign(path: &Path, tables: &[String]) -> SessionError {
+    SessionError::Foreign {
+        location: path.display().to_string(),
+        reason: format!("it has tables {tables:?} and no agcore_schema_version table"),
+    }
 }
 
 fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
@@ -209,10 +294,7 @@ fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
         return Ok(());
     }
     if !tables.is_empty() {
-        return Err(SessionError::Foreign {
-            location: path.display().to_string(),
-            reason: format!("it has tables {tables:?} and no agcore_schema_version table"),
-        });
+        return Err(foreign(path, &tables));
     }
     tx.execute_batch(SCHEMA).map_err(&err)?;
     tx.execute_batch(OUTPUTS).map_err(&err)?;
@@ -368,6 +450,30 @@ fn delete_blocking(conn: &mut Connection, path: &Path, name: &str) -> Result<boo
     Ok(n > 0)
 }
 
+/// Tries to take the lock file at `path` (created `0600`, never through a symbolic link, only
+/// this user's): the locked file, or `None` when another holder has it.
+fn lock_file(path: &Path) -> Result<Option<File>> {
+    let io = |source| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    loop {
+        if replace_loose_lock(path)?.is_some() {
+            tracing::warn!(path = %path.display(), "other users could open this lock file; replaced by an owner-only one");
+        }
+        let (file, _) = owner_only::open_file(path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => return Err(io(e)),
+        }
+        // Replaced while we waited for it (see `tighten_locks`): lock the file it names now.
+        if owner_only::same_file(&file, path) {
+            return Ok(Some(file));
+        }
+    }
+}
+
 /// Holds an exclusive `flock` on the session's lock file; closing the file (drop, or the
 /// process dying) releases it.
 struct FileLease {
@@ -447,36 +553,25 @@ impl SessionStore for SqliteStore {
         .await
     }
 
+    fn tightened(&self) -> &[Tightened] {
+        &self.inner.tightened
+    }
+
     async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {
         validate_name(name)?;
         let dir = &self.inner.lock_dir;
-        std::fs::create_dir_all(dir).map_err(|source| SessionError::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        if let Some(t) = owner_only::ensure_dir(dir)? {
+            tracing::warn!(path = %t.path.display(), "other users could use the lock folder; it is owner-only now");
+        }
         // Hashed: names may hold '/' and other characters a file name cannot.
         let file_path = dir.join(format!("{:016x}.lock", lock_key(name)));
-        let io = |source| SessionError::Io {
-            path: file_path.clone(),
-            source,
-        };
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&file_path)
-            .map_err(io)?;
         let deadline = match mode {
             LockMode::FailFast => None,
             LockMode::Wait { timeout } => Some(tokio::time::Instant::now() + timeout),
         };
         loop {
-            match file.try_lock() {
-                Ok(()) => {
-                    return Ok(SessionLease::new(name, Box::new(FileLease { _file: file })));
-                }
-                Err(TryLockError::WouldBlock) => {}
-                Err(TryLockError::Error(e)) => return Err(io(e)),
+            if let Some(file) = lock_file(&file_path)? {
+                return Ok(SessionLease::new(name, Box::new(FileLease { _file: file })));
             }
             match deadline {
                 Some(d) if tokio::time::Instant::now() < d => tokio::time::sleep(LOCK_POLL).await,

@@ -5,6 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::error::Result;
+use super::owner_only::Tightened;
 use super::record::{Session, SessionSummary, Step};
 use crate::context::spill::KeptOutput;
 
@@ -89,6 +90,13 @@ pub trait SessionStore: Send + Sync {
     async fn put_output(&self, name: &str, id: &str, output: &KeptOutput) -> Result<bool> {
         let _ = (name, id, output);
         Ok(false)
+    }
+
+    /// The files and folders of this store that other users could use when it was opened, and
+    /// that it made owner-only then (none for a store without local files). Report them: the
+    /// next open finds them private.
+    fn tightened(&self) -> &[Tightened] {
+        &[]
     }
 
     /// Output `id` of session `name`, or `None` (also for a store that keeps no outputs).

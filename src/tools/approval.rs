@@ -8,6 +8,7 @@
 
 use std::sync::Mutex;
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -74,6 +75,28 @@ pub struct PermissionDecision {
     pub ask: Vec<Permission>,
 }
 
+/// An "allow for the session" answer, as a session store keeps it: a run resumed in another
+/// process continues with the grants the session was given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionGrant {
+    /// The tool.
+    pub tool: String,
+    /// For [`ApprovalDecision::AllowForSessionWithArgs`]: only calls with these arguments.
+    /// `None`: every call of the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+/// Where a [`crate::tools::ToolRegistry`] records each session grant it is given
+/// (`ToolRegistry::with_grant_recorder`): `crate::session::SessionJournal` stores it with the
+/// session, so it survives the process.
+#[async_trait]
+pub trait GrantRecorder: Send + Sync {
+    /// Keep `grant`. A failure is the recorder's to report (the grant still holds in this
+    /// process; a later one asks again).
+    async fn record_grant(&self, grant: &SessionGrant);
+}
+
 /// Approvals granted for the rest of the session (kept by the registry).
 #[derive(Debug, Default)]
 pub(crate) struct SessionGrants {
@@ -107,17 +130,47 @@ impl SessionGrants {
                 .any(|(granted, args)| granted == tool && args == arguments)
     }
 
-    /// Remember a session-wide answer.
-    pub(crate) fn remember(&self, tool: &str, arguments: &Value, decision: &ApprovalDecision) {
-        let mut grants = self.lock();
-        match decision {
-            ApprovalDecision::AllowForSession => grants.tools.push(tool.to_owned()),
-            ApprovalDecision::AllowForSessionWithArgs => {
-                grants.calls.push((tool.to_owned(), arguments.clone()));
-            }
+    /// Remember a session-wide answer; the grant when it is a new one.
+    pub(crate) fn remember(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        decision: &ApprovalDecision,
+    ) -> Option<SessionGrant> {
+        let grant = match decision {
+            ApprovalDecision::AllowForSession => SessionGrant {
+                tool: tool.to_owned(),
+                arguments: None,
+            },
+            ApprovalDecision::AllowForSessionWithArgs => SessionGrant {
+                tool: tool.to_owned(),
+                arguments: Some(arguments.clone()),
+            },
             ApprovalDecision::AllowOnce
             | ApprovalDecision::Deny { .. }
-            | ApprovalDecision::Defer => {}
+            | ApprovalDecision::Defer => return None,
+        };
+        self.restore(&grant).then_some(grant)
+    }
+
+    /// Add a grant (one the session was given earlier); `false` when it was there already.
+    pub(crate) fn restore(&self, grant: &SessionGrant) -> bool {
+        let mut grants = self.lock();
+        match &grant.arguments {
+            None if grants.tools.contains(&grant.tool) => false,
+            None => {
+                grants.tools.push(grant.tool.clone());
+                true
+            }
+            Some(arguments) => {
+                let call = (grant.tool.clone(), arguments.clone());
+                if grants.calls.contains(&call) {
+                    false
+                } else {
+                    grants.calls.push(call);
+                    true
+                }
+            }
         }
     }
 

@@ -15,7 +15,8 @@ pub use crate::tools::call::{ToolArguments, ToolCallRequest, ToolInvocation, gen
 pub use crate::tools::validate::validate_tool_name;
 
 use crate::tools::approval::{
-    ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, PermissionDecision, SessionGrants,
+    ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, GrantRecorder, PermissionDecision,
+    SessionGrant, SessionGrants,
 };
 use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::{BaseTool, default_model_content};
@@ -88,6 +89,7 @@ pub struct ToolRegistry {
     approval_policy: ApprovalPolicy,
     approver: Option<Arc<dyn Approver>>,
     grants: SessionGrants,
+    grant_recorder: Option<Arc<dyn GrantRecorder>>,
     rules: Arc<ArgumentRules>,
 }
 
@@ -150,6 +152,7 @@ impl ToolRegistry {
             approval_policy: ApprovalPolicy::default(),
             approver: None,
             grants: SessionGrants::default(),
+            grant_recorder: None,
             rules: Arc::new(ArgumentRules::default()),
         }
     }
@@ -200,6 +203,28 @@ impl ToolRegistry {
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = Some(approver);
         self
+    }
+
+    /// Record each new "allow for the session" grant with `recorder` (a session's journal), so
+    /// a later process can [restore](ToolRegistry::restore_session_grants) it.
+    pub fn with_grant_recorder(mut self, recorder: Arc<dyn GrantRecorder>) -> Self {
+        self.grant_recorder = Some(recorder);
+        self
+    }
+
+    /// Grant again what the session was granted before (e.g. `crate::session::Restored`'s
+    /// `grants`): those calls run without asking.
+    pub fn restore_session_grants(&self, grants: &[SessionGrant]) {
+        for grant in grants {
+            self.grants.restore(grant);
+        }
+    }
+
+    /// Record a new grant (see [`ToolRegistry::with_grant_recorder`]).
+    async fn record_grant(&self, grant: Option<SessionGrant>) {
+        if let (Some(grant), Some(recorder)) = (grant, &self.grant_recorder) {
+            recorder.record_grant(&grant).await;
+        }
     }
 
     /// Forget the session's "allow for the session" grants.
@@ -749,7 +774,8 @@ impl ToolRegistry {
         };
         let decision = ask_approver(approver.as_ref(), &request).await;
         approval_here(&call.name, &call.id, &decision, DecidedBy::Approver);
-        self.grants.remember(&call.name, &prepared.input, &decision);
+        let granted = self.grants.remember(&call.name, &prepared.input, &decision);
+        self.record_grant(granted).await;
         match decision {
             ApprovalDecision::Deny { message } => Err(ToolError::ApprovalDenied {
                 tool: call.name.clone(),
@@ -790,15 +816,26 @@ impl ToolRegistry {
             &decision,
             DecidedBy::Approver,
         );
-        self.grants
+        let granted = self
+            .grants
             .remember(&request.tool, &request.arguments, &decision);
+        self.record_grant(granted).await;
         decision
     }
 
     /// Remember a session-wide decision given for a suspended run's request.
     pub(crate) fn remember_grant(&self, request: &ApprovalRequest, decision: &ApprovalDecision) {
-        self.grants
+        let granted = self
+            .grants
             .remember(&request.tool, &request.arguments, decision);
+        // Called outside an async context: recorded on a task of the runtime, if there is one.
+        if let (Some(grant), Some(recorder), Ok(runtime)) = (
+            granted,
+            self.grant_recorder.clone(),
+            tokio::runtime::Handle::try_current(),
+        ) {
+            runtime.spawn(async move { recorder.record_grant(&grant).await });
+        }
     }
 
     /// Execute with the timeout, a panic caught as [`ToolError::ExecutionFailed`].

@@ -44,3 +44,5 @@ mod approval_binding;
 mod path_rules;
 mod redirect_rules;
 mod shell_rules;
+mod private_files;
+mod session_grants;

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agcore::session::{
-    LockMode, PostgresStore, SESSION_FORMAT_VERSION, SessionError, SessionStore, SqliteStore, Step,
+    LockMode, PostgresStore, PostgresTimeouts, SESSION_FORMAT_VERSION, SessionError, SessionStore,
+    SqliteStore, Step, StoreOperation,
 };
 use serde_json::json;
 use tokio::time::timeout;
@@ -195,28 +196,55 @@ both_stores!(conflict_on_stale_seq, conflict_body);
 
 /// 8 workers over 100 sessions: each takes the lease, loads, commits a 3-step turn one step
 /// at a time. Inside a lease no append may conflict, and every history must be dense with
-/// each turn's steps contiguous.
+/// each turn's steps contiguous. The writers must really collide: each asks for the lease
+/// without waiting first and counts the refusals; the first holder of `sess-000` keeps it
+/// until another writer was refused there, so at least one collision is certain (and a lease
+/// that excluded nobody would fail the test instead of passing it).
 async fn concurrent_body(store: Arc<dyn SessionStore>, _url: String) {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     const WORKERS: usize = 8;
     const SESSIONS: usize = 100;
     const TURN: u64 = 3;
+    let refused = Arc::new(AtomicU64::new(0));
+    let collided = Arc::new((AtomicBool::new(false), tokio::sync::Notify::new()));
     let tasks: Vec<_> = (0..WORKERS)
         .map(|w| {
             let store = Arc::clone(&store);
+            let refused = Arc::clone(&refused);
+            let collided = Arc::clone(&collided);
             tokio::spawn(async move {
                 for j in 0..SESSIONS {
                     // Neighbouring workers walk nearly the same order, so they collide.
                     let name = format!("sess-{:03}", (j + w * 2) % SESSIONS);
-                    let lease = store
-                        .lock(
-                            &name,
-                            LockMode::Wait {
+                    let lease = match store.lock(&name, LockMode::FailFast).await {
+                        Ok(lease) => lease,
+                        Err(SessionError::Busy { .. }) => {
+                            refused.fetch_add(1, Ordering::SeqCst);
+                            if name == "sess-000" {
+                                collided.0.store(true, Ordering::SeqCst);
+                                collided.1.notify_waiters();
+                            }
+                            let wait = LockMode::Wait {
                                 timeout: Duration::from_secs(30),
-                            },
-                        )
-                        .await
-                        .unwrap();
+                            };
+                            store.lock(&name, wait).await.unwrap()
+                        }
+                        Err(e) => panic!("worker {w} on {name}: {e}"),
+                    };
                     let next = store.load(&name).await.unwrap().map_or(0, |s| s.next_seq());
+                    if name == "sess-000" && next == 0 {
+                        timeout(Duration::from_secs(30), async {
+                            loop {
+                                let notified = collided.1.notified();
+                                if collided.0.load(Ordering::SeqCst) {
+                                    break;
+                                }
+                                notified.await;
+                            }
+                        })
+                        .await
+                        .expect("no writer was refused sess-000 while it was held");
+                    }
                     for i in 0..TURN {
                         let step = Step::new(next + i, "turn", json!({"worker": w, "i": i}));
                         store
@@ -234,6 +262,9 @@ async fn concurrent_body(store: Arc<dyn SessionStore>, _url: String) {
     for t in tasks {
         t.await.unwrap();
     }
+    let refused = refused.load(Ordering::SeqCst);
+    eprintln!("the writers collided {refused} times (a lease refused, then waited for)");
+    assert!(refused > 0, "the writers never collided");
     let list = store.list().await.unwrap();
     assert_eq!(list.len(), SESSIONS);
     for summary in list {
@@ -482,6 +513,93 @@ async fn sqlite_corrupt_and_foreign_files() {
     );
 }
 
+/// A SQLite database of something else is refused before anything in it changes: its journal
+/// mode (an older agcore switched it to WAL first) and its permissions stay as they were.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_foreign_sqlite_file_is_refused_unchanged() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("app.db");
+    {
+        let conn = rusqlite::Connection::open(&foreign).unwrap();
+        conn.execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)")
+            .unwrap();
+    }
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = std::fs::read(&foreign).unwrap();
+    let err = SqliteStore::open(&foreign).await.unwrap_err();
+    assert!(matches!(&err, SessionError::Foreign { .. }), "{err:?}");
+    let mode: String = rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        mode, "delete",
+        "the foreign file's journal mode was changed"
+    );
+    assert_eq!(
+        std::fs::read(&foreign).unwrap(),
+        before,
+        "its bytes changed"
+    );
+    let bits = std::fs::metadata(&foreign).unwrap().permissions().mode() & 0o777;
+    assert_eq!(bits, 0o644, "its permissions changed");
+}
+
+/// No error, `Display` or `Debug`, shows a password of a store address: a `?password=`
+/// parameter, or a password with an `@` in it.
+#[tokio::test]
+async fn store_errors_never_show_a_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addresses = [
+        "mysql://me@db.example/x?password=hunter2".to_owned(),
+        "mysql://me:hun@ter2@db.example/x".to_owned(),
+        format!("postgres://me@127.0.0.1:{port}/x?password=hunter2"),
+        format!("postgres://me@127.0.0.1:{port}/x?password=hunter2&nonsense=1"),
+        "postgres://me@127.0.0.1:notaport/x?password=hunter2".to_owned(),
+        format!("postgres://me:hun%40ter2@127.0.0.1:{port}/x"),
+        format!("host=127.0.0.1 port={port} user=me password=hunter2 dbname=x"),
+        "host=127.0.0.1 port=notaport user=me password='hunter2' dbname=x".to_owned(),
+    ];
+    let mut leaks = Vec::new();
+    for address in &addresses {
+        let mut shown = Vec::new();
+        // (`open` takes a key=value string for a SQLite path.)
+        if address.contains("://") {
+            let err = match timeout(BOUND, agcore::session::open(address))
+                .await
+                .unwrap()
+            {
+                Ok(_) => panic!("{address}: opened"),
+                Err(err) => err,
+            };
+            shown.extend([format!("{err}"), format!("{err:?}")]);
+        }
+        let err = match timeout(BOUND, PostgresStore::connect(address))
+            .await
+            .unwrap()
+        {
+            Ok(_) => panic!("{address}: connected"),
+            Err(err) => err,
+        };
+        shown.extend([format!("{err}"), format!("{err:?}")]);
+        for text in shown {
+            if ["hunter2", "ter2", "hun%40"]
+                .iter()
+                .any(|s| text.contains(s))
+            {
+                leaks.push(format!("{address} → {text}"));
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n"));
+}
+
 #[tokio::test]
 async fn postgres_foreign_schema() {
     let Some(url) = support::session::fresh_db("foreign").await else {
@@ -567,6 +685,124 @@ async fn postgres_stopped_mid_run() {
     assert_eq!(s.steps, steps(0, 5, "before"));
     store.append("run", 5, &steps(5, 1, "after")).await.unwrap();
     let _lease = store.lock("run", LockMode::FailFast).await.unwrap();
+}
+
+/// PostgreSQL freezes mid-run (SIGSTOP of the postmaster and every backend, as a hung host
+/// would): each store operation fails with a typed timeout naming it, within its bound; after
+/// SIGCONT every committed step is there and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_frozen_mid_run() {
+    if support::session::required_env(support::session::URL_VAR, "run through scripts/with-postgres.sh").is_none() {
+        return;
+    }
+    let Some(cluster) = support::session::Cluster::start() else {
+        return;
+    };
+    let limits = PostgresTimeouts::default()
+        .with_connect(Duration::from_secs(1))
+        .with_statement(Duration::from_secs(1));
+    let store = PostgresStore::connect_with(&cluster.url(), limits)
+        .await
+        .unwrap();
+    store
+        .append("run", 0, &steps(0, 5, "before"))
+        .await
+        .unwrap();
+    let lease = store.lock("run", LockMode::FailFast).await.unwrap();
+
+    cluster.signal("STOP");
+    // Generous against a slow machine, far below "forever".
+    const ANSWER_WITHIN: Duration = Duration::from_secs(20);
+    let t = Instant::now();
+    let err = timeout(
+        ANSWER_WITHIN,
+        store.append("run", 5, &steps(5, 1, "frozen")),
+    )
+    .await
+    .expect("append hung with the server frozen")
+    .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            SessionError::Timeout {
+                operation: StoreOperation::Append,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("append"), "{err}");
+    eprintln!("append: {err} after {:?}", t.elapsed());
+    let err = timeout(ANSWER_WITHIN, store.load("run"))
+        .await
+        .expect("load hung")
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Timeout { .. }), "{err:?}");
+    let err = timeout(ANSWER_WITHIN, store.lock("other", LockMode::FailFast))
+        .await
+        .expect("lock hung")
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Timeout { .. }), "{err:?}");
+    let err = timeout(
+        ANSWER_WITHIN,
+        PostgresStore::connect_with(&cluster.url(), limits),
+    )
+    .await
+    .expect("connect hung")
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionError::Timeout {
+                operation: StoreOperation::Connect,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    drop(lease);
+
+    cluster.signal("CONT");
+    // Nothing committed is lost. The frozen append's statement reached the server before
+    // the timeout: it may commit when the server wakes (as after a broken connection), whole
+    // or not at all.
+    let s = timeout(ANSWER_WITHIN, async {
+        loop {
+            match store.load("run").await {
+                Ok(s) => break s,
+                Err(SessionError::Timeout { .. } | SessionError::Connection { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(s.steps[..5], steps(0, 5, "before"));
+    assert!(
+        s.steps.len() == 5 || s.steps[5..] == steps(5, 1, "frozen"),
+        "{:?}",
+        s.steps
+    );
+    let next = s.next_seq();
+    store
+        .append("run", next, &steps(next, 1, "after"))
+        .await
+        .unwrap();
+    let _lease = timeout(
+        ANSWER_WITHIN,
+        store.lock(
+            "run",
+            LockMode::Wait {
+                timeout: Duration::from_secs(10),
+            },
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
 }
 
 /// A database written by format version 1 (tests/fixtures/sessions-v1.sql) still loads, and

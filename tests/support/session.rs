@@ -192,6 +192,40 @@ impl Cluster {
         );
     }
 
+    /// The server's processes: the postmaster (the first line of `postmaster.pid`) and its
+    /// children (backends, checkpointer, walwriter…), found by their parent in `/proc`.
+    pub fn server_pids(&self) -> Vec<u32> {
+        let pidfile = std::fs::read_to_string(self.dir.path().join("data/postmaster.pid")).unwrap();
+        let postmaster: u32 = pidfile.lines().next().unwrap().trim().parse().unwrap();
+        let mut pids = vec![postmaster];
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // "pid (comm) state ppid …": the command may hold spaces and parentheses.
+            let after = &stat[stat.rfind(')').unwrap() + 1..];
+            let ppid: u32 = after.split_whitespace().nth(1).unwrap().parse().unwrap();
+            if ppid == postmaster {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Sends `signal` (`"STOP"`, `"CONT"`) to every server process.
+    pub fn signal(&self, signal: &str) {
+        let pids: Vec<String> = self.server_pids().iter().map(u32::to_string).collect();
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .args(&pids)
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {pids:?}");
+    }
+
     /// The cluster's `postgres` database.
     pub fn url(&self) -> String {
         format!("postgres://agcore@127.0.0.1:{}/postgres", self.port)

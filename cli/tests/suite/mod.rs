@@ -19,3 +19,5 @@ mod traces_cli;
 mod trust;
 mod usage_cli;
 mod wire_cli;
+mod private_store;
+mod session_grants;

@@ -35,7 +35,8 @@ impl FileCredentialStore {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
-        std::fs::create_dir_all(dir)
+        // Folders it creates are owner-only; an existing one is the caller's.
+        crate::session::owner_only::create_dir_all(dir)
             .map_err(|error| self.failure("create the directory of", error))?;
         // The temporary file is created 0600 by tempfile, so the tokens are never readable by
         // others, not even between the write and the rename.

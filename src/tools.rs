@@ -29,7 +29,9 @@ pub mod rules;
 pub mod typed;
 pub mod validate;
 
-pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll};
+pub use approval::{
+    ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll, UnannotatedTools,
+};
 pub use base::{BaseTool, ToolSource};
 pub use config::ToolsConfig;
 pub use error::ToolError;

@@ -16,6 +16,7 @@ mod mcp_catalog;
 mod mcp_close;
 mod mcp_cmd;
 mod mcp_login;
+mod mcp_notes;
 mod render;
 mod run;
 mod sampling;

@@ -68,8 +68,14 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         return Ok(ExitCode::SUCCESS);
     }
     crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
-    let (mut registry, _, servers) =
+    let (mut registry, statuses, servers) =
         build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
+    crate::mcp_notes::print(
+        &registry,
+        &statuses,
+        &crate::session::provider(&loaded.config),
+        &cycle.config().model,
+    );
     if let Some(session) = &session {
         crate::context_cli::read_outputs_from_session(
             &mut registry,

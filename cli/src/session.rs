@@ -254,6 +254,11 @@ pub async fn build_registry_with_mcp(
         tools.restricted = true;
     }
     tools.flags.extend(tool_args.flags.iter().cloned());
+    // MCP tools that say nothing about what they do are offered and asked per call, unless
+    // the config says `unannotated = "hide"`.
+    tools
+        .unannotated
+        .get_or_insert(agcore::tools::UnannotatedTools::Ask);
     let approver = approver_for(tool_args.yes);
     // Bounded by default: a tool without a timeout of its own gets TOOL_TIMEOUT, and one turn's
     // calls run at most TOOL_CONCURRENCY at a time (run_command caps its processes itself too).

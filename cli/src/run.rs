@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::{LlmCycle, StreamEvent};
-use agcore::run::{Decision, RunItem, RunOutcome, RunRequest, Suspension};
+use agcore::run::{Decision, RunItem, RunOutcome, RunRequest, RunRules, Suspension};
 use agcore::tools::DeferAll;
 use anyhow::Context;
 use futures::StreamExt;
@@ -88,7 +88,13 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         registry = registry.with_approver(Arc::new(DeferAll));
     }
     let mut request = match pending_run {
-        Some(state) => RunRequest::from_state(state).with_decisions(decisions(&args)),
+        Some(mut state) => {
+            // The limits are this command's (its flags and config), not the ones the run was
+            // started with: `--max-requests` and the like given on resume apply, counted over
+            // the whole run.
+            state.rules = RunRules::of(cycle.config());
+            RunRequest::from_state(state).with_decisions(decisions(&args))
+        }
         None => match &args.prompt {
             Some(prompt) if !args.resume => RunRequest::prompt(prompt.clone()),
             _ => RunRequest::resume(),

@@ -19,6 +19,7 @@
 //! | `usage` | the usage summed over the run's requests, or `null` |
 //! | `output_tool` | the final-answer tool's name (typed output, tool mode); absent when none |
 //! | `tool_calls` | tool calls run so far by this run (absent when none) |
+//! | `typed` | a typed run's output: `{"schema": {"name", "schema", ...}, "mode", "tool", "max_retries", "attempt"}`; absent when the run is not typed |
 //!
 //! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
 //! `"is_error": true` (never sent to the model).
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::llm::config::{CycleConfig, RepeatedCallGuard};
 use crate::llm::usage::{Prices, UsageLimits};
+use crate::run::typed_output::TypedRun;
 use crate::tools::approval::ApprovalRequest;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
@@ -67,6 +69,9 @@ pub struct RunState {
     /// Tool calls run so far by this run (see [`crate::llm::RunUsage::tool_calls`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tool_calls: u32,
+    /// A typed run's schema and mode: a run resumed from this state is still typed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed: Option<TypedRun>,
 }
 
 /// Where a run is.
@@ -196,6 +201,7 @@ impl RunState {
             usage: None,
             output_tool: None,
             tool_calls: 0,
+            typed: None,
         }
     }
 
@@ -215,6 +221,7 @@ impl RunState {
             usage: self.usage,
             output_tool: self.output_tool.clone(),
             tool_calls: self.tool_calls,
+            typed: self.typed.clone(),
         }
     }
 

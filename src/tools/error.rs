@@ -38,6 +38,16 @@ pub enum ToolError {
     #[error("MCP timeout: {0}")]
     McpTimeout(String),
 
+    /// An MCP server's OAuth authorization failed (a redirect with the wrong `state`, a token
+    /// endpoint that refused the code, ...): final, not retried; `reason` holds no secrets.
+    #[error("MCP server '{server}': authorization failed: {reason}")]
+    McpAuthorization {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+
     /// An I/O error.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),

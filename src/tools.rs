@@ -55,7 +55,7 @@ pub mod typed;
 
 pub use approval::{
     ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, DeferAll, GrantRecorder,
-    SessionGrant,
+    SessionGrant, UnannotatedTools,
 };
 pub use argument_kind::ArgumentKind;
 pub use base::{BaseTool, ToolSource};

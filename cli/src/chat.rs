@@ -57,8 +57,14 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         None => build_cycle(&args.model, &loaded.config, secrets)?,
     };
     crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
-    let (mut registry, _, mcp) =
+    let (mut registry, statuses, mcp) =
         build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
+    crate::mcp_notes::print(
+        &registry,
+        &statuses,
+        &provider(&loaded.config),
+        &cycle.config().model,
+    );
     if let Some(stored) = &stored {
         crate::context_cli::read_outputs_from_session(
             &mut registry,

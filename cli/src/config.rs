@@ -51,6 +51,9 @@ pub enum ConfigError {
 /// max_turns = 10
 /// accepts_images = false                  # true: images from MCP tools are sent to the model
 /// propagate_trace_context = false         # true: traceparent to the model server (when exporting)
+/// request_timeout = 600                   # seconds for a request (a stream: until its headers)
+/// stream_idle_timeout = 300               # seconds a streamed reply may stall
+/// response_deadline = 900                 # seconds for a whole streamed reply
 ///
 /// [builtin]
 /// enabled = true                          # read_file, list_directory, search_files, write_file, ...
@@ -187,6 +190,78 @@ pub struct ModelSection {
     /// Send the W3C `traceparent` of each request's span to the model server when traces are
     /// exported (default false: the server is usually a third party).
     pub propagate_trace_context: Option<bool>,
+    /// Seconds a non-streaming request may take, and a streaming one until its headers
+    /// (default 600).
+    pub request_timeout: Option<Seconds>,
+    /// Seconds a streamed reply may go without progress (default 300; keep-alives do not
+    /// count).
+    pub stream_idle_timeout: Option<Seconds>,
+    /// Seconds from sending a streaming request to the reply's end, whatever arrives
+    /// (default 900).
+    pub response_deadline: Option<Seconds>,
+}
+
+/// A time limit in the config: a number of seconds greater than 0 (`300`, `0.5`). Zero, a
+/// negative number, a number too large for a duration and anything but a number are errors
+/// of the config file, naming the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seconds(pub std::time::Duration);
+
+/// Why a value is not [`Seconds`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid value {value}: expected a number of seconds greater than 0 (e.g. 300 or 0.5)")]
+pub struct SecondsError {
+    /// The value as written.
+    pub value: String,
+}
+
+impl Seconds {
+    /// `value` seconds, if it is a usable time limit.
+    pub fn new(value: f64) -> Result<Self, SecondsError> {
+        let invalid = || SecondsError {
+            value: value.to_string(),
+        };
+        if value.is_nan() || value <= 0.0 {
+            return Err(invalid());
+        }
+        std::time::Duration::try_from_secs_f64(value)
+            .ok()
+            // A limit beyond about 136 years is a typo, not a limit.
+            .filter(|duration| duration.as_secs() <= u64::from(u32::MAX))
+            .map(Seconds)
+            .ok_or_else(invalid)
+    }
+}
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Seconds;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number of seconds greater than 0")
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Seconds, E> {
+                // Seconds as f64 are exact far beyond any sane limit.
+                #[allow(clippy::cast_precision_loss)]
+                Seconds::new(value as f64).map_err(E::custom)
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Seconds, E> {
+                #[allow(clippy::cast_precision_loss)]
+                Seconds::new(value as f64).map_err(E::custom)
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Seconds, E> {
+                Seconds::new(value).map_err(E::custom)
+            }
+        }
+
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// `[builtin]`.

@@ -131,6 +131,36 @@ struct CommandHook {
     name: String,
 }
 
+/// A hook command's process group (its id is the command's pid); killed when dropped, so a
+/// timed-out hook leaves nothing behind either. Killed once: afterwards the id may be reused.
+struct ProcessGroup(std::sync::Mutex<Option<u32>>);
+
+impl ProcessGroup {
+    fn new(id: Option<u32>) -> Self {
+        ProcessGroup(std::sync::Mutex::new(id))
+    }
+
+    /// SIGKILL to every process left in the group (none left is fine).
+    fn kill(&self) {
+        let id = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        #[cfg(unix)]
+        if let Some(id) = id.and_then(|id| i32::try_from(id).ok()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(id),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        #[cfg(not(unix))]
+        let _ = id;
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// How a command ended.
 enum Ran {
     /// Exit 0: its stdout (possibly empty).
@@ -156,37 +186,49 @@ impl CommandHook {
         self.command.tools.is_empty() || self.command.tools.iter().any(|t| t == tool)
     }
 
-    /// Run the command with `input` on stdin. The process is killed if the hook chain's
-    /// timeout drops this future.
+    /// Run the command with `input` on stdin, in a process group of its own: when the command
+    /// ends (or the hook chain's timeout drops this future) the whole group is killed, so a
+    /// child it left in the background does not outlive the hook (nor hold its stdout open).
     async fn run(&self, input: Value) -> Ran {
-        let mut child = match tokio::process::Command::new(&self.command.command[0])
+        let mut command = tokio::process::Command::new(&self.command.command[0]);
+        command
             .args(&self.command.command[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-        {
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = match command.spawn() {
             Ok(child) => child,
             Err(error) => return Ran::Failed(format!("could not start it: {error}")),
         };
+        let group = ProcessGroup::new(child.id());
         if let Some(mut stdin) = child.stdin.take() {
             // A hook that does not read its input is fine: a broken pipe is not a failure.
             let _ = stdin.write_all(input.to_string().as_bytes()).await;
         }
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let (out, err) = (child.stdout.take(), child.stderr.take());
         let read_out = async {
-            if let Some(out) = child.stdout.take() {
+            if let Some(out) = out {
                 let _ = out.take(MAX_OUTPUT).read_to_end(&mut stdout).await;
             }
         };
         let read_err = async {
-            if let Some(err) = child.stderr.take() {
+            if let Some(err) = err {
                 let _ = err.take(MAX_OUTPUT).read_to_end(&mut stderr).await;
             }
         };
-        tokio::join!(read_out, read_err);
-        let status = match child.wait().await {
+        // Once the command itself has exited, what is left of its group goes: that also closes
+        // the pipes a background child inherited, so the reads end.
+        let exited = async {
+            let status = child.wait().await;
+            group.kill();
+            status
+        };
+        let ((), (), status) = tokio::join!(read_out, read_err, exited);
+        let status = match status {
             Ok(status) => status,
             Err(error) => return Ran::Failed(format!("could not wait for it: {error}")),
         };

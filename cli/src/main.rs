@@ -17,6 +17,7 @@ mod mcp_close;
 mod mcp_cmd;
 mod mcp_connect;
 mod mcp_login;
+mod mcp_notes;
 mod render;
 mod run;
 mod sampling;
@@ -43,10 +44,14 @@ use crate::secrets::Secrets;
 /// Synchronous on purpose: the config is read and the API key taken out of the environment
 /// ([`Secrets::take`]) while the process has one thread; only then does the runtime start.
 fn main() -> ExitCode {
+    exit_quietly_on_broken_pipe();
     let cli = Cli::parse();
     // `run --json` ends a failed run with one error event on stdout, whatever failed.
     let json_run = matches!(&cli.command, Command::Run(args) if args.json);
     let failure = |error: &anyhow::Error| {
+        if is_broken_pipe(error) {
+            return ExitCode::SUCCESS;
+        }
         if json_run {
             json_error::print(&json_error::for_error(error, &describe_raw(error)));
         }
@@ -76,6 +81,43 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => failure(&error),
     }
+}
+
+/// Output into a closed pipe (`agcore sessions show NAME --json | head -c 600`) ends the
+/// command quietly, with success: the reader had what it wanted. `println!` and `eprintln!`
+/// panic when the write fails, so the panic of a broken pipe becomes this exit, for every
+/// command and every thread; any other panic is reported as before.
+fn exit_quietly_on_broken_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to std") && message.ends_with(&broken_pipe()) {
+            std::process::exit(0);
+        }
+        report(info);
+    }));
+}
+
+/// How the OS says "broken pipe" (`Broken pipe (os error 32)` on Linux).
+fn broken_pipe() -> String {
+    #[cfg(unix)]
+    return std::io::Error::from(nix::errno::Errno::EPIPE).to_string();
+    #[cfg(not(unix))]
+    return std::io::Error::from(std::io::ErrorKind::BrokenPipe).to_string();
+}
+
+/// Whether `error` comes from writing into a closed pipe.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The config the command uses, by the trust rule of [`layers`] (defaults for commands

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::{LlmCycle, StreamEvent};
-use agcore::run::{Decision, RunItem, RunOutcome, RunRequest, Suspension};
+use agcore::run::{Decision, RunItem, RunOutcome, RunRequest, RunRules, Suspension};
 use agcore::tools::DeferAll;
 use anyhow::Context;
 use futures::StreamExt;
@@ -69,8 +69,14 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         return Ok(ExitCode::SUCCESS);
     }
     crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
-    let (mut registry, _, servers) =
+    let (mut registry, statuses, servers) =
         build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
+    crate::mcp_notes::print(
+        &registry,
+        &statuses,
+        &crate::settings::provider(&loaded.config),
+        &cycle.config().model,
+    );
     if let Some(session) = &session {
         crate::context_cli::read_outputs_from_session(
             &mut registry,
@@ -83,8 +89,19 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     if session.is_some() && !args.tools.yes && !interactive() {
         registry = registry.with_approver(Arc::new(DeferAll));
     }
+    // A stored typed run resumes typed: its schema is in its state.
+    let typed = args.output_schema.is_some()
+        || pending_run
+            .as_ref()
+            .is_some_and(|state| state.typed.is_some());
     let mut request = match pending_run {
-        Some(state) => RunRequest::from_state(state).with_decisions(decisions(&args)),
+        Some(mut state) => {
+            // The limits are this command's (its flags and config), not the ones the run was
+            // started with: `--max-requests` and the like given on resume apply, counted over
+            // the whole run.
+            state.rules = RunRules::of(cycle.config());
+            RunRequest::from_state(state).with_decisions(decisions(&args))
+        }
         None => match &args.prompt {
             Some(prompt) if !args.resume => RunRequest::prompt(prompt.clone()),
             _ => RunRequest::resume(),
@@ -97,14 +114,17 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     if let Some(session) = &session {
         request = request.with_journal(&*session.journal);
     }
+    if let Some(schema) = &args.output_schema {
+        // Typed output is a mode of this same run: stored, suspended and resumed like it.
+        request = crate::typed_run::typed(request.with_tools(&registry), &args, schema)?;
+    }
     // Ctrl-C drops the running turn (request and tools); the transcript is still written.
     let outcome = tokio::select! {
         outcome = async {
-            match &args.output_schema {
-                Some(schema) => crate::typed_run::execute(&mut cycle, &registry, &args, schema)
-                    .await
-                    .map(Ended::Code),
-                None => execute(&mut cycle, request, &args).await,
+            if typed {
+                crate::typed_run::execute(&mut cycle, request, &args).await
+            } else {
+                execute(&mut cycle, request, &args).await
             }
         } => outcome,
         _ = tokio::signal::ctrl_c() => Ok(Ended::Cancelled(cancelled(&args))),
@@ -165,7 +185,7 @@ fn decisions(args: &RunArgs) -> Vec<Decision> {
 }
 
 /// How a run ended.
-enum Ended {
+pub(crate) enum Ended {
     /// Finished or failed, with this exit code.
     Code(ExitCode),
     /// Ctrl-C.
@@ -179,7 +199,7 @@ const SUSPENDED: u8 = 3;
 
 /// Say which calls wait for a decision and how to give it (with `--json`, as a
 /// `{"type":"suspended"}` event); exit code 3.
-fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Result<Ended> {
+pub(crate) fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Result<Ended> {
     let name = args.session.session.as_deref().unwrap_or_default();
     if args.json {
         let event = serde_json::json!({

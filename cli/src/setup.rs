@@ -80,11 +80,16 @@ fn cycle_parts(
     // A hostile or broken server gets bounded memory and time (issue 10, item 8): far above
     // any real reply, far below what would hurt the machine.
     const MIB: usize = 1024 * 1024;
+    let seconds = |value: Option<crate::config::Seconds>, default: u64| {
+        value.map_or(std::time::Duration::from_secs(default), |seconds| seconds.0)
+    };
     let mut client_config = OpenAiConfig::new(base_url)
         .with_provider(provider(config))
         .with_max_event_bytes(4 * MIB)
         .with_max_response_bytes(16 * MIB)
-        .with_response_deadline(std::time::Duration::from_secs(15 * 60))
+        .with_request_timeout(seconds(section.request_timeout, 600))
+        .with_stream_idle_timeout(seconds(section.stream_idle_timeout, 300))
+        .with_response_deadline(seconds(section.response_deadline, 15 * 60))
         .with_trace_context_propagation(section.propagate_trace_context.unwrap_or(false));
     if let Some(key) = secrets.get(&key_variable) {
         client_config = client_config.with_api_key(key);
@@ -140,6 +145,11 @@ pub async fn build_registry_with_mcp(
         tools.restricted = true;
     }
     tools.flags.extend(tool_args.flags.iter().cloned());
+    // MCP tools that say nothing about what they do are offered and asked per call, unless
+    // the config says `unannotated = "hide"`.
+    tools
+        .unannotated
+        .get_or_insert(agcore::tools::UnannotatedTools::Ask);
     let approver = approver_for(tool_args.yes);
     // Bounded by default: a tool without a timeout of its own gets TOOL_TIMEOUT, and one turn's
     // calls run at most TOOL_CONCURRENCY at a time (run_command caps its processes itself too).

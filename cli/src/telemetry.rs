@@ -13,7 +13,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
-use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::filter::{LevelFilter, Targets, filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -55,7 +55,8 @@ pub fn init(verbose: u8, writer: fn() -> crate::EscapedStderr) -> Telemetry {
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(false)
-        .with_filter(filter);
+        .with_filter(filter)
+        .with_filter(filter_fn(loggable));
     let provider = exporter();
     let spans = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
@@ -79,6 +80,20 @@ pub fn init(verbose: u8, writer: fn() -> crate::EscapedStderr) -> Telemetry {
         agcore::vocab::trace_context::set_traceparent_provider(traceparent);
     }
     Telemetry { provider }
+}
+
+/// Targets whose debug and trace events carry OAuth secrets verbatim: rmcp 3.11 logs the
+/// authorization code (`start exchange code for token: "…"`) and the token response there.
+const OAUTH_SECRET_TARGETS: [&str; 1] = ["rmcp::transport::auth"];
+
+/// Whether a log event may be written: never a debug or trace event of
+/// [`OAUTH_SECRET_TARGETS`], whatever `-vv` or `AGCORE_LOG` ask for (agcore's own OAuth code
+/// logs what it does without secrets, under `agcore::mcp`).
+fn loggable(metadata: &tracing::Metadata<'_>) -> bool {
+    *metadata.level() <= tracing::Level::INFO
+        || !OAUTH_SECRET_TARGETS
+            .iter()
+            .any(|target| metadata.target().starts_with(target))
 }
 
 /// The W3C `traceparent` of the current `tracing` span, through its OpenTelemetry context.
@@ -137,4 +152,53 @@ fn exporter() -> Option<SdkTracerProvider> {
             .with_resource(Resource::builder().with_service_name(service).build())
             .build(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// Collects what the log layer writes.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn rmcp_oauth_debug_lines_never_reach_the_log_even_at_trace() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let logs = tracing_subscriber::fmt::layer()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_filter(EnvFilter::new("trace"))
+            .with_filter(filter_fn(loggable));
+        let subscriber = tracing_subscriber::registry().with(logs);
+        tracing::subscriber::with_default(subscriber, || {
+            // What rmcp 3.11 logs while exchanging the code (src/transport/auth.rs).
+            tracing::debug!(target: "rmcp::transport::auth", "start exchange code for token: {:?}", "c0de-SECRET");
+            tracing::trace!(target: "rmcp::transport::auth::inner", "token c0de-SECRET");
+            tracing::warn!(target: "rmcp::transport::auth", "authorization server issuer changed");
+            tracing::debug!(target: "agcore::mcp", "authorized");
+            tracing::debug!(target: "rmcp::service", "service debug");
+        });
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert!(!text.contains("c0de-SECRET"), "{text}");
+        assert!(text.contains("issuer changed"), "{text}");
+        assert!(text.contains("authorized"), "{text}");
+        assert!(text.contains("service debug"), "{text}");
+    }
 }

@@ -1,14 +1,19 @@
 //! `agcore run --output-schema FILE.json`: the answer must be JSON matching the schema; it is
 //! printed validated on stdout (with `--json`, as an `{"type":"output","value":...}` event
 //! after the run's events). An answer that stays invalid exits non-zero with the error.
+//!
+//! A mode of the same run as `agcore run`: with `--session` it is stored, and a typed run that
+//! suspends for approvals resumes (`--resume --approve ID`) still typed — the schema is kept in
+//! the run's state.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use agcore::display::{escape_keeping_lines, head_and_tail};
 use agcore::llm::LlmCycle;
-use agcore::run::{OutputMode, OutputSchema, TypedEvent, TypedOutput, TypedOutputError};
-use agcore::tools::ToolRegistry;
+use agcore::run::{
+    OutputMode, OutputSchema, RunRequest, TypedEvent, TypedOutcome, TypedOutput, TypedOutputError,
+};
 use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -16,38 +21,46 @@ use serde_json::{Value, json};
 use crate::cli::RunArgs;
 use crate::json_error;
 use crate::render::json_for_terminal;
+use crate::run::{Ended, suspended};
 
 /// The most of the last invalid answer an error shows (characters, head and tail).
 const RAW_SHOWN: usize = 2_000;
 
-/// Run the prompt for a typed answer.
-pub async fn execute(
-    cycle: &mut LlmCycle,
-    registry: &ToolRegistry,
+/// `request` made typed by `--output-schema FILE` (and `--output-mode`).
+pub fn typed<'a>(
+    request: RunRequest<'a>,
     args: &RunArgs,
     file: &Path,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<RunRequest<'a>> {
     let schema = load_schema(file)?;
     let mode: OutputMode = args.output_mode.parse().map_err(anyhow::Error::msg)?;
-    let options = TypedOutput::new().with_mode(mode);
-    let prompt = args.prompt.clone().unwrap_or_default();
+    Ok(request.with_output_schema(schema, &TypedOutput::new().with_mode(mode)))
+}
+
+/// Run a typed request (made by [`typed`], or continuing a typed run's saved state).
+pub async fn execute(
+    cycle: &mut LlmCycle,
+    request: RunRequest<'_>,
+    args: &RunArgs,
+) -> anyhow::Result<Ended> {
     if !args.json || args.no_stream {
-        return match cycle
-            .submit_with_schema(prompt, registry, schema, &options)
-            .await
-        {
-            Ok(value) if args.json => print_line(&json!({"type": "output", "value": value})),
-            Ok(value) => {
+        return match cycle.run_typed_with(request).await {
+            Ok(TypedOutcome::Output(value)) if args.json => {
+                print_line(&json!({"type": "output", "value": value}))
+            }
+            Ok(TypedOutcome::Output(value)) => {
                 println!(
                     "{}",
                     json_for_terminal(serde_json::to_string_pretty(&value)?)
                 );
-                Ok(ExitCode::SUCCESS)
+                Ok(Ended::Code(ExitCode::SUCCESS))
             }
+            Ok(TypedOutcome::Suspended(suspension)) => suspended(&suspension, args),
+            Ok(_) => bail!("the run ended without an answer"),
             Err(error) => failed(error, args),
         };
     }
-    let mut stream = cycle.submit_stream_with_schema(prompt, registry, schema, &options);
+    let mut stream = cycle.run_typed_with_stream(request);
     while let Some(item) = stream.next().await {
         match item {
             TypedEvent::Event(event) => {
@@ -61,6 +74,7 @@ pub async fn execute(
             TypedEvent::Output(value) => {
                 return print_line(&json!({"type": "output", "value": value}));
             }
+            TypedEvent::Suspended(suspension) => return suspended(&suspension, args),
             TypedEvent::Failed(error) => return failed(error, args),
             _ => {}
         }
@@ -68,14 +82,14 @@ pub async fn execute(
     bail!("the run ended without an answer")
 }
 
-fn print_line(event: &Value) -> anyhow::Result<ExitCode> {
+fn print_line(event: &Value) -> anyhow::Result<Ended> {
     println!("{}", json_for_terminal(serde_json::to_string(event)?));
-    Ok(ExitCode::SUCCESS)
+    Ok(Ended::Code(ExitCode::SUCCESS))
 }
 
 /// An answer that stayed invalid: the error (and, with `--json`, the error event) and exit 1;
 /// other failures go to the usual error path.
-fn failed(error: TypedOutputError, args: &RunArgs) -> anyhow::Result<ExitCode> {
+fn failed(error: TypedOutputError, args: &RunArgs) -> anyhow::Result<Ended> {
     let TypedOutputError::Invalid { ref raw, .. } = error else {
         return Err(error.into());
     };
@@ -89,7 +103,7 @@ fn failed(error: TypedOutputError, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("error: {}", escape_keeping_lines(&message));
     eprintln!("the last answer was:\n{}", escape_keeping_lines(&raw));
-    Ok(ExitCode::FAILURE)
+    Ok(Ended::Code(ExitCode::FAILURE))
 }
 
 /// The schema file, bounded, named after its stem.

@@ -22,6 +22,7 @@ use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
     truncate_answer,
 };
+use crate::run::typed_output::TypedRun;
 use crate::run::usage::UsageTally;
 use crate::run::{budget, hooks, telemetry};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
@@ -67,6 +68,8 @@ pub(crate) struct Drive<'a> {
     /// answered by the run itself, and the run ends after the turn that calls it (see
     /// [`RunState::output_tool`]).
     pub output_tool: Option<ToolDefinition>,
+    /// A typed run's schema and mode, kept in the state (see [`RunState::typed`]).
+    pub typed: Option<TypedRun>,
 }
 
 impl<'a> Drive<'a> {
@@ -83,6 +86,7 @@ impl<'a> Drive<'a> {
             suspend: false,
             mode,
             output_tool: None,
+            typed: None,
         }
     }
 }
@@ -215,16 +219,21 @@ pub(crate) fn drive<'a>(
         suspend,
         mode,
         output_tool,
+        typed,
     } = drive;
     async_stream::stream! {
         let (state, mut input) = match start {
             Start::Prompt(prompt) => {
                 let mut state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
                 state.output_tool = output_tool.as_ref().map(|tool| tool.name().to_owned());
+                state.typed = typed;
                 (state, Input::Start { prompt })
             }
             Start::State { state, decisions } => {
                 let mut state = *state;
+                if typed.is_some() {
+                    state.typed = typed;
+                }
                 if let Some(registry) = registry {
                     rerun_idempotent(&mut state, |name| registry.get(name).is_some_and(|tool| tool.idempotent()));
                     remember_grants(registry, state.pending_approvals(), &decisions);

@@ -2,6 +2,7 @@
 //! or from JSON — in the three forms the modes need (a `response_format`, a final-answer tool,
 //! a prompt), and the checks an answer goes through.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::tools::error::ToolError;
@@ -36,6 +37,22 @@ pub struct OutputSchema {
     /// Whether `schema` wraps the caller's schema as `{"value": ...}`.
     wrapped: bool,
     validator: Option<jsonschema::Validator>,
+}
+
+/// An [`OutputSchema`] as data (serde): what a suspended typed run keeps in its state, so it
+/// resumes checking the same schema in any process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedSchema {
+    /// The name.
+    pub name: String,
+    /// The description (from a type's doc comment), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The schema the model sees (an object at the root).
+    pub schema: Value,
+    /// Whether `schema` wraps the caller's as `{"value": ...}`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wrapped: bool,
 }
 
 /// Why a schema could not be used for typed output.
@@ -153,6 +170,32 @@ impl OutputSchema {
             description.push_str(about);
         }
         ToolDefinition::function(tool_name, description, self.schema.clone())
+    }
+
+    /// The schema as data, to keep with a run's state ([`crate::run::TypedRun`]).
+    pub fn saved(&self) -> SavedSchema {
+        SavedSchema {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            schema: self.schema.clone(),
+            wrapped: self.wrapped,
+        }
+    }
+
+    /// The schema [`OutputSchema::saved`] kept, compiled again.
+    pub fn from_saved(saved: SavedSchema) -> Result<Self, SchemaError> {
+        let validator =
+            compile_schema(&saved.name, &saved.schema).map_err(|error| SchemaError {
+                name: saved.name.clone(),
+                reason: error.to_string(),
+            })?;
+        Ok(OutputSchema {
+            name: saved.name,
+            description: saved.description,
+            schema: saved.schema,
+            wrapped: saved.wrapped,
+            validator,
+        })
     }
 
     /// The instruction prompted mode appends to the prompt.

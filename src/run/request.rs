@@ -35,8 +35,10 @@ use crate::run::driver::{Drive, LoopItem, Start};
 use crate::run::error::LlmError;
 use crate::run::journal::RunJournal;
 use crate::run::model_turn::Mode;
+use crate::run::output_schema::OutputSchema;
 use crate::run::state::RunState;
 use crate::run::step::Decision;
+use crate::run::typed_output::TypedOutput;
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::ChatResponse;
@@ -48,6 +50,8 @@ pub struct RunRequest<'a> {
     decisions: Vec<Decision>,
     tools: Option<&'a ToolRegistry>,
     journal: Option<&'a dyn RunJournal>,
+    /// A typed run's schema and options ([`RunRequest::with_output_schema`]).
+    output: Option<(OutputSchema, TypedOutput)>,
 }
 
 enum RequestStart {
@@ -110,17 +114,39 @@ impl<'a> RunRequest<'a> {
         self
     }
 
+    /// Make it a typed run: the final answer must match `schema`, got into shape as `options`
+    /// say. Run it with [`LlmCycle::run_typed_with`] or [`LlmCycle::run_typed_with_stream`]; the
+    /// schema and mode are kept in the run's state ([`RunState::typed`]), so a suspended or
+    /// interrupted typed run resumes typed from [`RunRequest::from_state`] alone.
+    pub fn with_output_schema(mut self, schema: OutputSchema, options: &TypedOutput) -> Self {
+        self.output = Some((schema, options.clone()));
+        self
+    }
+
     fn start(start: RequestStart) -> Self {
         RunRequest {
             start,
             decisions: Vec::new(),
             tools: None,
             journal: None,
+            output: None,
         }
     }
 
+    /// The typed run's schema and options, if any, taken out of the request.
+    pub(crate) fn take_output(&mut self) -> Option<(OutputSchema, TypedOutput)> {
+        self.output.take()
+    }
+
     /// The driver's view, after checking the decisions.
-    fn into_drive(self, mode: Mode) -> Result<Drive<'a>, LlmError> {
+    pub(crate) fn into_drive(self, mode: Mode) -> Result<Drive<'a>, LlmError> {
+        if self.output.is_some() {
+            // Never dropped without a word: an untyped run of a typed request is a mistake.
+            return Err(LlmError::Other(
+                "the request has an output schema: run it with Conversation::run_typed_with"
+                    .to_owned(),
+            ));
+        }
         let decisions = self.decisions;
         let start = match self.start {
             RequestStart::Prompt(prompt) => {
@@ -151,6 +177,7 @@ impl<'a> RunRequest<'a> {
             suspend: true,
             mode,
             output_tool: None,
+            typed: None,
         })
     }
 }
@@ -176,6 +203,10 @@ pub struct Suspension {
 }
 
 impl Suspension {
+    pub(crate) fn new(state: Box<RunState>) -> Self {
+        Suspension { state }
+    }
+
     /// What each waiting call's approver was asked, in call order.
     pub fn requests(&self) -> &[ApprovalRequest] {
         self.state.pending_approvals()

@@ -19,6 +19,7 @@
 //! | `usage` | the usage summed over the run's requests, or `null` |
 //! | `output_tool` | the final-answer tool's name (typed output, tool mode); absent when none |
 //! | `tool_calls` | tool calls run so far by this run (absent when none) |
+//! | `typed` | a typed run's output: `{"schema": {"name", "schema", ...}, "mode", "tool", "max_retries", "attempt"}`; absent when the run is not typed |
 //!
 //! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
 //! `"is_error": true` (never sent to the model).
@@ -27,6 +28,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::run::config::{CycleConfig, RepeatedCallGuard};
+use crate::run::typed_output::TypedRun;
 use crate::run::usage::{Prices, UsageLimits};
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::call_digest::CallDigest;
@@ -73,6 +75,9 @@ pub struct RunState {
     /// cost like any request — the spend is real — but not in `max_turns`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub extra_requests: u32,
+    /// A typed run's schema and mode: a run resumed from this state is still typed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed: Option<TypedRun>,
 }
 
 /// Where a run is.
@@ -207,6 +212,7 @@ impl RunState {
             output_tool: None,
             tool_calls: 0,
             extra_requests: 0,
+            typed: None,
         }
     }
 
@@ -227,6 +233,7 @@ impl RunState {
             output_tool: self.output_tool.clone(),
             tool_calls: self.tool_calls,
             extra_requests: self.extra_requests,
+            typed: self.typed.clone(),
         }
     }
 

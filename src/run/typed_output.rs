@@ -15,10 +15,11 @@ use serde_json::Value;
 
 use crate::llm::event::StreamEvent;
 use crate::run::conversation::Conversation;
-use crate::run::driver::{Drive, LoopItem, drive};
+use crate::run::driver::{Drive, LoopItem, Start, drive};
 use crate::run::error::LlmError;
 use crate::run::model_turn::Mode;
-use crate::run::output_schema::{OutputSchema, SchemaError, extract_json};
+use crate::run::output_schema::{OutputSchema, SavedSchema, SchemaError, extract_json};
+use crate::run::request::{RunRequest, Suspension};
 use crate::tools::error::ToolError;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::typed::deserialize_input;
@@ -164,6 +165,40 @@ pub enum TypedOutputError {
         "the final-answer tool '{0}' clashes with a registered tool; pick another with TypedOutput::with_tool_name"
     )]
     ToolNameTaken(String),
+    /// A typed run was asked for without a schema: the request has none
+    /// ([`RunRequest::with_output_schema`]) and does not continue a typed run's state.
+    #[error(
+        "the run has no output schema: give one with RunRequest::with_output_schema, or continue a typed run's state"
+    )]
+    NoSchema,
+}
+
+/// What a typed run keeps in its [`RunState`](crate::run::RunState) (`typed`), so that a run
+/// suspended for an approval or cut off by a crash resumes still typed, in any process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TypedRun {
+    /// The schema the answer must match.
+    pub schema: SavedSchema,
+    /// The mode in use (after a fallback from [`OutputMode::Auto`]: [`OutputMode::Tool`]).
+    pub mode: OutputMode,
+    /// The final-answer tool's name.
+    pub tool: String,
+    /// How often an invalid answer goes back to the model.
+    pub max_retries: u32,
+    /// Which answer the run is on (1 = the first).
+    pub attempt: u32,
+}
+
+/// How a typed run that may suspend ended ([`Conversation::run_typed_with`]).
+#[derive(Debug)]
+#[non_exhaustive]
+// Returned once per run: the suspension is not worth a box for the caller to unwrap.
+#[allow(clippy::large_enum_variant)]
+pub enum TypedOutcome {
+    /// The validated answer.
+    Output(Value),
+    /// The run waits for decisions; continue it with [`RunRequest::from_state`] (still typed).
+    Suspended(Suspension),
 }
 
 /// What a streaming typed run yields: the run's events, a note for each answer sent back,
@@ -184,6 +219,8 @@ pub enum TypedEvent<T> {
     Output(T),
     /// The run ended without a valid answer; the last item.
     Failed(TypedOutputError),
+    /// The run suspended for approvals (only a run from a [`RunRequest`]); the last item.
+    Suspended(Suspension),
 }
 
 /// The stream of a streaming typed run.
@@ -304,6 +341,86 @@ impl Conversation {
     }
 }
 
+impl Conversation {
+    /// [`Conversation::run_with`] for a typed answer: `request` made typed with
+    /// [`RunRequest::with_output_schema`], or continuing a typed run's saved state
+    /// ([`RunRequest::from_state`]; the schema and mode come from the state). Like any run from
+    /// a [`RunRequest`] it records into its journal and suspends for deferred approvals; a
+    /// suspended typed run resumes typed.
+    ///
+    /// # Errors
+    /// Those of [`Conversation::submit_with_schema`]; [`TypedOutputError::NoSchema`] for a request
+    /// that is not typed.
+    pub async fn run_typed_with(
+        &mut self,
+        request: RunRequest<'_>,
+    ) -> Result<TypedOutcome, TypedOutputError> {
+        let mut items = std::pin::pin!(typed_request(self, request, Mode::Blocking));
+        while let Some(item) = items.next().await {
+            match item {
+                TypedEvent::Output(value) => return Ok(TypedOutcome::Output(value)),
+                TypedEvent::Suspended(suspension) => {
+                    return Ok(TypedOutcome::Suspended(suspension));
+                }
+                TypedEvent::Failed(error) => return Err(error),
+                TypedEvent::Event(_) | TypedEvent::Rejected { .. } => {}
+            }
+        }
+        Err(LlmError::Other("the typed run ended without a result".to_owned()).into())
+    }
+
+    /// Streaming form of [`Conversation::run_typed_with`]: events, then exactly one
+    /// [`TypedEvent::Output`], [`TypedEvent::Suspended`] or [`TypedEvent::Failed`].
+    pub fn run_typed_with_stream<'a>(
+        &'a mut self,
+        request: RunRequest<'a>,
+    ) -> TypedStream<'a, Value> {
+        Box::pin(typed_request(self, request, Mode::Streaming))
+    }
+}
+
+/// A typed run of `request`: its schema, else the one its saved state kept.
+fn typed_request<'a>(
+    cycle: &'a mut Conversation,
+    mut request: RunRequest<'a>,
+    mode: Mode,
+) -> impl Stream<Item = TypedEvent<Value>> + Send + 'a {
+    let output = request.take_output();
+    let drive = request.into_drive(mode);
+    async_stream::stream! {
+        let drive = match drive {
+            Ok(drive) => drive,
+            Err(error) => {
+                yield TypedEvent::Failed(error.into());
+                return;
+            }
+        };
+        let saved = match &drive.start {
+            Start::State { state, .. } => state.typed.clone(),
+            Start::Prompt(_) => None,
+        };
+        let (schema, options, resumed) = match (output, saved) {
+            (Some((schema, options)), _) => (schema, options, None),
+            (None, Some(typed)) => match OutputSchema::from_saved(typed.schema.clone()) {
+                Ok(schema) => (schema, TypedOutput::new(), Some(typed)),
+                Err(error) => {
+                    yield TypedEvent::Failed(error.into());
+                    return;
+                }
+            },
+            (None, None) => {
+                yield TypedEvent::Failed(TypedOutputError::NoSchema);
+                return;
+            }
+        };
+        let items = typed_drive(cycle, drive, schema, &options, resumed, Ok);
+        let mut items = std::pin::pin!(items);
+        while let Some(item) = items.next().await {
+            yield item;
+        }
+    }
+}
+
 /// The answer as a `T`; the error names the field that is wrong.
 fn parse_as<T: DeserializeOwned>(value: Value) -> Result<T, String> {
     deserialize_input::<T>("output", value).map_err(|error| match error {
@@ -318,6 +435,10 @@ async fn last<T>(items: impl Stream<Item = TypedEvent<T>>) -> Result<T, TypedOut
         match item {
             TypedEvent::Output(value) => return Ok(value),
             TypedEvent::Failed(error) => return Err(error),
+            TypedEvent::Suspended(_) => {
+                let error = LlmError::Other("the typed run suspended".to_owned());
+                return Err(error.into());
+            }
             TypedEvent::Event(_) | TypedEvent::Rejected { .. } => {}
         }
     }
@@ -331,7 +452,8 @@ struct Rejection {
     feedback: String,
 }
 
-/// One typed run: attempts of the tool loop until an answer passes `schema` and `parse`.
+/// One typed run of `prompt` over the cycle's history (the design's calls: no journal, no
+/// suspension).
 fn typed_run<'a, T: Send + 'a>(
     cycle: &'a mut Conversation,
     prompt: String,
@@ -341,16 +463,44 @@ fn typed_run<'a, T: Send + 'a>(
     parse: fn(Value) -> Result<T, String>,
     mode: Mode,
 ) -> impl Stream<Item = TypedEvent<T>> + Send + 'a {
+    let drive = Drive::plain(Some(prompt), Some(registry), mode);
+    typed_drive(cycle, drive, schema, options, None, parse)
+}
+
+/// Attempts of the tool loop until an answer passes `schema` and `parse`: the first as `first`
+/// says (a prompt, or a saved typed run — `resumed` — with decisions), each retry a new prompt
+/// with what was wrong, all with `first`'s tools, journal and suspension.
+fn typed_drive<'a, T: Send + 'a>(
+    cycle: &'a mut Conversation,
+    first: Drive<'a>,
+    schema: OutputSchema,
+    options: &TypedOutput,
+    resumed: Option<TypedRun>,
+    parse: fn(Value) -> Result<T, String>,
+) -> impl Stream<Item = TypedEvent<T>> + Send + 'a {
     let options = options.clone();
     async_stream::stream! {
-        let tool = options.tool_name.clone();
-        let mut output_mode = options.effective_mode();
-        if output_mode == OutputMode::Tool && registry.get(&tool).is_some() {
+        let (registry, journal, suspend, mode) = (first.registry, first.journal, first.suspend, first.mode);
+        let taken = |tool: &str| registry.is_some_and(|registry| registry.get(tool).is_some());
+        let tool = resumed.as_ref().map_or_else(|| options.tool_name.clone(), |typed| typed.tool.clone());
+        let max_retries = resumed.as_ref().map_or(options.max_retries, |typed| typed.max_retries);
+        let mut output_mode = resumed.as_ref().map_or_else(|| options.effective_mode(), |typed| typed.mode);
+        if resumed.is_none() && output_mode == OutputMode::Tool && taken(&tool) {
             yield TypedEvent::Failed(TypedOutputError::ToolNameTaken(tool));
             return;
         }
-        let mut next_prompt = Some(instructed(&prompt, output_mode, &schema, &tool));
-        let mut attempt = 0u32;
+        let saved = schema.saved();
+        let prompt = match &first.start {
+            Start::Prompt(prompt) => prompt.clone(),
+            Start::State { .. } => None,
+        };
+        let mut first = Some(first);
+        if let Some(Drive { start: Start::Prompt(Some(text)), .. }) = &mut first {
+            *text = instructed(text, output_mode, &schema, &tool);
+        }
+        let mut next_prompt = None;
+        // A resumed run goes on with the answer it was on.
+        let mut attempt = resumed.as_ref().map_or(0, |typed| typed.attempt.saturating_sub(1));
         loop {
             attempt += 1;
             let before = cycle.messages.len();
@@ -358,32 +508,50 @@ fn typed_run<'a, T: Send + 'a>(
             let format = FormatGuard::set(&mut *cycle, native.then(|| schema.response_format()));
             let output_tool =
                 (output_mode == OutputMode::Tool).then(|| schema.tool_definition(&tool));
+            let typed = Some(TypedRun {
+                schema: saved.clone(),
+                mode: output_mode,
+                tool: tool.clone(),
+                max_retries,
+                attempt,
+            });
+            let this = match first.take() {
+                Some(drive) => Drive { output_tool, typed, ..drive },
+                None => Drive {
+                    start: Start::Prompt(next_prompt.take()),
+                    registry,
+                    journal,
+                    suspend,
+                    mode,
+                    output_tool,
+                    typed,
+                },
+            };
             let mut result = None;
+            let mut suspended = None;
             {
-                let prompt = next_prompt.take();
-                let items =
-                    drive(&mut *format.cycle, Drive {
-                        output_tool,
-                        ..Drive::plain(prompt, Some(registry), mode)
-                    });
+                let items = drive(&mut *format.cycle, this);
                 let mut items = std::pin::pin!(items);
                 while let Some(item) = items.next().await {
                     match item {
                         LoopItem::Event(event) => yield TypedEvent::Event(event),
                         LoopItem::Done(reply) => result = Some(Ok(*reply)),
                         LoopItem::Failed(error) => result = Some(Err(error)),
-                        // `Drive::plain` never suspends.
-                        LoopItem::Suspended(_) => {}
+                        LoopItem::Suspended(state) => suspended = Some(state),
                     }
                 }
             }
             drop(format);
+            if let Some(state) = suspended {
+                yield TypedEvent::Suspended(Suspension::new(state));
+                return;
+            }
             let reply = match result {
                 Some(Ok(reply)) => reply,
                 Some(Err(error))
                     if output_mode == OutputMode::Auto && rejects_response_format(&error) =>
                 {
-                    if registry.get(&tool).is_some() {
+                    if taken(&tool) {
                         yield TypedEvent::Failed(TypedOutputError::ToolNameTaken(tool));
                         return;
                     }
@@ -395,8 +563,10 @@ fn typed_run<'a, T: Send + 'a>(
                     output_mode = OutputMode::Tool;
                     attempt -= 1;
                     // The prompt again, unless a turn with it was kept (then the run goes on).
-                    next_prompt = (cycle.messages.len() == before)
-                        .then(|| instructed(&prompt, output_mode, &schema, &tool));
+                    next_prompt = prompt
+                        .as_ref()
+                        .filter(|_| cycle.messages.len() == before)
+                        .map(|prompt| instructed(prompt, output_mode, &schema, &tool));
                     continue;
                 }
                 Some(Err(error)) => {
@@ -416,7 +586,7 @@ fn typed_run<'a, T: Send + 'a>(
                 }
                 Err(rejection) => rejection,
             };
-            if attempt > options.max_retries {
+            if attempt > max_retries {
                 yield TypedEvent::Failed(TypedOutputError::Invalid {
                     attempts: attempt,
                     error: rejection.error,

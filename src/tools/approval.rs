@@ -29,6 +29,28 @@ pub struct ApprovalPolicy {
     /// Permissions whose calls must be approved (e.g. `["write"]`).
     #[serde(default)]
     pub ask: Vec<Permission>,
+    /// What happens to a tool whose permissions are only assumed
+    /// ([`crate::tools::BaseTool::permissions_assumed`]: an MCP tool without annotations)
+    /// when the checker would refuse them.
+    #[serde(default)]
+    pub unannotated: UnannotatedTools,
+}
+
+/// What a registry does with a tool whose permissions are a worst-case guess (an MCP tool
+/// whose server says nothing about what it does) when the permission checker would refuse
+/// the guess.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnannotatedTools {
+    /// Hide it, like a tool that declares those permissions (the library's default: without
+    /// an approver an asked call is denied anyway).
+    #[default]
+    Hide,
+    /// Offer it and ask the [`Approver`] before each call (an "allow for the session" answer
+    /// covers its later calls), as Codex and Claude Code do. A refusal of a guessed
+    /// permission becomes a question, even when the permission is in `denied`: the tool was
+    /// never known to need it. Restricted mode, profiles and flags still hide it.
+    Ask,
 }
 
 impl ApprovalPolicy {
@@ -36,7 +58,35 @@ impl ApprovalPolicy {
     pub fn ask(ask: impl IntoIterator<Item = Permission>) -> Self {
         ApprovalPolicy {
             ask: ask.into_iter().collect(),
+            unannotated: UnannotatedTools::default(),
         }
+    }
+
+    /// Set what happens to tools whose permissions are only assumed.
+    pub fn with_unannotated(mut self, unannotated: UnannotatedTools) -> Self {
+        self.unannotated = unannotated;
+        self
+    }
+
+    /// The decision for a tool declaring `declared` (`assumed`: a worst-case guess, see
+    /// [`crate::tools::BaseTool::permissions_assumed`]) under `checker`. With
+    /// [`UnannotatedTools::Ask`], an assumed tool's refused permissions are asked instead.
+    pub fn decide_for(
+        &self,
+        checker: Option<&PermissionChecker>,
+        declared: &[Permission],
+        assumed: bool,
+    ) -> PermissionDecision {
+        let mut decision = self.decide(checker, declared);
+        if assumed && self.unannotated == UnannotatedTools::Ask && !decision.refused.is_empty() {
+            for denial in std::mem::take(&mut decision.refused) {
+                if !decision.ask.contains(&denial.permission) {
+                    decision.ask.push(denial.permission);
+                }
+            }
+            decision.unannotated = true;
+        }
+        decision
     }
 
     /// The decision for a tool declaring `declared`, under `checker` (none = allow everything).
@@ -62,7 +112,11 @@ impl ApprovalPolicy {
                 ask.push(permission.clone());
             }
         }
-        PermissionDecision { refused, ask }
+        PermissionDecision {
+            refused,
+            ask,
+            unannotated: false,
+        }
     }
 }
 
@@ -73,6 +127,10 @@ pub struct PermissionDecision {
     pub refused: Vec<PermissionDenial>,
     /// Permissions that need approval before each call (unless granted for the session).
     pub ask: Vec<Permission>,
+    /// The tool's permissions are only assumed (it says nothing about what it does), and it
+    /// is asked instead of refused ([`UnannotatedTools::Ask`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unannotated: bool,
 }
 
 /// An "allow for the session" answer, as a session store keeps it: a run resumed in another

@@ -59,6 +59,18 @@ pub trait BaseTool: Send + Sync {
         Vec::new()
     }
 
+    /// Whether [`BaseTool::required_permissions`] is a worst-case guess rather than what the
+    /// tool declares: an MCP tool whose server says nothing about what it does (no
+    /// `readOnlyHint` nor `destructiveHint`). A registry whose [`ApprovalPolicy`] says
+    /// [`UnannotatedTools::Ask`] offers such a tool and asks before each call instead of
+    /// refusing the guessed permissions. By default: false (the permissions are declared).
+    ///
+    /// [`ApprovalPolicy`]: crate::tools::approval::ApprovalPolicy
+    /// [`UnannotatedTools::Ask`]: crate::tools::approval::UnannotatedTools::Ask
+    fn permissions_assumed(&self) -> bool {
+        false
+    }
+
     /// Run the tool with the (already validated) arguments.
     async fn execute(&self, args: Value) -> Result<Value, ToolError>;
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::approval::ApprovalPolicy;
+use crate::tools::approval::{ApprovalPolicy, UnannotatedTools};
 use crate::tools::exposure::{ExposureError, ExposurePolicy};
 use crate::tools::permission::{Permission, PermissionChecker, PermissionConfig};
 use crate::tools::profile::Profile;
@@ -20,6 +20,7 @@ use crate::tools::rules::{ArgumentRule, ArgumentRules};
 /// restricted = false         # untrusted workspace: no Network/Shell tools
 /// flags = ["lsp"]            # feature flags tools may require
 /// ask = ["write"]            # permissions that need approval instead of allow
+/// unannotated = "ask"        # MCP tools without annotations: ask per call, or "hide"
 ///
 /// [tools.permissions]        # the design's PermissionConfig; default shown
 /// allowed = ["read", "network"]
@@ -47,6 +48,10 @@ pub struct ToolsConfig {
     /// Permissions that need approval instead of allow.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ask: Vec<Permission>,
+    /// MCP tools without annotations (permissions only assumed): asked per call or hidden
+    /// (unset: [`UnannotatedTools::Hide`]; the CLI makes it `ask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unannotated: Option<UnannotatedTools>,
     /// The active profile (none: no profile gate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
@@ -73,6 +78,7 @@ impl ToolsConfig {
     /// The approval policy these settings describe.
     pub fn approval_policy(&self) -> ApprovalPolicy {
         ApprovalPolicy::ask(self.ask.iter().cloned())
+            .with_unannotated(self.unannotated.unwrap_or_default())
     }
 
     /// The exposure policy: built-in plus configured profiles, the selected profile (an unknown

@@ -59,6 +59,15 @@ pub enum ToolError {
         /// The limit it is over.
         limit: usize,
     },
+    /// An MCP server's OAuth authorization failed (a redirect with the wrong `state`, a token
+    /// endpoint that refused the code, ...): final, not retried; `reason` holds no secrets.
+    #[error("MCP server '{server}': authorization failed: {reason}")]
+    McpAuthorization {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
 
     /// An I/O error.
     #[error("I/O error: {0}")]

@@ -49,6 +49,8 @@ struct Prepared<'a> {
     rule_ask: Option<String>,
     /// The allow rules that let the call skip the approval its permissions ask for.
     allowed_by: Option<String>,
+    /// `ask` holds the assumed permissions of a tool that says nothing about what it does.
+    unannotated: bool,
 }
 
 /// Holds tools by name, in registration order, and runs calls.
@@ -234,9 +236,10 @@ impl ToolRegistry {
 
     /// What the permission rules (checker + approval policy) say about `tool`.
     pub fn permission_decision(&self, tool: &dyn BaseTool) -> PermissionDecision {
-        self.approval_policy.decide(
+        self.approval_policy.decide_for(
             self.permission_checker.as_deref(),
             &tool.required_permissions(),
+            tool.permissions_assumed(),
         )
     }
 
@@ -662,15 +665,12 @@ impl ToolRegistry {
                 });
             }
         }
-        let declared = tool.required_permissions();
-        let decision = self
-            .approval_policy
-            .decide(self.permission_checker.as_deref(), &declared);
+        let decision = self.permission_decision(tool);
         if !decision.refused.is_empty() {
             return Err(denied_error(
                 &call.name,
                 &decision.refused,
-                declared.is_empty(),
+                tool.required_permissions().is_empty(),
             ));
         }
         let input = match &call.arguments {
@@ -707,6 +707,7 @@ impl ToolRegistry {
         Ok(Prepared {
             input,
             entry,
+            unannotated: decision.unannotated && !ask.is_empty(),
             ask,
             rule_ask,
             allowed_by,
@@ -744,6 +745,9 @@ impl ToolRegistry {
         // Why it asks: the permissions configured as ask, or a rule on its arguments.
         let why = match &prepared.rule_ask {
             Some(because) => format!("a rule on its arguments asks for approval ({because})"),
+            None if prepared.unannotated => format!(
+                "it does not say what it does (no annotations), so it may need {needs}; each call is asked"
+            ),
             None => format!("it needs {needs}, which is configured as ask"),
         };
         let Some(approver) = &self.approver else {
@@ -752,6 +756,9 @@ impl ToolRegistry {
                 tool: call.name.clone(),
                 message: match &prepared.rule_ask {
                     Some(_) => format!("{why}, and no approver is configured"),
+                    None if prepared.unannotated => {
+                        format!("{why}, and no approver is configured")
+                    }
                     None => format!(
                         "it needs {needs}, which requires approval, and no approver is configured"
                     ),

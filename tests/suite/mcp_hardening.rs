@@ -64,6 +64,68 @@ async fn an_unannotated_tool_is_refused_by_the_default_permissions() {
     );
 }
 
+/// Records what it is asked and allows once.
+#[derive(Default)]
+struct Recording(std::sync::Mutex<Vec<agcore::tools::ApprovalRequest>>);
+
+#[async_trait::async_trait]
+impl agcore::tools::Approver for Recording {
+    async fn approve(
+        &self,
+        request: &agcore::tools::ApprovalRequest,
+    ) -> agcore::tools::ApprovalDecision {
+        self.0.lock().unwrap().push(request.clone());
+        agcore::tools::ApprovalDecision::AllowOnce
+    }
+}
+
+#[tokio::test]
+async fn with_unannotated_ask_an_unannotated_tool_is_offered_and_every_call_asked() {
+    use agcore::tools::{ApprovalPolicy, UnannotatedTools};
+    let mut client = McpClient::new("demo", demo(&[]));
+    client.connect().await.unwrap();
+    let approver = std::sync::Arc::new(Recording::default());
+    let mut registry = default_registry()
+        .with_approval_policy(ApprovalPolicy::default().with_unannotated(UnannotatedTools::Ask))
+        .with_approver(approver.clone());
+    register_mcp_tools(&mut registry, [client]).unwrap();
+    assert!(registry.get("add").unwrap().permissions_assumed());
+    assert!(!registry.get("echo").unwrap().permissions_assumed());
+    let offered: Vec<String> = registry
+        .exposed_definitions("openai", "m")
+        .into_iter()
+        .map(|definition| definition.function.name)
+        .collect();
+    assert!(offered.contains(&"add".to_owned()), "{offered:?}");
+    let decision = registry.permission_decision(registry.get("add").unwrap().as_ref());
+    assert!(
+        decision.refused.is_empty() && decision.unannotated,
+        "{decision:?}"
+    );
+    for _ in 0..2 {
+        let sum = registry
+            .invoke("add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap();
+        assert!(sum.output.is_ok(), "{sum:?}");
+    }
+    registry
+        .invoke("echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    let asked = approver.0.lock().unwrap();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked[0].reason.contains("does not say what it does"),
+        "{}",
+        asked[0].reason
+    );
+    assert_eq!(
+        asked[0].permissions,
+        [Permission::Write, Permission::Delete]
+    );
+}
+
 #[tokio::test]
 async fn a_per_tool_override_in_the_config_lets_an_unannotated_tool_run() {
     let config = McpServersConfig::parse(&format!(

@@ -101,7 +101,12 @@ fn skipping_child() {
 fn a_skip_is_announced_past_the_capture_and_fails_on_ci() {
     let child = |ci: bool| {
         let mut command = Command::new(std::env::current_exe().unwrap());
-        command.args(["--exact", "suite::repo_rules::skipping_child", "--ignored", "--test-threads=1"]);
+        command.args([
+            "--exact",
+            "suite::repo_rules::skipping_child",
+            "--ignored",
+            "--test-threads=1",
+        ]);
         if ci {
             command.env("CI", "true");
         } else {

@@ -692,7 +692,12 @@ async fn postgres_stopped_mid_run() {
 /// SIGCONT every committed step is there and the run goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_frozen_mid_run() {
-    if support::session::required_env(support::session::URL_VAR, "run through scripts/with-postgres.sh").is_none() {
+    if support::session::required_env(
+        support::session::URL_VAR,
+        "run through scripts/with-postgres.sh",
+    )
+    .is_none()
+    {
         return;
     }
     let Some(cluster) = support::session::Cluster::start() else {

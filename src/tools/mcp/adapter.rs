@@ -28,7 +28,10 @@ use crate::tools::permission::Permission;
 /// | `openWorldHint: true` or absent | adds `Network` | |
 ///
 /// An unannotated tool therefore counts as writing, destructive and open-world: the default
-/// [`PermissionConfig`](crate::tools::PermissionConfig) (Delete denied) refuses it. The user
+/// [`PermissionConfig`](crate::tools::PermissionConfig) (Delete denied) refuses it, unless the
+/// registry's [`ApprovalPolicy`](crate::tools::ApprovalPolicy) says
+/// [`UnannotatedTools::Ask`](crate::tools::UnannotatedTools::Ask): then it is offered and each
+/// call is asked ([`BaseTool::permissions_assumed`] is true for it). The user
 /// says otherwise per server or per tool ([`McpClient::with_tool_permissions`],
 /// [`McpClient::with_default_permissions`], [`McpClient::with_trusted_annotations`]; in an
 /// `mcpServers` file `toolPermissions`, `defaultPermissions`, `trustAnnotations`).
@@ -45,6 +48,8 @@ pub struct McpToolAdapter {
     title: Option<String>,
     schema: Value,
     permissions: Vec<Permission>,
+    /// The permissions are the spec's worst case: the tool says nothing about what it does.
+    assumed: bool,
     kind: ToolKind,
     handle: McpHandle,
 }
@@ -62,6 +67,7 @@ impl McpToolAdapter {
             McpToolNaming::Qualified => qualified_tool_name(&server, &tool.name),
         };
         let (permissions, kind) = rule.permissions(&tool.name, tool.annotations.as_ref());
+        let assumed = rule.assumed(&tool.name, tool.annotations.as_ref());
         McpToolAdapter {
             name,
             tool_name: tool.name.to_string(),
@@ -74,6 +80,7 @@ impl McpToolAdapter {
                 .or_else(|| tool.title.clone()),
             schema: Value::Object(tool.input_schema.as_ref().clone()),
             permissions,
+            assumed,
             kind,
             handle,
         }
@@ -128,6 +135,12 @@ impl BaseTool for McpToolAdapter {
 
     fn required_permissions(&self) -> Vec<Permission> {
         self.permissions.clone()
+    }
+
+    /// True when the server says nothing about what the tool does (and the user did not
+    /// either): its permissions are the spec's worst case.
+    fn permissions_assumed(&self) -> bool {
+        self.assumed
     }
 
     async fn execute(&self, args: Value) -> Result<Value, ToolError> {

@@ -515,7 +515,7 @@ async fn open_http(
     headers: &BTreeMap<String, String>,
     handler: Handler,
     peer: &trace::Peer,
-) -> Result<Service, ToolError> {
+) -> Result<Service, OpenFailure> {
     let server = &settings.server;
     let config = http_config(server, url, headers)?;
     let limit = settings.connect_timeout;
@@ -524,11 +524,15 @@ async fn open_http(
             "MCP server '{server}': could not build the HTTP client: {error}"
         ))
     })?;
+    let oauth = settings
+        .auth
+        .as_ref()
+        .map(|auth| OAuthHttpClient::new(url, auth.clone(), http.clone()));
+    let authorization = oauth.as_ref().map(OAuthHttpClient::session);
     let serve = async {
-        match &settings.auth {
-            Some(auth) => {
-                let client =
-                    TraceHeaders::new(OAuthHttpClient::new(url, auth.clone(), http.clone()), peer);
+        match oauth {
+            Some(oauth) => {
+                let client = TraceHeaders::new(oauth, peer);
                 handler
                     .serve(StreamableHttpClientTransport::with_client(client, config))
                     .await
@@ -541,15 +545,31 @@ async fn open_http(
             }
         }
     };
-    match tokio::time::timeout(limit, serve).await {
+    let outcome = tokio::time::timeout(limit, serve).await;
+    // A failed authorization is final: trying again would start a new one (a new browser
+    // window to wait for) without the user asking.
+    if let Ok(Err(_)) = &outcome
+        && let Some(reason) = authorization.and_then(|session| session.failure())
+    {
+        return Err(OpenFailure {
+            error: ToolError::McpAuthorization {
+                server: server.to_string(),
+                reason,
+            },
+            permanent: true,
+        });
+    }
+    match outcome {
         Ok(Ok(service)) => Ok(service),
         Ok(Err(error)) => Err(ToolError::McpError(format!(
             "MCP server '{server}' at {url} failed to initialize: {error}"
-        ))),
+        ))
+        .into()),
         Err(_) => Err(ToolError::McpTimeout(format!(
             "MCP server '{server}' at {url} did not finish initialize within {}",
             seconds(limit)
-        ))),
+        ))
+        .into()),
     }
 }
 

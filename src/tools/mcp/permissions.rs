@@ -40,6 +40,19 @@ impl Default for PermissionRule {
 }
 
 impl PermissionRule {
+    /// Whether the permissions of `tool` with `annotations` are the spec's worst-case defaults
+    /// because it says nothing about what it does: no user override, and neither
+    /// `readOnlyHint` nor `destructiveHint` (counting distrusted annotations as absent).
+    pub(crate) fn assumed(&self, tool: &str, annotations: Option<&ToolAnnotations>) -> bool {
+        if self.per_tool.contains_key(tool) || !self.default.is_empty() {
+            return false;
+        }
+        match annotations.filter(|_| self.trust_annotations) {
+            Some(hints) => hints.read_only_hint.is_none() && hints.destructive_hint.is_none(),
+            None => true,
+        }
+    }
+
     /// The permissions and kind of the tool `tool` with `annotations`.
     pub(crate) fn permissions(
         &self,
@@ -139,6 +152,30 @@ mod tests {
             of(Some(web)),
             (vec![Write, Delete, Network], ToolKind::Delete)
         );
+    }
+
+    #[test]
+    fn only_a_tool_that_says_nothing_has_assumed_permissions() {
+        let rule = PermissionRule::default();
+        assert!(rule.assumed("t", None));
+        assert!(rule.assumed("t", Some(&ToolAnnotations::new().open_world(true))));
+        assert!(!rule.assumed("t", Some(&ToolAnnotations::new().destructive(true))));
+        assert!(!rule.assumed("t", Some(&ToolAnnotations::new().read_only(false))));
+        let distrusted = PermissionRule {
+            trust_annotations: false,
+            ..PermissionRule::default()
+        };
+        assert!(distrusted.assumed("t", Some(&ToolAnnotations::new().read_only(true))));
+        let overridden = PermissionRule {
+            per_tool: BTreeMap::from([("t".to_owned(), vec![Read])]),
+            ..PermissionRule::default()
+        };
+        assert!(!overridden.assumed("t", None));
+        let server_default = PermissionRule {
+            default: vec![Read],
+            ..PermissionRule::default()
+        };
+        assert!(!server_default.assumed("t", None));
     }
 
     #[test]

@@ -38,6 +38,11 @@ impl OAuthHttpClient {
         }
     }
 
+    /// The server's authorization state (shared with the transport that owns this client).
+    pub(crate) fn session(&self) -> Arc<AuthSession> {
+        self.session.clone()
+    }
+
     /// Run `call` with the current authorization; on an auth challenge, authorize and retry.
     async fn send<T, F, Fut>(&self, call: F) -> Result<T, Error>
     where

@@ -29,6 +29,9 @@ pub(crate) struct AuthSession {
     /// The HTTP client the authorized requests are sent with.
     http: reqwest::Client,
     state: Mutex<State>,
+    /// Why the last authorization failed (redacted), until one succeeds: a failed flow is
+    /// final for the connection attempt, never retried behind the user's back.
+    failure: std::sync::Mutex<Option<String>>,
 }
 
 impl AuthSession {
@@ -42,7 +45,16 @@ impl AuthSession {
                 loaded: false,
                 generation: 0,
             }),
+            failure: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Why the last authorization flow failed, if it did (no secrets in it).
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The current authorized client (none before the first challenge) and its generation.
@@ -92,10 +104,16 @@ impl AuthSession {
         if state.generation != seen {
             return Ok(());
         }
-        let manager = self.run_flow(challenge).await.map_err(|error| {
-            // The flow's texts may quote token-endpoint answers or redirect URLs.
-            AuthError::AuthorizationFailed(redact(&error.to_string()))
-        })?;
+        let manager = match self.run_flow(challenge).await {
+            Ok(manager) => manager,
+            Err(error) => {
+                // The flow's texts may quote token-endpoint answers or redirect URLs.
+                let reason = redact(&error.to_string());
+                *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.clone());
+                return Err(AuthError::AuthorizationFailed(reason));
+            }
+        };
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
         state.client = Some(AuthClient::new(self.http.clone(), manager));
         state.generation += 1;
         tracing::debug!(target: "agcore::mcp", url = %self.url, "authorized");

@@ -43,6 +43,7 @@
 pub mod context;
 pub mod display;
 pub mod llm;
+pub mod owner_only;
 pub mod prompt;
 pub mod run;
 pub mod session;

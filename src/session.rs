@@ -22,7 +22,7 @@
 mod error;
 pub mod journal;
 mod outputs;
-pub mod owner_only;
+
 mod postgres;
 mod record;
 mod sqlite;
@@ -30,10 +30,10 @@ mod store;
 
 use std::sync::Arc;
 
+pub use crate::owner_only::{OwnerOnlyError, Tightened};
 pub use error::{Result, SessionError, StoreOperation};
 pub use journal::{Restored, SessionJournal, replay};
 pub use outputs::SessionOutputs;
-pub use owner_only::{OwnerOnlyError, Tightened};
 pub use postgres::{PostgresStore, PostgresTimeouts};
 pub use record::{
     MAX_SESSION_NAME_BYTES, MAX_STEP_KIND_BYTES, SESSION_FORMAT_VERSION, Session, SessionSummary,

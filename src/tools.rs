@@ -26,6 +26,7 @@ pub mod call_digest;
 mod capability;
 pub mod kind;
 mod reasons;
+mod rule_action;
 pub mod shell_syntax;
 mod source;
 

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agcore::llm::OpenaiChatMessage;
+use agcore::owner_only;
 use agcore::run::RunState;
 use agcore::session::{
     LockMode, PostgresTimeouts, Restored, SessionError, SessionJournal, SessionLease, SessionStore,
-    Tightened, owner_only,
+    Tightened,
 };
 use agcore::tools::ToolRegistry;
 use anyhow::{Context, bail};
@@ -37,7 +38,7 @@ pub fn store_url(flag: Option<&str>, config: Option<&str>) -> anyhow::Result<Str
     };
     if let Some(dir) = path.parent() {
         // Owner-only when created; an existing one is tightened when the store opens.
-        agcore::session::owner_only::create_dir_all(dir)
+        agcore::owner_only::create_dir_all(dir)
             .with_context(|| format!("could not create the session directory {}", dir.display()))?;
     }
     Ok(format!("sqlite:{}", path.display()))

@@ -93,7 +93,7 @@ impl TrustStore {
             bail!("cannot store trust records: neither XDG_DATA_HOME nor HOME is set");
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-        agcore::session::owner_only::create_dir_all(dir)
+        agcore::owner_only::create_dir_all(dir)
             .with_context(|| format!("could not create {}", dir.display()))?;
         let text = toml::to_string(self).context("could not serialise the trust records")?;
         // tempfile creates the file with mode 0600 on Unix.

@@ -97,7 +97,7 @@ impl OutputStore {
     ) -> std::io::Result<()> {
         // Outputs can hold anything a tool read: owner-only, whatever the umask. An existing
         // folder is the caller's to keep (it may be shared, like /tmp); the files are 0600.
-        use crate::session::owner_only::{create_dir_all, write_file};
+        use crate::owner_only::{create_dir_all, write_file};
         create_dir_all(&self.dir)?;
         write_file(&self.dir.join(format!("{id}.txt")), content.as_bytes())?;
         if let Some(tail_start) = tail_start {

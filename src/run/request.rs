@@ -3,7 +3,7 @@
 //! [`RunJournal`].
 //!
 //! ```no_run
-//! # async fn demo(cycle: &mut agcore::llm::Conversation, registry: &agcore::tools::ToolRegistry)
+//! # async fn demo(cycle: &mut agcore::Conversation, registry: &agcore::tools::ToolRegistry)
 //! # -> Result<(), agcore::llm::LlmError> {
 //! use agcore::run::{Decision, RunOutcome, RunRequest};
 //! // The registry's approver answers `ApprovalDecision::Defer` (e.g. `DeferAll`).

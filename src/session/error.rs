@@ -135,7 +135,7 @@ pub enum SessionError {
     /// A file or folder the store keeps owner-only belongs to another user or is not what it
     /// should be (a symbolic link where the lock file is): the store refuses to use it.
     #[error("session store file is not private: {0}")]
-    NotPrivate(#[from] super::owner_only::OwnerOnlyError),
+    NotPrivate(#[from] crate::owner_only::OwnerOnlyError),
     /// A store address `open` does not understand.
     #[error("unsupported session store address {url:?}: use sqlite:PATH or postgres://...")]
     UnsupportedUrl {

@@ -11,7 +11,6 @@ use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
 use super::error::{Result, SessionError};
-use super::owner_only::{self, Tightened};
 use super::record::{
     Session, SessionSummary, Step, check_version, decode_step, from_ms, now_ms, validate_name,
     validate_steps,
@@ -19,6 +18,7 @@ use super::record::{
 use super::store::{LockMode, SessionLease, SessionStore};
 use super::{SCHEMA_VERSION, lock_key};
 use crate::context::spill::KeptOutput;
+use crate::owner_only::{self, Tightened};
 
 /// How long a write waits for another process's write transaction on the same file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

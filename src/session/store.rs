@@ -5,9 +5,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::error::Result;
-use super::owner_only::Tightened;
 use super::record::{Session, SessionSummary, Step};
 use crate::context::spill::KeptOutput;
+use crate::owner_only::Tightened;
 
 /// How [`SessionStore::lock`] behaves when another holder has the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

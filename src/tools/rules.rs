@@ -48,29 +48,8 @@ use serde_json::Value;
 use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::base::BaseTool;
 use crate::tools::reasons::ExposureError;
+pub use crate::tools::rule_action::RuleAction;
 use crate::tools::shell_rules::{self, Judged, TextTest};
-
-/// What a matching rule does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleAction {
-    /// Run without asking (when the permission is *ask*).
-    Allow,
-    /// Ask for approval, even when the permission is allowed.
-    Ask,
-    /// Refuse the call.
-    Deny,
-}
-
-impl fmt::Display for RuleAction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            RuleAction::Allow => "allow",
-            RuleAction::Ask => "ask",
-            RuleAction::Deny => "deny",
-        })
-    }
-}
 
 /// One rule on one argument of one tool. Exactly one of `matches`, `contains` and `host_in`
 /// is set.

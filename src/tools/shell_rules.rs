@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use regex::Regex;
 
-use crate::tools::rules::RuleAction;
+use crate::tools::rule_action::RuleAction;
 use crate::tools::shell_syntax::{ShellCommand, ShellSyntaxError, SimpleCommand};
 
 /// A rule's test, as [`crate::tools::rules`] compiled it.

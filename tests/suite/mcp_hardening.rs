@@ -417,6 +417,9 @@ async fn closing_while_a_tool_list_refresh_is_in_flight_logs_no_failure() {
     // A current-thread runtime: every task of the client logs to this thread's collector.
     let logged = Logged::default();
     let _guard = tracing::subscriber::set_default(logged.clone());
+    // Other tests of this binary install their own thread-local subscribers; recompute every
+    // callsite's interest now, so none cached as unwanted while this one was not yet there.
+    tracing::callsite::rebuild_interest_cache();
     let mut client = McpClient::new("refresh", hostile("list-changed"));
     within_20s(client.connect()).await.unwrap();
     // The server sent tools/list_changed; the refresh it caused is in flight once the server
@@ -448,6 +451,9 @@ async fn a_clean_exit_from_server_everything_logs_no_failure() {
     };
     let logged = Logged::default();
     let _guard = tracing::subscriber::set_default(logged.clone());
+    // Other tests of this binary install their own thread-local subscribers; recompute every
+    // callsite's interest now, so none cached as unwanted while this one was not yet there.
+    tracing::callsite::rebuild_interest_cache();
     let transport = McpTransport::stdio("node", [script.display().to_string(), "stdio".into()]);
     let mut client = McpClient::new("everything", transport);
     within_20s(client.connect()).await.unwrap();

@@ -6,6 +6,7 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -213,11 +214,13 @@ async fn loose_files_are_tightened_on_open_and_reported_once() {
 /// with a typed error instead of being used.
 #[tokio::test]
 async fn a_lock_of_another_user_is_refused() {
-    if nix_uid() != 0 {
-        if std::env::var_os("CI").is_some() {
-            panic!("this test needs root to make a file of another user (CI is set)");
-        }
-        eprintln!("skipped: needs root to chown a file to another user");
+    if support::mcp::require(
+        "root (to make a file of another user with chown)",
+        "run the tests as root",
+        (nix_uid() == 0).then_some(()),
+    )
+    .is_none()
+    {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -236,7 +239,7 @@ async fn a_lock_of_another_user_is_refused() {
     assert!(
         matches!(
             &error,
-            SessionError::NotPrivate(agcore::session::owner_only::OwnerOnlyError::NotOwned {
+            SessionError::NotPrivate(agcore::owner_only::OwnerOnlyError::NotOwned {
                 owner: 65534,
                 ..
             })
@@ -262,7 +265,7 @@ async fn a_lock_of_another_user_is_refused() {
     assert!(
         matches!(
             &error,
-            SessionError::NotPrivate(agcore::session::owner_only::OwnerOnlyError::NotOwned {
+            SessionError::NotPrivate(agcore::owner_only::OwnerOnlyError::NotOwned {
                 owner: 65534,
                 ..
             })

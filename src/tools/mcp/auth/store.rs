@@ -36,7 +36,7 @@ impl FileCredentialStore {
             _ => Path::new("."),
         };
         // Folders it creates are owner-only; an existing one is the caller's.
-        crate::session::owner_only::create_dir_all(dir)
+        crate::owner_only::create_dir_all(dir)
             .map_err(|error| self.failure("create the directory of", error))?;
         // The temporary file is created 0600 by tempfile, so the tokens are never readable by
         // others, not even between the write and the rename.

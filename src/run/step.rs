@@ -14,7 +14,7 @@ use crate::run::state::{Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall,
-    ToolChoice, Usage, generate_call_id, normalise_arguments,
+    ToolChoice, Usage, generate_call_id, normalise_arguments, text,
 };
 
 /// What happened since the last step.
@@ -638,22 +638,15 @@ pub(crate) fn truncate_answer(answer: ToolAnswer, limit: usize) -> ToolAnswer {
 }
 
 /// Cut `content` to about `limit` bytes for the model: its beginning (half the limit) and its
-/// end (a quarter), cut at line boundaries when lines are short, with a marker in between
-/// saying exactly what was removed — the byte and line range — and how to see it.
+/// end (a quarter), cut at line boundaries when lines are short
+/// ([`text::cut_middle_lines`]), with a marker in between saying exactly what was removed —
+/// the byte and line range — and how to see it.
 pub(crate) fn truncate_for_model(content: String, limit: usize) -> String {
     if content.len() <= limit {
         return content;
     }
-    let head_end = line_start_before(&content, floor_char_boundary(&content, limit / 2));
-    let tail_start = line_start_after(
-        &content,
-        ceil_char_boundary(&content, content.len() - limit / 4),
-    );
-    let (head, removed, tail) = (
-        &content[..head_end],
-        &content[head_end..tail_start],
-        &content[tail_start..],
-    );
+    let cut = text::cut_middle_lines(&content, limit / 2, limit / 4);
+    let (head, removed) = (cut.head(), cut.removed());
     let first_line = head.matches('\n').count() + 1;
     let last_line =
         first_line + removed.matches('\n').count() - usize::from(removed.ends_with('\n'));
@@ -670,46 +663,13 @@ pub(crate) fn truncate_for_model(content: String, limit: usize) -> String {
     format!(
         "{head}{newline}[... {} bytes cut here: bytes {}-{} of {} ({lines} of this output); the \
          output was longer than the tool output limit of {limit} bytes; re-run with narrower \
-         arguments (e.g. an offset, a limit or a filter) to see them ...]\n{tail}",
-        removed.len(),
-        head_end + 1,
-        tail_start,
+         arguments (e.g. an offset, a limit or a filter) to see them ...]\n{}",
+        cut.cut_bytes(),
+        cut.head_end() + 1,
+        cut.tail_start(),
         content.len(),
+        cut.tail(),
     )
-}
-
-/// `index` moved back to the start of its line, unless that loses more than half the text
-/// before it (then `index`, a char boundary, as it is).
-fn line_start_before(text: &str, index: usize) -> usize {
-    match text[..index].rfind('\n') {
-        Some(newline) if newline + 1 >= index / 2 => newline + 1,
-        _ => index,
-    }
-}
-
-/// `index` moved forward to the start of the next line, unless that loses more than half the
-/// text after it (then `index`, a char boundary, as it is).
-fn line_start_after(text: &str, index: usize) -> usize {
-    let after = text.len() - index;
-    match text[index..].find('\n') {
-        _ if index == 0 || text.as_bytes()[index - 1] == b'\n' => index,
-        Some(newline) if newline < after / 2 => index + newline + 1,
-        _ => index,
-    }
-}
-
-fn floor_char_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-fn ceil_char_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index
 }
 
 /// Record one tool turn's calls in `streaks`; returns each call's streak (consecutive tool

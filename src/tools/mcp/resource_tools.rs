@@ -312,24 +312,17 @@ pub(crate) fn cut(text: &str, offset: usize, budget: usize) -> String {
             text.len()
         );
     }
-    let start = floor_boundary(text, offset);
-    if text.len() - start <= budget {
+    let start = text.floor_char_boundary(offset);
+    let page = crate::vocab::text::head(&text[start..], budget);
+    if page.is_whole() {
         return text[start..].to_owned();
     }
-    let end = floor_boundary(text, start + budget);
+    let end = start + page.head_end();
     format!(
         "{}\n[bytes {start}–{end} of {}; call again with offset {end} for more]",
-        &text[start..end],
+        page.head(),
         text.len()
     )
-}
-
-fn floor_boundary(text: &str, mut at: usize) -> usize {
-    at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::run::state::{Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall,
-    ToolChoice, Usage, generate_call_id, normalise_arguments, text,
+    ToolChoice, Usage, text,
 };
 
 /// What happened since the last step.
@@ -317,7 +317,6 @@ fn request_model(mut state: RunState) -> (RunState, Effect) {
 
 /// Apply the rules to a reply: a final answer, or a tool turn.
 fn model_replied(mut state: RunState, mut reply: ChatResponse) -> (RunState, Effect) {
-    normalise_tool_calls(&mut reply.message);
     if let Some(usage) = reply.usage {
         *state.usage.get_or_insert_with(Usage::default) += usage;
     }
@@ -612,21 +611,6 @@ pub(crate) fn unanswered_calls(messages: &[OpenaiChatMessage]) -> Vec<ToolCall> 
         .filter(|call| !answered.contains(call.id.as_str()))
         .cloned()
         .collect()
-}
-
-/// Every call gets a unique, non-empty id and arguments that are JSON text (`""` → `{}`).
-fn normalise_tool_calls(message: &mut OpenaiChatMessage) {
-    if let OpenaiChatMessage::Assistant { tool_calls, .. } = message {
-        let mut seen = HashSet::new();
-        for call in tool_calls.iter_mut() {
-            if call.id.is_empty() || !seen.insert(call.id.clone()) {
-                call.id = generate_call_id();
-                seen.insert(call.id.clone());
-            }
-            call.function.arguments =
-                normalise_arguments(std::mem::take(&mut call.function.arguments));
-        }
-    }
 }
 
 /// `answer` with its text cut for the model (see [`truncate_for_model`]).

@@ -87,16 +87,13 @@ fn a_tool_turn_runs_commits_and_relaxes_the_tool_choice() {
     let (mut state, effect) = step(
         state,
         Input::ModelReplied(Box::new(calls_reply(
-            vec![ToolCall::new("", "f", ""), ToolCall::new("b", "g", "{}")],
+            vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "g", "{}")],
             FinishReason::ToolCalls,
         ))),
     );
     let batch = batch(effect);
     assert!(batch.from_reply);
     assert_eq!(batch.run, [0, 1]);
-    // Normalised: a generated id, `""` arguments as `{}`.
-    assert!(batch.calls[0].id.starts_with("call_"));
-    assert_eq!(batch.calls[0].function.arguments, "{}");
     state.mark_started(0);
     state.record_answer(0, ToolAnswer::ok("x".repeat(5_000)));
     state.record_answer(1, ToolAnswer::error("boom"));
@@ -574,23 +571,6 @@ fn unanswered_calls_are_those_of_the_last_assistant_message_without_a_tool_messa
     messages.push(OpenaiChatMessage::assistant_text("done"));
     assert!(unanswered_calls(&messages).is_empty());
     assert!(unanswered_calls(&[]).is_empty());
-}
-
-#[test]
-fn duplicate_and_empty_ids_are_replaced() {
-    let mut message = OpenaiChatMessage::assistant_tool_calls(
-        None,
-        vec![
-            ToolCall::new("", "f", ""),
-            ToolCall::new("x", "f", "{}"),
-            ToolCall::new("x", "g", "{}"),
-        ],
-    );
-    normalise_tool_calls(&mut message);
-    let ids: HashSet<&str> = message.tool_calls().iter().map(|c| c.id.as_str()).collect();
-    assert_eq!(ids.len(), 3);
-    assert!(!ids.contains(""));
-    assert_eq!(message.tool_calls()[0].function.arguments, "{}");
 }
 
 #[test]

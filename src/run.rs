@@ -14,13 +14,13 @@
 //! - Typed final output: [`crate::llm::LlmCycle::submit_typed`] returns the model's final
 //!   answer as a Rust value checked against its schema ([`OutputSchema`], [`OutputMode`]).
 
+mod answer;
 mod budget;
 mod context_turn;
 mod cycle;
 mod driver;
 mod hooks;
 pub mod journal;
-mod media;
 mod model_turn;
 mod output_schema;
 mod request;

@@ -290,7 +290,7 @@ impl RunState {
             .turn_mut()
             .and_then(|turn| turn.calls.get_mut(position))
         {
-            call.answer = Some(crate::run::step::truncate_answer(answer, limit));
+            call.answer = Some(crate::run::answer::truncate_answer(answer, limit));
         }
     }
 

@@ -1,8 +1,8 @@
 //! [`step`]: the tool loop's rules, as a pure function from a [`RunState`] and an [`Input`]
 //! to the next state and the [`Effect`] the driver performs. Every rule lives here once: the
 //! turn limit, the repeated-call guard, truncated and `stop`-reason tool calls, the forced
-//! `tool_choice`, unanswered calls, cancellation, output truncation and the final-answer tool of
-//! a typed run.
+//! `tool_choice`, unanswered calls, cancellation and the final-answer tool of a typed run. (What
+//! a tool's answer looks like to the model is the answer pipeline's, `run/answer.rs`.)
 
 use std::collections::HashSet;
 
@@ -14,7 +14,7 @@ use crate::run::state::{Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall,
-    ToolChoice, Usage, text,
+    ToolChoice, Usage,
 };
 
 /// What happened since the last step.
@@ -611,49 +611,6 @@ pub(crate) fn unanswered_calls(messages: &[OpenaiChatMessage]) -> Vec<ToolCall> 
         .filter(|call| !answered.contains(call.id.as_str()))
         .cloned()
         .collect()
-}
-
-/// `answer` with its text cut for the model (see [`truncate_for_model`]).
-pub(crate) fn truncate_answer(answer: ToolAnswer, limit: usize) -> ToolAnswer {
-    ToolAnswer {
-        content: truncate_for_model(answer.content, limit),
-        is_error: answer.is_error,
-    }
-}
-
-/// Cut `content` to about `limit` bytes for the model: its beginning (half the limit) and its
-/// end (a quarter), cut at line boundaries when lines are short
-/// ([`text::cut_middle_lines`]), with a marker in between saying exactly what was removed —
-/// the byte and line range — and how to see it.
-pub(crate) fn truncate_for_model(content: String, limit: usize) -> String {
-    if content.len() <= limit {
-        return content;
-    }
-    let cut = text::cut_middle_lines(&content, limit / 2, limit / 4);
-    let (head, removed) = (cut.head(), cut.removed());
-    let first_line = head.matches('\n').count() + 1;
-    let last_line =
-        first_line + removed.matches('\n').count() - usize::from(removed.ends_with('\n'));
-    let lines = if first_line == last_line {
-        format!("line {first_line}")
-    } else {
-        format!("lines {first_line}-{last_line}")
-    };
-    let newline = if head.is_empty() || head.ends_with('\n') {
-        ""
-    } else {
-        "\n"
-    };
-    format!(
-        "{head}{newline}[... {} bytes cut here: bytes {}-{} of {} ({lines} of this output); the \
-         output was longer than the tool output limit of {limit} bytes; re-run with narrower \
-         arguments (e.g. an offset, a limit or a filter) to see them ...]\n{}",
-        cut.cut_bytes(),
-        cut.head_end() + 1,
-        cut.tail_start(),
-        content.len(),
-        cut.tail(),
-    )
 }
 
 /// Record one tool turn's calls in `streaks`; returns each call's streak (consecutive tool

@@ -731,11 +731,14 @@ impl ToolRegistry {
             ))
         });
         // Rendered here, with the tool at hand: no second lookup later.
-        let (result, answer) = match rendered {
-            Ok((output, text)) => (Ok(output), ToolAnswer::ok(text)),
+        let (result, answer, media) = match rendered {
+            Ok((output, text)) => {
+                let media = tool.media(&output);
+                (Ok(output), ToolAnswer::ok(text), media)
+            }
             Err(error) => {
                 let answer = self.error_answer(&error);
-                (Err(error), answer)
+                (Err(error), answer, Vec::new())
             }
         };
         CompletedCall {
@@ -744,6 +747,7 @@ impl ToolRegistry {
             input,
             outcome: ToolOutcome::Ran { result },
             answer,
+            media,
             duration: started.elapsed(),
         }
     }
@@ -762,6 +766,7 @@ impl ToolRegistry {
             tool_name,
             input,
             answer: self.error_answer(&reason),
+            media: Vec::new(),
             outcome: ToolOutcome::Refused { reason },
             duration: started.elapsed(),
         }

@@ -13,9 +13,10 @@ use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::mcp::catalog::McpResourceContent;
 use crate::tools::mcp::client::{McpClient, McpHandle};
-use crate::tools::mcp::media::MAX_MEDIA_BYTES;
+use crate::tools::mcp::media::{MAX_MEDIA_BYTES, media_of};
 use crate::tools::mcp::naming::qualified_tool_name;
 use crate::tools::mcp::result::content_to_model_text;
+use crate::tools::media::ToolMedia;
 use crate::tools::permission::Permission;
 
 /// The most text one `read_resource` or `list_resources` answer carries (below the loop's
@@ -166,6 +167,11 @@ impl BaseTool for McpResourceTool {
     /// tool's are (`[image: image/png, N bytes of base64]`).
     fn model_content(&self, output: &Value) -> String {
         content_to_model_text(output)
+    }
+
+    /// The image and audio blobs of a first page, as the run passes them to the model.
+    fn media(&self, output: &Value) -> Vec<ToolMedia> {
+        media_of(output)
     }
 }
 

@@ -501,6 +501,7 @@ impl CallObserver for BatchObserver<'_> {
                 JournalEntry::CallFinished {
                     call_id: id,
                     answer: &call.answer,
+                    media: message.as_ref(),
                 },
             )
             .await

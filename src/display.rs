@@ -92,23 +92,15 @@ fn escape(text: &str, keep_lines: bool) -> Cow<'_, str> {
 /// `text` whole when it has at most `head + tail` characters; else its first `head` and last
 /// `tail` characters around a marker `… N more chars …`, so the end is always shown.
 pub fn head_and_tail(text: &str, head: usize, tail: usize) -> Cow<'_, str> {
-    let count = text.chars().count();
-    if count <= head.saturating_add(tail) {
+    let cut = crate::vocab::text::head_tail_chars(text, head, tail);
+    if cut.is_whole() {
         return Cow::Borrowed(text);
     }
-    let head_end = text
-        .char_indices()
-        .nth(head)
-        .map_or(text.len(), |(at, _)| at);
-    let tail_start = text
-        .char_indices()
-        .nth(count - tail)
-        .map_or(text.len(), |(at, _)| at);
-    let hidden = count - head - tail;
     Cow::Owned(format!(
-        "{} … {hidden} more chars … {}",
-        &text[..head_end],
-        &text[tail_start..]
+        "{} … {} more chars … {}",
+        cut.head(),
+        cut.cut_chars(),
+        cut.tail()
     ))
 }
 

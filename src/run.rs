@@ -14,6 +14,7 @@
 //! - Typed final output: [`crate::run::Conversation::submit_typed`] returns the model's final
 //!   answer as a Rust value checked against its schema ([`OutputSchema`], [`OutputMode`]).
 
+mod answer;
 mod budget;
 pub mod config;
 mod context_turn;
@@ -22,7 +23,6 @@ mod driver;
 pub mod error;
 pub mod hooks;
 pub mod journal;
-mod media;
 mod metered;
 mod model_turn;
 mod output_schema;

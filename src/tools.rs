@@ -33,6 +33,7 @@ mod source;
 // The error and the records of a call.
 pub mod call;
 pub mod error;
+pub mod media;
 pub mod outcome;
 pub mod validate;
 
@@ -66,6 +67,7 @@ pub use error::ToolError;
 pub use exposure::{ExposurePolicy, ExposureReport, HiddenBecause};
 pub use kind::ToolKind;
 pub use mcp::McpClient;
+pub use media::{MediaKind, ToolMedia};
 pub use outcome::{CompletedCall, ToolOutcome};
 pub use permission::{Permission, PermissionChecker, PermissionConfig};
 pub use profile::{Profile, ProfileEntry};

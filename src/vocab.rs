@@ -1,5 +1,6 @@
 //! The vocabulary every layer shares: messages, tool calls, tool definitions, usage, finish
-//! reasons and call ids.
+//! reasons and call ids; and [`text`], cutting text to a budget at character and line
+//! boundaries, which every layer uses.
 //!
 //! Providers ([`crate::llm`]) and tools ([`crate::tools`]) both speak it and neither imports
 //! the other; the run ([`crate::run`]) sits on top of both. The same items are also reachable
@@ -8,6 +9,7 @@
 mod answer;
 mod arguments;
 mod call_id;
+pub mod text;
 pub mod trace_context;
 pub mod types;
 

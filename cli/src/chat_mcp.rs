@@ -4,6 +4,7 @@
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::tools::mcp::McpHandle;
+use agcore::vocab::text;
 use serde_json::{Map, Value};
 
 /// The most bytes of a read resource printed in the chat.
@@ -87,10 +88,10 @@ async fn resources(words: &[String], servers: &[McpHandle]) -> Result<(), String
             for part in contents {
                 match (part.text, part.blob) {
                     (Some(text), _) => {
-                        let end = floor_boundary(&text, MAX_SHOWN_BYTES);
-                        println!("{}", escape_keeping_lines(&text[..end]));
-                        if end < text.len() {
-                            println!("[… {} more bytes not shown]", text.len() - end);
+                        let shown = text::head(&text, MAX_SHOWN_BYTES);
+                        println!("{}", escape_keeping_lines(shown.head()));
+                        if !shown.is_whole() {
+                            println!("[… {} more bytes not shown]", shown.cut_bytes());
                         }
                     }
                     (None, Some(blob)) => println!(
@@ -272,14 +273,6 @@ fn split_words(text: &str) -> Vec<String> {
         words.push(word);
     }
     words
-}
-
-fn floor_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
 
 #[cfg(test)]

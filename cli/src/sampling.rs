@@ -178,13 +178,10 @@ fn question(request: &SamplingRequest, max_tokens: u32) -> String {
 }
 
 fn shown(text: &str) -> String {
-    let mut end = text.len().min(SHOWN_BYTES);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = escape_keeping_lines(&text[..end]).replace('\n', "\n    ");
-    if end < text.len() {
-        out.push_str(&format!(" [… {} more bytes]", text.len() - end));
+    let shown = agcore::vocab::text::head(text, SHOWN_BYTES);
+    let mut out = escape_keeping_lines(shown.head()).replace('\n', "\n    ");
+    if !shown.is_whole() {
+        out.push_str(&format!(" [… {} more bytes]", shown.cut_bytes()));
     }
     out
 }

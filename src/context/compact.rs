@@ -138,14 +138,11 @@ fn short_arguments(arguments: &str) -> String {
 }
 
 fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
+    let cut = crate::vocab::text::head(text, max);
+    if cut.is_whole() {
         return text.to_owned();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    format!("{}…", cut.head())
 }
 
 /// `12345` → `12,345`.

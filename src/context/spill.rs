@@ -16,7 +16,7 @@ use crate::context::config::EngineConfig;
 use crate::tools::base::BaseTool;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
-use crate::vocab::ToolAnswer;
+use crate::vocab::{ToolAnswer, text};
 
 /// The most bytes one `read_output` page returns.
 pub const MAX_PAGE_BYTES: usize = 16 * 1024;
@@ -197,10 +197,7 @@ pub fn page(kept: &KeptOutput, id: &str, offset: usize, max: usize) -> Result<Pa
             total,
         });
     }
-    let mut offset = offset;
-    while !content.is_char_boundary(offset) {
-        offset -= 1;
-    }
+    let offset = content.floor_char_boundary(offset);
     // A page stops where the tail the model already has starts.
     let limit = kept
         .tail_start
@@ -230,20 +227,19 @@ pub fn page(kept: &KeptOutput, id: &str, offset: usize, max: usize) -> Result<Pa
 }
 
 /// Where `content` is cut for `limit`: the head ends and the tail starts (at line starts when
-/// lines are short): about half the limit before, a quarter after.
+/// lines are short, [`text::cut_middle_lines`]): about half the limit before, a quarter after.
 pub fn cut_points(content: &str, limit: usize) -> (usize, usize) {
-    let head_end = line_start_at_or_before(content, limit / 2);
-    let tail_start =
-        line_start_at_or_after(content, content.len().saturating_sub(limit / 4)).max(head_end);
-    (head_end, tail_start)
+    let cut = text::cut_middle_lines(content, limit / 2, limit / 4);
+    (cut.head_end(), cut.tail_start())
 }
 
 /// `content` cut at [`cut_points`] for the model, with a marker naming the cut bytes and lines
 /// and how to read them.
 pub fn cut_with_marker(content: &str, limit: usize, id: &str) -> String {
-    let (head_end, tail_start) = cut_points(content, limit);
-    let first_line = content[..head_end].matches('\n').count() + 1;
-    let cut_lines = content[head_end..tail_start].matches('\n').count();
+    let cut = text::cut_middle_lines(content, limit / 2, limit / 4);
+    let (head_end, tail_start) = (cut.head_end(), cut.tail_start());
+    let first_line = cut.head().matches('\n').count() + 1;
+    let cut_lines = cut.removed().matches('\n').count();
     let lines = match cut_lines {
         0 => format!("part of line {first_line}"),
         1 => format!("line {first_line}"),
@@ -252,36 +248,11 @@ pub fn cut_with_marker(content: &str, limit: usize, id: &str) -> String {
     format!(
         "{}[... agcore cut {} bytes here (bytes {head_end}-{tail_start} of {}, {lines}); the whole output is kept as {id}: \
          call read_output with {{\"id\": \"{id}\", \"offset\": {head_end}}} to read on from here; the pages stop where the rest below starts ...]\n{}",
-        &content[..head_end],
-        tail_start - head_end,
+        cut.head(),
+        cut.cut_bytes(),
         content.len(),
-        &content[tail_start..],
+        cut.tail(),
     )
-}
-
-fn line_start_at_or_before(text: &str, index: usize) -> usize {
-    let mut index = index.min(text.len());
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    match text[..index].rfind('\n') {
-        Some(newline) if newline + 1 >= index / 2 => newline + 1,
-        _ => index,
-    }
-}
-
-fn line_start_at_or_after(text: &str, index: usize) -> usize {
-    let mut index = index.min(text.len());
-    while !text.is_char_boundary(index) {
-        index += 1;
-    }
-    if index == 0 || text.as_bytes()[index - 1] == b'\n' {
-        return index;
-    }
-    match text[index..].find('\n') {
-        Some(newline) if newline < (text.len() - index) / 2 => index + newline + 1,
-        _ => index,
-    }
 }
 
 /// The limit for `tool`'s outputs: its own (`ContextConfig::tool_output_limits`), else the

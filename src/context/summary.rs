@@ -190,22 +190,15 @@ fn chunk(pieces: &[String], max: usize) -> Vec<String> {
     chunks
 }
 
-/// `text` cut to about `max` bytes: head and tail, with a marker.
+/// `text` cut to about `max` bytes: head (two thirds) and tail, with a marker.
 fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
     let marker = " […] ";
     let keep = max.saturating_sub(marker.len());
-    let mut head = keep * 2 / 3;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - (keep - head);
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!("{}{marker}{}", &text[..head], &text[tail..])
+    let cut = crate::vocab::text::head_tail(text, keep * 2 / 3, keep - keep * 2 / 3);
+    format!("{}{marker}{}", cut.head(), cut.tail())
 }
 
 #[cfg(test)]

@@ -74,6 +74,14 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelDelta, ProviderErro
 ///
 /// A single call makes a single attempt; retries are the caller's ([`crate::llm::RetryPolicy`]),
 /// so every backend retries the same way.
+///
+/// Tool calls are normalised by the provider, once, and nowhere after: every call of a reply
+/// has an id unique within it and arguments that are JSON text (blank means `{}`), as
+/// [`normalise_tool_calls`](crate::llm::stream::normalise_tool_calls) makes them. A stream gets
+/// this from the [`StreamAssembler`](crate::llm::StreamAssembler) that assembles it (a backend
+/// streams the server's pieces as they are); [`ChatModel::chat`] returns a whole reply, so a
+/// backend applies `normalise_tool_calls` to it before returning (the OpenAI-compatible client
+/// does). The run uses the ids and arguments as it gets them.
 #[async_trait]
 pub trait ChatModel: Send + Sync {
     /// A non-streaming request.

@@ -7,7 +7,7 @@
 //! concatenated, starting from empty; empty arguments mean `{}`; tool calls assembled under
 //! `finish_reason` `stop` or none are still tool calls.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::llm::error::{ProviderError, ResponseLimit};
 use crate::llm::event::StreamEvent;
@@ -286,16 +286,11 @@ impl StreamAssembler {
         }
         let mut calls = self.calls;
         calls.sort_by_key(|call| call.index);
-        let tool_calls: Vec<ToolCall> = calls
+        let mut tool_calls: Vec<ToolCall> = calls
             .into_iter()
-            .map(|call| {
-                ToolCall::new(
-                    call.id.unwrap_or_else(generate_call_id),
-                    call.name,
-                    normalise_arguments(call.arguments),
-                )
-            })
+            .map(|call| ToolCall::new(call.id.unwrap_or_default(), call.name, call.arguments))
             .collect();
+        normalise_tool_calls(&mut tool_calls);
         for call in &tool_calls {
             out.push(StreamEvent::ToolCallReady {
                 id: call.id.clone(),
@@ -347,6 +342,38 @@ fn delta_bytes(delta: &ModelDelta) -> usize {
             .saturating_add(len(name))
             .saturating_add(len(arguments)),
         ModelDelta::Meta { .. } | ModelDelta::Finish(_) | ModelDelta::Usage(_) => 0,
+    }
+}
+
+/// The tool calls of one reply as the run may use them — the one place this is done, for
+/// every provider (see [`ChatModel`](crate::llm::ChatModel)): the [`StreamAssembler`] applies
+/// it to a stream, a provider's decoder to a whole reply. Every call gets an id unique within
+/// the reply (generated when the server sent none, an empty one, or one an earlier call of the
+/// reply has: its answer would be ambiguous), and blank arguments become `{}` (what servers
+/// that send nothing for a parameterless call mean).
+///
+/// ```
+/// use agcore::llm::stream::normalise_tool_calls;
+/// use agcore::vocab::ToolCall;
+///
+/// let mut calls = vec![ToolCall::new("", "now", ""), ToolCall::new("a", "f", "{}"), ToolCall::new("a", "g", " ")];
+/// normalise_tool_calls(&mut calls);
+/// assert!(calls[0].id.starts_with("call_") && calls[2].id.starts_with("call_"));
+/// assert_eq!(calls[1].id, "a");
+/// assert_eq!((calls[0].function.arguments.as_str(), calls[2].function.arguments.as_str()), ("{}", "{}"));
+/// ```
+pub fn normalise_tool_calls(calls: &mut [ToolCall]) {
+    // Most replies have one call: no set for them.
+    let mut seen: HashSet<String> = HashSet::new();
+    let several = calls.len() > 1;
+    for call in calls.iter_mut() {
+        if call.id.is_empty() || (several && seen.contains(&call.id)) {
+            call.id = generate_call_id();
+        }
+        if several {
+            seen.insert(call.id.clone());
+        }
+        call.function.arguments = normalise_arguments(std::mem::take(&mut call.function.arguments));
     }
 }
 

@@ -11,12 +11,10 @@ use crate::llm::model::{ChatModel, ChatRequest};
 use crate::run::budget;
 use crate::run::config::CycleConfig;
 use crate::run::error::LlmError;
-use crate::run::journal::RunJournal;
 use crate::run::metered::{Metered, Spent};
 use crate::run::model_turn::{self, Mode, TurnItem};
 use crate::run::state::RunState;
-use crate::run::step::truncate_answer;
-use crate::vocab::{RequestOptions, ToolAnswer, ToolDefinition};
+use crate::vocab::{RequestOptions, ToolDefinition};
 
 /// The model request of `state`'s next turn, with the context engine.
 pub(crate) fn request<'a>(
@@ -157,47 +155,5 @@ fn exhausted(message: &str, highest: Option<context::CompactionTier>) -> LlmErro
         message: format!(
             "{message} (the context engine retried once {done}; the newest turns, the system prompt and the newest user message alone do not fit)"
         ),
-    }
-}
-
-/// A finished call's answer for the model: over its tool's limit (when
-/// `ContextConfig::spill_dir` is set), kept whole — in the run's session store when its
-/// journal keeps outputs, else in a spill file — with a `read_output` marker; else cut at
-/// that limit.
-pub(crate) async fn keep_large(
-    config: &CycleConfig,
-    journal: Option<&dyn RunJournal>,
-    tool_name: &str,
-    answer: ToolAnswer,
-) -> ToolAnswer {
-    let limit = context::spill::limit_for(&config.engine(), tool_name);
-    if config.context.spill_dir.is_some() {
-        if let Some(journal) = journal
-            && config.context.enabled
-            && answer.content.len() > limit
-        {
-            let id = context::spill::new_output_id();
-            let (_, tail_start) = context::spill::cut_points(&answer.content, limit);
-            match journal
-                .keep_output(&id, &answer.content, Some(tail_start))
-                .await
-            {
-                Some(Ok(())) => {
-                    return ToolAnswer {
-                        content: context::spill::cut_with_marker(&answer.content, limit, &id),
-                        is_error: answer.is_error,
-                    };
-                }
-                Some(Err(error)) => {
-                    tracing::warn!(%error, "could not keep a large tool output in the session; writing a spill file");
-                }
-                None => {}
-            }
-        }
-        context::spill::keep_large(&config.engine(), tool_name, answer)
-    } else if limit < config.tool_output_limit {
-        truncate_answer(answer, limit)
-    } else {
-        answer
     }
 }

@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
-use crate::run::config::CycleConfig;
+use crate::run::answer::AnswerPipeline;
 use crate::run::context_turn;
 use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
@@ -20,7 +20,6 @@ use crate::run::model_turn::{Mode, TurnItem};
 use crate::run::state::{Phase, RunRules, RunState};
 use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
-    truncate_answer,
 };
 use crate::run::typed_output::TypedRun;
 use crate::run::usage::UsageTally;
@@ -333,14 +332,19 @@ pub(crate) fn drive<'a>(
                     let mut tool_spans: Vec<_> = positions.iter().filter_map(|&p| calls.get(p)).map(|call| telemetry::tool_span(&agent_span, call)).collect();
                     let observer = BatchObserver {
                         journal,
-                        config,
+                        answers: AnswerPipeline {
+                            config,
+                            journal,
+                            limit: run.state.rules.tool_output_limit,
+                            accepts_images: run.state.rules.accepts_images,
+                        },
                         ids: requests.iter().map(|(call, _)| call.id.clone()).collect(),
                         calls: positions.iter().filter_map(|&p| calls.get(p).cloned()).collect(),
                         started: StartedCalls::new(positions.len()),
-                        limit: run.state.rules.tool_output_limit,
                         suspend,
                         failure: std::sync::Mutex::new(None),
                         spans: std::sync::Mutex::new(tool_spans.clone()),
+                        media: std::sync::Mutex::new(vec![None; positions.len()]),
                     };
                     run.in_flight = Some((observer.started.clone(), positions.clone()));
                     let mut deferred = Vec::new();
@@ -354,9 +358,8 @@ pub(crate) fn drive<'a>(
                                 deferred.push(request.clone());
                                 continue;
                             }
-                            let media = crate::run::media::of(&call, run.state.rules.accepts_images);
+                            let message = observer.take_media(index);
                             let (event, answer) = completed_event(call);
-                            let (answer, message) = crate::run::media::attach(answer, media);
                             if let Some(span) = tool_spans.get_mut(index) {
                                 telemetry::record_answer(span, &answer);
                                 *span = tracing::Span::none();
@@ -433,23 +436,24 @@ pub(crate) fn drive<'a>(
 }
 
 /// Watches a batch's calls from inside their futures: records each start (before the tool
-/// runs) and each answer (cut to the output limit) in memory and in the journal.
+/// runs) and each answer (shaped by the answer pipeline) in memory and in the journal.
 struct BatchObserver<'a> {
     journal: Option<&'a dyn RunJournal>,
-    /// For the per-tool output limits and the spill directory of the context engine.
-    config: &'a CycleConfig,
+    /// Takes each finished call's result to what the model reads.
+    answers: AnswerPipeline<'a>,
     /// The call ids, by position in the batch.
     ids: Vec<String>,
     /// The calls, by position in the batch (for the hooks after each call).
     calls: Vec<ToolCall>,
     started: StartedCalls,
-    limit: usize,
     /// Deferred calls suspend the run (they are not answered, so not journaled).
     suspend: bool,
     /// The first journal failure: the run stops after the batch.
     failure: std::sync::Mutex<Option<LlmError>>,
     /// The calls' `execute_tool` spans, by position, each taken by its call's future.
     spans: std::sync::Mutex<Vec<tracing::Span>>,
+    /// The media message of each finished call, by position, until the driver takes it.
+    media: std::sync::Mutex<Vec<Option<OpenaiChatMessage>>>,
 }
 
 impl BatchObserver<'_> {
@@ -463,6 +467,11 @@ impl BatchObserver<'_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .is_some()
+    }
+
+    fn take_media(&self, position: usize) -> Option<OpenaiChatMessage> {
+        let mut media = self.media.lock().unwrap_or_else(|p| p.into_inner());
+        media.get_mut(position).and_then(Option::take)
     }
 
     fn take_failure(&self) -> Option<LlmError> {
@@ -495,27 +504,27 @@ impl CallObserver for BatchObserver<'_> {
         if self.suspend && deferred_request(call).is_some() {
             return;
         }
-        // The hooks may rewrite what the model reads (e.g. redact it): before it is recorded.
-        let answer = std::mem::take(&mut call.answer);
-        let answer = hooks::after_tool(&self.config.hooks, self.calls.get(position), answer).await;
-        // Over its tool's limit: kept whole outside the context (docs/9-context.md).
-        let answer =
-            context_turn::keep_large(self.config, self.journal, &call.tool_name, answer).await;
-        call.answer = truncate_answer(answer, self.limit);
-        if self.failed() {
-            return;
-        }
-        if let Some(id) = self.ids.get(position)
+        // Shaped before it is recorded: the journal keeps what the model reads.
+        let message = self.answers.shape(self.calls.get(position), call).await;
+        if !self.failed()
+            && let Some(id) = self.ids.get(position)
             && let Err(error) = record(
                 self.journal,
                 JournalEntry::CallFinished {
                     call_id: id,
                     answer: &call.answer,
+                    media: message.as_ref(),
                 },
             )
             .await
         {
             self.fail(error);
+        }
+        if message.is_some() {
+            let mut media = self.media.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(slot) = media.get_mut(position) {
+                *slot = message;
+            }
         }
     }
 

@@ -35,6 +35,10 @@ pub enum JournalEntry<'a> {
         call_id: &'a str,
         /// What the model reads.
         answer: &'a ToolAnswer,
+        /// The call's media (images, audio) as the message that follows the turn's tool
+        /// messages, when the model takes them: replayed with the answer, so a resumed run
+        /// shows the model the same parts.
+        media: Option<&'a OpenaiChatMessage>,
     },
 }
 

@@ -115,7 +115,7 @@ impl<'a> RunRequest<'a> {
     }
 
     /// Make it a typed run: the final answer must match `schema`, got into shape as `options`
-    /// say. Run it with [`LlmCycle::run_typed_with`] or [`LlmCycle::run_typed_with_stream`]; the
+    /// say. Run it with [`Conversation::run_typed_with`] or [`Conversation::run_typed_with_stream`]; the
     /// schema and mode are kept in the run's state ([`RunState::typed`]), so a suspended or
     /// interrupted typed run resumes typed from [`RunRequest::from_state`] alone.
     pub fn with_output_schema(mut self, schema: OutputSchema, options: &TypedOutput) -> Self {

@@ -261,6 +261,14 @@ impl RunState {
         }
     }
 
+    /// Record the media message of the call with `call_id` of the current tool turn (a journal
+    /// replaying its entries).
+    pub fn record_media_id(&mut self, call_id: &str, message: OpenaiChatMessage) {
+        if let Some(call) = self.call_mut(call_id) {
+            call.media = Some(message);
+        }
+    }
+
     /// Set the answer of the call at `position`, already cut to the limit.
     pub(crate) fn set_answer(&mut self, position: usize, answer: ToolAnswer) {
         if let Some(call) = self
@@ -309,7 +317,7 @@ impl RunState {
             .turn_mut()
             .and_then(|turn| turn.calls.get_mut(position))
         {
-            call.answer = Some(crate::run::step::truncate_answer(answer, limit));
+            call.answer = Some(crate::run::answer::truncate_answer(answer, limit));
         }
     }
 

@@ -1,8 +1,8 @@
 //! [`step`]: the tool loop's rules, as a pure function from a [`RunState`] and an [`Input`]
 //! to the next state and the [`Effect`] the driver performs. Every rule lives here once: the
 //! turn limit, the repeated-call guard, truncated and `stop`-reason tool calls, the forced
-//! `tool_choice`, unanswered calls, cancellation, output truncation and the final-answer tool of
-//! a typed run.
+//! `tool_choice`, unanswered calls, cancellation and the final-answer tool of a typed run. (What
+//! a tool's answer looks like to the model is the answer pipeline's, `run/answer.rs`.)
 
 use std::collections::HashSet;
 
@@ -16,7 +16,7 @@ use crate::tools::call_digest::CallDigest;
 use crate::tools::error::ToolError;
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall,
-    ToolChoice, Usage, generate_call_id, normalise_arguments,
+    ToolChoice, Usage,
 };
 
 /// What happened since the last step.
@@ -358,7 +358,6 @@ fn request_model(mut state: RunState) -> (RunState, Effect) {
 
 /// Apply the rules to a reply: a final answer, or a tool turn.
 fn model_replied(mut state: RunState, mut reply: ChatResponse) -> (RunState, Effect) {
-    normalise_tool_calls(&mut reply.message);
     if let Some(usage) = reply.usage {
         *state.usage.get_or_insert_with(Usage::default) += usage;
     }
@@ -656,104 +655,6 @@ pub(crate) fn unanswered_calls(messages: &[OpenaiChatMessage]) -> Vec<ToolCall> 
         .filter(|call| !answered.contains(call.id.as_str()))
         .cloned()
         .collect()
-}
-
-/// Every call gets a unique, non-empty id and arguments that are JSON text (`""` → `{}`).
-fn normalise_tool_calls(message: &mut OpenaiChatMessage) {
-    if let OpenaiChatMessage::Assistant { tool_calls, .. } = message {
-        let mut seen = HashSet::new();
-        for call in tool_calls.iter_mut() {
-            if call.id.is_empty() || !seen.insert(call.id.clone()) {
-                call.id = generate_call_id();
-                seen.insert(call.id.clone());
-            }
-            call.function.arguments =
-                normalise_arguments(std::mem::take(&mut call.function.arguments));
-        }
-    }
-}
-
-/// `answer` with its text cut for the model (see [`truncate_for_model`]).
-pub(crate) fn truncate_answer(answer: ToolAnswer, limit: usize) -> ToolAnswer {
-    ToolAnswer {
-        content: truncate_for_model(answer.content, limit),
-        is_error: answer.is_error,
-    }
-}
-
-/// Cut `content` to about `limit` bytes for the model: its beginning (half the limit) and its
-/// end (a quarter), cut at line boundaries when lines are short, with a marker in between
-/// saying exactly what was removed — the byte and line range — and how to see it.
-pub(crate) fn truncate_for_model(content: String, limit: usize) -> String {
-    if content.len() <= limit {
-        return content;
-    }
-    let head_end = line_start_before(&content, floor_char_boundary(&content, limit / 2));
-    let tail_start = line_start_after(
-        &content,
-        ceil_char_boundary(&content, content.len() - limit / 4),
-    );
-    let (head, removed, tail) = (
-        &content[..head_end],
-        &content[head_end..tail_start],
-        &content[tail_start..],
-    );
-    let first_line = head.matches('\n').count() + 1;
-    let last_line =
-        first_line + removed.matches('\n').count() - usize::from(removed.ends_with('\n'));
-    let lines = if first_line == last_line {
-        format!("line {first_line}")
-    } else {
-        format!("lines {first_line}-{last_line}")
-    };
-    let newline = if head.is_empty() || head.ends_with('\n') {
-        ""
-    } else {
-        "\n"
-    };
-    format!(
-        "{head}{newline}[... {} bytes cut here: bytes {}-{} of {} ({lines} of this output); the \
-         output was longer than the tool output limit of {limit} bytes; re-run with narrower \
-         arguments (e.g. an offset, a limit or a filter) to see them ...]\n{tail}",
-        removed.len(),
-        head_end + 1,
-        tail_start,
-        content.len(),
-    )
-}
-
-/// `index` moved back to the start of its line, unless that loses more than half the text
-/// before it (then `index`, a char boundary, as it is).
-fn line_start_before(text: &str, index: usize) -> usize {
-    match text[..index].rfind('\n') {
-        Some(newline) if newline + 1 >= index / 2 => newline + 1,
-        _ => index,
-    }
-}
-
-/// `index` moved forward to the start of the next line, unless that loses more than half the
-/// text after it (then `index`, a char boundary, as it is).
-fn line_start_after(text: &str, index: usize) -> usize {
-    let after = text.len() - index;
-    match text[index..].find('\n') {
-        _ if index == 0 || text.as_bytes()[index - 1] == b'\n' => index,
-        Some(newline) if newline < after / 2 => index + newline + 1,
-        _ => index,
-    }
-}
-
-fn floor_char_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-fn ceil_char_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index
 }
 
 /// Record one tool turn's calls in `streaks`; returns each call's streak (consecutive tool

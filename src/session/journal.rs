@@ -9,7 +9,7 @@
 //! | `truncate` | `{"len": N}` | the history cut to its first N messages |
 //! | `run` | a [`RunState`] without its `messages` | the run in progress (a tool turn, or suspended) |
 //! | `call_started` | `{"call_id": "..."}` | that call of the run in progress started |
-//! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}` | its answer |
+//! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}`, and `"media"` (the user message with its images or audio) when it had any for the model | its answer (and media) |
 //! | `grant` | a [`SessionGrant`]: `{"tool": "..."}`, or with `"arguments"` | an "allow for the session" answer, kept for the rest of the session ([`Restored::grants`]) |
 //!
 //! A `messages` or `truncate` step after a `run` step closes that run (its turn was committed,
@@ -114,6 +114,11 @@ pub fn replay(session: &Session) -> Result<Restored> {
                     let answer: ToolAnswer = serde_json::from_value(field("answer")?)
                         .map_err(|error| bad(format!("invalid answer: {error}")))?;
                     state.record_answer_id(call_id, answer);
+                    if let Some(media) = step.payload.get("media") {
+                        let media: OpenaiChatMessage = serde_json::from_value(media.clone())
+                            .map_err(|error| bad(format!("invalid media: {error}")))?;
+                        state.record_media_id(call_id, media);
+                    }
                 }
             }
             GRANT => {
@@ -274,12 +279,16 @@ impl RunJournal for SessionJournal {
                 self.append(CALL_STARTED, json!({ "call_id": call_id }))
                     .await
             }
-            JournalEntry::CallFinished { call_id, answer } => {
-                self.append(
-                    CALL_FINISHED,
-                    json!({ "call_id": call_id, "answer": answer }),
-                )
-                .await
+            JournalEntry::CallFinished {
+                call_id,
+                answer,
+                media,
+            } => {
+                let payload = match media {
+                    Some(media) => json!({ "call_id": call_id, "answer": answer, "media": media }),
+                    None => json!({ "call_id": call_id, "answer": answer }),
+                };
+                self.append(CALL_FINISHED, payload).await
             }
         };
         written.map_err(|error| self.journal_error(error))

@@ -10,6 +10,7 @@ use crate::tools::argument_kind::ArgumentKind;
 use crate::tools::capability::Permission;
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
+use crate::tools::media::ToolMedia;
 pub use crate::tools::source::ToolSource;
 
 /// A tool the model can call.
@@ -89,6 +90,13 @@ pub trait BaseTool: Send + Sync {
     /// JSON. The caller always sees the full `Value`.
     fn model_content(&self, output: &Value) -> String {
         default_model_content(output)
+    }
+
+    /// The images and audio in an output, passed to the model beside its text (as image parts
+    /// when the model accepts images, else named in a note). None by default; MCP tools report
+    /// their content blocks'.
+    fn media(&self, _output: &Value) -> Vec<ToolMedia> {
+        Vec::new()
     }
 
     /// [`BaseTool::execute`] and [`BaseTool::model_content`] in one go: the output and what

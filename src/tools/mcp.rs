@@ -27,8 +27,9 @@
 //!   ([`McpClient::subscribe_resource`], [`McpResourceUpdate`]).
 //! - Prompts for the model, when the user asks for them (MCP prompts are user-controlled):
 //!   [`McpClient::prompt_tools`] (`<server>__list_prompts`, `<server>__get_prompt`).
-//! - Media for the model: [`media_for_model`] (used by the run when
-//!   `CycleConfig::accepts_images` is set).
+//! - Media for the model: the image and audio blocks of a tool output ([`media_of`]) reach
+//!   the run as generic [`ToolMedia`](crate::tools::media::ToolMedia) on the finished call
+//!   (shown when `CycleConfig::accepts_images` is set).
 //!
 //! ```no_run
 //! use agcore::tools::ToolRegistry;
@@ -143,7 +144,7 @@ pub use elicitation::{
 pub use filter::McpToolFilter;
 pub use handle::McpHandle;
 pub use listing::McpListError;
-pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message};
+pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message, media_of};
 pub use naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
 pub use progress::{McpProgress, ProgressCallback};
 pub use prompt_tools::McpPromptTool;

@@ -1,6 +1,6 @@
 //! [`ToolOutcome`]: what came of one call — refused before its tool started, or ran — and
 //! [`CompletedCall`], the finished call with the model's text rendered once, where the
-//! outcome was produced.
+//! outcome was produced, and its media ([`ToolMedia`]) beside it, whatever the tool's source.
 
 use std::time::Duration;
 
@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::tools::call::ToolInvocation;
 use crate::tools::error::ToolError;
+use crate::tools::media::ToolMedia;
 use crate::vocab::ToolAnswer;
 
 /// What came of one call.
@@ -60,6 +61,11 @@ pub struct CompletedCall {
     /// What the model reads for this call (the tool's rendering of its output, or the
     /// failure with a hint), rendered once when the outcome was produced.
     pub answer: ToolAnswer,
+    /// The images and audio of the output ([`BaseTool::media`]), passed to the model beside
+    /// `answer`; empty for a failed or refused call.
+    ///
+    /// [`BaseTool::media`]: crate::tools::BaseTool::media
+    pub media: Vec<ToolMedia>,
     /// Wall time from the start of the call (lookup included) to its end.
     pub duration: Duration,
 }

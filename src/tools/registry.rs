@@ -893,11 +893,14 @@ impl ToolRegistry {
             ))
         });
         // Rendered here, with the tool at hand: no second lookup later.
-        let (result, answer) = match rendered {
-            Ok((output, text)) => (Ok(output), ToolAnswer::ok(text)),
+        let (result, answer, media) = match rendered {
+            Ok((output, text)) => {
+                let media = tool.media(&output);
+                (Ok(output), ToolAnswer::ok(text), media)
+            }
             Err(error) => {
                 let answer = self.error_answer(&error);
-                (Err(error), answer)
+                (Err(error), answer, Vec::new())
             }
         };
         CompletedCall {
@@ -906,6 +909,7 @@ impl ToolRegistry {
             input,
             outcome: ToolOutcome::Ran { result },
             answer,
+            media,
             duration: started.elapsed(),
         }
     }
@@ -924,6 +928,7 @@ impl ToolRegistry {
             tool_name,
             input,
             answer: self.error_answer(&reason),
+            media: Vec::new(),
             outcome: ToolOutcome::Refused { reason },
             duration: started.elapsed(),
         }

@@ -23,8 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-#[path = "require.rs"]
-mod require_support;
+use super::require as require_support;
 pub use require_support::{SKIP_MARKER, on_ci, require, require_env};
 
 /// The workspace root (the directory with `Cargo.lock`), for the library's tests and the CLI's.

@@ -5,5 +5,6 @@
 pub mod context;
 pub mod control;
 pub mod mcp;
+pub mod require;
 pub mod session;
 pub mod trace;

@@ -11,8 +11,7 @@ use std::time::Duration;
 /// The env var naming the test server.
 pub const URL_VAR: &str = "AGCORE_TEST_POSTGRES_URL";
 
-#[path = "require.rs"]
-mod require_support;
+use super::require as require_support;
 
 /// `Some(value)` of the env var, or — when absent — fail on CI, else skip with the notice
 /// (the shared [`require_support::require`]).

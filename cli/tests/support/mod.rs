@@ -6,6 +6,8 @@
 
 #[path = "../../../tests/support/mcp.rs"]
 pub mod mcp;
+#[path = "../../../tests/support/require.rs"]
+pub mod require;
 
 use std::process::Command;
 use std::sync::Mutex;

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 use crate::llm::error::ProviderError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{embedded_status, error_object_message, status_error, truncate};
+use crate::llm::stream::normalise_tool_calls;
 use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
-use crate::vocab::{generate_call_id, normalise_arguments};
 
 /// Parse a successful (HTTP 200) completion body.
 pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderError> {
@@ -37,10 +37,7 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderErro
     let mut message: OpenaiChatMessage = serde_json::from_value(message)
         .map_err(|error| ProviderError::Decode(format!("invalid assistant message: {error}")))?;
     if let OpenaiChatMessage::Assistant { tool_calls, .. } = &mut message {
-        for call in tool_calls.iter_mut() {
-            call.function.arguments =
-                normalise_arguments(std::mem::take(&mut call.function.arguments));
-        }
+        normalise_tool_calls(tool_calls);
     }
     let stop_reason = FinishReason::for_reply(finish, !message.tool_calls().is_empty());
     let text = |key: &str| {
@@ -137,7 +134,7 @@ fn normalise_message(mut message: Map<String, Value>) -> Value {
         message.remove("reasoning");
     }
     // The legacy `functions` API (old Azure deployments): one `function_call` without an id
-    // becomes one tool call (its id is filled in below), so it is run and sent back as
+    // becomes one tool call (with a generated id, see `normalise_tool_calls`), so it is run and sent back as
     // `tool_calls`, which every server speaking the tools API accepts.
     if let Some(function @ Value::Object(_)) = message.remove("function_call") {
         let has_tool_calls =
@@ -147,14 +144,11 @@ fn normalise_message(mut message: Map<String, Value>) -> Value {
             message.insert("tool_calls".into(), Value::Array(vec![call]));
         }
     }
+    // A call without an id parses with an empty one, which `normalise_tool_calls` replaces.
     if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
         for call in calls.iter_mut().filter_map(Value::as_object_mut) {
-            let has_id = call
-                .get("id")
-                .and_then(Value::as_str)
-                .is_some_and(|id| !id.is_empty());
-            if !has_id {
-                call.insert("id".into(), Value::String(generate_call_id()));
+            if !call.get("id").is_some_and(Value::is_string) {
+                call.insert("id".into(), Value::String(String::new()));
             }
         }
     }

@@ -1,6 +1,8 @@
 //! [`OutputLimits`]: line and byte caps for what built-in tools hand back, and the cutting that
 //! enforces them with an explicit marker (`[... 1234 more lines (56789 bytes) cut ...]`).
 
+use crate::vocab::text;
+
 /// How many bytes a built-in tool's answer for the model may take: below the tool loop's
 /// default cut ([`crate::vocab::DEFAULT_TOOL_OUTPUT_LIMIT`]), so the loop never cuts one.
 pub const MODEL_OUTPUT_BUDGET: usize = crate::vocab::DEFAULT_TOOL_OUTPUT_LIMIT - 2 * 1024;
@@ -138,58 +140,26 @@ pub fn truncate_parts(
 
 /// Cut one line to at most `max_bytes` bytes, marking the cut: `abc[... 123 more bytes cut ...]`.
 pub fn truncate_line(line: &str, max_bytes: usize) -> String {
-    if line.len() <= max_bytes {
+    let cut = text::head(line, max_bytes);
+    if cut.is_whole() {
         return line.to_owned();
     }
-    let end = line.floor_char_boundary(max_bytes);
-    format!(
-        "{}[... {} more bytes cut ...]",
-        &line[..end],
-        line.len() - end
-    )
+    format!("{}[... {} more bytes cut ...]", cut.head(), cut.cut_bytes())
 }
 
 /// How many lines `text` has (a last line without `\n` counts; empty text has none).
-pub fn count_lines(text: &str) -> usize {
-    text.split_inclusive('\n').count()
-}
+pub use crate::vocab::text::count_lines;
 
-/// The end of the longest run of whole lines from the start within the caps; a first line
-/// longer than the byte cap is cut at a character boundary.
+/// The end of the longest run of whole lines from the start within the caps
+/// ([`text::head_lines`]).
 fn head_end(text: &str, max_lines: usize, max_bytes: usize) -> usize {
-    let mut end = 0;
-    for (taken, line) in text.split_inclusive('\n').enumerate() {
-        if taken == max_lines {
-            break;
-        }
-        if end + line.len() > max_bytes {
-            if taken == 0 {
-                end = text.floor_char_boundary(max_bytes);
-            }
-            break;
-        }
-        end += line.len();
-    }
-    end
+    text::head_lines(text, max_lines, max_bytes).head_end()
 }
 
-/// The start of the longest run of whole lines at the end within the caps; a last line longer
-/// than the byte cap is cut at a character boundary.
+/// The start of the longest run of whole lines at the end within the caps
+/// ([`text::tail_lines`]).
 fn tail_start(text: &str, max_lines: usize, max_bytes: usize) -> usize {
-    let mut start = text.len();
-    for (taken, line) in text.split_inclusive('\n').rev().enumerate() {
-        if taken == max_lines {
-            break;
-        }
-        if text.len() - start + line.len() > max_bytes {
-            if taken == 0 {
-                start = text.ceil_char_boundary(text.len() - max_bytes);
-            }
-            break;
-        }
-        start -= line.len();
-    }
-    start
+    text::tail_lines(text, max_lines, max_bytes).tail_start()
 }
 
 #[cfg(test)]

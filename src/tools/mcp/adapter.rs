@@ -8,9 +8,11 @@ use crate::tools::base::{BaseTool, ToolSource};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::mcp::handle::McpHandle;
+use crate::tools::mcp::media::media_of;
 use crate::tools::mcp::naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
 use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::result::content_to_model_text;
+use crate::tools::media::ToolMedia;
 use crate::tools::permission::Permission;
 
 /// An MCP server's tool, registered in a [`ToolRegistry`](crate::tools::ToolRegistry) like a
@@ -168,6 +170,10 @@ impl BaseTool for McpToolAdapter {
 
     fn model_content(&self, output: &Value) -> String {
         content_to_model_text(output)
+    }
+
+    fn media(&self, output: &Value) -> Vec<ToolMedia> {
+        media_of(output)
     }
 
     fn source(&self) -> ToolSource {

@@ -14,9 +14,10 @@ use crate::tools::kind::ToolKind;
 use crate::tools::mcp::catalog::McpResourceContent;
 use crate::tools::mcp::client::McpClient;
 use crate::tools::mcp::handle::McpHandle;
-use crate::tools::mcp::media::MAX_MEDIA_BYTES;
+use crate::tools::mcp::media::{MAX_MEDIA_BYTES, media_of};
 use crate::tools::mcp::naming::qualified_tool_name;
 use crate::tools::mcp::result::content_to_model_text;
+use crate::tools::media::ToolMedia;
 use crate::tools::permission::Permission;
 
 /// The most text one `read_resource` or `list_resources` answer carries (below the loop's
@@ -168,6 +169,11 @@ impl BaseTool for McpResourceTool {
     fn model_content(&self, output: &Value) -> String {
         content_to_model_text(output)
     }
+
+    /// The image and audio blobs of a first page, as the run passes them to the model.
+    fn media(&self, output: &Value) -> Vec<ToolMedia> {
+        media_of(output)
+    }
 }
 
 /// What `read_resource` returns: the text (see [`render_contents`]) as a string, or — on the
@@ -313,24 +319,17 @@ pub(crate) fn cut(text: &str, offset: usize, budget: usize) -> String {
             text.len()
         );
     }
-    let start = floor_boundary(text, offset);
-    if text.len() - start <= budget {
+    let start = text.floor_char_boundary(offset);
+    let page = crate::vocab::text::head(&text[start..], budget);
+    if page.is_whole() {
         return text[start..].to_owned();
     }
-    let end = floor_boundary(text, start + budget);
+    let end = start + page.head_end();
     format!(
         "{}\n[bytes {start}–{end} of {}; call again with offset {end} for more]",
-        &text[start..end],
+        page.head(),
         text.len()
     )
-}
-
-fn floor_boundary(text: &str, mut at: usize) -> usize {
-    at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
 
 #[cfg(test)]

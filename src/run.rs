@@ -39,14 +39,16 @@ pub use conversation::{Conversation, EventStream};
 pub use error::LlmError;
 pub use hooks::{HookChain, HookRequest, Hooks, RequestPurpose, ToolCallDecision};
 pub use journal::{JournalEntry, JournalError, RunJournal};
-pub use output_schema::{OutputSchema, SavedSchema, SchemaError, extract_json, strict_schema};
+pub use output_schema::{
+    OutputMode, OutputSchema, SavedSchema, SchemaError, TypedRun, extract_json, strict_schema,
+};
 pub use request::{RunItem, RunOutcome, RunRequest, RunStream, Suspension};
 pub use state::{Phase, RUN_STATE_VERSION, RepeatStreak, RunRules, RunState, ToolTurn, TurnCall};
 pub use step::{
     Decision, Effect, Input, ModelRequest, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
 };
 pub use typed_output::{
-    DEFAULT_OUTPUT_RETRIES, DEFAULT_OUTPUT_TOOL, OutputMode, TypedEvent, TypedOutcome, TypedOutput,
-    TypedOutputError, TypedRun, TypedStream,
+    DEFAULT_OUTPUT_RETRIES, DEFAULT_OUTPUT_TOOL, TypedEvent, TypedOutcome, TypedOutput,
+    TypedOutputError, TypedStream,
 };
 pub use usage::{Prices, RunUsage, UsageLimit, UsageLimits};

@@ -13,6 +13,7 @@ pub mod text;
 pub mod trace_context;
 pub mod types;
 
+pub(crate) use answer::truncate_answer;
 pub use answer::{DEFAULT_TOOL_OUTPUT_LIMIT, ToolAnswer};
 pub use arguments::{is_blank_arguments, normalise_arguments};
 pub use call_id::generate_call_id;

@@ -17,11 +17,11 @@ use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
 use crate::run::journal::{JournalEntry, RunJournal};
 use crate::run::model_turn::{Mode, TurnItem};
+use crate::run::output_schema::TypedRun;
 use crate::run::state::{Phase, RunRules, RunState};
 use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
 };
-use crate::run::typed_output::TypedRun;
 use crate::run::usage::UsageTally;
 use crate::run::{budget, hooks, telemetry};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};

@@ -404,3 +404,37 @@ mod tests {
         assert_eq!(schema_name(&"x".repeat(100)).len(), 64);
     }
 }
+
+/// How a typed run gets the model's answer into shape.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// [`OutputMode::Native`], falling back to [`OutputMode::Tool`] when the server rejects
+    /// `response_format` (said once, in a log line, and remembered by the [`TypedOutput`]).
+    #[default]
+    Auto,
+    /// `response_format: {"type": "json_schema", "strict": true}`: the server constrains the
+    /// final text to the schema. Other tools keep working.
+    Native,
+    /// A final-answer tool whose parameters are the schema: the model calls it to finish, and
+    /// the run ends after that turn. Other tools keep working in the same run.
+    Tool,
+    /// For servers with neither: the schema in the prompt, the JSON taken from the reply.
+    Prompted,
+}
+
+/// What a typed run keeps in its [`RunState`](crate::run::RunState) (`typed`), so that a run
+/// suspended for an approval or cut off by a crash resumes still typed, in any process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TypedRun {
+    /// The schema the answer must match.
+    pub schema: SavedSchema,
+    /// The mode in use (after a fallback from [`OutputMode::Auto`]: [`OutputMode::Tool`]).
+    pub mode: OutputMode,
+    /// The final-answer tool's name.
+    pub tool: String,
+    /// How often an invalid answer goes back to the model.
+    pub max_retries: u32,
+    /// Which answer the run is on (1 = the first).
+    pub attempt: u32,
+}

@@ -28,7 +28,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::run::config::{CycleConfig, RepeatedCallGuard};
-use crate::run::typed_output::TypedRun;
+use crate::run::output_schema::TypedRun;
 use crate::run::usage::{Prices, UsageLimits};
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::call_digest::CallDigest;
@@ -317,7 +317,7 @@ impl RunState {
             .turn_mut()
             .and_then(|turn| turn.calls.get_mut(position))
         {
-            call.answer = Some(crate::run::answer::truncate_answer(answer, limit));
+            call.answer = Some(crate::vocab::truncate_answer(answer, limit));
         }
     }
 

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::{Stream, StreamExt};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::llm::event::StreamEvent;
@@ -18,30 +17,13 @@ use crate::run::conversation::Conversation;
 use crate::run::driver::{Drive, LoopItem, Start, drive};
 use crate::run::error::LlmError;
 use crate::run::model_turn::Mode;
-use crate::run::output_schema::{OutputSchema, SavedSchema, SchemaError, extract_json};
+use crate::run::output_schema::{OutputMode, TypedRun};
+use crate::run::output_schema::{OutputSchema, SchemaError, extract_json};
 use crate::run::request::{RunRequest, Suspension};
 use crate::tools::error::ToolError;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::typed::deserialize_input;
 use crate::vocab::ChatResponse;
-
-/// How a typed run gets the model's answer into shape.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutputMode {
-    /// [`OutputMode::Native`], falling back to [`OutputMode::Tool`] when the server rejects
-    /// `response_format` (said once, in a log line, and remembered by the [`TypedOutput`]).
-    #[default]
-    Auto,
-    /// `response_format: {"type": "json_schema", "strict": true}`: the server constrains the
-    /// final text to the schema. Other tools keep working.
-    Native,
-    /// A final-answer tool whose parameters are the schema: the model calls it to finish, and
-    /// the run ends after that turn. Other tools keep working in the same run.
-    Tool,
-    /// For servers with neither: the schema in the prompt, the JSON taken from the reply.
-    Prompted,
-}
 
 impl FromStr for OutputMode {
     type Err = String;
@@ -171,22 +153,6 @@ pub enum TypedOutputError {
         "the run has no output schema: give one with RunRequest::with_output_schema, or continue a typed run's state"
     )]
     NoSchema,
-}
-
-/// What a typed run keeps in its [`RunState`](crate::run::RunState) (`typed`), so that a run
-/// suspended for an approval or cut off by a crash resumes still typed, in any process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TypedRun {
-    /// The schema the answer must match.
-    pub schema: SavedSchema,
-    /// The mode in use (after a fallback from [`OutputMode::Auto`]: [`OutputMode::Tool`]).
-    pub mode: OutputMode,
-    /// The final-answer tool's name.
-    pub tool: String,
-    /// How often an invalid answer goes back to the model.
-    pub max_retries: u32,
-    /// Which answer the run is on (1 = the first).
-    pub attempt: u32,
 }
 
 /// How a typed run that may suspend ended ([`Conversation::run_typed_with`]).

@@ -118,10 +118,10 @@ impl UsageTally {
     }
 
     /// Record requests made outside a run (a compaction on demand): they count in the total.
-    pub(crate) fn charge(&mut self, spent: crate::run::metered::Spent) {
+    pub(crate) fn charge(&mut self, requests: u32, tokens: Option<Usage>) {
         self.total += RunUsage {
-            requests: spent.requests,
-            tokens: spent.usage.unwrap_or_default(),
+            requests,
+            tokens: tokens.unwrap_or_default(),
             ..RunUsage::default()
         };
     }

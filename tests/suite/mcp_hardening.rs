@@ -465,12 +465,16 @@ async fn a_clean_exit_from_server_everything_logs_no_failure() {
             event.contains("serve finished")
         })
         .await;
-    let ended = logged
-        .wait_for("the server process to end", |event| {
-            event.contains("MCP server process ended")
-        })
-        .await;
-    assert!(support::mcp::process_gone(pid), "{ended}");
+    // The server was reaped (its exit is observed here, not through a log line: under load,
+    // node may take a while to exit after its stdin closed).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !support::mcp::process_gone(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server process {pid} did not end within 60 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let warnings = logged.warnings();
     assert!(warnings.is_empty(), "{warnings:#?}");
 }

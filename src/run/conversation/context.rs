@@ -64,7 +64,8 @@ impl Conversation {
             &mut events,
         )
         .await;
-        self.usage.charge(metered.spent());
+        let spent = metered.spent();
+        self.usage.charge(spent.requests, spent.usage);
         events
     }
 }

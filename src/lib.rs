@@ -39,6 +39,7 @@
 //! (`agcore::llm::{LlmCycle, CycleConfig, LlmError, ...}`) keep working.
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod context;
 pub mod display;

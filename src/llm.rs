@@ -14,6 +14,7 @@
 
 pub mod error;
 pub mod event;
+pub mod fallback;
 pub mod model;
 pub mod openai;
 pub mod retry;
@@ -23,6 +24,7 @@ pub mod types;
 
 pub use error::{ErrorKind, ProviderError, ResponseLimit, TimeoutKind};
 pub use event::{CompactionTier, RepairKind, StreamEvent};
+pub use fallback::{CircuitBreaker, FallbackModel};
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
 pub use openai::{OpenAiClient, OpenAiConfig, ReasoningEcho};
 pub use retry::RetryPolicy;

@@ -78,6 +78,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         model: cycle.config().model.clone(),
         registry,
         journal: stored.as_ref().map(|stored| stored.journal.clone()),
+        show_reasoning: args.show_reasoning,
     };
     println!("{}", session.banner(&base_url(&args.model, &loaded.config)));
     println!(
@@ -226,6 +227,8 @@ struct Session {
     registry: ToolRegistry,
     /// The stored session's journal: each run records its steps there.
     journal: Option<Arc<SessionJournal>>,
+    /// `--show-reasoning`.
+    show_reasoning: bool,
 }
 
 impl Session {
@@ -291,7 +294,7 @@ impl Session {
         // Only a Ctrl-C pressed from now on cancels this turn.
         let start = interrupt_count();
         let before = cycle.messages().len();
-        let mut renderer = HumanRenderer::new();
+        let mut renderer = HumanRenderer::new().with_reasoning(self.show_reasoning);
         let cancelled = {
             let work = async {
                 let mut request = RunRequest::prompt(prompt);

@@ -251,6 +251,10 @@ pub struct ChatArgs {
     /// The stored conversation to continue or create.
     #[command(flatten)]
     pub session: SessionArgs,
+    /// Show the model's reasoning (summaries or thinking text) as it streams, dimmed on
+    /// stderr (default: not shown).
+    #[arg(long)]
+    pub show_reasoning: bool,
 }
 
 /// `agcore tools`.

@@ -88,6 +88,7 @@ pub(crate) fn chat_span(
         server.address = server.map(|server| server.address.as_str()),
         server.port = server.and_then(|server| server.port).map(i64::from),
         error.type = Empty,
+        agcore.model_switch = Empty,
     );
     if capture_content() && !span.is_disabled() {
         span.record(

@@ -407,7 +407,10 @@ mod tests {
         })
         .unwrap();
         assert!(!line.chars().any(is_unsafe_for_terminal), "{line}");
-        assert!(line.starts_with("⋯ model a failed — switching to b"), "{line}");
+        assert!(
+            line.starts_with("⋯ model a failed — switching to b"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -334,7 +334,9 @@ mod tests {
                 status: 400,
                 message: "no".to_owned(),
             });
-        let second = ScriptedModel::new().reply_text("from b").reply_text("unused");
+        let second = ScriptedModel::new()
+            .reply_text("from b")
+            .reply_text("unused");
         let model = FallbackModel::new(Arc::new(first.clone()), "model-a")
             .with_fallback(Arc::new(second.clone()), "model-b");
         let messages = [OpenaiChatMessage::user_text("hi")];

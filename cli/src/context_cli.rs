@@ -3,7 +3,7 @@
 //! chat prompt's `[12.3k/32k]` label and the line printed for each compaction are
 //! [`crate::render`]'s.)
 
-use agcore::context::{discover_window, known_window};
+use agcore::context::{discover_window, known_window, probes_apply};
 use agcore::llm::{CycleConfig, LlmCycle};
 
 use crate::cli::ModelArgs;
@@ -81,7 +81,7 @@ pub async fn discover(
     {
         return;
     }
-    let Some(target) = probed_target(args, config) else {
+    let Some(target) = probed_target(cycle, args, config) else {
         return;
     };
     let key = target.key(secrets);
@@ -108,7 +108,7 @@ async fn discover_tokenizer(
     {
         return;
     }
-    let Some(target) = probed_target(args, config) else {
+    let Some(target) = probed_target(cycle, args, config) else {
         return;
     };
     let key = target.key(secrets);
@@ -120,10 +120,15 @@ async fn discover_tokenizer(
     }
 }
 
-/// The model the discovery probes may ask: only an OpenAI-compatible chat completions server
-/// (llama.cpp, vLLM, Ollama answer them); a native provider's host never gets a probe.
-fn probed_target(args: &ModelArgs, config: &AgcoreConfig) -> Option<crate::settings::Target> {
-    crate::settings::target(args, config)
-        .ok()
-        .filter(|target| target.api == crate::settings::Api::Openai)
+/// The model's server, when the discovery probes may ask it ([`probes_apply`]: only an
+/// OpenAI-compatible chat completions server; a native provider's host never gets a probe).
+fn probed_target(
+    cycle: &LlmCycle,
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+) -> Option<crate::settings::Target> {
+    if !probes_apply(cycle.model().as_ref()) {
+        return None;
+    }
+    crate::settings::target(args, config).ok()
 }

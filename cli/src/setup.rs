@@ -8,7 +8,9 @@ use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use std::sync::Arc;
 
 use agcore::llm::{
-    ChatModel, CycleConfig, FallbackModel, LlmCycle, OpenAiClient, OpenAiConfig, OpenaiChatMessage,
+    AnthropicClient, AnthropicConfig, ChatModel, CycleConfig, FallbackModel, GeminiClient,
+    GeminiConfig, LlmCycle, OpenAiClient, OpenAiConfig, OpenAiResponsesClient,
+    OpenAiResponsesConfig, OpenaiChatMessage, ReasoningEffort, TransportSettings,
 };
 use agcore::tools::ToolRegistry;
 use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
@@ -125,6 +127,17 @@ fn client_for(
         value.map_or(std::time::Duration::from_secs(default), |seconds| seconds.0)
     };
     let key = target.key(secrets);
+    let transport = TransportSettings::default()
+        .with_max_event_bytes(4 * MIB)
+        .with_max_response_bytes(16 * MIB)
+        .with_request_timeout(seconds(section.request_timeout, 600))
+        .with_stream_idle_timeout(seconds(section.stream_idle_timeout, 300))
+        .with_response_deadline(seconds(section.response_deadline, 15 * 60));
+    let transport = TransportSettings {
+        propagate_trace_context: section.propagate_trace_context.unwrap_or(false),
+        ..transport
+    };
+    let failed = "could not create the HTTP client";
     match target.api {
         Api::Openai => {
             let mut client_config = OpenAiConfig::new(target.base_url.clone())
@@ -142,15 +155,54 @@ fn client_for(
                 OpenAiClient::new(client_config).context("could not create the HTTP client")?;
             Ok(Arc::new(client))
         }
-        other => bail!(
-            "the {} provider is not available in this build",
-            other.name()
-        ),
+        Api::OpenaiResponses => {
+            let mut config =
+                OpenAiResponsesConfig::new(target.base_url.clone()).with_transport(transport);
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            Ok(Arc::new(
+                OpenAiResponsesClient::new(config).context(failed)?,
+            ))
+        }
+        Api::Anthropic => {
+            let mut config =
+                AnthropicConfig::new(target.base_url.clone()).with_transport(transport);
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            Ok(Arc::new(AnthropicClient::new(config).context(failed)?))
+        }
+        Api::Gemini => {
+            let mut config = GeminiConfig::new(target.base_url.clone()).with_transport(transport);
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            Ok(Arc::new(GeminiClient::new(config).context(failed)?))
+        }
     }
 }
 
-/// `--reasoning` into the request options.
-fn apply_reasoning(_options: &mut agcore::vocab::RequestOptions, _reasoning: Reasoning) {}
+/// `--reasoning` into the request options: an effort, or a budget in tokens (sent as the
+/// API's budget where it has one, with the nearest effort for the APIs that have none).
+fn apply_reasoning(options: &mut agcore::vocab::RequestOptions, reasoning: Reasoning) {
+    let effort = match reasoning {
+        Reasoning::Off => ReasoningEffort::Off,
+        Reasoning::Low => ReasoningEffort::Low,
+        Reasoning::Medium => ReasoningEffort::Medium,
+        Reasoning::High => ReasoningEffort::High,
+        // An API without a budget gets the effort nearest to it.
+        Reasoning::Budget(tokens) => {
+            options.reasoning_budget_tokens = Some(tokens);
+            match tokens {
+                0..4_096 => ReasoningEffort::Low,
+                4_096..16_384 => ReasoningEffort::Medium,
+                _ => ReasoningEffort::High,
+            }
+        }
+    };
+    options.reasoning_effort = Some(effort);
+}
 
 /// The registry the arguments and config describe, and the status of each MCP server
 /// (a server that fails is reported, not fatal). `check_profiles` makes profile problems

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use tokio::time::Instant;
 
 use crate::llm::error::ProviderError;
-use crate::llm::model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
+use crate::llm::model::{ChatModel, ChatRequest, ModelDelta, ModelStream, WireApi};
 use crate::llm::retry::{RetryPolicy, open_stream};
 use crate::vocab::ChatResponse;
 
@@ -96,7 +96,7 @@ impl Entry {
 /// A failure after output began is not a fallback's: the run retries the request (see
 /// [`crate::llm::StreamEvent::Retry`]), which starts again at the first available entry.
 ///
-/// `provider()`, `base_url()` are the first entry's.
+/// `provider()`, `base_url()` and `api()` are the first entry's.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -279,6 +279,12 @@ impl ChatModel for FallbackModel {
 
     fn base_url(&self) -> Option<&str> {
         self.entries.first()?.model.base_url()
+    }
+
+    fn api(&self) -> WireApi {
+        self.entries
+            .first()
+            .map_or(WireApi::ChatCompletions, |entry| entry.model.api())
     }
 }
 

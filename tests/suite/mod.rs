@@ -47,6 +47,7 @@ mod tool_loop_http;
 mod trace_events;
 mod typed_output;
 mod typed_tools;
+mod usage_kinds;
 mod usage_limits;
 mod wire_hardening;
 mod wire_limits;

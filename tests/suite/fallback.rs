@@ -240,3 +240,114 @@ async fn an_open_breaker_skips_its_model_and_says_so() {
     );
     assert_eq!(second.requests().len(), 2);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Continuation artifacts stay with their model: a Gemini-style `extra_content` thought
+// signature on a call goes back to the model that made it, never to the fallback.
+
+const SIGNATURE: &str = "c2lnbmF0dXJlLW9mLW1vZGVsLWE=";
+
+fn signed_call() -> ResponseTemplate {
+    let chunk = json!({"id": "chatcmpl-a", "object": "chat.completion.chunk", "model": "model-a",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0,
+            "id": "call_a", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+            "extra_content": {"google": {"thought_signature": SIGNATURE}}}]},
+            "finish_reason": "tool_calls"}]});
+    ResponseTemplate::new(200).set_body_raw(
+        format!("data: {chunk}\n\ndata: [DONE]\n\n"),
+        "text/event-stream",
+    )
+}
+
+fn rejected(message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(400).set_body_raw(
+        json!({"error": {"message": message, "type": "invalid_request_error", "code": 400}})
+            .to_string(),
+        "application/json",
+    )
+}
+
+/// The `extra_content` of the first call of the assistant message in `body`, if any.
+fn sent_extra(body: &Value) -> Option<Value> {
+    body["messages"]
+        .as_array()?
+        .iter()
+        .find(|message| message["role"] == "assistant")?["tool_calls"][0]
+        .get("extra_content")
+        .cloned()
+}
+
+struct Weather;
+
+#[async_trait::async_trait]
+impl agcore::tools::BaseTool for Weather {
+    fn name(&self) -> &str {
+        "get_weather"
+    }
+    fn description(&self) -> &str {
+        "Current weather of a city"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    }
+    async fn execute(&self, _args: Value) -> Result<Value, agcore::tools::ToolError> {
+        Ok(json!({"temperature": 22}))
+    }
+}
+
+#[tokio::test]
+async fn a_model_s_artifacts_go_back_to_it_and_never_to_the_fallback() {
+    // Model A signs its call, then fails once; afterwards it insists on its signature, as
+    // Gemini does ("Function call is missing a thought_signature").
+    let first = Server::start(|body, n| match n {
+        0 => signed_call(),
+        1 => overloaded(),
+        _ if sent_extra(body) != Some(json!({"google": {"thought_signature": SIGNATURE}})) => {
+            rejected("Function call is missing a thought_signature in functionCall parts.")
+        }
+        _ => text_reply(body, "a again"),
+    })
+    .await;
+    // Model B rejects a field it does not know, as a strict server does.
+    let second = Server::start(|body, _| {
+        if body.to_string().contains("extra_content") {
+            rejected("Unrecognized request argument supplied: extra_content")
+        } else {
+            text_reply(body, "b answers")
+        }
+    })
+    .await;
+    let model =
+        FallbackModel::new(first.client(), "model-a").with_fallback(second.client(), "model-b");
+    let mut cycle = cycle(model);
+    let mut registry = agcore::tools::ToolRegistry::new();
+    registry.register(Arc::new(Weather)).unwrap();
+    let events: Vec<StreamEvent> = cycle
+        .submit_stream_with_tools("Weather in Paris?".into(), &registry)
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert!(
+        events
+            .iter()
+            .any(|event| matches!(event, StreamEvent::ModelSwitch { .. })),
+        "{events:#?}"
+    );
+    assert_eq!(last_text(&cycle), "b answers", "{events:#?}");
+    let to_b = &second.requests()[0];
+    assert_eq!(to_b["messages"][1]["tool_calls"][0]["id"], "call_a");
+    assert_eq!(sent_extra(to_b), None, "{to_b}");
+    // The signature stayed in the history: model A gets it back, byte for byte.
+    let answer = cycle
+        .submit_with_tools("And tomorrow?".into(), &registry)
+        .await
+        .unwrap();
+    assert_eq!(answer.text(), "a again");
+    let to_a = first.requests().pop().unwrap();
+    assert_eq!(
+        sent_extra(&to_a),
+        Some(json!({"google": {"thought_signature": SIGNATURE}}))
+    );
+}

@@ -293,7 +293,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::llm::testing::{ScriptedModel, ScriptedReply};
+    use crate::llm::testing::ScriptedModel;
     use crate::vocab::{OpenaiChatMessage, RequestOptions};
 
     fn unavailable() -> ProviderError {

@@ -27,6 +27,8 @@ pub(crate) enum Mode {
 }
 
 /// What a model request yields: events (streaming), then exactly one reply or error.
+// One reply per request, moved out at once: boxing it would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum TurnItem {
     Event(StreamEvent),
     Reply(Result<ChatResponse, LlmError>),

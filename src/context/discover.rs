@@ -117,6 +117,29 @@ fn ollama_window(show: &Value) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_chat_completions_model_is_probed() {
+        use crate::llm::{
+            AnthropicClient, AnthropicConfig, FallbackModel, GeminiClient, GeminiConfig,
+            OpenAiResponsesClient, OpenAiResponsesConfig,
+        };
+        use std::sync::Arc;
+        let local = crate::llm::testing::ScriptedModel::new();
+        assert!(probes_apply(&local));
+        let url = "http://127.0.0.1:9/v1";
+        let native: [Arc<dyn ChatModel>; 3] = [
+            Arc::new(AnthropicClient::new(AnthropicConfig::new(url)).unwrap()),
+            Arc::new(GeminiClient::new(GeminiConfig::new(url)).unwrap()),
+            Arc::new(OpenAiResponsesClient::new(OpenAiResponsesConfig::new(url)).unwrap()),
+        ];
+        for model in native {
+            assert!(!probes_apply(model.as_ref()), "{}", model.provider());
+            // A fallback list answers for its first model.
+            let chain = FallbackModel::new(model, "m").with_fallback(Arc::new(local.clone()), "l");
+            assert!(!probes_apply(&chain));
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -4,6 +4,8 @@
 //! its model until its cool-down ends.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -349,5 +351,43 @@ async fn a_model_s_artifacts_go_back_to_it_and_never_to_the_fallback() {
     assert_eq!(
         sent_extra(&to_a),
         Some(json!({"google": {"thought_signature": SIGNATURE}}))
+    );
+}
+
+#[tokio::test]
+async fn a_switch_is_an_attribute_of_the_request_span() {
+    use agcore::llm::ProviderError;
+    use agcore::llm::testing::ScriptedModel;
+    let (subscriber, recorded) = support::trace::recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let first = ScriptedModel::new()
+        .reply_error(|| ProviderError::Server {
+            status: 529,
+            retries: 0,
+            retry_after: None,
+            message: "Overloaded".to_owned(),
+        })
+        .with_provider("anthropic");
+    let second = ScriptedModel::new()
+        .reply_text("from gemini")
+        .with_provider("gemini");
+    let model = FallbackModel::new(Arc::new(first), "claude-haiku-4-5")
+        .with_fallback(Arc::new(second), "gemini-2.5-flash");
+    let mut cycle = cycle(model);
+    cycle.submit("hi".into()).await.unwrap();
+    let recorded = recorded.lock().unwrap();
+    let chat = recorded
+        .spans
+        .iter()
+        .find(|span| span.name == "chat configured-name")
+        .expect("a chat span");
+    let switch = chat.fields.get("agcore.model_switch").expect("the switch");
+    assert!(
+        switch.starts_with("claude-haiku-4-5 -> gemini-2.5-flash: ") && switch.contains("529"),
+        "{switch}"
+    );
+    assert_eq!(
+        chat.fields.get("gen_ai.provider.name").map(String::as_str),
+        Some("gemini")
     );
 }

@@ -24,6 +24,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 struct Reply {
     body: String,
     complete: bool,
+    /// When not complete: keep the connection open, silent, instead of dropping it.
+    stall: bool,
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> String {
@@ -47,6 +49,7 @@ fn text_reply(text: &str) -> Reply {
             chunk(json!({}), Some("stop"))
         ),
         complete: true,
+        stall: false,
     }
 }
 
@@ -59,6 +62,7 @@ fn dropped_after(text: &str) -> Reply {
             chunk(json!({"content": text}), None)
         ),
         complete: false,
+        stall: false,
     }
 }
 
@@ -71,6 +75,7 @@ fn failed_after(text: &str, event: &str) -> Reply {
             chunk(json!({"content": text}), None)
         ),
         complete: true,
+        stall: false,
     }
 }
 
@@ -128,6 +133,8 @@ impl Server {
                     if reply.complete {
                         socket.write_all(b"0\r\n\r\n").await.unwrap();
                         socket.flush().await.unwrap();
+                    } else if reply.stall {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
                     }
                     // Dropping the socket ends the body (or cuts it, when incomplete).
                 });
@@ -140,7 +147,11 @@ impl Server {
     }
 
     fn cycle(&self, max_retries: u32) -> LlmCycle {
-        let client = OpenAiClient::new(OpenAiConfig::new(self.base_url.clone())).unwrap();
+        let client = OpenAiClient::new(
+            OpenAiConfig::new(self.base_url.clone())
+                .with_stream_idle_timeout(Duration::from_millis(300)),
+        )
+        .unwrap();
         let mut config = CycleConfig::new("m");
         config.retry = RetryPolicy {
             max_retries,
@@ -394,6 +405,7 @@ async fn a_tool_call_cut_by_a_dropped_connection_never_runs_and_the_retried_one_
     let cut = Reply {
         body: call("{\"city\": \"Pa", "call_cut"),
         complete: false,
+        stall: false,
     };
     let whole = Reply {
         body: format!(
@@ -402,6 +414,7 @@ async fn a_tool_call_cut_by_a_dropped_connection_never_runs_and_the_retried_one_
             chunk(json!({}), Some("tool_calls"))
         ),
         complete: true,
+        stall: false,
     };
     let server = Server::start(vec![cut, whole, text_reply("22 degrees")]).await;
     let runs = Arc::new(AtomicUsize::new(0));
@@ -434,4 +447,33 @@ async fn a_tool_call_cut_by_a_dropped_connection_never_runs_and_the_retried_one_
     );
     assert_eq!(requests[2]["messages"][2]["tool_call_id"], "call_whole");
     assert_eq!(last_answer(&cycle)["content"], "22 degrees");
+}
+
+#[tokio::test]
+async fn a_stream_that_goes_idle_after_it_began_is_retried() {
+    let stalled = Reply {
+        stall: true,
+        ..dropped_after("Once")
+    };
+    let server = Server::start(vec![stalled, text_reply("second answer")]).await;
+    let mut cycle = server.cycle(2);
+    let events: Vec<StreamEvent> = cycle
+        .submit_stream("hi".into())
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let (_, retries) = attempts(&events);
+    assert!(
+        matches!(
+            retries.as_slice(),
+            [StreamEvent::Retry {
+                kind: ErrorKind::Timeout,
+                ..
+            }]
+        ),
+        "{events:#?}"
+    );
+    assert_eq!(last_answer(&cycle)["content"], "second answer");
+    assert_eq!(server.requests().len(), 2);
 }

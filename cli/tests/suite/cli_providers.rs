@@ -154,6 +154,7 @@ async fn the_openai_prefix_and_reasoning_reach_the_request() {
         assert!(output.status.success(), "{extra:?}: {output:?}");
         let body = request_bodies(&server).await.pop().unwrap();
         assert_eq!(body["model"], "qwen3:8b", "the prefix is not sent");
+        assert_ne!(body["stream"], json!(true), "--no-stream: {body}");
         assert_eq!(body["reasoning_effort"], effort, "{extra:?}: {body}");
         assert!(body.get("reasoning_budget_tokens").is_none(), "{body}");
     }

@@ -27,4 +27,5 @@ mod trust;
 mod typed_session;
 mod unannotated_mcp;
 mod usage_cli;
+mod usage_kinds_cli;
 mod wire_cli;

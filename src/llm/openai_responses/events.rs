@@ -26,7 +26,7 @@ use crate::llm::transport::{SseDecoder, decode_events, truncate};
 /// Decode a `/responses` SSE body into a [`ModelStream`], under the default size limits and
 /// `idle_timeout` (no deadline): for replaying a recorded stream and for benchmarks.
 /// [`OpenAiResponsesClient`](crate::llm::openai_responses::OpenAiResponsesClient) applies its
-/// own limits. `model` is the model the request named (its artifacts are tagged with it).
+/// own limits and tags the artifacts with the request's model; here they carry no model.
 ///
 /// ```
 /// # async fn demo() -> Result<(), agcore::llm::ProviderError> {
@@ -40,7 +40,7 @@ use crate::llm::transport::{SseDecoder, decode_events, truncate};
 ///     "data: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"output\":[]}}\n\n",
 /// );
 /// let bytes = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
-/// let mut deltas = decode_stream(bytes, "gpt-5", None);
+/// let mut deltas = decode_stream(bytes, None);
 /// let mut assembler = StreamAssembler::new();
 /// let mut events = Vec::new();
 /// while let Some(delta) = deltas.next().await {
@@ -49,12 +49,12 @@ use crate::llm::transport::{SseDecoder, decode_events, truncate};
 /// assert_eq!(assembler.finish(&mut events)?.text(), "Hi");
 /// # Ok(()) }
 /// ```
-pub fn decode_stream<S, E>(bytes: S, model: &str, idle_timeout: Option<Duration>) -> ModelStream
+pub fn decode_stream<S, E>(bytes: S, idle_timeout: Option<Duration>) -> ModelStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
-    decode_events(bytes, idle_timeout, EventDecoder::new(model, false))
+    decode_events(bytes, idle_timeout, EventDecoder::new("", false))
 }
 
 /// The fields of the events this decoder reads; everything else in an event is ignored.

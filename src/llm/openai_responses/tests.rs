@@ -52,7 +52,8 @@ type Outcome = (Result<ChatResponse, ProviderError>, Vec<StreamEvent>);
 
 async fn decode(body: &str, seed: u64) -> Outcome {
     let pieces = Splits(seed).pieces(body.as_bytes());
-    let mut stream = decode_stream(futures::stream::iter(pieces), MODEL, None);
+    let decoder = events::EventDecoder::new(MODEL, false);
+    let mut stream = crate::llm::transport::decode_events(futures::stream::iter(pieces), None, decoder);
     let mut assembler = StreamAssembler::new();
     let mut events = Vec::new();
     while let Some(delta) = stream.next().await {

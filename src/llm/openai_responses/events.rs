@@ -9,6 +9,7 @@
 //! and `error` (typed errors). Every other event is ignored, so new event types do not break
 //! the stream.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -58,16 +59,17 @@ where
 }
 
 /// The fields of the events this decoder reads; everything else in an event is ignored.
+/// Names are borrowed from the event's text when they need no unescaping (the usual case).
 #[derive(Deserialize)]
-struct Event {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
+struct Event<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
     #[serde(default)]
     delta: Option<String>,
     #[serde(default)]
     output_index: Option<u64>,
-    #[serde(default)]
-    item_id: Option<String>,
+    #[serde(default, borrow)]
+    item_id: Option<Cow<'a, str>>,
     #[serde(default)]
     summary_index: Option<u64>,
     #[serde(default)]
@@ -122,22 +124,22 @@ impl SseDecoder for EventDecoder {
         let kind = event.kind.as_deref().or(name).unwrap_or_default();
         let index = event.output_index;
         match kind {
-            "response.created" | "response.in_progress" | "response.queued" => {
-                if !self.meta_sent {
-                    self.meta_sent = true;
-                    let response = event.response.unwrap_or(Value::Null);
-                    let text = |key: &str| {
-                        response
-                            .get(key)
-                            .and_then(Value::as_str)
-                            .filter(|text| !text.is_empty())
-                            .map(str::to_owned)
-                    };
-                    out.push_back(ModelDelta::Meta {
-                        id: text("id"),
-                        model: text("model"),
-                    });
-                }
+            "response.created" | "response.in_progress" | "response.queued"
+                if !self.meta_sent =>
+            {
+                self.meta_sent = true;
+                let response = event.response.unwrap_or(Value::Null);
+                let text = |key: &str| {
+                    response
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .filter(|text| !text.is_empty())
+                        .map(str::to_owned)
+                };
+                out.push_back(ModelDelta::Meta {
+                    id: text("id"),
+                    model: text("model"),
+                });
             }
             "response.output_item.added" => {
                 if let (Some(index), Some(item)) = (index, &event.item) {
@@ -174,10 +176,10 @@ impl SseDecoder for EventDecoder {
                     out.push_back(ModelDelta::Thought(delta));
                 }
             }
-            "response.reasoning_summary_part.added" => {
-                if event.summary_index.is_some_and(|index| index > 0) {
-                    out.push_back(ModelDelta::Thought("\n\n".to_owned()));
-                }
+            "response.reasoning_summary_part.added"
+                if event.summary_index.is_some_and(|index| index > 0) =>
+            {
+                out.push_back(ModelDelta::Thought("\n\n".to_owned()));
             }
             "response.completed" | "response.incomplete" => {
                 let response = event.response.unwrap_or(Value::Null);

@@ -6,5 +6,6 @@ pub mod context;
 pub mod control;
 pub mod mcp;
 pub mod require;
+pub mod responses_fake;
 pub mod session;
 pub mod trace;

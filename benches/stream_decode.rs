@@ -261,5 +261,93 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_responses);
+/// A Gemini `streamGenerateContent?alt=sse` reply of `chunks` events, the same work as
+/// [`recorded_stream`]: the same source text, streamed as text parts (Gemini streams text in
+/// pieces; its calls arrive whole), then the `CALLS` `write_file` calls, each whole in one
+/// event with a signature on the first, the finish and usage in the last.
+fn gemini_stream(chunks: usize) -> String {
+    let envelope = |parts: serde_json::Value, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
+        if let Some(finish) = finish {
+            candidate["finishReason"] = json!(finish);
+        }
+        json!({
+            "candidates": [candidate],
+            "usageMetadata": {"promptTokenCount": 1200, "totalTokenCount": 1200,
+                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1200}]},
+            "modelVersion": "gemini-2.5-flash", "responseId": "2H8taeKXH9PHvdIPmPGQ8Qk"
+        })
+    };
+    let pieces = [
+        "fn main() {\n",
+        "    let name = \"world\";\n",
+        "    println!(\"hello {}\", name);\n",
+        "}\n",
+    ];
+    let mut out = String::new();
+    let mut push = |value: serde_json::Value| {
+        out.push_str("data: ");
+        out.push_str(&value.to_string());
+        out.push_str("\r\n\r\n");
+    };
+    let text_chunks = chunks.saturating_sub(CALLS) / 2;
+    let mut code = String::new();
+    for i in 0..text_chunks {
+        let piece: String = (0..4).map(|j| pieces[(i + j) % pieces.len()]).collect();
+        code.push_str(&piece);
+        push(envelope(json!([{"text": piece}]), None));
+    }
+    for call in 0..CALLS {
+        let mut part = json!({"functionCall": {"name": "write_file", "args": {"path": format!("src/file{call}.rs"), "content": code}}});
+        if call == 0 {
+            part["thoughtSignature"] = json!(
+                "CiQB0e2Kb3xK9/Qz8nM6rZ1b2VhT3x+K9wLp4sDq0YmE7vJ2aN5cR8uF1oG6iB3tH0kW9zX4yS7eP2lA5dC8fV1gU6jI3hO0nM9qK4rL7bT2sE5wY8xZ1c="
+            );
+        }
+        let finish = (call + 1 == CALLS).then_some("STOP");
+        push(envelope(json!([part]), finish));
+    }
+    out
+}
+
+async fn gemini_decode_and_assemble(reads: Vec<Result<Bytes, std::io::Error>>) -> ChatResponse {
+    let mut deltas = agcore::llm::gemini::decode_stream(
+        futures::stream::iter(reads),
+        Some(Duration::from_secs(300)),
+    );
+    let mut assembler = StreamAssembler::new();
+    let mut events = Vec::new();
+    while let Some(delta) = deltas.next().await {
+        assembler.push(delta.unwrap(), &mut events);
+        events.clear();
+    }
+    assembler.finish(&mut events).unwrap()
+}
+
+fn bench_gemini(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("gemini");
+    for chunks in [1_000usize, 10_000, 100_000] {
+        let body = Bytes::from(gemini_stream(chunks));
+        let check = runtime.block_on(gemini_decode_and_assemble(reads(&body)));
+        assert_eq!(check.tool_calls().len(), CALLS);
+        assert_eq!(check.message.artifacts().len(), 1);
+        eprintln!(
+            "gemini stream of {} events, {} bytes",
+            body.windows(6).filter(|w| w == b"data: ").count(),
+            body.len()
+        );
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(chunks), &body, |b, body| {
+            b.to_async(&runtime)
+                .iter(|| async { black_box(gemini_decode_and_assemble(reads(body)).await) });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_responses, bench_gemini);
 criterion_main!(benches);

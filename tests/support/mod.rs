@@ -4,6 +4,7 @@
 
 pub mod context;
 pub mod control;
+pub mod gemini_fake;
 pub mod mcp;
 pub mod require;
 pub mod responses_fake;

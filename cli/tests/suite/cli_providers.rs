@@ -241,3 +241,91 @@ async fn a_fallback_entry_answers_when_the_model_fails_and_the_switch_is_an_even
         "Bearer sk-primary"
     );
 }
+
+/// The (path, key header value) of the first request `server` got, reading `header`.
+async fn first_request(server: &MockServer, header: &str) -> (String, Option<String>) {
+    let requests = server.received_requests().await.unwrap_or_default();
+    let request = requests.first().expect("a request");
+    (
+        request.url.path().to_owned(),
+        request
+            .headers
+            .get(header)
+            .map(|value| value.to_str().unwrap().to_owned()),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_provider_gets_its_resource_path_and_its_key_header() {
+    let dir = tempfile::tempdir().unwrap();
+    // (flags, base path, key variables set, header, expected path, expected header value).
+    // Anthropic's case (`x-api-key` at `/v1/messages`) joins when its backend lands.
+    let cases: [(&[&str], &str, &[(&str, &str)], &str, &str, &str); 5] = [
+        (
+            &["--model", "gemini:m"],
+            "/v1beta",
+            &[
+                ("GOOGLE_API_KEY", "google-canary"),
+                ("OPENAI_API_KEY", "sk-other"),
+            ],
+            "x-goog-api-key",
+            "/v1beta/models/m:streamGenerateContent",
+            "google-canary",
+        ),
+        (
+            &["--model", "gemini:m"],
+            "/v1beta",
+            &[
+                ("GEMINI_API_KEY", "gemini-canary"),
+                ("GOOGLE_API_KEY", "google-canary"),
+            ],
+            "x-goog-api-key",
+            "/v1beta/models/m:streamGenerateContent",
+            "gemini-canary",
+        ),
+        (
+            &["--model", "gemini:m", "--no-stream"],
+            "/v1beta",
+            &[("GEMINI_API_KEY", "gemini-canary")],
+            "x-goog-api-key",
+            "/v1beta/models/m:generateContent",
+            "gemini-canary",
+        ),
+        (
+            &["--provider", "openai-responses", "--model", "m"],
+            "/v1",
+            &[
+                ("OPENAI_API_KEY", "sk-canary"),
+                ("GEMINI_API_KEY", "gemini-other"),
+            ],
+            "authorization",
+            "/v1/responses",
+            "Bearer sk-canary",
+        ),
+        (
+            &["--model", "gemini:m", "--api-key-env", "MY_KEY"],
+            "/v1beta",
+            &[("MY_KEY", "my-canary"), ("GEMINI_API_KEY", "gemini-other")],
+            "x-goog-api-key",
+            "/v1beta/models/m:streamGenerateContent",
+            "my-canary",
+        ),
+    ];
+    for (flags, base, keys, header, expected_path, expected_key) in cases {
+        let server = recorder().await;
+        let mut command = agcore(dir.path());
+        command
+            .args(["run", "--base-url", &format!("{}{base}", server.uri())])
+            .args(flags)
+            .arg("hi");
+        for (name, value) in keys {
+            command.env(name, value);
+        }
+        let output = output(command);
+        // The recorder answers 404: a failed run, after exactly one request.
+        assert!(!output.status.success(), "{flags:?}: {output:?}");
+        let (path, key) = first_request(&server, header).await;
+        assert_eq!(path, expected_path, "{flags:?}");
+        assert_eq!(key.as_deref(), Some(expected_key), "{flags:?}");
+    }
+}

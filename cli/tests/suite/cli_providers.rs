@@ -255,12 +255,21 @@ async fn first_request(server: &MockServer, header: &str) -> (String, Option<Str
     )
 }
 
+/// Flags, base path, key variables set, the key's header, the expected path and header value.
+type Case = (
+    &'static [&'static str],
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_provider_gets_its_resource_path_and_its_key_header() {
     let dir = tempfile::tempdir().unwrap();
-    // (flags, base path, key variables set, header, expected path, expected header value).
     // Anthropic's case (`x-api-key` at `/v1/messages`) joins when its backend lands.
-    let cases: [(&[&str], &str, &[(&str, &str)], &str, &str, &str); 5] = [
+    let cases: [Case; 5] = [
         (
             &["--model", "gemini:m"],
             "/v1beta",

@@ -3,6 +3,7 @@
 mod api_key_environ;
 mod chat_mcp_pty;
 mod chat_pty;
+mod chat_reasoning_pty;
 mod cli_hardening;
 mod cli_providers;
 mod cli_stream_retry;

@@ -11,8 +11,10 @@ use crate::vocab::{FinishReason, Usage};
 /// Per turn the order is: text and reasoning deltas as they arrive; tool-call deltas and, once a
 /// call is fully received, [`StreamEvent::ToolCallReady`]; in the tool loop
 /// [`StreamEvent::ToolExecutionStarted`] for each call; [`StreamEvent::TurnComplete`];
-/// [`StreamEvent::ToolExecutionCompleted`] for each call as it finishes. An error ends the stream
-/// with one [`StreamEvent::Error`].
+/// [`StreamEvent::ToolExecutionCompleted`] for each call as it finishes. A
+/// [`StreamEvent::Retry`] inside a turn starts the turn's reply over (what it streamed so far
+/// is void); a [`StreamEvent::ModelSwitch`] comes before the reply of the model that answers
+/// instead. An error ends the stream with one [`StreamEvent::Error`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]

@@ -1,0 +1,808 @@
+//! Continuation artifacts across processes, stores and compaction. A local fake of Gemini's
+//! OpenAI-compatible endpoint signs the first call of each reply
+//! (`tool_calls[0].extra_content.google.thought_signature`) and, like Gemini, answers 400 when
+//! a later request brings that call back without its signature, with another one, or with a
+//! signature the model never issued, and when a call is not answered right after it. Runs
+//! with such a history are suspended on an approval in one process, resumed in another (a child
+//! process of this test binary) on SQLite and PostgreSQL, compacted, and continued; a session
+//! written by a version-1 build is migrated the same way; a history moved to another model
+//! sends no foreign `extra_content`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agcore::context::SUMMARY_SYSTEM_PROMPT;
+use agcore::llm::{CycleConfig, LlmCycle, LlmError, OpenAiClient, OpenAiConfig, OpenaiChatMessage};
+use agcore::run::{Decision, RunOutcome, RunRequest};
+use agcore::session::{SESSION_FORMAT_VERSION, SessionJournal, SessionStore};
+use agcore::tools::prelude::*;
+use agcore::tools::{ApprovalPolicy, DeferAll};
+use agcore::vocab::ArtifactProvider;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// The model the fake plays.
+const MODEL: &str = "gemini-3-pro-preview";
+
+/// Gemini's answer to a call without its signature (the OpenAI-compatible endpoint's shape).
+const MISSING_SIGNATURE: &str = "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{name}` , position {position}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.";
+
+// ---------------------------------------------------------------------------------------------
+// The checking fake.
+
+/// One scripted reply: tool calls (the first one signed) or a text.
+#[derive(Clone, Debug)]
+enum Reply {
+    Calls(Vec<(&'static str, &'static str)>),
+    Text(&'static str),
+}
+
+#[derive(Default)]
+struct FakeState {
+    replies: Vec<Reply>,
+    /// Every request body, in order (summary requests included).
+    requests: Vec<Value>,
+    /// The `extra_content` issued with each signed call, by call id, with the model that made it.
+    issued: HashMap<String, (String, Value)>,
+    /// Why requests were refused.
+    refusals: Vec<String>,
+    signatures: usize,
+}
+
+#[derive(Clone, Default)]
+struct GeminiCompat(Arc<Mutex<FakeState>>);
+
+impl GeminiCompat {
+    async fn start(replies: Vec<Reply>) -> (MockServer, GeminiCompat) {
+        let fake = GeminiCompat::default();
+        fake.0.lock().unwrap().replies = replies;
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(fake.clone())
+            .mount(&server)
+            .await;
+        (server, fake)
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        self.0.lock().unwrap().requests.clone()
+    }
+
+    fn refusals(&self) -> Vec<String> {
+        self.0.lock().unwrap().refusals.clone()
+    }
+
+    fn issued(&self, call_id: &str) -> Value {
+        self.0.lock().unwrap().issued[call_id].1.clone()
+    }
+}
+
+/// Gemini's error body on the OpenAI-compatible endpoint.
+fn gemini_error(message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(400).set_body_json(json!([{
+        "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+    }]))
+}
+
+/// What Gemini would refuse in `body`, if anything.
+fn violation(body: &Value, issued: &HashMap<String, (String, Value)>) -> Option<String> {
+    let model = body["model"].as_str().unwrap_or_default();
+    let messages = body["messages"].as_array()?;
+    let mut index = 0;
+    while index < messages.len() {
+        let message = &messages[index];
+        index += 1;
+        if message.get("artifacts").is_some() {
+            return Some("Invalid JSON payload received. Unknown name \"artifacts\"".to_owned());
+        }
+        let calls = message["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (position, call) in calls.iter().enumerate() {
+            let id = call["id"].as_str().unwrap_or_default();
+            let sent = call.get("extra_content");
+            match (issued.get(id), sent) {
+                // Byte-exact: the JSON text of what came back is the JSON text sent out.
+                (Some((made_by, extra)), Some(sent)) if made_by == model => {
+                    let (sent, extra) = (sent.to_string(), extra.to_string());
+                    if sent != extra {
+                        return Some(format!(
+                            "Corrupted thought signature for call {id}: {sent} != {extra}"
+                        ));
+                    }
+                }
+                (Some((made_by, _)), None) if made_by == model => {
+                    let name = call["function"]["name"].as_str().unwrap_or_default();
+                    return Some(
+                        MISSING_SIGNATURE
+                            .replace("{name}", name)
+                            .replace("{position}", &(position + 1).to_string()),
+                    );
+                }
+                // A signature this model never issued (another model's, or made up).
+                (_, Some(sent)) => {
+                    return Some(format!(
+                        "Thought signature is not valid for call {id} ({sent})"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        // Each call answered by one tool message right after its assistant message.
+        let mut pending: Vec<&str> = calls.iter().filter_map(|c| c["id"].as_str()).collect();
+        while let Some(tool) = messages.get(index).filter(|m| m["role"] == "tool") {
+            let id = tool["tool_call_id"].as_str().unwrap_or_default();
+            let Some(at) = pending.iter().position(|p| *p == id) else {
+                return Some(format!(
+                    "function response for {id} answers no function call"
+                ));
+            };
+            pending.remove(at);
+            index += 1;
+        }
+        if !pending.is_empty() {
+            return Some("Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.".to_owned());
+        }
+    }
+    None
+}
+
+/// A reply in the wire shape of Gemini's OpenAI-compatible endpoint (one chunk when streamed).
+fn reply_body(reply: &Reply, state: &mut FakeState, model: &str, stream: bool) -> Value {
+    let message = match reply {
+        Reply::Text(text) => json!({"role": "assistant", "content": text}),
+        Reply::Calls(calls) => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(position, (id, name))| {
+                    let mut call = serde_json::Map::new();
+                    // Gemini signs the first call of a step only.
+                    if position == 0 {
+                        state.signatures += 1;
+                        let signature = format!(
+                            "CsUDAdHtim{}+/{:04}==",
+                            "Q2hhaW4gb2YgdGhvdWdodA".repeat(40),
+                            state.signatures
+                        );
+                        let extra = json!({"google": {"thought_signature": signature}});
+                        call.insert("extra_content".to_owned(), extra.clone());
+                        state
+                            .issued
+                            .insert((*id).to_owned(), (model.to_owned(), extra));
+                    }
+                    call.insert(
+                        "function".to_owned(),
+                        json!({"arguments": "{}", "name": name}),
+                    );
+                    call.insert("id".to_owned(), json!(id));
+                    if stream {
+                        call.insert("index".to_owned(), position.into());
+                    }
+                    call.insert("type".to_owned(), json!("function"));
+                    Value::Object(call)
+                })
+                .collect();
+            json!({"role": "assistant", "tool_calls": calls})
+        }
+    };
+    let finish = match reply {
+        Reply::Text(_) => "stop",
+        Reply::Calls(_) => "tool_calls",
+    };
+    let usage = json!({"completion_tokens": 12, "prompt_tokens": 240, "total_tokens": 252});
+    if stream {
+        json!({
+            "choices": [{"delta": message, "finish_reason": finish, "index": 0}],
+            "created": 1_767_225_600, "id": "zwPUaP-aBsa", "model": model,
+            "object": "chat.completion.chunk", "usage": usage
+        })
+    } else {
+        json!({
+            "choices": [{"finish_reason": finish, "index": 0, "message": message}],
+            "created": 1_767_225_600, "id": "zwPUaP-aBsa", "model": model,
+            "object": "chat.completion", "usage": usage
+        })
+    }
+}
+
+impl Respond for GeminiCompat {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+            return gemini_error("Invalid JSON payload received.");
+        };
+        let mut state = self.0.lock().unwrap();
+        state.requests.push(body.clone());
+        if let Some(why) = violation(&body, &state.issued) {
+            state.refusals.push(why.clone());
+            return gemini_error(&why);
+        }
+        let summary = body["messages"][0]["content"] == SUMMARY_SYSTEM_PROMPT;
+        let reply = if summary {
+            Reply::Text("The user asked to ship; lookup and deploy ran.")
+        } else if state.replies.is_empty() {
+            state
+                .refusals
+                .push("more requests than scripted replies".to_owned());
+            return gemini_error("no more scripted replies");
+        } else {
+            state.replies.remove(0)
+        };
+        let model = body["model"].as_str().unwrap_or_default().to_owned();
+        let stream = body["stream"] == true;
+        let out = reply_body(&reply, &mut state, &model, stream);
+        if stream {
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(format!("data: {out}\r\n\r\ndata: [DONE]\r\n\r\n"))
+        } else {
+            ResponseTemplate::new(200).set_body_json(out)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools, cycles, stores.
+
+/// A tool that counts its runs; `lookup`'s output is long enough to be stubbed by compaction.
+struct Counting {
+    name: &'static str,
+    permission: Permission,
+    runs: AtomicUsize,
+}
+
+#[async_trait]
+impl BaseTool for Counting {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "counts its runs"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn required_permissions(&self) -> Vec<Permission> {
+        vec![self.permission.clone()]
+    }
+    async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(json!(format!("{} done: {}", self.name, "ok ".repeat(200))))
+    }
+}
+
+/// `read` tools run; `write` tools are asked, and the approver defers (the run suspends).
+fn registry(tools: &[(&'static str, Permission)]) -> ToolRegistry {
+    let mut registry = ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()))
+        .with_approval_policy(ApprovalPolicy::ask([Permission::Write]))
+        .with_approver(Arc::new(DeferAll));
+    for (name, permission) in tools {
+        registry
+            .register(Arc::new(Counting {
+                name,
+                permission: permission.clone(),
+                runs: AtomicUsize::new(0),
+            }))
+            .unwrap();
+    }
+    registry
+}
+
+fn cycle(base: &str, model: &str) -> LlmCycle {
+    let client = OpenAiClient::new(OpenAiConfig::new(format!("{base}/v1"))).unwrap();
+    LlmCycle::new(client, CycleConfig::new(model))
+}
+
+/// A store for the test, by URL: a SQLite file in `dir`, or a fresh PostgreSQL database
+/// (`None`: skipped, see `support::session`).
+async fn store_url(postgres: bool, dir: &std::path::Path, tag: &str) -> Option<String> {
+    if postgres {
+        support::session::fresh_db(tag).await
+    } else {
+        Some(format!("sqlite://{}", dir.join("sessions.db").display()))
+    }
+}
+
+/// The assistant message with the call `id` in `history`.
+fn with_call<'a>(history: &'a [OpenaiChatMessage], id: &str) -> Option<&'a OpenaiChatMessage> {
+    history
+        .iter()
+        .find(|m| m.tool_calls().iter().any(|c| c.id == id))
+}
+
+/// The `extra_content` a history keeps for the call `id` (its artifact's field), as JSON text.
+fn kept_extra(history: &[OpenaiChatMessage], id: &str) -> Option<String> {
+    let message = with_call(history, id)?;
+    let index = message.tool_calls().iter().position(|c| c.id == id)?;
+    message
+        .artifacts()
+        .iter()
+        .find(|a| a.place == agcore::vocab::ArtifactPlace::On(index as u32 + 1))
+        .map(|a| a.data["extra_content"].to_string())
+}
+
+/// The calls sent in `body`, each with its `extra_content` as JSON text (`None`: not sent).
+fn sent_calls(body: &Value) -> Vec<(String, Option<String>)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c.get("extra_content").map(Value::to_string),
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Suspend here, resume in another process, compact, continue.
+
+/// The environment a child process gets: the store, the fake, the session.
+const CHILD_STORE: &str = "AGCORE_TEST_DURABLE_STORE";
+const CHILD_BASE: &str = "AGCORE_TEST_DURABLE_BASE";
+
+/// Run `resume_compact_and_continue_in_this_process` in a child process of this test binary.
+async fn in_another_process(store: &str, base: &str) {
+    let store = store.to_owned();
+    let base = base.to_owned();
+    // Waiting on a blocking thread: the fake keeps serving on this runtime meanwhile.
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "suite::durable_artifacts::resume_compact_and_continue_in_this_process",
+                "--ignored",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(CHILD_STORE, store)
+            .env(CHILD_BASE, base)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}\n{stderr}");
+}
+
+/// The tools of the suspended run.
+const TOOLS: [(&str, Permission); 2] =
+    [("lookup", Permission::Read), ("deploy", Permission::Write)];
+
+/// The second process: the run restored from the store, the deferred call approved; when it
+/// has finished, the history compacted and a new prompt sent — each request checked by the
+/// fake. Runs only as the child of `suspended_here_resumed_elsewhere` (its environment).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the second process of the cross-process tests, run by them"]
+async fn resume_compact_and_continue_in_this_process() {
+    let (Ok(url), Ok(base)) = (std::env::var(CHILD_STORE), std::env::var(CHILD_BASE)) else {
+        panic!("run by the cross-process tests, with {CHILD_STORE} and {CHILD_BASE}")
+    };
+    let store = agcore::session::open(&url).await.unwrap();
+    let _lease = store
+        .lock("gemini", agcore::session::LockMode::FailFast)
+        .await
+        .unwrap();
+    let (journal, restored) = SessionJournal::open(store.clone(), "gemini").await.unwrap();
+    let state = restored.run.expect("the suspended run");
+    assert_eq!(state.pending_approvals()[0].call_id, "fc_deploy");
+    // The signature came through the store, in the suspended turn.
+    let agcore::run::Phase::AwaitingApproval { turn, .. } = &state.phase else {
+        panic!("{:?}", state.phase)
+    };
+    let assistant = turn.assistant.as_ref().expect("the turn's reply");
+    assert!(kept_extra(std::slice::from_ref(assistant), "fc_lookup").is_some());
+    let registry = registry(&TOOLS);
+    let mut cycle = cycle(&base, MODEL);
+    let outcome = cycle
+        .run_with(
+            RunRequest::from_state(state)
+                .with_decisions(vec![Decision::allow("fc_deploy")])
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
+        .await
+        .unwrap();
+    let RunOutcome::Finished(reply) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(reply.text(), "Deployed.");
+    // Compacted: the oldest tool turn summarised, the newest kept whole.
+    cycle.config_mut().context.keep_last_turns = 2;
+    let events = cycle.compact().await;
+    assert!(!events.is_empty(), "nothing was compacted");
+    assert!(with_call(cycle.messages(), "fc_lookup").is_none());
+    assert!(kept_extra(cycle.messages(), "fc_check").is_some());
+    let outcome = cycle
+        .run_with(
+            RunRequest::prompt("Anything else?")
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "Nothing else."));
+}
+
+/// The first process: suspended on `deploy`; then the child; then what the fake and the
+/// store saw.
+async fn suspended_here_resumed_elsewhere(postgres: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(url) = store_url(postgres, dir.path(), "artifacts").await else {
+        return;
+    };
+    let (server, fake) = GeminiCompat::start(vec![
+        Reply::Calls(vec![("fc_lookup", "lookup"), ("fc_deploy", "deploy")]),
+        Reply::Calls(vec![("fc_check", "lookup")]),
+        Reply::Text("Deployed."),
+        Reply::Text("Nothing else."),
+    ])
+    .await;
+    {
+        let store = agcore::session::open(&url).await.unwrap();
+        let (journal, _) = SessionJournal::open(store.clone(), "gemini").await.unwrap();
+        let registry = registry(&TOOLS);
+        let mut first = cycle(&server.uri(), MODEL);
+        let outcome = first
+            .run_with(
+                RunRequest::prompt("Ship it.")
+                    .with_tools(&registry)
+                    .with_journal(&journal),
+            )
+            .await
+            .unwrap();
+        assert!(matches!(outcome, RunOutcome::Suspended(_)), "{outcome:?}");
+    }
+    in_another_process(&url, &server.uri()).await;
+
+    assert_eq!(fake.refusals(), Vec::<String>::new());
+    let requests = fake.requests();
+    // The suspending request, two after the approval, the summary, the new prompt.
+    assert_eq!(requests.len(), 5, "{requests:#?}");
+    let lookup = fake.issued("fc_lookup").to_string();
+    let check = fake.issued("fc_check").to_string();
+    // After the resume: the first turn's signed call came back byte-exact, the unsigned call
+    // without one, each answered.
+    assert_eq!(
+        sent_calls(&requests[1]),
+        [
+            ("fc_lookup".to_owned(), Some(lookup.clone())),
+            ("fc_deploy".to_owned(), None)
+        ]
+    );
+    assert_eq!(
+        sent_calls(&requests[2]),
+        [
+            ("fc_lookup".to_owned(), Some(lookup.clone())),
+            ("fc_deploy".to_owned(), None),
+            ("fc_check".to_owned(), Some(check.clone()))
+        ]
+    );
+    // The summary request carries no call at all; after it, the summarised turn is gone and
+    // the kept one still has its signature.
+    assert!(sent_calls(&requests[3]).is_empty());
+    assert_eq!(
+        sent_calls(&requests[4]),
+        [("fc_check".to_owned(), Some(check.clone()))]
+    );
+    let texts = requests[4]["messages"].to_string();
+    assert!(texts.contains("[agcore summary of "), "{texts}");
+
+    // The store: this build's format, the history with the kept signature.
+    let store = agcore::session::open(&url).await.unwrap();
+    let session = store.load("gemini").await.unwrap().unwrap();
+    assert_eq!(session.format_version, SESSION_FORMAT_VERSION);
+    let restored = agcore::session::replay(&session).unwrap();
+    assert!(restored.run.is_none());
+    assert_eq!(kept_extra(&restored.history, "fc_check"), Some(check));
+    assert!(with_call(&restored.history, "fc_lookup").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_signatures_survive_suspend_resume_elsewhere_and_compaction() {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        suspended_here_resumed_elsewhere(false),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_signatures_survive_suspend_resume_elsewhere_and_compaction() {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        suspended_here_resumed_elsewhere(true),
+    )
+    .await
+    .unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fake fails when it should; another model gets no foreign signature.
+
+/// A history whose signature was lost (or edited) is refused by the fake as Gemini refuses it:
+/// the checks above can fail.
+#[tokio::test]
+async fn the_fake_refuses_a_history_without_its_signature_or_with_an_edited_one() {
+    let (server, fake) = GeminiCompat::start(vec![
+        Reply::Calls(vec![("fc_1", "lookup")]),
+        Reply::Text("Done."),
+    ])
+    .await;
+    let registry = registry(&TOOLS);
+    let mut cycle = cycle(&server.uri(), MODEL);
+    cycle
+        .run_with(RunRequest::prompt("Look.").with_tools(&registry))
+        .await
+        .unwrap();
+    let history = cycle.messages().to_vec();
+    assert!(kept_extra(&history, "fc_1").is_some());
+    for edit in ["drop", "change"] {
+        let edited: Vec<OpenaiChatMessage> = history
+            .iter()
+            .cloned()
+            .map(|message| {
+                let mut artifacts = message.artifacts().to_vec();
+                if artifacts.is_empty() {
+                    return message;
+                }
+                if edit == "drop" {
+                    artifacts.clear();
+                } else {
+                    artifacts[0].data["extra_content"]["google"]["thought_signature"] =
+                        json!("CsUDAdHtim-edited");
+                }
+                message.with_artifacts(artifacts)
+            })
+            .collect();
+        let mut again = LlmCycle::from_history(
+            OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()))).unwrap(),
+            CycleConfig::new(MODEL),
+            edited,
+        );
+        let error = again
+            .run_with(RunRequest::prompt("And?").with_tools(&registry))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, LlmError::BadRequest { status: 400, .. }),
+            "{error:?}"
+        );
+        let refusal = fake.refusals().pop().unwrap();
+        let expected = if edit == "drop" {
+            "Function call is missing a thought_signature"
+        } else {
+            "Corrupted thought signature"
+        };
+        assert!(refusal.starts_with(expected), "{refusal}");
+    }
+}
+
+/// A history moved to another model keeps its artifacts but sends none of them there: the
+/// other model would refuse a signature it did not make. Back on the first model they are
+/// sent again.
+#[tokio::test]
+async fn a_history_moved_to_another_model_sends_no_foreign_extra_content() {
+    let (server, fake) = GeminiCompat::start(vec![
+        Reply::Calls(vec![("fc_1", "lookup")]),
+        Reply::Text("Done."),
+        Reply::Text("Other model here."),
+        Reply::Text("Back."),
+    ])
+    .await;
+    let registry = registry(&TOOLS);
+    let mut cycle = cycle(&server.uri(), MODEL);
+    cycle
+        .run_with(RunRequest::prompt("Look.").with_tools(&registry))
+        .await
+        .unwrap();
+    let signed = fake.issued("fc_1").to_string();
+    for (model, expected) in [("gemini-2.5-flash", None), (MODEL, Some(signed.clone()))] {
+        cycle.config_mut().model = model.to_owned();
+        let outcome = cycle
+            .run_with(RunRequest::prompt("Again.").with_tools(&registry))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, RunOutcome::Finished(_)));
+        let request = fake.requests().pop().unwrap();
+        assert_eq!(request["model"], model);
+        assert_eq!(sent_calls(&request), [("fc_1".to_owned(), expected)]);
+        // Kept in the history all along.
+        assert_eq!(kept_extra(cycle.messages(), "fc_1"), Some(signed.clone()));
+    }
+    assert_eq!(fake.refusals(), Vec::<String>::new());
+    assert!(cycle.messages().iter().all(|m| {
+        m.artifacts()
+            .iter()
+            .all(|a| a.provider == ArtifactProvider::OpenaiChat)
+    }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A session written by a version-1 build, migrated.
+
+const V1_SESSION: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/sessions-v1-suspended.json"
+);
+
+/// The fixture's rows, inserted as a version-1 build left them (the store's schema is made
+/// by opening it first).
+async fn insert_v1_fixture(url: &str, fixture: &Value) {
+    let session = (
+        fixture["name"].as_str().unwrap(),
+        fixture["format_version"].as_i64().unwrap(),
+        fixture["created_ms"].as_i64().unwrap(),
+        fixture["updated_ms"].as_i64().unwrap(),
+        fixture["next_seq"].as_i64().unwrap(),
+    );
+    let steps: Vec<(i64, &str, &str)> = fixture["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["seq"].as_i64().unwrap(),
+                s["kind"].as_str().unwrap(),
+                s["payload"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let db = rusqlite::Connection::open(path).unwrap();
+        db.execute(
+            "INSERT INTO agcore_sessions VALUES (?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![session.0, session.1, session.2, session.3, session.4],
+        )
+        .unwrap();
+        for (seq, kind, payload) in steps {
+            db.execute(
+                "INSERT INTO agcore_steps VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![session.0, seq, kind, payload],
+            )
+            .unwrap();
+        }
+    } else {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let version = i32::try_from(session.1).unwrap();
+        client
+            .execute(
+                "INSERT INTO agcore_sessions VALUES ($1, $2, $3, $4, $5)",
+                &[&session.0, &version, &session.2, &session.3, &session.4],
+            )
+            .await
+            .unwrap();
+        for (seq, kind, payload) in steps {
+            client
+                .execute(
+                    "INSERT INTO agcore_steps VALUES ($1, $2, $3, $4)",
+                    &[&session.0, &seq, &kind, &payload],
+                )
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// The version-1 session loads and resumes as it is; the resumed run's new turn (signed) is
+/// appended, which marks the session with this build's version; the old steps are unchanged
+/// and the new artifact is stored byte-exact.
+async fn version_1_session_migrates(postgres: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(url) = store_url(postgres, dir.path(), "migrate").await else {
+        return;
+    };
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(V1_SESSION).unwrap()).unwrap();
+    let store: Arc<dyn SessionStore> = agcore::session::open(&url).await.unwrap();
+    insert_v1_fixture(&url, &fixture).await;
+    let name = fixture["name"].as_str().unwrap();
+    let before = store.load(name).await.unwrap().unwrap();
+    assert_eq!(before.format_version, 1);
+    // Reading does not mark it.
+    let (journal, restored) = SessionJournal::open(store.clone(), name).await.unwrap();
+    assert_eq!(store.load(name).await.unwrap().unwrap().format_version, 1);
+    let state = restored.run.expect("the suspended run of the fixture");
+    assert_eq!(state.pending_approvals()[0].call_id, "call_write");
+
+    let (server, fake) = GeminiCompat::start(vec![
+        Reply::Calls(vec![("fc_more", "read_file")]),
+        Reply::Text("Done."),
+    ])
+    .await;
+    let registry = registry(&[
+        ("read_file", Permission::Read),
+        ("write_file", Permission::Write),
+    ]);
+    let mut cycle = cycle(&server.uri(), MODEL);
+    let outcome = cycle
+        .run_with(
+            RunRequest::from_state(state)
+                .with_decisions(vec![Decision::deny("call_write", None)])
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, RunOutcome::Finished(ref r) if r.text() == "Done."),
+        "{outcome:?}"
+    );
+    assert_eq!(fake.refusals(), Vec::<String>::new());
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    // The fixture's finished call kept its answer; the denied one was answered, not run.
+    let tools: Vec<(&str, &str)> = requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap(),
+                m["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(tools[0], ("call_read", "     1→hello\n"));
+    assert_eq!(tools[1].0, "call_write");
+    let signed = fake.issued("fc_more").to_string();
+    assert_eq!(
+        sent_calls(&requests[1]).last().unwrap(),
+        &("fc_more".to_owned(), Some(signed.clone()))
+    );
+
+    let after = store.load(name).await.unwrap().unwrap();
+    assert_eq!(after.format_version, SESSION_FORMAT_VERSION);
+    let old: Vec<Value> = fixture["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| serde_json::from_str(s["payload"].as_str().unwrap()).unwrap())
+        .collect();
+    let kept: Vec<Value> = after.steps[..old.len()]
+        .iter()
+        .map(|s| s.payload.clone())
+        .collect();
+    assert_eq!(kept, old, "the version-1 steps are left as they were");
+    let history = agcore::session::replay(&after).unwrap().history;
+    assert_eq!(kept_extra(&history, "fc_more"), Some(signed));
+    // A later process resumes it as a version-2 session, artifacts included.
+    drop(journal);
+    let (_, again) = SessionJournal::open(store.clone(), name).await.unwrap();
+    assert_eq!(again.history, cycle.messages());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_version_1_session_migrates() {
+    tokio::time::timeout(Duration::from_secs(60), version_1_session_migrates(false))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_version_1_session_migrates() {
+    tokio::time::timeout(Duration::from_secs(60), version_1_session_migrates(true))
+        .await
+        .unwrap();
+}

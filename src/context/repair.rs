@@ -4,9 +4,12 @@
 //! - a tool result that answers no call just before it is removed;
 //! - a call without a result is answered "not run";
 //! - a call id used twice is renamed, in the call and in its result;
-//! - an assistant message with neither text, refusal nor calls is dropped.
+//! - an assistant message with neither text, refusal nor calls is dropped (with any artifacts
+//!   it carries: they are dropped whole, never split from it).
 //!
-//! Results are put in call order right after their assistant message.
+//! Results are put in call order right after their assistant message. An assistant message
+//! is otherwise left as it is; a renamed call clears its artifacts (the reply is no longer the
+//! one its API signed).
 
 use std::collections::HashSet;
 

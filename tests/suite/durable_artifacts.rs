@@ -17,12 +17,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agcore::context::SUMMARY_SYSTEM_PROMPT;
-use agcore::llm::{CycleConfig, LlmCycle, LlmError, OpenAiClient, OpenAiConfig, OpenaiChatMessage};
-use agcore::run::{Decision, RunOutcome, RunRequest};
+use agcore::llm::{
+    CycleConfig, LlmCycle, LlmError, OpenAiClient, OpenAiConfig, OpenaiChatMessage, ReplyLimits,
+};
+use agcore::run::{Decision, RunItem, RunOutcome, RunRequest};
 use agcore::session::{SESSION_FORMAT_VERSION, SessionJournal, SessionStore};
 use agcore::tools::prelude::*;
 use agcore::tools::{ApprovalPolicy, DeferAll};
 use agcore::vocab::ArtifactProvider;
+use agcore::vocab::ChatResponse;
+use futures::StreamExt;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -302,6 +306,24 @@ fn cycle(base: &str, model: &str) -> LlmCycle {
     LlmCycle::new(client, CycleConfig::new(model))
 }
 
+/// Run `request` streaming (as the CLI does by default): the final answer, or the error.
+async fn run_streaming(
+    cycle: &mut LlmCycle,
+    request: RunRequest<'_>,
+) -> Result<ChatResponse, LlmError> {
+    let mut items = cycle.run_with_stream(request);
+    while let Some(item) = items.next().await {
+        match item {
+            RunItem::Finished(reply) => return Ok(reply),
+            RunItem::Suspended(suspension) => panic!("suspended: {:?}", suspension.requests()),
+            RunItem::Failed(error) => return Err(error),
+            // Events (and kinds of items added later) are not what this waits for.
+            _ => {}
+        }
+    }
+    panic!("the run stream ended without an outcome")
+}
+
 /// A store for the test, by URL: a SQLite file in `dir`, or a fresh PostgreSQL database
 /// (`None`: skipped, see `support::session`).
 async fn store_url(postgres: bool, dir: &std::path::Path, tag: &str) -> Option<String> {
@@ -410,18 +432,17 @@ async fn resume_compact_and_continue_in_this_process() {
     assert!(kept_extra(std::slice::from_ref(assistant), "fc_lookup").is_some());
     let registry = registry(&TOOLS);
     let mut cycle = cycle(&base, MODEL);
-    let outcome = cycle
-        .run_with(
-            RunRequest::from_state(state)
-                .with_decisions(vec![Decision::allow("fc_deploy")])
-                .with_tools(&registry)
-                .with_journal(&journal),
-        )
-        .await
-        .unwrap();
-    let RunOutcome::Finished(reply) = outcome else {
-        panic!("{outcome:?}")
-    };
+    // Streamed here (the first process's requests were not): both of the chat-completions
+    // decoders keep the signatures.
+    let reply = run_streaming(
+        &mut cycle,
+        RunRequest::from_state(state)
+            .with_decisions(vec![Decision::allow("fc_deploy")])
+            .with_tools(&registry)
+            .with_journal(&journal),
+    )
+    .await
+    .unwrap();
     assert_eq!(reply.text(), "Deployed.");
     // Compacted: the oldest tool turn summarised, the newest kept whole.
     cycle.config_mut().context.keep_last_turns = 2;
@@ -475,6 +496,10 @@ async fn suspended_here_resumed_elsewhere(postgres: bool) {
     let requests = fake.requests();
     // The suspending request, two after the approval, the summary, the new prompt.
     assert_eq!(requests.len(), 5, "{requests:#?}");
+    // Not streamed here, streamed in the child (see there).
+    assert_ne!(requests[0]["stream"], true);
+    assert_eq!(requests[1]["stream"], true);
+    assert_eq!(requests[2]["stream"], true);
     let lookup = fake.issued("fc_lookup").to_string();
     let check = fake.issued("fc_check").to_string();
     // After the resume: the first turn's signed call came back byte-exact, the unsigned call
@@ -633,6 +658,49 @@ async fn a_history_moved_to_another_model_sends_no_foreign_extra_content() {
             .iter()
             .all(|a| a.provider == ArtifactProvider::OpenaiChat)
     }));
+}
+
+/// A session step holds one reply, and a streamed reply's artifacts count against its byte
+/// limit: a signature past `max_message_bytes` fails the run with a typed error before anything
+/// of the reply is stored, so steps stay as bounded as the replies.
+#[tokio::test]
+async fn artifacts_count_against_the_reply_limit_so_steps_stay_bounded() {
+    let (server, fake) = GeminiCompat::start(vec![Reply::Calls(vec![("fc_big", "lookup")])]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> =
+        agcore::session::open(&format!("sqlite://{}", dir.path().join("s.db").display()))
+            .await
+            .unwrap();
+    let (journal, _) = SessionJournal::open(store.clone(), "bounded")
+        .await
+        .unwrap();
+    let mut config = CycleConfig::new(MODEL);
+    // The call itself is a few bytes; its signature (about 900) is not.
+    config.reply_limits = ReplyLimits::default().with_max_message_bytes(600);
+    let client = OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()))).unwrap();
+    let mut cycle = LlmCycle::new(client, config);
+    let registry = registry(&TOOLS);
+    // Streamed: the reply limits bound an assembled reply (a whole body is bounded by the
+    // transport's body limit instead).
+    let error = run_streaming(
+        &mut cycle,
+        RunRequest::prompt("Look.")
+            .with_tools(&registry)
+            .with_journal(&journal),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, LlmError::ResponseLimitExceeded { .. }),
+        "{error:?}"
+    );
+    assert!(fake.issued("fc_big").to_string().len() > 600);
+    let session = store.load("bounded").await.unwrap().unwrap();
+    for step in &session.steps {
+        let text = step.payload.to_string();
+        assert!(!text.contains("fc_big"), "{text}");
+        assert!(text.len() < 600, "{text}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

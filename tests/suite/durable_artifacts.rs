@@ -532,7 +532,7 @@ async fn suspended_here_resumed_elsewhere(postgres: bool) {
     // The store: this build's format, the history with the kept signature.
     let store = agcore::session::open(&url).await.unwrap();
     let session = store.load("gemini").await.unwrap().unwrap();
-    assert_eq!(session.format_version, SESSION_FORMAT_VERSION);
+    assert_eq!((session.format_version, SESSION_FORMAT_VERSION), (2, 2));
     let restored = agcore::session::replay(&session).unwrap();
     assert!(restored.run.is_none());
     assert_eq!(kept_extra(&restored.history, "fc_check"), Some(check));
@@ -841,7 +841,8 @@ async fn version_1_session_migrates(postgres: bool) {
     );
 
     let after = store.load(name).await.unwrap().unwrap();
-    assert_eq!(after.format_version, SESSION_FORMAT_VERSION);
+    // Version 2: a version-1 build now refuses it rather than drop the artifact unseen.
+    assert_eq!((after.format_version, SESSION_FORMAT_VERSION), (2, 2));
     let old: Vec<Value> = fixture["steps"]
         .as_array()
         .unwrap()

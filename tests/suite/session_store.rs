@@ -851,7 +851,7 @@ async fn sqlite_reads_a_version_1_database() {
         .unwrap();
     let after = store.load("fixture/chat").await.unwrap().unwrap();
     assert_eq!(after.next_seq(), 4);
-    assert_eq!(after.format_version, SESSION_FORMAT_VERSION);
+    assert_eq!((after.format_version, SESSION_FORMAT_VERSION), (2, 2));
     assert_eq!(after.steps[..3], s.steps[..]);
 
     let err = agcore::session::open("mysql://user:pw@host/db")

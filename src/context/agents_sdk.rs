@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn encrypted_reasoning_is_kept_verbatim_before_the_element_it_preceded() {
         use crate::vocab::artifact::{Element, layout};
-        let rs_1 = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Plan."}],"encrypted_content":"gAAAAABo1"}"#;
+        let rs_1 = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Plan."}],"encrypted_content":"gAAAAABo1+/=="}"#;
         let rs_2 =
             r#"{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAAAABo2"}"#;
         let rs_3 =
@@ -318,19 +318,20 @@ mod tests {
         assert!(
             matches!(assistant, OpenaiChatMessage::Assistant { reasoning_content: Some(r), .. } if r == "Plan.")
         );
-        let kept: Vec<(ArtifactPlace, String)> = assistant
+        let kept: Vec<(ArtifactPlace, &Value)> = assistant
             .artifacts()
             .iter()
-            .map(|a| (a.place, serde_json::to_string(&a.data).unwrap_or_default()))
+            .map(|a| (a.place, &a.data))
             .collect();
+        let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_default();
         assert_eq!(
             kept,
             [
-                (ArtifactPlace::Before(0), rs_1.to_owned()),
-                (ArtifactPlace::On(0), r#"{"id":"msg_1"}"#.to_owned()),
-                (ArtifactPlace::Before(1), rs_2.to_owned()),
-                (ArtifactPlace::On(1), r#"{"id":"fc_1"}"#.to_owned()),
-                (ArtifactPlace::On(2), r#"{"id":"fc_2"}"#.to_owned()),
+                (ArtifactPlace::Before(0), &parse(rs_1)),
+                (ArtifactPlace::On(0), &json!({"id": "msg_1"})),
+                (ArtifactPlace::Before(1), &parse(rs_2)),
+                (ArtifactPlace::On(1), &json!({"id": "fc_1"})),
+                (ArtifactPlace::On(2), &json!({"id": "fc_2"})),
             ]
         );
         assert!(

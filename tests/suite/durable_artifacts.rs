@@ -114,7 +114,8 @@ fn violation(body: &Value, issued: &HashMap<String, (String, Value)>) -> Option<
             let id = call["id"].as_str().unwrap_or_default();
             let sent = call.get("extra_content");
             match (issued.get(id), sent) {
-                // Byte-exact: the JSON text of what came back is the JSON text sent out.
+                // Byte for byte: every value as it was sent out (object keys in JSON order, which
+                // carries no meaning).
                 (Some((made_by, extra)), Some(sent)) if made_by == model => {
                     let (sent, extra) = (sent.to_string(), extra.to_string());
                     if sent != extra {

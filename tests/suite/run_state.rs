@@ -147,26 +147,15 @@ const ARTIFACTS_FIXTURE: &str = concat!(
 );
 
 /// The suspended turn of a reasoning model: its reply carries an Anthropic thinking block, a
-/// Responses reasoning item and a chat-completions `extra_content` on a call — keys in the
-/// vendors' order (not sorted), non-ASCII text, a long opaque blob.
+/// Responses reasoning item and a chat-completions `extra_content` on a call — non-ASCII text,
+/// characters JSON escapes, a long opaque blob.
 fn suspended_with_artifacts() -> RunState {
     let mut state = suspended();
     let Phase::AwaitingApproval { turn, .. } = &mut state.phase else {
         panic!("suspended")
     };
-    let thinking: serde_json::Value = serde_json::from_str(
-        r#"{"type":"thinking","thinking":"Paris first — then make.","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxDdEKx"}"#,
-    )
-    .unwrap();
-    let reasoning: serde_json::Value = serde_json::from_str(&format!(
-        r#"{{"type":"reasoning","id":"rs_68af","summary":[],"encrypted_content":"{}"}}"#,
-        "gAAAAABo".repeat(512)
-    ))
-    .unwrap();
-    let extra: serde_json::Value = serde_json::from_str(
-        r#"{"extra_content":{"google":{"thought_signature":"CiQB0e2Kb3/+sig=="}}}"#,
-    )
-    .unwrap();
+    let [thinking, reasoning, extra] =
+        vendor_artifacts().map(|text| serde_json::from_str(&text).unwrap());
     let assistant = turn.assistant.take().expect("the reply is in the turn");
     turn.assistant = Some(assistant.with_artifacts(vec![
         Artifact::new(
@@ -191,6 +180,18 @@ fn suspended_with_artifacts() -> RunState {
     state
 }
 
+/// The artifacts' JSON as the vendors sent it.
+fn vendor_artifacts() -> [String; 3] {
+    [
+        r#"{"type":"thinking","thinking":"Paris first — then \"make\".\n","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxDdEKx"}"#.to_owned(),
+        format!(
+            r#"{{"type":"reasoning","id":"rs_68af","summary":[],"encrypted_content":"{}"}}"#,
+            "gAAAAABo".repeat(512)
+        ),
+        r#"{"extra_content":{"google":{"thought_signature":"CiQB0e2Kb3/+sig=="}}}"#.to_owned(),
+    ]
+}
+
 #[test]
 fn a_state_with_artifacts_round_trips_byte_exact() {
     let state = suspended_with_artifacts();
@@ -206,28 +207,34 @@ fn a_state_with_artifacts_round_trips_byte_exact() {
     );
     let loaded: RunState = serde_json::from_str(&saved).unwrap();
     assert_eq!(loaded, state);
-    // Each artifact's JSON comes back as the vendor sent it, key order included.
+    // Each artifact's JSON comes back as the vendor sent it: every value byte for byte (keys
+    // in serde_json's order, which no API gives meaning to).
     let Phase::AwaitingApproval { turn, .. } = &loaded.phase else {
         panic!("suspended")
     };
-    let texts: Vec<String> = turn
+    let kept: Vec<&serde_json::Value> = turn
         .assistant
         .as_ref()
         .unwrap()
         .artifacts()
         .iter()
-        .map(|a| serde_json::to_string(&a.data).unwrap())
+        .map(|a| &a.data)
         .collect();
+    for (kept, sent) in kept.iter().zip(vendor_artifacts()) {
+        assert_eq!(
+            **kept,
+            serde_json::from_str::<serde_json::Value>(&sent).unwrap()
+        );
+    }
+    assert_eq!(kept[0]["thinking"], "Paris first — then \"make\".\n");
+    assert_eq!(kept[0]["signature"], "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxDdEKx");
     assert_eq!(
-        texts[0],
-        r#"{"type":"thinking","thinking":"Paris first — then make.","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxDdEKx"}"#
+        kept[1]["encrypted_content"].as_str().map(str::len),
+        Some(8 * 512)
     );
-    assert!(texts[1].starts_with(
-        r#"{"type":"reasoning","id":"rs_68af","summary":[],"encrypted_content":"gAAAAABo"#
-    ));
     assert_eq!(
-        texts[2],
-        r#"{"extra_content":{"google":{"thought_signature":"CiQB0e2Kb3/+sig=="}}}"#
+        kept[2]["extra_content"]["google"]["thought_signature"],
+        "CiQB0e2Kb3/+sig=="
     );
     // Through the journal's form too (a state without its history, as a JSON value).
     let value = serde_json::to_value(loaded.without_messages()).unwrap();

@@ -661,6 +661,80 @@ async fn a_history_moved_to_another_model_sends_no_foreign_extra_content() {
     }));
 }
 
+/// A history from the native APIs (an Anthropic thinking block, a Responses reasoning item and
+/// item id, a Gemini thought signature) sent through chat completions carries none of it: not
+/// as fields, not as items; it stays in the history for its own API.
+#[tokio::test]
+async fn a_history_from_other_apis_sends_none_of_their_artifacts_on_chat_completions() {
+    use agcore::vocab::{Artifact, ArtifactPlace};
+    let (server, fake) = GeminiCompat::start(vec![Reply::Text("Fine.")]).await;
+    let foreign = vec![
+        Artifact::new(
+            ArtifactProvider::Anthropic,
+            "claude-sonnet-4-5",
+            ArtifactPlace::Before(0),
+            json!({"type": "thinking", "thinking": "secret plan", "signature": "EqQBsig"}),
+        ),
+        Artifact::new(
+            ArtifactProvider::OpenaiResponses,
+            MODEL,
+            ArtifactPlace::Before(1),
+            json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB"}),
+        ),
+        Artifact::new(
+            ArtifactProvider::OpenaiResponses,
+            MODEL,
+            ArtifactPlace::On(1),
+            json!({"id": "fc_item_1"}),
+        ),
+        Artifact::new(
+            ArtifactProvider::Gemini,
+            MODEL,
+            ArtifactPlace::On(1),
+            json!({"thoughtSignature": "CiQBgemini"}),
+        ),
+    ];
+    let history = vec![
+        OpenaiChatMessage::user_text("Look."),
+        OpenaiChatMessage::assistant_tool_calls(
+            Some("Looking.".into()),
+            vec![agcore::llm::ToolCall::new("toolu_1", "lookup", "{}")],
+        )
+        .with_artifacts(foreign.clone()),
+        OpenaiChatMessage::tool_result("toolu_1", "lookup done"),
+        OpenaiChatMessage::assistant_text("Done."),
+    ];
+    let registry = registry(&TOOLS);
+    let mut cycle = LlmCycle::from_history(
+        OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()))).unwrap(),
+        CycleConfig::new(MODEL),
+        history,
+    );
+    let outcome = cycle
+        .run_with(RunRequest::prompt("And?").with_tools(&registry))
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(_)));
+    assert_eq!(fake.refusals(), Vec::<String>::new());
+    let request = fake.requests().pop().unwrap();
+    let text = request["messages"].to_string();
+    for leaked in [
+        "secret plan",
+        "EqQBsig",
+        "rs_1",
+        "gAAAAB",
+        "fc_item_1",
+        "CiQBgemini",
+        "thoughtSignature",
+        "artifacts",
+    ] {
+        assert!(!text.contains(leaked), "{leaked} sent: {text}");
+    }
+    assert_eq!(sent_calls(&request), [("toolu_1".to_owned(), None)]);
+    assert_eq!(request["messages"][1]["content"], "Looking.");
+    assert_eq!(cycle.messages()[1].artifacts(), foreign.as_slice());
+}
+
 /// A session step holds one reply, and a streamed reply's artifacts count against its byte
 /// limit: a signature past `max_message_bytes` fails the run with a typed error before anything
 /// of the reply is stored, so steps stay as bounded as the replies.

@@ -32,6 +32,8 @@ mod mcp_servers;
 mod openai_wire;
 mod path_rules;
 mod private_files;
+mod provider_gemini;
+mod provider_responses;
 mod redirect_rules;
 mod repo_rules;
 mod request_accounting;

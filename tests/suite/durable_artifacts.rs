@@ -6,7 +6,9 @@
 //! with such a history are suspended on an approval in one process, resumed in another (a child
 //! process of this test binary) on SQLite and PostgreSQL, compacted, and continued; a session
 //! written by a version-1 build is migrated the same way; a history moved to another model
-//! sends no foreign `extra_content`.
+//! sends no foreign `extra_content`. The same cross-process run with a reasoning model on the
+//! Responses API: its encrypted reasoning items go back byte for byte and in place after the
+//! resume and the compaction (the checking fake of `support::responses_fake`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
@@ -376,8 +378,9 @@ fn sent_calls(body: &Value) -> Vec<(String, Option<String>)> {
 const CHILD_STORE: &str = "AGCORE_TEST_DURABLE_STORE";
 const CHILD_BASE: &str = "AGCORE_TEST_DURABLE_BASE";
 
-/// Run `resume_compact_and_continue_in_this_process` in a child process of this test binary.
-async fn in_another_process(store: &str, base: &str) {
+/// Run the ignored test `child` of this file in a child process of this test binary.
+async fn in_another_process(child: &str, store: &str, base: &str) {
+    let name = format!("suite::durable_artifacts::{child}");
     let store = store.to_owned();
     let base = base.to_owned();
     // Waiting on a blocking thread: the fake keeps serving on this runtime meanwhile.
@@ -385,7 +388,7 @@ async fn in_another_process(store: &str, base: &str) {
         std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "suite::durable_artifacts::resume_compact_and_continue_in_this_process",
+                &name,
                 "--ignored",
                 "--nocapture",
                 "--test-threads",
@@ -491,7 +494,12 @@ async fn suspended_here_resumed_elsewhere(postgres: bool) {
             .unwrap();
         assert!(matches!(outcome, RunOutcome::Suspended(_)), "{outcome:?}");
     }
-    in_another_process(&url, &server.uri()).await;
+    in_another_process(
+        "resume_compact_and_continue_in_this_process",
+        &url,
+        &server.uri(),
+    )
+    .await;
 
     assert_eq!(fake.refusals(), Vec::<String>::new());
     let requests = fake.requests();
@@ -555,6 +563,171 @@ async fn postgres_signatures_survive_suspend_resume_elsewhere_and_compaction() {
     tokio::time::timeout(
         Duration::from_secs(120),
         suspended_here_resumed_elsewhere(true),
+    )
+    .await
+    .unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same with reasoning on the Responses API: encrypted reasoning items across processes.
+
+/// A Responses client on `base` (the checking fake of `support::responses_fake`).
+fn responses_cycle(base: &str) -> LlmCycle {
+    let client = agcore::llm::OpenAiResponsesClient::new(
+        agcore::llm::OpenAiResponsesConfig::new(base).with_api_key("sk-test"),
+    )
+    .unwrap();
+    LlmCycle::new(client, CycleConfig::new("gpt-5"))
+}
+
+/// The call of the Responses fixtures, asked (so the run suspends on both of its calls).
+const WEATHER: [(&str, Permission); 1] = [("get_weather", Permission::Write)];
+
+/// The OpenAiResponses artifacts of `history`'s assistant messages, by the reasoning item id.
+fn reasoning_ids(history: &[OpenaiChatMessage]) -> Vec<String> {
+    history
+        .iter()
+        .flat_map(OpenaiChatMessage::artifacts)
+        .filter(|a| {
+            a.provider == ArtifactProvider::OpenaiResponses && a.data["type"] == "reasoning"
+        })
+        .map(|a| a.data["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The second process of the Responses test: both suspended calls approved (streamed), the
+/// tool turn compacted away, a new prompt sent with the kept turn's reasoning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the second process of the cross-process tests, run by them"]
+async fn resume_responses_compact_and_continue_in_this_process() {
+    let (Ok(url), Ok(base)) = (std::env::var(CHILD_STORE), std::env::var(CHILD_BASE)) else {
+        panic!("run by the cross-process tests, with {CHILD_STORE} and {CHILD_BASE}")
+    };
+    let store = agcore::session::open(&url).await.unwrap();
+    let (journal, restored) = SessionJournal::open(store.clone(), "reasoning")
+        .await
+        .unwrap();
+    let state = restored.run.expect("the suspended run");
+    let pending: Vec<Decision> = state
+        .pending_approvals()
+        .iter()
+        .map(|request| Decision::allow(request.call_id.clone()))
+        .collect();
+    assert_eq!(pending.len(), 2);
+    let registry = registry(&WEATHER);
+    let mut cycle = responses_cycle(&base);
+    let reply = run_streaming(
+        &mut cycle,
+        RunRequest::from_state(state)
+            .with_decisions(pending)
+            .with_tools(&registry)
+            .with_journal(&journal),
+    )
+    .await
+    .unwrap();
+    assert!(!reply.text().is_empty());
+    assert_eq!(reasoning_ids(cycle.messages()).len(), 2);
+    cycle.config_mut().context.keep_last_turns = 1;
+    assert!(!cycle.compact().await.is_empty(), "nothing was compacted");
+    assert_eq!(reasoning_ids(cycle.messages()).len(), 1);
+    let outcome = cycle
+        .run_with(
+            RunRequest::prompt("Anything else?")
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(_)), "{outcome:?}");
+}
+
+/// A reasoning model on the Responses API (`store: false`): its tool turn suspends here, is
+/// resumed in another process, compacted and continued; the fake answers 400 like the API for
+/// a reasoning item it did not issue (byte for byte) or out of place.
+async fn reasoning_suspended_here_resumed_elsewhere(postgres: bool) {
+    use support::responses_fake::{Answer, ResponsesFake};
+    let dir = tempfile::tempdir().unwrap();
+    let Some(url) = store_url(postgres, dir.path(), "reasoning").await else {
+        return;
+    };
+    let fake = ResponsesFake::start(|_, n| match n {
+        0 => Answer::Reply {
+            stream: "stream_reasoning_parallel_calls.sse",
+            whole: "response_reasoning_calls.json",
+        },
+        _ => Answer::Reply {
+            stream: "stream_reasoning_text.sse",
+            whole: "response_reasoning_text.json",
+        },
+    })
+    .await;
+    {
+        let store = agcore::session::open(&url).await.unwrap();
+        let (journal, _) = SessionJournal::open(store.clone(), "reasoning")
+            .await
+            .unwrap();
+        let registry = registry(&WEATHER);
+        let mut first = responses_cycle(&fake.base_url());
+        let outcome = first
+            .run_with(
+                RunRequest::prompt("Weather in Zürich and Tokyo?")
+                    .with_tools(&registry)
+                    .with_journal(&journal),
+            )
+            .await
+            .unwrap();
+        let RunOutcome::Suspended(suspension) = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(suspension.requests().len(), 2);
+    }
+    in_another_process(
+        "resume_responses_compact_and_continue_in_this_process",
+        &url,
+        &fake.base_url(),
+    )
+    .await;
+    assert_eq!(fake.rejected(), Vec::<String>::new());
+    let requests = fake.requests();
+    // The suspending request, the one after the approvals, the summary, the new prompt.
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let reasoning = |request: &Value| -> Vec<String> {
+        request["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item["type"] == "reasoning")
+            .map(|item| item["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let tool_turn = "rs_0a1b2c3d4e5f6071rs8293a4b5c6d7e8f90a1b2c3d4e5f6071";
+    let text_turn = "rs_1b2c3d4e5f607182rs93a4b5c6d7e8f90a1b2c3d4e5f607182";
+    assert_eq!(reasoning(&requests[1]), [tool_turn]);
+    assert_eq!(requests[1]["stream"], true);
+    assert_eq!(reasoning(&requests[3]), [text_turn]);
+    let store = agcore::session::open(&url).await.unwrap();
+    let session = store.load("reasoning").await.unwrap().unwrap();
+    assert_eq!(session.format_version, 2);
+    let restored = agcore::session::replay(&session).unwrap();
+    // The kept turn's reasoning, and the new reply's (the fake serves the same text turn).
+    assert_eq!(reasoning_ids(&restored.history), [text_turn, text_turn]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_encrypted_reasoning_survives_suspend_resume_elsewhere_and_compaction() {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        reasoning_suspended_here_resumed_elsewhere(false),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_encrypted_reasoning_survives_suspend_resume_elsewhere_and_compaction() {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        reasoning_suspended_here_resumed_elsewhere(true),
     )
     .await
     .unwrap();

@@ -8,7 +8,9 @@
 //! written by a version-1 build is migrated the same way; a history moved to another model
 //! sends no foreign `extra_content`. The same cross-process run with a reasoning model on the
 //! Responses API: its encrypted reasoning items go back byte for byte and in place after the
-//! resume and the compaction (the checking fake of `support::responses_fake`).
+//! resume and the compaction (the checking fake of `support::responses_fake`); and natively on
+//! Gemini, a thought part and a signed call suspended here and resumed in another process
+//! (`support::gemini_fake`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
@@ -728,6 +730,157 @@ async fn postgres_encrypted_reasoning_survives_suspend_resume_elsewhere_and_comp
     tokio::time::timeout(
         Duration::from_secs(120),
         reasoning_suspended_here_resumed_elsewhere(true),
+    )
+    .await
+    .unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Natively on Gemini: thought parts and signatures in their parts across processes.
+
+/// A Gemini client on `base` (the checking fake of `support::gemini_fake`).
+fn gemini_cycle(base: &str) -> LlmCycle {
+    let client = agcore::llm::GeminiClient::new(
+        agcore::llm::GeminiConfig::new(base).with_api_key(support::gemini_fake::API_KEY),
+    )
+    .unwrap();
+    LlmCycle::new(client, CycleConfig::new(MODEL))
+}
+
+/// The call of the Gemini fixture, asked (so the run suspends on it).
+const LIST: [(&str, Permission); 1] = [("list_directory", Permission::Write)];
+
+/// The Gemini artifacts (thought parts and signatures) of `history`.
+fn gemini_artifacts(history: &[OpenaiChatMessage]) -> usize {
+    history
+        .iter()
+        .flat_map(OpenaiChatMessage::artifacts)
+        .filter(|a| a.provider == ArtifactProvider::Gemini)
+        .count()
+}
+
+/// The second process of the Gemini test: the suspended call approved (streamed), then a new
+/// prompt with the whole history. Not compacted: `support::gemini_fake` wants every signature
+/// it issued back in every later request to the model, stricter than Gemini (which validates
+/// the current turn), so it refuses any history that dropped a signed turn — compaction with
+/// artifacts is covered above on chat completions and Responses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the second process of the cross-process tests, run by them"]
+async fn resume_gemini_and_continue_in_this_process() {
+    let (Ok(url), Ok(base)) = (std::env::var(CHILD_STORE), std::env::var(CHILD_BASE)) else {
+        panic!("run by the cross-process tests, with {CHILD_STORE} and {CHILD_BASE}")
+    };
+    let store = agcore::session::open(&url).await.unwrap();
+    let (journal, restored) = SessionJournal::open(store.clone(), "thoughts")
+        .await
+        .unwrap();
+    let state = restored.run.expect("the suspended run");
+    let call = state.pending_approvals()[0].call_id.clone();
+    let registry = registry(&LIST);
+    let mut cycle = gemini_cycle(&base);
+    let reply = run_streaming(
+        &mut cycle,
+        RunRequest::from_state(state)
+            .with_decisions(vec![Decision::allow(call)])
+            .with_tools(&registry)
+            .with_journal(&journal),
+    )
+    .await
+    .unwrap();
+    assert!(!reply.text().is_empty());
+    assert!(gemini_artifacts(cycle.messages()) >= 2);
+    let outcome = cycle
+        .run_with(
+            RunRequest::prompt("Anything else?")
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(_)), "{outcome:?}");
+}
+
+/// A Gemini 3 model natively: its signed call (after a thought part) suspends here, is resumed
+/// in another process and continued; the fake answers 400 like Gemini for a signature
+/// missing, changed or out of its part, and for turns that do not alternate.
+async fn thoughts_suspended_here_resumed_elsewhere(postgres: bool) {
+    use support::gemini_fake::{GeminiFake, Reply as GeminiReply};
+    let dir = tempfile::tempdir().unwrap();
+    let Some(url) = store_url(postgres, dir.path(), "thoughts").await else {
+        return;
+    };
+    let fake = GeminiFake::start(vec![
+        GeminiReply::json(200, "generate_content_signed_call.json"),
+        GeminiReply::stream("stream_gemini3_answer_signature_last.sse"),
+        GeminiReply::json(200, "generate_content_answer_signed_text.json"),
+    ])
+    .await;
+    {
+        let store = agcore::session::open(&url).await.unwrap();
+        let (journal, _) = SessionJournal::open(store.clone(), "thoughts")
+            .await
+            .unwrap();
+        let registry = registry(&LIST);
+        let mut first = gemini_cycle(&fake.base_url);
+        let outcome = first
+            .run_with(
+                RunRequest::prompt("What is in this directory?")
+                    .with_tools(&registry)
+                    .with_journal(&journal),
+            )
+            .await
+            .unwrap();
+        assert!(matches!(outcome, RunOutcome::Suspended(_)), "{outcome:?}");
+    }
+    in_another_process(
+        "resume_gemini_and_continue_in_this_process",
+        &url,
+        &fake.base_url,
+    )
+    .await;
+    let received = fake.received();
+    let violations: Vec<&String> = received
+        .iter()
+        .filter_map(|r| r.violation.as_ref())
+        .collect();
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(received.len(), 3);
+    assert!(received[1].target.contains(":streamGenerateContent"));
+    // After the resume, and on the next prompt: the thought part and the signed call back in
+    // their model turn, byte for byte (the fake checks each).
+    for request in &received[1..] {
+        let model_turn = request.body["contents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["role"] == "model")
+            .unwrap()
+            .to_string();
+        assert!(model_turn.contains("lnQm3ESOBgPk/PXaRCU7"), "{model_turn}");
+        assert!(model_turn.contains("\"thought\":true"), "{model_turn}");
+    }
+    let store = agcore::session::open(&url).await.unwrap();
+    let session = store.load("thoughts").await.unwrap().unwrap();
+    assert_eq!(session.format_version, 2);
+    let restored = agcore::session::replay(&session).unwrap();
+    assert!(gemini_artifacts(&restored.history) > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_thought_signatures_survive_suspend_and_resume_elsewhere_natively() {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        thoughts_suspended_here_resumed_elsewhere(false),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_thought_signatures_survive_suspend_and_resume_elsewhere_natively() {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        thoughts_suspended_here_resumed_elsewhere(true),
     )
     .await
     .unwrap();

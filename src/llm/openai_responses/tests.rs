@@ -262,9 +262,9 @@ fn the_history_goes_out_as_items_with_artifacts_in_place() {
             {"type": "message", "role": "developer", "content": "Use Celsius."},
         ])
     );
-    // The reasoning item is sent byte for byte as kept.
+    // The reasoning item is sent as kept, every value byte for byte (keys in serde_json's order).
     let text = String::from_utf8(request::request_body(&ChatRequest { model: MODEL, messages: &messages, tools: &[], options: &RequestOptions::default() }, false, STATELESS).unwrap()).unwrap();
-    assert!(text.contains(r#"{"id":"rs_1","type":"reasoning","encrypted_content":"gAAA-rs_1","summary":[]}"#), "{text}");
+    assert!(text.contains(r#"{"encrypted_content":"gAAA-rs_1","id":"rs_1","summary":[],"type":"reasoning"}"#), "{text}");
 }
 
 #[test]

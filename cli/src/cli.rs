@@ -50,7 +50,7 @@ pub struct ModelArgs {
     /// The model API: openai (chat completions, any OpenAI-compatible server),
     /// openai-responses, anthropic (Messages) or gemini [config: model.provider; env:
     /// AGCORE_PROVIDER; default openai].
-    #[arg(long, value_name = "PROVIDER", value_parser = crate::settings::Api::NAMES)]
+    #[arg(long, value_name = "PROVIDER", value_parser = crate::provider::Api::NAMES)]
     pub provider: Option<String>,
     /// The API's base URL, up to where its resource path begins: OpenAI `…/v1`, Anthropic
     /// `…/v1`, Gemini `…/v1beta` [config: model.base_url; env: OPENAI_BASE_URL (OpenAI APIs
@@ -67,8 +67,8 @@ pub struct ModelArgs {
     pub api_key_env: Option<String>,
     /// Reasoning effort: off, low, medium, high, or a budget in tokens (`8000`), mapped to each
     /// API's own parameter [config: model.reasoning; default: the API's].
-    #[arg(long, value_name = "EFFORT", value_parser = crate::settings::parse_reasoning)]
-    pub reasoning: Option<crate::settings::Reasoning>,
+    #[arg(long, value_name = "EFFORT", value_parser = crate::provider::parse_reasoning)]
+    pub reasoning: Option<crate::provider::Reasoning>,
     /// The system prompt, a minijinja template (variables from --var), after agcore's base
     /// instructions and the workspace's AGENTS.md [config: model.system].
     #[arg(long, conflicts_with = "system_file")]

@@ -210,7 +210,7 @@ pub struct ModelSection {
     pub response_deadline: Option<Seconds>,
     /// Reasoning effort: `"off"`, `"low"`, `"medium"`, `"high"`, or a budget in tokens
     /// (`8000`) — like `--reasoning`.
-    pub reasoning: Option<crate::settings::Reasoning>,
+    pub reasoning: Option<crate::provider::Reasoning>,
     /// Models tried in order when the model fails (retryably) before any output
     /// (`[[model.fallback]]`); each has a circuit breaker.
     #[serde(default)]

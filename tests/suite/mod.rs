@@ -12,6 +12,7 @@ mod context_session_outputs;
 mod context_spill;
 mod context_window;
 mod design_examples;
+mod durable_artifacts;
 mod durable_runs;
 mod exposure;
 mod fallback;

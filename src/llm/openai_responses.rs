@@ -212,7 +212,12 @@ impl ChatModel for OpenAiResponsesClient {
         let started = tokio::time::Instant::now();
         let response = self
             .transport
-            .post(&self.endpoint, body, "application/json", errors::status_error)
+            .post(
+                &self.endpoint,
+                body,
+                "application/json",
+                errors::status_error,
+            )
             .await?;
         let body = self.transport.read_body(response, started).await?;
         reply::parse_response(&body, request.model, self.config.previous_response_id)
@@ -223,7 +228,12 @@ impl ChatModel for OpenAiResponsesClient {
         let started = tokio::time::Instant::now();
         let response = self
             .transport
-            .post(&self.endpoint, body, "text/event-stream", errors::status_error)
+            .post(
+                &self.endpoint,
+                body,
+                "text/event-stream",
+                errors::status_error,
+            )
             .await?;
         let keep_response_id = self.config.previous_response_id;
         if is_json(&response) {

@@ -33,7 +33,10 @@ pub(crate) fn error_object(error: &Value) -> ProviderError {
     let code = text_field(error, "code");
     let kind = text_field(error, "type");
     let names = [code.as_deref(), kind.as_deref()];
-    if names.iter().flatten().any(|name| is_context_length("", Some(name)))
+    if names
+        .iter()
+        .flatten()
+        .any(|name| is_context_length("", Some(name)))
         || is_context_length(&message, None)
     {
         return ProviderError::ContextLengthExceeded { message };
@@ -130,7 +133,9 @@ mod tests {
             ProviderError::ContextLengthExceeded { .. }
         ));
         assert!(matches!(
-            error_object(&json!({"code": null, "message": "Your input exceeds the context window of this model. Please adjust your input and try again."})),
+            error_object(
+                &json!({"code": null, "message": "Your input exceeds the context window of this model. Please adjust your input and try again."})
+            ),
             ProviderError::ContextLengthExceeded { .. }
         ));
         assert!(matches!(
@@ -159,7 +164,10 @@ mod tests {
             error,
             ProviderError::RateLimited { retry_after: Some(wait), .. } if wait == Duration::from_millis(1632)
         ));
-        assert_eq!(asked_wait("try again in 250ms."), Some(Duration::from_millis(250)));
+        assert_eq!(
+            asked_wait("try again in 250ms."),
+            Some(Duration::from_millis(250))
+        );
         assert_eq!(asked_wait("try again later"), None);
     }
 

@@ -124,9 +124,7 @@ impl SseDecoder for EventDecoder {
         let kind = event.kind.as_deref().or(name).unwrap_or_default();
         let index = event.output_index;
         match kind {
-            "response.created" | "response.in_progress" | "response.queued"
-                if !self.meta_sent =>
-            {
+            "response.created" | "response.in_progress" | "response.queued" if !self.meta_sent => {
                 self.meta_sent = true;
                 let response = event.response.unwrap_or(Value::Null);
                 let text = |key: &str| {

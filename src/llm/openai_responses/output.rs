@@ -158,7 +158,12 @@ impl Output {
     }
 
     /// `response.output_text.delta` of the item at `index`.
-    pub(crate) fn text(&mut self, index: Option<u64>, delta: String, out: &mut VecDeque<ModelDelta>) {
+    pub(crate) fn text(
+        &mut self,
+        index: Option<u64>,
+        delta: String,
+        out: &mut VecDeque<ModelDelta>,
+    ) {
         if let Some(Item::Message { text_bytes }) = index.and_then(|i| self.items.get_mut(&i)) {
             *text_bytes = text_bytes.saturating_add(delta.len());
         }
@@ -168,7 +173,12 @@ impl Output {
     }
 
     /// `response.refusal.delta` of the item at `index`.
-    pub(crate) fn refusal(&mut self, index: Option<u64>, delta: String, out: &mut VecDeque<ModelDelta>) {
+    pub(crate) fn refusal(
+        &mut self,
+        index: Option<u64>,
+        delta: String,
+        out: &mut VecDeque<ModelDelta>,
+    ) {
         if let Some(Item::Message { text_bytes }) = index.and_then(|i| self.items.get_mut(&i)) {
             *text_bytes = text_bytes.saturating_add(delta.len());
         }

@@ -74,11 +74,7 @@ pub(crate) fn request_body(
             skip: instructions.and_then(|index| index.checked_sub(start)),
             model: request.model,
         },
-        tools: request
-            .tools
-            .iter()
-            .map(WireTool::from)
-            .collect::<Vec<_>>(),
+        tools: request.tools.iter().map(WireTool::from).collect::<Vec<_>>(),
         tool_choice: options
             .tool_choice
             .as_ref()
@@ -118,15 +114,22 @@ pub(crate) fn request_body(
 }
 
 /// The last assistant message whose response id this API and model kept, and that id.
-fn last_response_id<'a>(messages: &'a [OpenaiChatMessage], model: &str) -> Option<(usize, &'a str)> {
-    messages.iter().enumerate().rev().find_map(|(index, message)| {
-        message
-            .artifacts()
-            .iter()
-            .filter(|artifact| artifact.usable_by(ArtifactProvider::OpenaiResponses, model))
-            .find_map(|artifact| artifact.data.get(RESPONSE_ID_KEY)?.as_str())
-            .map(|id| (index, id))
-    })
+fn last_response_id<'a>(
+    messages: &'a [OpenaiChatMessage],
+    model: &str,
+) -> Option<(usize, &'a str)> {
+    messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(index, message)| {
+            message
+                .artifacts()
+                .iter()
+                .filter(|artifact| artifact.usable_by(ArtifactProvider::OpenaiResponses, model))
+                .find_map(|artifact| artifact.data.get(RESPONSE_ID_KEY)?.as_str())
+                .map(|id| (index, id))
+        })
 }
 
 /// OpenAI's chat `response_format` in the Responses API's `text.format` shape: a
@@ -295,9 +298,8 @@ impl Serialize for Input<'_> {
                         }
                         match element {
                             Element::Item(artifact) => seq.serialize_element(&artifact.data)?,
-                            Element::Text { text, on } => seq.serialize_element(
-                                &OutputMessage::new(Some(*text), refusal, on),
-                            )?,
+                            Element::Text { text, on } => seq
+                                .serialize_element(&OutputMessage::new(Some(*text), refusal, on))?,
                             Element::Call { call, on } => seq.serialize_element(&FunctionCall {
                                 kind: "function_call",
                                 call_id: &call.id,

@@ -53,7 +53,8 @@ type Outcome = (Result<ChatResponse, ProviderError>, Vec<StreamEvent>);
 async fn decode(body: &str, seed: u64) -> Outcome {
     let pieces = Splits(seed).pieces(body.as_bytes());
     let decoder = events::EventDecoder::new(MODEL, false);
-    let mut stream = crate::llm::transport::decode_events(futures::stream::iter(pieces), None, decoder);
+    let mut stream =
+        crate::llm::transport::decode_events(futures::stream::iter(pieces), None, decoder);
     let mut assembler = StreamAssembler::new();
     let mut events = Vec::new();
     while let Some(delta) = stream.next().await {
@@ -73,7 +74,9 @@ fn done_item(body: &str, item_id: &str) -> Value {
     body.lines()
         .filter_map(|line| line.strip_prefix("data: "))
         .map(|data| serde_json::from_str::<Value>(data).unwrap())
-        .find(|event| event["type"] == "response.output_item.done" && event["item"]["id"] == item_id)
+        .find(|event| {
+            event["type"] == "response.output_item.done" && event["item"]["id"] == item_id
+        })
         .map(|event| event["item"].clone())
         .unwrap()
 }
@@ -81,7 +84,10 @@ fn done_item(body: &str, item_id: &str) -> Value {
 #[tokio::test]
 async fn parallel_calls_with_interleaved_arguments_and_reasoning_in_any_split() {
     let body = fixture("stream_reasoning_parallel_calls.sse");
-    let reasoning = done_item(&body, "rs_0a1b2c3d4e5f6071rs8293a4b5c6d7e8f90a1b2c3d4e5f6071");
+    let reasoning = done_item(
+        &body,
+        "rs_0a1b2c3d4e5f6071rs8293a4b5c6d7e8f90a1b2c3d4e5f6071",
+    );
     for seed in 0..40 {
         let (response, events) = decode(&body, seed).await;
         let response = response.unwrap();
@@ -96,14 +102,27 @@ async fn parallel_calls_with_interleaved_arguments_and_reasoning_in_any_split() 
         assert_eq!(
             artifacts,
             &[
-                Artifact::new(ArtifactProvider::OpenaiResponses, MODEL, ArtifactPlace::Before(0), reasoning.clone()),
-                Artifact::new(ArtifactProvider::OpenaiResponses, MODEL, ArtifactPlace::On(1),
-                    json!({"id": "fc_0a1b2c3d4e5f6071fa8293a4b5c6d7e8f90a1b2c3d4e5f6071"})),
-                Artifact::new(ArtifactProvider::OpenaiResponses, MODEL, ArtifactPlace::On(2),
-                    json!({"id": "fc_0a1b2c3d4e5f6071fb8293a4b5c6d7e8f90a1b2c3d4e5f6071"})),
+                Artifact::new(
+                    ArtifactProvider::OpenaiResponses,
+                    MODEL,
+                    ArtifactPlace::Before(0),
+                    reasoning.clone()
+                ),
+                Artifact::new(
+                    ArtifactProvider::OpenaiResponses,
+                    MODEL,
+                    ArtifactPlace::On(1),
+                    json!({"id": "fc_0a1b2c3d4e5f6071fa8293a4b5c6d7e8f90a1b2c3d4e5f6071"})
+                ),
+                Artifact::new(
+                    ArtifactProvider::OpenaiResponses,
+                    MODEL,
+                    ArtifactPlace::On(2),
+                    json!({"id": "fc_0a1b2c3d4e5f6071fb8293a4b5c6d7e8f90a1b2c3d4e5f6071"})
+                ),
             ]
         );
-        // The reasoning item is the done form, byte for byte (key order included).
+        // The reasoning item is the done form, every value byte for byte.
         assert_eq!(
             serde_json::to_string(&artifacts[0].data).unwrap(),
             serde_json::to_string(&reasoning).unwrap()
@@ -120,11 +139,21 @@ async fn parallel_calls_with_interleaved_arguments_and_reasoning_in_any_split() 
         assert_eq!(response.message.reasoning(), None);
         let usage = response.usage.unwrap();
         assert_eq!(
-            (usage.prompt_tokens, usage.cached_tokens, usage.cache_write_tokens),
+            (
+                usage.prompt_tokens,
+                usage.cached_tokens,
+                usage.cache_write_tokens
+            ),
             (412, Some(256), Some(0))
         );
-        assert_eq!((usage.completion_tokens, usage.reasoning_tokens), (187, Some(128)));
-        assert_eq!(response.id.as_deref(), Some("resp_0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071"));
+        assert_eq!(
+            (usage.completion_tokens, usage.reasoning_tokens),
+            (187, Some(128))
+        );
+        assert_eq!(
+            response.id.as_deref(),
+            Some("resp_0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071")
+        );
         assert_eq!(response.model.as_deref(), Some("gpt-5-2025-08-07"));
     }
 }
@@ -134,12 +163,23 @@ async fn a_text_reply_keeps_its_reasoning_before_the_text_and_its_message_id_on_
     let body = fixture("stream_reasoning_text.sse");
     for seed in 0..20 {
         let response = decode(&body, seed).await.0.unwrap();
-        assert_eq!(response.text(), "Zürich: 22 °C, 東京: 22 °C — same temperature 🌤️.");
+        assert_eq!(
+            response.text(),
+            "Zürich: 22 °C, 東京: 22 °C — same temperature 🌤️."
+        );
         assert_eq!(response.stop_reason, Some(FinishReason::Stop));
-        let places: Vec<_> = response.message.artifacts().iter().map(|a| (a.place, a.data.get("type").cloned())).collect();
+        let places: Vec<_> = response
+            .message
+            .artifacts()
+            .iter()
+            .map(|a| (a.place, a.data.get("type").cloned()))
+            .collect();
         assert_eq!(
             places,
-            [(ArtifactPlace::Before(0), Some(json!("reasoning"))), (ArtifactPlace::On(0), None)]
+            [
+                (ArtifactPlace::Before(0), Some(json!("reasoning"))),
+                (ArtifactPlace::On(0), None)
+            ]
         );
         assert_eq!(
             response.message.artifacts()[1].data,
@@ -151,7 +191,10 @@ async fn a_text_reply_keeps_its_reasoning_before_the_text_and_its_message_id_on_
 #[tokio::test]
 async fn a_whole_reply_gives_what_its_stream_gives() {
     for (whole, streamed) in [
-        ("response_reasoning_calls.json", "stream_reasoning_parallel_calls.sse"),
+        (
+            "response_reasoning_calls.json",
+            "stream_reasoning_parallel_calls.sse",
+        ),
         ("response_reasoning_text.json", "stream_reasoning_text.sse"),
     ] {
         let parsed = reply::parse_response(fixture(whole).as_bytes(), MODEL, false).unwrap();
@@ -165,25 +208,41 @@ async fn a_reply_cut_mid_call_is_a_length_stop_with_the_partial_call() {
     let (response, _) = decode(&fixture("stream_incomplete_mid_call.sse"), 3).await;
     let response = response.unwrap();
     assert_eq!(response.stop_reason, Some(FinishReason::Length));
-    assert_eq!(response.tool_calls()[0].function.arguments, r#"{"city":"Reykj"#);
+    assert_eq!(
+        response.tool_calls()[0].function.arguments,
+        r#"{"city":"Reykj"#
+    );
     let whole = fixture("response_incomplete_mid_call.json");
     let response = reply::parse_response(whole.as_bytes(), MODEL, false).unwrap();
     assert_eq!(response.stop_reason, Some(FinishReason::Length));
-    assert_eq!(response.tool_calls()[0].function.arguments, r#"{"city":"Reykj"#);
+    assert_eq!(
+        response.tool_calls()[0].function.arguments,
+        r#"{"city":"Reykj"#
+    );
 }
 
 #[tokio::test]
 async fn errors_inside_a_200_stream_are_typed() {
     let (result, events) = decode(&fixture("stream_error_event.sse"), 1).await;
-    assert!(matches!(result, Err(ProviderError::Server { status: 500, .. })), "{result:?}");
-    assert!(events.iter().any(|e| matches!(e, StreamEvent::AssistantTextDelta { .. })));
+    assert!(
+        matches!(result, Err(ProviderError::Server { status: 500, .. })),
+        "{result:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::AssistantTextDelta { .. }))
+    );
     let (result, _) = decode(&fixture("stream_failed.sse"), 2).await;
     assert!(
         matches!(&result, Err(ProviderError::Server { status: 500, message, .. }) if message.contains("req_8f2a1c")),
         "{result:?}"
     );
     let (result, _) = decode(&fixture("stream_context_length_error.sse"), 3).await;
-    assert!(matches!(result, Err(ProviderError::ContextLengthExceeded { .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(ProviderError::ContextLengthExceeded { .. })),
+        "{result:?}"
+    );
 }
 
 #[tokio::test]
@@ -195,21 +254,40 @@ async fn unknown_events_fields_and_comments_are_ignored_and_a_cut_stream_fails()
         1,
     );
     assert_ne!(noisy, body);
-    assert_eq!(decode(&noisy, 5).await.0.unwrap(), decode(&body, 5).await.0.unwrap());
+    assert_eq!(
+        decode(&noisy, 5).await.0.unwrap(),
+        decode(&body, 5).await.0.unwrap()
+    );
     let cut = &body[..body.find("event: response.completed").unwrap()];
     let (result, _) = decode(cut, 4).await;
-    assert!(matches!(result, Err(ProviderError::Stream(message)) if message.contains("ended before")));
+    assert!(
+        matches!(result, Err(ProviderError::Stream(message)) if message.contains("ended before"))
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
 // The request.
 
-fn encode(messages: &[OpenaiChatMessage], tools: &[ToolDefinition], options: &RequestOptions, stream: bool, mode: request::Mode) -> Value {
-    let request = ChatRequest { model: MODEL, messages, tools, options };
+fn encode(
+    messages: &[OpenaiChatMessage],
+    tools: &[ToolDefinition],
+    options: &RequestOptions,
+    stream: bool,
+    mode: request::Mode,
+) -> Value {
+    let request = ChatRequest {
+        model: MODEL,
+        messages,
+        tools,
+        options,
+    };
     serde_json::from_slice(&request::request_body(&request, stream, mode).unwrap()).unwrap()
 }
 
-const STATELESS: request::Mode = request::Mode { store: false, previous_response_id: false };
+const STATELESS: request::Mode = request::Mode {
+    store: false,
+    previous_response_id: false,
+};
 
 fn artifact(model: &str, place: ArtifactPlace, data: Value) -> Artifact {
     Artifact::new(ArtifactProvider::OpenaiResponses, model, place, data)
@@ -223,17 +301,29 @@ fn reasoning(id: &str) -> Value {
 fn the_history_goes_out_as_items_with_artifacts_in_place() {
     let calls = OpenaiChatMessage::assistant_tool_calls(
         Some("Looking.".into()),
-        vec![ToolCall::new("call_a", "get_weather", r#"{"city":"Zürich"}"#), ToolCall::new("call_b", "get_weather", "{}")],
+        vec![
+            ToolCall::new("call_a", "get_weather", r#"{"city":"Zürich"}"#),
+            ToolCall::new("call_b", "get_weather", "{}"),
+        ],
     )
     .with_artifacts(vec![
         artifact(MODEL, ArtifactPlace::Before(0), reasoning("rs_1")),
-        artifact(MODEL, ArtifactPlace::On(0), json!({"id": "msg_1", "phase": "commentary"})),
+        artifact(
+            MODEL,
+            ArtifactPlace::On(0),
+            json!({"id": "msg_1", "phase": "commentary"}),
+        ),
         artifact(MODEL, ArtifactPlace::On(1), json!({"id": "fc_a"})),
         artifact(MODEL, ArtifactPlace::Before(2), reasoning("rs_2")),
         artifact(MODEL, ArtifactPlace::On(2), json!({"id": "fc_b"})),
         // Another model's reasoning and another API's signature are left out.
         artifact("gpt-4.1", ArtifactPlace::Before(0), reasoning("rs_other")),
-        Artifact::new(ArtifactProvider::Gemini, MODEL, ArtifactPlace::On(1), json!({"thoughtSignature": "sig"})),
+        Artifact::new(
+            ArtifactProvider::Gemini,
+            MODEL,
+            ArtifactPlace::On(1),
+            json!({"thoughtSignature": "sig"}),
+        ),
     ]);
     let messages = vec![
         OpenaiChatMessage::system("Be brief."),
@@ -241,7 +331,10 @@ fn the_history_goes_out_as_items_with_artifacts_in_place() {
         calls,
         OpenaiChatMessage::tool_result("call_a", "22 °C"),
         OpenaiChatMessage::tool_result("call_b", "18 °C"),
-        OpenaiChatMessage::Developer { content: "Use Celsius.".into(), name: None },
+        OpenaiChatMessage::Developer {
+            content: "Use Celsius.".into(),
+            name: None,
+        },
     ];
     let body = encode(&messages, &[], &RequestOptions::default(), false, STATELESS);
     assert_eq!(body["instructions"], "Be brief.");
@@ -262,14 +355,26 @@ fn the_history_goes_out_as_items_with_artifacts_in_place() {
             {"type": "message", "role": "developer", "content": "Use Celsius."},
         ])
     );
-    // The reasoning item is sent byte for byte as kept.
-    let text = String::from_utf8(request::request_body(&ChatRequest { model: MODEL, messages: &messages, tools: &[], options: &RequestOptions::default() }, false, STATELESS).unwrap()).unwrap();
-    assert!(text.contains(r#"{"id":"rs_1","type":"reasoning","encrypted_content":"gAAA-rs_1","summary":[]}"#), "{text}");
+    // The reasoning item is sent byte for byte as kept (every value; keys in serde_json's order).
+    let request = ChatRequest {
+        model: MODEL,
+        messages: &messages,
+        tools: &[],
+        options: &RequestOptions::default(),
+    };
+    let text =
+        String::from_utf8(request::request_body(&request, false, STATELESS).unwrap()).unwrap();
+    let kept = serde_json::to_string(&reasoning("rs_1")).unwrap();
+    assert!(text.contains(&kept), "{kept} not in {text}");
 }
 
 #[test]
 fn options_map_to_the_responses_parameters() {
-    let tools = vec![ToolDefinition::function("get_weather", "Weather", json!({"type": "object"}))];
+    let tools = vec![ToolDefinition::function(
+        "get_weather",
+        "Weather",
+        json!({"type": "object"}),
+    )];
     let mut options = RequestOptions {
         reasoning_effort: Some(ReasoningEffort::High),
         reasoning_budget_tokens: Some(4096),
@@ -280,24 +385,44 @@ fn options_map_to_the_responses_parameters() {
         temperature: Some(0.5),
         stop: Some(vec!["END".into()]),
         seed: Some(7),
-        response_format: Some(json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": true}})),
+        response_format: Some(
+            json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": true}}),
+        ),
         ..RequestOptions::default()
     };
-    options.extra.insert("prompt_cache_key".into(), json!("session-42"));
+    options
+        .extra
+        .insert("prompt_cache_key".into(), json!("session-42"));
     let messages = vec![OpenaiChatMessage::user_text("q")];
     let body = encode(&messages, &tools, &options, true, STATELESS);
     assert_eq!(body["stream"], true);
-    assert_eq!(body["reasoning"], json!({"effort": "high", "summary": "auto"}));
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
     assert_eq!(body["max_output_tokens"], 2000);
-    assert_eq!(body["tool_choice"], json!({"type": "function", "name": "get_weather"}));
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "name": "get_weather"})
+    );
     assert_eq!(body["parallel_tool_calls"], false);
-    assert_eq!(body["text"], json!({"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": true}}));
+    assert_eq!(
+        body["text"],
+        json!({"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": true}})
+    );
     assert_eq!(body["prompt_cache_key"], "session-42");
     assert_eq!(
         body["tools"],
         json!([{"type": "function", "name": "get_weather", "description": "Weather", "parameters": {"type": "object"}, "strict": false}])
     );
-    for absent in ["stop", "seed", "max_tokens", "reasoning_budget_tokens", "messages", "reasoning_effort"] {
+    for absent in [
+        "stop",
+        "seed",
+        "max_tokens",
+        "reasoning_budget_tokens",
+        "messages",
+        "reasoning_effort",
+    ] {
         assert!(body.get(absent).is_none(), "{absent} sent: {body}");
     }
     // Off asks for no reasoning (and no summary); without tools no tool options go out; an
@@ -308,16 +433,31 @@ fn options_map_to_the_responses_parameters() {
     assert_eq!(body["reasoning"], json!({"effort": "none"}));
     assert!(body.get("tool_choice").is_none() && body.get("parallel_tool_calls").is_none());
     assert_eq!(body["temperature"], 1.0);
-    assert_eq!(serde_json::to_string(&body).unwrap().matches("temperature").count(), 1);
+    assert_eq!(
+        serde_json::to_string(&body)
+            .unwrap()
+            .matches("temperature")
+            .count(),
+        1
+    );
 }
 
 #[test]
 fn user_parts_map_to_input_parts() {
     use crate::vocab::{ContentPart, ImageUrl};
     let messages = vec![OpenaiChatMessage::user_parts(vec![
-        ContentPart::Text { text: "What is this?".into() },
-        ContentPart::ImageUrl { image_url: ImageUrl { url: "data:image/png;base64,iVBO".into(), detail: None } },
-        ContentPart::File { file: json!({"file_id": "file-1"}) },
+        ContentPart::Text {
+            text: "What is this?".into(),
+        },
+        ContentPart::ImageUrl {
+            image_url: ImageUrl {
+                url: "data:image/png;base64,iVBO".into(),
+                detail: None,
+            },
+        },
+        ContentPart::File {
+            file: json!({"file_id": "file-1"}),
+        },
     ])];
     let body = encode(&messages, &[], &RequestOptions::default(), false, STATELESS);
     assert_eq!(
@@ -332,11 +472,24 @@ fn user_parts_map_to_input_parts() {
 
 #[tokio::test]
 async fn previous_response_mode_sends_only_what_follows_the_last_stored_reply() {
-    let mode = request::Mode { store: false, previous_response_id: true };
+    let mode = request::Mode {
+        store: false,
+        previous_response_id: true,
+    };
     // The reply keeps its response id (never sent as a field).
-    let parsed = reply::parse_response(fixture("response_reasoning_calls.json").as_bytes(), MODEL, true).unwrap();
+    let parsed = reply::parse_response(
+        fixture("response_reasoning_calls.json").as_bytes(),
+        MODEL,
+        true,
+    )
+    .unwrap();
     let reply = parsed.message.clone();
-    assert!(reply.artifacts().iter().any(|a| a.data.get("response_id").is_some()));
+    assert!(
+        reply
+            .artifacts()
+            .iter()
+            .any(|a| a.data.get("response_id").is_some())
+    );
     let messages = vec![
         OpenaiChatMessage::system("Be brief."),
         OpenaiChatMessage::user_text("Weather?"),
@@ -345,15 +498,27 @@ async fn previous_response_mode_sends_only_what_follows_the_last_stored_reply() 
         OpenaiChatMessage::tool_result("call_K8pQw3ErT6yUi9Oa2Sd5Fg7H", "18 °C"),
     ];
     let body = encode(&messages, &[], &RequestOptions::default(), false, mode);
-    assert_eq!(body["previous_response_id"], "resp_0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071");
+    assert_eq!(
+        body["previous_response_id"],
+        "resp_0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071"
+    );
     assert_eq!(body["store"], true);
     assert!(body.get("include").is_none());
     assert_eq!(body["instructions"], "Be brief.");
-    let kinds: Vec<&str> = body["input"].as_array().unwrap().iter().map(|item| item["type"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["type"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["function_call_output", "function_call_output"]);
     // Stateless, the same history goes whole and the response id is no field of any item.
     let body = encode(&messages, &[], &RequestOptions::default(), false, STATELESS);
-    assert!(!serde_json::to_string(&body).unwrap().contains("response_id"));
+    assert!(
+        !serde_json::to_string(&body)
+            .unwrap()
+            .contains("response_id")
+    );
     assert_eq!(body["input"].as_array().unwrap().len(), 1 + 3 + 2);
 }
 

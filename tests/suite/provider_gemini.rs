@@ -819,3 +819,31 @@ async fn streams_split_anywhere_decode_the_same() {
         Err(ProviderError::Stream(_))
     ));
 }
+
+/// A streaming request answered with one JSON body (a proxy, or the JSON-array stream without
+/// `alt=sse`): replayed as the same deltas, artifacts included.
+#[tokio::test]
+async fn a_json_answer_to_a_streaming_request_is_replayed() {
+    let fake = GeminiFake::start(vec![Reply::json(200, "generate_content_signed_call.json")]).await;
+    let messages = [OpenaiChatMessage::user_text("List it")];
+    let options = RequestOptions::default();
+    let mut stream = client(&fake)
+        .chat_stream(ChatRequest {
+            model: GEMINI_3_FLASH,
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        })
+        .await
+        .unwrap();
+    let mut assembler = StreamAssembler::new();
+    let mut events = Vec::new();
+    while let Some(delta) = stream.next().await {
+        assembler.push(delta.unwrap(), &mut events);
+    }
+    let reply = assembler.finish(&mut events).unwrap();
+    no_violations(&fake);
+    assert_eq!(reply.tool_calls()[0].function.name, "list_directory");
+    let places: Vec<ArtifactPlace> = reply.message.artifacts().iter().map(|a| a.place).collect();
+    assert_eq!(places, [ArtifactPlace::Before(0), ArtifactPlace::On(1)]);
+}

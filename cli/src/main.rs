@@ -18,6 +18,7 @@ mod mcp_cmd;
 mod mcp_connect;
 mod mcp_login;
 mod mcp_notes;
+mod provider;
 mod render;
 mod run;
 mod sampling;

@@ -12,10 +12,18 @@
 //! | `{"type": "function_call", "call_id", "name", "arguments"}` | a tool call, on the assistant message just before (text or other calls of the same turn), else on a new one |
 //! | `{"type": "function_call_output", "call_id", "output"}` | a tool message (`output` a string, or content items whose texts are joined) |
 //! | `{"type": "reasoning", "summary": [{"text": ...}]}` | the next assistant message's `reasoning_content` |
+//! | `{"type": "reasoning", "encrypted_content": ..., ...}` | also, the whole item verbatim as an [`ArtifactProvider::OpenaiResponses`] artifact placed before the element it preceded (the next assistant text or call): a stateless Responses request sends it back there; other APIs never see it |
+//! | the `id` of an assistant `message` or a `function_call` | an [`ArtifactProvider::OpenaiResponses`] artifact `{"id": ...}` on that text or call |
 //! | anything else (`web_search_call`, `computer_call`, …) or an item missing a field | skipped, and listed in [`Converted::skipped`] |
 //!
 //! Content may be a string or a list of parts (`input_text`, `output_text`, `refusal`; images
 //! are not carried over and are listed as skipped).
+//!
+//! The artifacts record no model (the items do not name one), so any Responses model gets them.
+//! A reasoning item with `encrypted_content` that no assistant output follows (the turn was
+//! trimmed) is left out and listed as skipped: the Responses API refuses a reasoning item
+//! without the item it produced. A reasoning item without `encrypted_content` (a stored
+//! response's, `store: true`) is only its summary: its id means nothing to a stateless request.
 //!
 //! ```
 //! use agcore::context::{from_agents_sdk_items, repair};
@@ -33,7 +41,7 @@
 
 use serde_json::Value;
 
-use crate::vocab::{OpenaiChatMessage, ToolCall};
+use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, OpenaiChatMessage, ToolCall};
 
 /// Agents SDK items as chat messages.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +57,8 @@ pub fn from_agents_sdk_items(items: &[Value]) -> Converted {
     let mut messages: Vec<OpenaiChatMessage> = Vec::new();
     let mut skipped = Vec::new();
     let mut reasoning: Option<String> = None;
+    // Encrypted reasoning items waiting for the element they precede, with their positions.
+    let mut encrypted: Vec<(usize, Value)> = Vec::new();
     // Whether the last message is an assistant message this turn's calls may join.
     let mut open_assistant = false;
     for (position, item) in items.iter().enumerate() {
@@ -67,6 +77,9 @@ pub fn from_agents_sdk_items(items: &[Value]) -> Converted {
                 if images > 0 {
                     skipped.push((position, format!("{images} image or file part(s)")));
                 }
+                if role != "assistant" {
+                    drop_unfollowed(&mut encrypted, &mut skipped);
+                }
                 let message = match role.as_str() {
                     "user" => OpenaiChatMessage::user_text(content),
                     "system" => OpenaiChatMessage::system(content),
@@ -74,15 +87,19 @@ pub fn from_agents_sdk_items(items: &[Value]) -> Converted {
                         content: content.into(),
                         name: None,
                     },
-                    "assistant" => OpenaiChatMessage::Assistant {
-                        content: Some(content).filter(|c| !c.is_empty()),
-                        refusal,
-                        reasoning_content: reasoning.take(),
-                        reasoning: None,
-                        tool_calls: Vec::new(),
-                        name: None,
-                        artifacts: Vec::new(),
-                    },
+                    "assistant" => {
+                        let mut artifacts = placed_before(&mut encrypted, ArtifactPlace::Before(0));
+                        artifacts.extend(item_id(item, 0));
+                        OpenaiChatMessage::Assistant {
+                            content: Some(content).filter(|c| !c.is_empty()),
+                            refusal,
+                            reasoning_content: reasoning.take(),
+                            reasoning: None,
+                            tool_calls: Vec::new(),
+                            name: None,
+                            artifacts,
+                        }
+                    }
                     other => {
                         skipped.push((position, format!("a message of role {other:?}")));
                         continue;
@@ -102,11 +119,24 @@ pub fn from_agents_sdk_items(items: &[Value]) -> Converted {
                 let arguments = text("arguments").unwrap_or_else(|| "{}".to_owned());
                 let call = ToolCall::new(call_id, name, arguments);
                 match messages.last_mut() {
-                    Some(OpenaiChatMessage::Assistant { tool_calls, .. }) if open_assistant => {
+                    Some(OpenaiChatMessage::Assistant {
+                        content,
+                        tool_calls,
+                        artifacts,
+                        ..
+                    }) if open_assistant => {
+                        let text_seen = content.as_deref().is_some_and(|c| !c.is_empty());
+                        let place = ArtifactPlace::before_next(text_seen, tool_calls.len());
+                        artifacts.extend(placed_before(&mut encrypted, place));
+                        artifacts
+                            .extend(item_id(item, ArtifactPlace::call_element(tool_calls.len())));
                         tool_calls.push(call);
                     }
                     _ => {
-                        let mut message = OpenaiChatMessage::assistant_tool_calls(None, vec![call]);
+                        let mut artifacts = placed_before(&mut encrypted, ArtifactPlace::Before(0));
+                        artifacts.extend(item_id(item, ArtifactPlace::call_element(0)));
+                        let mut message = OpenaiChatMessage::assistant_tool_calls(None, vec![call])
+                            .with_artifacts(artifacts);
                         if let OpenaiChatMessage::Assistant {
                             reasoning_content, ..
                         } = &mut message
@@ -126,6 +156,7 @@ pub fn from_agents_sdk_items(items: &[Value]) -> Converted {
                     ));
                     continue;
                 };
+                drop_unfollowed(&mut encrypted, &mut skipped);
                 let output = match item.get("output") {
                     Some(Value::String(output)) => output.clone(),
                     Some(parts @ Value::Array(_)) => content_text(Some(parts)).0,
@@ -146,11 +177,49 @@ pub fn from_agents_sdk_items(items: &[Value]) -> Converted {
                 if !summary.is_empty() {
                     reasoning = Some(summary.join("\n"));
                 }
+                if item
+                    .get("encrypted_content")
+                    .is_some_and(|content| content.as_str().is_some_and(|c| !c.is_empty()))
+                {
+                    encrypted.push((position, item.clone()));
+                }
             }
             other => skipped.push((position, format!("an item of type {other:?}"))),
         }
     }
+    drop_unfollowed(&mut encrypted, &mut skipped);
     Converted { messages, skipped }
+}
+
+/// The waiting reasoning items as artifacts at `place` (verbatim, no model recorded).
+fn placed_before(encrypted: &mut Vec<(usize, Value)>, place: ArtifactPlace) -> Vec<Artifact> {
+    encrypted
+        .drain(..)
+        .map(|(_, item)| Artifact::new(ArtifactProvider::OpenaiResponses, "", place, item))
+        .collect()
+}
+
+/// The item's `id` (`msg_…`, `fc_…`) as an artifact on `element`, when it has one.
+fn item_id(item: &Value, element: u32) -> Option<Artifact> {
+    let id = item.get("id").filter(|id| id.is_string())?;
+    let mut fields = serde_json::Map::new();
+    fields.insert("id".to_owned(), id.clone());
+    Some(Artifact::new(
+        ArtifactProvider::OpenaiResponses,
+        "",
+        ArtifactPlace::On(element),
+        Value::Object(fields),
+    ))
+}
+
+/// Reasoning items that no assistant output follows are not carried over.
+fn drop_unfollowed(encrypted: &mut Vec<(usize, Value)>, skipped: &mut Vec<(usize, String)>) {
+    for (position, _) in encrypted.drain(..) {
+        skipped.push((
+            position,
+            "a reasoning item with encrypted_content that no assistant output follows".to_owned(),
+        ));
+    }
 }
 
 /// The text of a content value (a string, or parts), its refusal, and how many parts were
@@ -217,5 +286,79 @@ mod tests {
         }
         assert_eq!(converted.messages[3].text().as_deref(), Some("B"));
         assert_eq!(converted.skipped.len(), 1);
+    }
+
+    #[test]
+    fn encrypted_reasoning_is_kept_verbatim_before_the_element_it_preceded() {
+        use crate::vocab::artifact::{Element, layout};
+        let rs_1 = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Plan."}],"encrypted_content":"gAAAAABo1+/=="}"#;
+        let rs_2 =
+            r#"{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAAAABo2"}"#;
+        let rs_3 =
+            r#"{"type":"reasoning","id":"rs_3","summary":[],"encrypted_content":"gAAAAABo3"}"#;
+        let items: Vec<Value> = [
+            r#"{"role": "user", "content": "go"}"#,
+            rs_1,
+            r#"{"type": "message", "role": "assistant", "id": "msg_1", "content": [{"type": "output_text", "text": "Checking."}]}"#,
+            rs_2,
+            r#"{"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "a", "arguments": "{}"}"#,
+            r#"{"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "b", "arguments": "{}"}"#,
+            r#"{"type": "function_call_output", "call_id": "call_a", "output": "A"}"#,
+            r#"{"type": "function_call_output", "call_id": "call_b", "output": "B"}"#,
+            rs_3,
+            r#"{"role": "user", "content": "next"}"#,
+        ]
+        .iter()
+        .map(|text| serde_json::from_str(text).unwrap_or_default())
+        .collect();
+        let converted = from_agents_sdk_items(&items);
+        assert_eq!(converted.messages.len(), 5);
+        let assistant = &converted.messages[1];
+        // The summary is still the reasoning text; the item itself rides along, as it was.
+        assert!(
+            matches!(assistant, OpenaiChatMessage::Assistant { reasoning_content: Some(r), .. } if r == "Plan.")
+        );
+        let kept: Vec<(ArtifactPlace, &Value)> = assistant
+            .artifacts()
+            .iter()
+            .map(|a| (a.place, &a.data))
+            .collect();
+        let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_default();
+        assert_eq!(
+            kept,
+            [
+                (ArtifactPlace::Before(0), &parse(rs_1)),
+                (ArtifactPlace::On(0), &json!({"id": "msg_1"})),
+                (ArtifactPlace::Before(1), &parse(rs_2)),
+                (ArtifactPlace::On(1), &json!({"id": "fc_1"})),
+                (ArtifactPlace::On(2), &json!({"id": "fc_2"})),
+            ]
+        );
+        assert!(
+            assistant
+                .artifacts()
+                .iter()
+                .all(|a| a.provider == ArtifactProvider::OpenaiResponses && a.model.is_none())
+        );
+        // The wire order for any Responses model: each reasoning item right before its element.
+        let order: Vec<String> = layout(assistant, ArtifactProvider::OpenaiResponses, "gpt-5")
+            .into_iter()
+            .map(|element| match element {
+                Element::Item(a) => a.data["id"].as_str().unwrap_or_default().to_owned(),
+                Element::Text { on, .. } => format!("text+{}", on.len()),
+                Element::Call { call, on } => format!("{}+{}", call.id, on.len()),
+            })
+            .collect();
+        assert_eq!(order, ["rs_1", "text+1", "rs_2", "call_a+1", "call_b+1"]);
+        // Chat completions never see them.
+        assert!(
+            layout(assistant, ArtifactProvider::OpenaiChat, "gpt-5")
+                .iter()
+                .all(|e| !matches!(e, Element::Item(_)))
+        );
+        // The trailing reasoning item no output followed is left out, and said so.
+        assert_eq!(converted.skipped.len(), 1);
+        assert_eq!(converted.skipped[0].0, 8);
+        assert!(converted.messages[4].artifacts().is_empty());
     }
 }

@@ -2,6 +2,10 @@
 //! replace a run of old units by one message — a summary (tier 2) or a marker saying what
 //! was dropped (tier 3). Each keeps the history wire-valid: units are whole (a call with all
 //! its results), and the protected messages are never in a [`Compactable`].
+//!
+//! No tier edits an assistant message: one with continuation artifacts (reasoning its API
+//! signed, see [`crate::vocab::artifact`]) is kept as it is or replaced together with its
+//! results. Only tool results are stubbed — plain input no signature covers.
 
 use std::fmt::Write as _;
 

@@ -2,7 +2,7 @@
 //! own `usage.prompt_tokens` for the previous request; only the bytes that changed since are
 //! turned into tokens, with a bytes-per-token ratio calibrated from that same usage.
 
-use crate::vocab::{ContentPart, MessageContent, OpenaiChatMessage, ToolDefinition};
+use crate::vocab::{Artifact, ContentPart, MessageContent, OpenaiChatMessage, ToolDefinition};
 
 /// The ratio used before any usage is seen: lower than English prose (about 4) so a first
 /// estimate errs on the large side for code and JSON.
@@ -16,7 +16,11 @@ const MESSAGE_OVERHEAD: usize = 12;
 const MEDIA_PART_BYTES: usize = 2_400;
 
 /// The size of one message as the estimator counts it: its texts, tool calls, reasoning,
-/// and a fixed overhead. No allocation.
+/// continuation artifacts, and a fixed overhead. No allocation.
+///
+/// Artifacts count by their JSON length whichever API they are for: an encrypted reasoning item
+/// or a thinking block can be most of a message, and a request to its own API carries it; for
+/// another API the estimate errs on the large side, as it should.
 pub fn message_bytes(message: &OpenaiChatMessage) -> usize {
     MESSAGE_OVERHEAD
         + match message {
@@ -34,12 +38,14 @@ pub fn message_bytes(message: &OpenaiChatMessage) -> usize {
                 reasoning_content,
                 reasoning,
                 tool_calls,
+                artifacts,
                 ..
             } => {
                 [content, refusal, reasoning_content, reasoning]
                     .iter()
                     .map(|text| text.as_ref().map_or(0, String::len))
                     .sum::<usize>()
+                    + artifacts.iter().map(Artifact::data_bytes).sum::<usize>()
                     + tool_calls
                         .iter()
                         .map(|call| {
@@ -183,6 +189,30 @@ mod tests {
             message_bytes(&call),
             MESSAGE_OVERHEAD + 2 + MESSAGE_OVERHEAD + 2 + 4 + 2
         );
+    }
+
+    #[test]
+    fn artifacts_count_by_their_json_length() {
+        use crate::vocab::{ArtifactPlace, ArtifactProvider};
+        let call = OpenaiChatMessage::assistant_tool_calls(
+            Some("ok".into()),
+            vec![ToolCall::new("c1", "read", "{}")],
+        );
+        let reasoning = serde_json::json!({
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [],
+            "encrypted_content": "gAAAAAB".repeat(4_000),
+        });
+        let size = serde_json::to_string(&reasoning).map_or(0, |text| text.len());
+        let with = call.clone().with_artifacts(vec![Artifact::new(
+            ArtifactProvider::OpenaiResponses,
+            "gpt-5",
+            ArtifactPlace::Before(0),
+            reasoning,
+        )]);
+        assert!(size > 28_000);
+        assert_eq!(message_bytes(&with), message_bytes(&call) + size);
     }
 
     #[test]

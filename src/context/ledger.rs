@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::context::estimate::{Calibration, message_bytes};
+use crate::context::estimate::{Calibration, INITIAL_BYTES_PER_TOKEN, message_bytes};
 use crate::context::tokenizer::{SAMPLE_BYTES, TokenCounter};
-use crate::vocab::{ContentPart, MessageContent, OpenaiChatMessage, ToolDefinition};
+use crate::vocab::{Artifact, ContentPart, MessageContent, OpenaiChatMessage, ToolDefinition};
 
 /// Tokens of a message's framing (role, start and end markers) in OpenAI-style chat templates.
 pub const MESSAGE_TOKENS: u64 = 4;
@@ -250,6 +250,7 @@ fn pieces(message: &OpenaiChatMessage) -> (u64, Vec<&str>) {
             reasoning_content,
             reasoning,
             tool_calls,
+            artifacts,
             ..
         } => {
             for text in [c, refusal, reasoning_content, reasoning]
@@ -258,6 +259,10 @@ fn pieces(message: &OpenaiChatMessage) -> (u64, Vec<&str>) {
             {
                 texts.push(text.as_str());
             }
+            // Opaque vendor JSON (signatures, encrypted reasoning) is no text a tokenizer knows:
+            // counted by its length, on the large side.
+            let artifact_bytes: usize = artifacts.iter().map(Artifact::data_bytes).sum();
+            fixed += (artifact_bytes as f64 / INITIAL_BYTES_PER_TOKEN).ceil() as u64;
             for call in tool_calls {
                 fixed += CALL_TOKENS;
                 texts.push(call.function.name.as_str());
@@ -445,6 +450,32 @@ mod tests {
             .counted(&messages, &[], &Calibration::default())
             .unwrap();
         assert_eq!(tokens, MESSAGE_TOKENS + long.len() as u64);
+    }
+
+    #[tokio::test]
+    async fn artifacts_count_by_their_length_and_tell_messages_apart() {
+        use crate::vocab::{ArtifactPlace, ArtifactProvider};
+        let counter = Bytes::default();
+        let mut ledger = TokenLedger::default();
+        let thinking = serde_json::json!({"type": "thinking", "thinking": "t", "signature": "s".repeat(3_000)});
+        let bytes = serde_json::to_string(&thinking).map_or(0, |text| text.len()) as u64;
+        let plain = OpenaiChatMessage::assistant_text("answer");
+        let signed = plain
+            .clone()
+            .with_artifacts(vec![crate::vocab::Artifact::new(
+                ArtifactProvider::Anthropic,
+                "claude",
+                ArtifactPlace::Before(0),
+                thinking,
+            )]);
+        assert_ne!(fingerprint(&plain), fingerprint(&signed));
+        let messages = vec![signed];
+        ledger.measure(&counter, &messages, &[]).await;
+        let tokens = ledger
+            .counted(&messages, &[], &Calibration::default())
+            .unwrap();
+        let by_length = (bytes as f64 / INITIAL_BYTES_PER_TOKEN).ceil() as u64;
+        assert_eq!(tokens, MESSAGE_TOKENS + 6 + by_length);
     }
 
     #[test]

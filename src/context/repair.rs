@@ -4,9 +4,12 @@
 //! - a tool result that answers no call just before it is removed;
 //! - a call without a result is answered "not run";
 //! - a call id used twice is renamed, in the call and in its result;
-//! - an assistant message with neither text, refusal nor calls is dropped.
+//! - an assistant message with neither text, refusal nor calls is dropped (with any artifacts
+//!   it carries: they are dropped whole, never split from it).
 //!
-//! Results are put in call order right after their assistant message.
+//! Results are put in call order right after their assistant message. An assistant message
+//! is otherwise left as it is; a renamed call clears its artifacts (the reply is no longer the
+//! one its API signed).
 
 use std::collections::HashSet;
 
@@ -187,5 +190,54 @@ mod tests {
         // Results in call order: "a" answered not run, then "b".
         assert!(repaired[2].is_tool_error());
         assert_eq!(repaired[3].text().as_deref(), Some("b's result"));
+    }
+
+    #[test]
+    fn a_message_with_artifacts_is_kept_whole_dropped_whole_or_cleared_when_renamed() {
+        use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider};
+        let thinking = |signature: &str| {
+            vec![Artifact::new(
+                ArtifactProvider::Anthropic,
+                "claude",
+                ArtifactPlace::Before(0),
+                serde_json::json!({"type": "thinking", "thinking": "t", "signature": signature}),
+            )]
+        };
+        let signed = OpenaiChatMessage::assistant_tool_calls(
+            Some("Both.".into()),
+            vec![call("a"), call("b")],
+        )
+        .with_artifacts(thinking("s1"));
+        let thinking_only = OpenaiChatMessage::assistant_tool_calls(None, Vec::new())
+            .with_artifacts(thinking("s2"));
+        let reused = OpenaiChatMessage::assistant_tool_calls(None, vec![call("a")])
+            .with_artifacts(thinking("s3"));
+        let messages = vec![
+            OpenaiChatMessage::user_text("hi"),
+            signed.clone(),
+            // Out of order, one missing: answered and reordered, the message untouched.
+            OpenaiChatMessage::tool_result("b", "B"),
+            thinking_only,
+            OpenaiChatMessage::user_text("again"),
+            reused,
+            OpenaiChatMessage::tool_result("a", "A2"),
+        ];
+        let (repaired, repairs) = repair(messages);
+        check_wire(&repaired).expect("wire-valid after repair");
+        assert_eq!(repaired[1], signed);
+        assert!(repaired[2].is_tool_error());
+        assert_eq!(repaired[3].text().as_deref(), Some("B"));
+        // The message with nothing but a thinking block went, whole.
+        assert!(repairs.iter().any(|r| r.kind == RepairKind::EmptyAssistant));
+        assert!(
+            repaired
+                .iter()
+                .all(|m| m.artifacts().iter().all(|a| a.data["signature"] != "s2"))
+        );
+        // The renamed call's message lost its artifacts, not its text or arguments.
+        let renamed = &repaired[5];
+        assert_ne!(renamed.tool_calls()[0].id, "a");
+        assert_eq!(renamed.tool_calls()[0].function, call("a").function);
+        assert!(renamed.artifacts().is_empty());
     }
 }

@@ -1,13 +1,13 @@
 //! [`RunState`]: one run of the tool loop as data — serialisable, versioned, and the only
 //! place a run's progress lives.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! `serde_json::to_value(&state)` gives an object:
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `version` | [`RUN_STATE_VERSION`]; loading any other version is an error naming both |
+//! | `version` | [`RUN_STATE_VERSION`]; version 1 (the same fields, no `artifacts` on messages) loads as 2; any other version is an error naming both |
 //! | `messages` | the history, oldest first; only completed turns, plus the pending prompt |
 //! | `committed` | how many of `messages` are committed: a failure keeps exactly these |
 //! | `phase` | where the run is: `{"phase": "need_model"}`, `model_replied` (`reply`), `awaiting_tools` (`turn`), `awaiting_approval` (`turn`, `requests`), `finished` (`reply`), `failed` (`error`) |
@@ -22,7 +22,9 @@
 //! | `typed` | a typed run's output: `{"schema": {"name", "schema", ...}, "mode", "tool", "max_retries", "attempt"}`; absent when the run is not typed |
 //!
 //! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
-//! `"is_error": true` (never sent to the model).
+//! `"is_error": true` (never sent to the model). Since version 2 an assistant message may carry
+//! `artifacts` (continuation state of its API, kept verbatim: see [`crate::vocab::artifact`]);
+//! a library of version 1 refuses such a state by its version rather than drop them unseen.
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
@@ -34,8 +36,13 @@ use crate::tools::approval::ApprovalRequest;
 use crate::tools::call_digest::CallDigest;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
-/// The version of the [`RunState`] format this library writes and reads.
-pub const RUN_STATE_VERSION: u32 = 1;
+/// The version of the [`RunState`] format this library writes (and the newest it reads).
+/// Version 2 added continuation `artifacts` to assistant messages; a version-1 state (which
+/// has none) loads as version 2.
+pub const RUN_STATE_VERSION: u32 = 2;
+
+/// The oldest [`RunState`] version this library reads.
+const OLDEST_RUN_STATE_VERSION: u32 = 1;
 
 /// One run of the tool loop, between two steps (see [`crate::run::step`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -339,11 +346,12 @@ fn is_zero(n: &u32) -> bool {
 
 fn known_version<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
     let version = u32::deserialize(deserializer)?;
-    if version == RUN_STATE_VERSION {
-        Ok(version)
+    if (OLDEST_RUN_STATE_VERSION..=RUN_STATE_VERSION).contains(&version) {
+        // An older state is a subset of this format: from now on it is written as this one.
+        Ok(RUN_STATE_VERSION)
     } else {
         Err(de::Error::custom(format_args!(
-            "run state version {version} is not supported: this library reads version {RUN_STATE_VERSION}"
+            "run state version {version} is not supported: this library reads versions {OLDEST_RUN_STATE_VERSION} to {RUN_STATE_VERSION}"
         )))
     }
 }

@@ -339,12 +339,15 @@ fn the_state_is_versioned_json_and_a_future_version_is_a_clear_error() {
     assert_eq!(saved["version"], RUN_STATE_VERSION);
     assert_eq!(saved["phase"]["phase"], "need_model");
     assert_eq!(saved["turns"], 1);
-    saved["version"] = 2.into();
+    saved["version"] = (RUN_STATE_VERSION + 1).into();
     let error = serde_json::from_value::<RunState>(saved)
         .unwrap_err()
         .to_string();
     assert!(
-        error.contains("run state version 2 is not supported"),
+        error.contains(&format!(
+            "run state version {} is not supported",
+            RUN_STATE_VERSION + 1
+        )),
         "{error}"
     );
 }

@@ -101,9 +101,11 @@ CREATE TABLE IF NOT EXISTS agcore_outputs (
 
 // The commit of an existing session: bump next_seq only where it is still the expected one,
 // and insert the steps only if that update matched — one statement, so atomic in autocommit.
+// The steps are of this build's format, so an older session is marked with it from now on.
 const APPEND: &str = "
 WITH s AS (
-    UPDATE agcore_sessions SET next_seq = $2 + cardinality($3::bigint[]), updated_ms = $6
+    UPDATE agcore_sessions
+    SET next_seq = $2 + cardinality($3::bigint[]), updated_ms = $6, format_version = $7
     WHERE name = $1 AND next_seq = $2 AND format_version <= $7
     RETURNING name
 )

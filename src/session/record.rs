@@ -9,7 +9,12 @@ use super::error::{Result, SessionError};
 
 /// The format version this build writes and the newest it reads. A session stored with a
 /// larger number is refused with [`SessionError::UnsupportedVersion`]. See docs/8-sessions.md.
-pub const SESSION_FORMAT_VERSION: u32 = 1;
+///
+/// - 1: steps of the run journal.
+/// - 2: assistant messages in steps may carry continuation `artifacts` (reasoning state a
+///   version-1 reader would drop without a word). A version-1 session still loads as it is;
+///   the first append of this build marks it 2, so an older build refuses it from then on.
+pub const SESSION_FORMAT_VERSION: u32 = 2;
 
 /// The longest session name, in bytes.
 pub const MAX_SESSION_NAME_BYTES: usize = 128;

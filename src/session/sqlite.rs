@@ -406,8 +406,11 @@ fn append_blocking(
         }
     }
     let next = (expected + steps.len() as u64) as i64;
-    tx.prepare_cached("UPDATE agcore_sessions SET next_seq = ?2, updated_ms = ?3 WHERE name = ?1")
-        .and_then(|mut s| s.execute(params![name, next, now]))
+    // Steps of this build are of its format: an older session is marked with it from now on.
+    tx.prepare_cached(
+        "UPDATE agcore_sessions SET next_seq = ?2, updated_ms = ?3, format_version = ?4 WHERE name = ?1",
+    )
+    .and_then(|mut s| s.execute(params![name, next, now, super::SESSION_FORMAT_VERSION]))
         .map_err(&err)?;
     tx.commit().map_err(&err)
 }

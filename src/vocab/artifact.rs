@@ -7,7 +7,8 @@
 //! backend reads; what only its own API understands rides along as [`Artifact`]s, opaque JSON
 //! tagged with the API (and model) that produced it. Rules:
 //!
-//! - **Never edited.** `data` is the vendor's JSON as received (key order included). Code that
+//! - **Never edited.** `data` is the vendor's JSON as received: every value byte for byte
+//!   (object keys are stored in serde_json's order, which no API gives meaning to). Code that
 //!   rewrites history (repair, compaction) keeps a message with artifacts whole, or drops it whole
 //!   together with its tool results.
 //! - **In place.** An artifact records where it sat among the message's *elements*: element 0 is
@@ -322,8 +323,9 @@ mod tests {
         );
         let text = serde_json::to_string(&a).unwrap();
         assert_eq!(
-            text,
-            r#"{"provider":"openai_responses","model":"m","place":{"before":1},"data":{"type":"reasoning","id":"rs_1","encrypted_content":"gAAA","summary":[]}}"#
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"provider": "openai_responses", "model": "m", "place": {"before": 1},
+                   "data": {"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAA", "summary": []}})
         );
         assert_eq!(serde_json::from_str::<Artifact>(&text).unwrap(), a);
         assert_eq!(a.data_bytes(), serde_json::to_vec(&a.data).unwrap().len());

@@ -3,7 +3,9 @@
 //! `agcore::context::from_agents_sdk_items`, with the faults such dumps have — an output whose
 //! call was trimmed away (a session `limit`), a call whose output was never saved (the SDK's
 //! "No tool output found"), and a call id used twice — repaired before the first request and
-//! sent to a fake server on 127.0.0.1 that checks every request is wire-valid.
+//! sent to a fake server on 127.0.0.1 that checks every request is wire-valid. And a session whose
+//! turns came from the Responses API (reasoning items with `encrypted_content`) continued on
+//! agcore's Responses backend against a fake that checks the stateless API's rules.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
@@ -151,4 +153,107 @@ async fn a_converted_dump_runs_against_a_server_that_checks_every_request() {
     // Every request the server got passed its checks (WindowedServer panics on drop otherwise).
     assert!(server.received().iter().all(|r| !r.rejected));
     check_wire(cycle.messages()).unwrap();
+}
+
+/// The weather tool of the Responses fixtures.
+struct Weather;
+
+#[agcore::tools::prelude::async_trait]
+impl agcore::tools::prelude::BaseTool for Weather {
+    fn name(&self) -> &str {
+        "get_weather"
+    }
+    fn description(&self) -> &str {
+        "Current weather of a city"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    }
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+    ) -> Result<serde_json::Value, agcore::tools::prelude::ToolError> {
+        Ok(serde_json::json!({"city": args["city"], "temperature": 22}))
+    }
+}
+
+/// An Agents SDK session of a Responses model (`store: false`, so its reasoning items carry
+/// `encrypted_content`) continues on agcore's Responses backend: each imported reasoning item
+/// goes back byte for byte right before the call or message it preceded, and the fake, which
+/// answers 400 like the API for a reasoning item out of place or not its own, accepts it.
+#[tokio::test]
+async fn a_responses_session_continues_natively_with_its_encrypted_reasoning() {
+    use agcore::llm::{OpenAiResponsesClient, OpenAiResponsesConfig};
+    use support::responses_fake::{Answer, ResponsesFake, fixture};
+    let fake = ResponsesFake::start(|_, n| match n {
+        0 => Answer::Reply {
+            stream: "stream_reasoning_parallel_calls.sse",
+            whole: "response_reasoning_calls.json",
+        },
+        _ => Answer::Reply {
+            stream: "stream_reasoning_text.sse",
+            whole: "response_reasoning_text.json",
+        },
+    })
+    .await;
+    let client = || {
+        OpenAiResponsesClient::new(
+            OpenAiResponsesConfig::new(fake.base_url()).with_api_key("sk-test"),
+        )
+        .unwrap()
+    };
+    let mut tools = agcore::tools::ToolRegistry::new();
+    tools.register(std::sync::Arc::new(Weather)).unwrap();
+    // The session as the SDK ran it (the server issues its items) ...
+    let prompt = "Weather in Zürich and Tokyo?";
+    let mut sdk_run = LlmCycle::new(client(), CycleConfig::new("gpt-5"));
+    sdk_run
+        .submit_with_tools(prompt.to_owned(), &tools)
+        .await
+        .unwrap();
+    // ... and as it stored them: the prompt, each reply's output items, the outputs.
+    let output = |name: &str| -> Vec<serde_json::Value> {
+        let reply: serde_json::Value = serde_json::from_str(&fixture(name)).unwrap();
+        reply["output"].as_array().unwrap().clone()
+    };
+    let calls = output("response_reasoning_calls.json");
+    let answer = output("response_reasoning_text.json");
+    let mut items = vec![serde_json::json!({"role": "user", "content": prompt})];
+    items.extend(calls.iter().cloned());
+    for call in calls.iter().filter(|item| item["type"] == "function_call") {
+        items.push(serde_json::json!({
+            "type": "function_call_output",
+            "call_id": call["call_id"],
+            "output": "{\"city\": \"somewhere\", \"temperature\": 22}"
+        }));
+    }
+    items.extend(answer.iter().cloned());
+    let converted = from_agents_sdk_items(&items);
+    assert!(converted.skipped.is_empty(), "{:?}", converted.skipped);
+    let (history, repairs) = repair(converted.messages);
+    assert!(repairs.is_empty(), "{repairs:?}");
+
+    let mut imported = LlmCycle::from_history(client(), CycleConfig::new("gpt-5"), history);
+    let reply = imported
+        .submit_with_tools("And tomorrow?".to_owned(), &tools)
+        .await
+        .unwrap();
+    assert!(!reply.text().is_empty());
+    assert_eq!(fake.rejected(), Vec::<String>::new());
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3);
+    let input = requests[2]["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or("message"))
+        .collect();
+    // Each reasoning item right before what followed it in its reply, as it was.
+    let first = kinds.iter().position(|k| *k == "reasoning").unwrap();
+    assert_eq!(input[first], calls[0]);
+    assert_eq!(kinds[first + 1], "function_call");
+    assert_eq!(input[first + 1]["call_id"], calls[1]["call_id"]);
+    let second = kinds.iter().rposition(|k| *k == "reasoning").unwrap();
+    assert_eq!(input[second], answer[0]);
+    assert_eq!(input[second + 1]["role"], "assistant");
+    assert_eq!(kinds.iter().filter(|k| **k == "reasoning").count(), 2);
 }

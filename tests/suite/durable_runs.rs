@@ -557,9 +557,9 @@ async fn a_damaged_or_future_journal_is_a_clear_error_naming_the_step() {
     let cases = [
         (
             "future",
-            json!({"version": 2}),
+            json!({"version": 3}),
             "run",
-            "run state version 2 is not supported",
+            "run state version 3 is not supported",
         ),
         ("unknown", json!({}), "teleport", "unknown to this agcore"),
         (

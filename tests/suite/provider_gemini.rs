@@ -807,8 +807,9 @@ async fn streams_split_anywhere_decode_the_same() {
     assert_eq!(places, [ArtifactPlace::Before(0), ArtifactPlace::On(1)]);
     assert_eq!(reply.text(), "Let me read `config.toml` first.");
     assert_eq!(
-        reply.tool_calls()[0].function.arguments,
-        r#"{"path":"config.toml","limit":200}"#
+        serde_json::from_str::<serde_json::Value>(&reply.tool_calls()[0].function.arguments)
+            .unwrap(),
+        serde_json::json!({"path": "config.toml", "limit": 200})
     );
     // A body cut before the finish is an error, not a reply.
     let body = fixture("stream_gemini3_parallel_calls.sse");

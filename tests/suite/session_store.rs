@@ -418,7 +418,9 @@ both_stores!(sigkilled_holder_releases, sigkill_body);
 async fn future_version_body(store: Arc<dyn SessionStore>, url: String) {
     store.append("old", 0, &steps(0, 2, "a")).await.unwrap();
     store.append("future", 0, &steps(0, 2, "a")).await.unwrap();
-    let sql = "UPDATE agcore_sessions SET format_version = 2 WHERE name = 'future'";
+    let future = SESSION_FORMAT_VERSION + 1;
+    let sql = format!("UPDATE agcore_sessions SET format_version = {future} WHERE name = 'future'");
+    let sql = sql.as_str();
     if let Some(path) = url.strip_prefix("sqlite:") {
         rusqlite::Connection::open(path)
             .unwrap()
@@ -429,16 +431,20 @@ async fn future_version_body(store: Arc<dyn SessionStore>, url: String) {
     }
     let err = store.load("future").await.unwrap_err();
     assert!(
-        matches!(&err, SessionError::UnsupportedVersion { session, found: 2, supported: 1 } if session == "future"),
+        matches!(&err, SessionError::UnsupportedVersion { session, found, supported } if session == "future" && *found == future && *supported == SESSION_FORMAT_VERSION),
         "{err:?}"
     );
-    assert!(err.to_string().contains("format version 2"), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("format version {future}")),
+        "{err}"
+    );
     let err = store
         .append("future", 2, &steps(2, 1, "b"))
         .await
         .unwrap_err();
     assert!(
-        matches!(err, SessionError::UnsupportedVersion { found: 2, .. }),
+        matches!(err, SessionError::UnsupportedVersion { found, .. } if found == future),
         "{err:?}"
     );
     // The others are unaffected, and list still shows the future one.
@@ -446,7 +452,7 @@ async fn future_version_body(store: Arc<dyn SessionStore>, url: String) {
     let list = store.list().await.unwrap();
     assert!(
         list.iter()
-            .any(|s| s.name == "future" && s.format_version == 2)
+            .any(|s| s.name == "future" && s.format_version == future)
     );
 }
 both_stores!(future_format_version, future_version_body);
@@ -837,19 +843,16 @@ async fn sqlite_reads_a_version_1_database() {
     let kinds: Vec<&str> = s.steps.iter().map(|s| s.kind.as_str()).collect();
     assert_eq!(kinds, ["message", "tool_started", "tool_finished"]);
     assert_eq!(s.steps[1].payload["arguments"], json!({"path": "src"}));
+    // Reading leaves it at version 1; the first append of this build marks it with this one.
+    assert_eq!(store.list().await.unwrap()[0].format_version, 1);
     store
         .append("fixture/chat", 3, &steps(3, 1, "next"))
         .await
         .unwrap();
-    assert_eq!(
-        store
-            .load("fixture/chat")
-            .await
-            .unwrap()
-            .unwrap()
-            .next_seq(),
-        4
-    );
+    let after = store.load("fixture/chat").await.unwrap().unwrap();
+    assert_eq!(after.next_seq(), 4);
+    assert_eq!((after.format_version, SESSION_FORMAT_VERSION), (2, 2));
+    assert_eq!(after.steps[..3], s.steps[..]);
 
     let err = agcore::session::open("mysql://user:pw@host/db")
         .await

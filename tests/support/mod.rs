@@ -7,5 +7,6 @@ pub mod control;
 pub mod gemini_fake;
 pub mod mcp;
 pub mod require;
+pub mod responses_fake;
 pub mod session;
 pub mod trace;

@@ -365,7 +365,7 @@ mod tests {
             index: Some(0),
             id: None,
             name: Some("f".into()),
-            arguments: Some(r#"{"b":1,"a":2}"#.into()),
+            arguments: Some(r#"{"a":2,"b":1}"#.into()),
         }));
         assert!(deltas.contains(&ModelDelta::ToolCall {
             index: Some(1),

@@ -358,6 +358,31 @@ mod tests {
     }
 
     #[test]
+    fn a_streamed_calls_extra_content_becomes_an_artifact_on_that_call() {
+        let mut decoder = ChunkDecoder::for_model("gemini-3-flash");
+        let mut out = VecDeque::new();
+        decoder
+            .decode(
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"g","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}}]}}]}"#,
+                &mut out,
+            )
+            .unwrap();
+        let artifact = out.iter().find_map(|delta| match delta {
+            ModelDelta::Artifact(artifact) => Some(artifact.clone()),
+            _ => None,
+        });
+        assert_eq!(
+            artifact,
+            Some(Artifact::new(
+                ArtifactProvider::OpenaiChat,
+                "gemini-3-flash",
+                ArtifactPlace::On(2),
+                serde_json::json!({"extra_content": {"google": {"thought_signature": "c2ln"}}}),
+            ))
+        );
+    }
+
+    #[test]
     fn text_reasoning_and_finish_are_decoded() {
         let deltas = decode(&[
             r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"think"},"logprobs":null,"finish_reason":null}]}"#,

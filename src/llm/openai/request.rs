@@ -264,6 +264,63 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_calls_extra_content_goes_back_on_that_call_and_only_to_its_model() {
+        // Gemini's OpenAI-compatible endpoint: the signature rides on the call it came with.
+        let reply = br#"{"model":"gemini-3-pro","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+            "tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},
+                          {"id":"b","type":"function","function":{"name":"g","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}}]}}]}"#;
+        let reply = crate::llm::openai::response::parse_completion(reply, "gemini-3-pro").unwrap();
+        assert_eq!(reply.message.artifacts().len(), 1);
+        let messages = vec![
+            OpenaiChatMessage::user_text("q"),
+            reply.message,
+            OpenaiChatMessage::tool_result("a", "1"),
+            OpenaiChatMessage::tool_result("b", "2"),
+        ];
+        let options = RequestOptions::default();
+        let request = |model| ChatRequest {
+            model,
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        let sent = body(&request("gemini-3-pro"), false);
+        let calls = &sent["messages"][1]["tool_calls"];
+        assert!(calls[0].get("extra_content").is_none());
+        assert_eq!(
+            calls[1]["extra_content"],
+            json!({"google": {"thought_signature": "c2ln"}})
+        );
+        assert!(sent["messages"][1].get("artifacts").is_none());
+        // Another model never receives it.
+        let sent = body(&request("gpt-4o"), false);
+        assert!(
+            sent["messages"][1]["tool_calls"][1]
+                .get("extra_content")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn reasoning_effort_is_sent_and_a_budget_is_not() {
+        let messages = vec![OpenaiChatMessage::user_text("q")];
+        let options = RequestOptions {
+            reasoning_effort: Some(crate::vocab::ReasoningEffort::Low),
+            reasoning_budget_tokens: Some(2048),
+            ..RequestOptions::default()
+        };
+        let request = ChatRequest {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        let sent = body(&request, true);
+        assert_eq!(sent["reasoning_effort"], "low");
+        assert!(sent.get("reasoning_budget_tokens").is_none());
+    }
+
+    #[test]
     fn reasoning_goes_back_for_tool_turns_and_the_current_turn_in_its_own_field() {
         let messages = history();
         let options = RequestOptions::default();

@@ -269,7 +269,11 @@ fn bench(c: &mut Criterion) {
 /// A Gemini `streamGenerateContent?alt=sse` reply of `chunks` events, the same work as
 /// [`recorded_stream`]: the same source text, streamed as text parts (Gemini streams text in
 /// pieces; its calls arrive whole), then the `CALLS` `write_file` calls, each whole in one
-/// event with a signature on the first, the finish and usage in the last.
+/// event with a signature on the first, the finish and usage in the last. Measured 2026-12-02
+/// on the 2-vCPU dev box under a load of 10-13 (other builds; noisy), side by side with
+/// `stream_decode`: 1k 82.8 MiB/s (chat completions 101), 10k 78.1 (88.3), 100k 59.8 (96.9) —
+/// 1.1-1.2x slower, 1.6x at 100k, where each call's arguments (3.5 MB) are built as a JSON
+/// value and written out again.
 fn gemini_stream(chunks: usize) -> String {
     let envelope = |parts: serde_json::Value, finish: Option<&str>| {
         let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});

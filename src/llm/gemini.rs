@@ -158,6 +158,14 @@ impl GeminiConfig {
 /// current turn that then lacks a signature gets Gemini's documented placeholder
 /// (`skip_thought_signature_validator`) on the first call of each step, which Gemini 3 requires.
 ///
+/// Usage: the input is `promptTokenCount` (which includes cached content) plus
+/// `toolUsePromptTokenCount`, the cache reads `cachedContentTokenCount`, the output
+/// `candidatesTokenCount` plus `thoughtsTokenCount` (Gemini counts thoughts apart), the
+/// reasoning `thoughtsTokenCount`; Gemini reports no cache writes.
+///
+/// Not converted: tool names go out as they are (Gemini takes letters, digits, `_`, `.`, `:`
+/// and `-`); a tool result's media goes out as its text only.
+///
 /// A reply ending `MALFORMED_FUNCTION_CALL` (the model's call could not be parsed) ends
 /// `length` with the calls it has, or with one nameless call standing for the broken one, so
 /// the run fails it as `truncated_tool_calls` and runs nothing.

@@ -119,6 +119,45 @@ fn model_turns(body: &Value) -> Vec<Vec<Value>> {
         .collect()
 }
 
+/// The request bodies the fake received, validated with the official SDK's request types (so
+/// the encoder writes Gemini's shapes, not just what the fake checks).
+fn sdk_accepts_requests(fake: &GeminiFake) {
+    let Some(python) = python_script("python3") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = fake
+        .received()
+        .iter()
+        .enumerate()
+        .map(|(i, received)| {
+            let path = dir.path().join(format!("request-{i}.json"));
+            std::fs::write(&path, received.body.to_string()).unwrap();
+            path
+        })
+        .collect();
+    let output = std::process::Command::new(python)
+        .arg(fixture_path("../check_gemini.py"))
+        .arg("--request")
+        .args(&files)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if stderr.contains("No module named 'google'") {
+        crate::support::require::require::<()>(
+            "the google-genai Python SDK",
+            "run `.ci/install-mcp-servers.sh` (google-genai into .ci/venv)",
+            None,
+        );
+        return;
+    }
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).lines().count(),
+        files.len()
+    );
+}
+
 fn no_violations(fake: &GeminiFake) {
     for received in fake.received() {
         assert_eq!(received.violation, None, "{}", received.body);
@@ -172,6 +211,7 @@ async fn the_tool_loop_returns_thoughts_and_signatures_in_their_parts() {
         Reply::stream("stream_gemini3_parallel_calls.sse"),
         Reply::stream("stream_gemini3_answer_signature_last.sse"),
         Reply::stream("stream_gemini3_answer_signature_last.sse"),
+        Reply::json(200, "generate_content_answer_signed_text.json"),
     ])
     .await;
     let runs = Arc::new(AtomicUsize::new(0));
@@ -240,7 +280,15 @@ async fn the_tool_loop_returns_thoughts_and_signatures_in_their_parts() {
     assert!(assistant.artifacts().iter().all(|a| a.provider == ArtifactProvider::Gemini
         && a.model.as_deref() == Some(GEMINI_3)));
 
-    // A next turn sends the whole history back: the answer's signature on its empty text part.
+    // Saved and loaded again (a session, another process), then a next turn sends the whole
+    // history back: the answer's signature on its empty text part.
+    let saved = serde_json::to_string(cycle.messages()).unwrap();
+    assert!(saved.contains(signature));
+    let mut cycle = LlmCycle::from_history(
+        client(&fake),
+        CycleConfig::new(GEMINI_3),
+        serde_json::from_str(&saved).unwrap(),
+    );
     let events: Vec<StreamEvent> = cycle
         .submit_stream_with_tools("Thanks!".into(), &tools)
         .await
@@ -264,6 +312,26 @@ async fn the_tool_loop_returns_thoughts_and_signatures_in_their_parts() {
         turns[1],
         vec![json!({"text": text}), answer_parts[2].clone()]
     );
+
+    // The same history to another Gemini model: no signature and no thought goes there (they
+    // verify only against the model that made them; the fake refuses one it did not issue
+    // for that model).
+    let mut other = LlmCycle::from_history(
+        client(&fake),
+        CycleConfig::new("gemini-2.5-flash"),
+        cycle.messages().to_vec(),
+    );
+    other
+        .submit_with_tools("And tomorrow?".into(), &tools)
+        .await
+        .unwrap();
+    no_violations(&fake);
+    let moved = fake.last_body().to_string();
+    assert!(
+        !moved.contains("thoughtSignature") && !moved.contains("\"thought\""),
+        "{moved}"
+    );
+    sdk_accepts_requests(&fake);
 }
 
 #[tokio::test]
@@ -281,6 +349,7 @@ async fn a_whole_reply_keeps_its_thought_and_signature() {
         .await
         .unwrap();
     no_violations(&fake);
+    sdk_accepts_requests(&fake);
     assert!(reply.text().contains("a Rust crate"));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let received = fake.received();
@@ -369,6 +438,7 @@ async fn foreign_history_gets_the_placeholder_signature_and_no_foreign_artifacts
     }
     let reply = assembler.finish(&mut events).unwrap();
     no_violations(&fake);
+    sdk_accepts_requests(&fake);
     assert!(reply.text().starts_with("Paris: 18 °C"));
     let body = fake.last_body();
     assert_eq!(
@@ -461,6 +531,7 @@ async fn builtin_tool_schemas_fit_both_dialects() {
             .await
             .unwrap();
         no_violations(&fake);
+        sdk_accepts_requests(&fake);
         let declarations = fake.last_body()["tools"][0]["functionDeclarations"].clone();
         assert_eq!(declarations.as_array().unwrap().len(), tools.len());
         let read_file = &declarations[0];
@@ -536,7 +607,7 @@ async fn options_map_to_generation_and_tool_config() {
             "seed": 7,
             "responseMimeType": "application/json",
             "responseJsonSchema": {"type": "object", "properties": {"t": {"type": "number"}}},
-            "thinkingConfig": {"thinkingLevel": "high", "includeThoughts": true},
+            "thinkingConfig": {"thinkingLevel": "HIGH", "includeThoughts": true},
             "topK": 40
         })
     );
@@ -545,6 +616,7 @@ async fn options_map_to_generation_and_tool_config() {
         json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["get_weather"]}})
     );
     assert!(body.get("parallel_tool_calls").is_none());
+    sdk_accepts_requests(&fake);
     // Gemini 2.5 takes a budget; off is 0.
     options.reasoning_effort = Some(agcore::llm::ReasoningEffort::Off);
     let fake = GeminiFake::start(vec![Reply::json(
@@ -565,6 +637,7 @@ async fn options_map_to_generation_and_tool_config() {
         fake.last_body()["generationConfig"]["thinkingConfig"],
         json!({"thinkingBudget": 0, "includeThoughts": false})
     );
+    sdk_accepts_requests(&fake);
 }
 
 #[tokio::test]
@@ -746,4 +819,32 @@ async fn streams_split_anywhere_decode_the_same() {
         assemble(vec![cut.into_bytes()]).await,
         Err(ProviderError::Stream(_))
     ));
+}
+
+/// A streaming request answered with one JSON body (a proxy, or the JSON-array stream without
+/// `alt=sse`): replayed as the same deltas, artifacts included.
+#[tokio::test]
+async fn a_json_answer_to_a_streaming_request_is_replayed() {
+    let fake = GeminiFake::start(vec![Reply::json(200, "generate_content_signed_call.json")]).await;
+    let messages = [OpenaiChatMessage::user_text("List it")];
+    let options = RequestOptions::default();
+    let mut stream = client(&fake)
+        .chat_stream(ChatRequest {
+            model: GEMINI_3_FLASH,
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        })
+        .await
+        .unwrap();
+    let mut assembler = StreamAssembler::new();
+    let mut events = Vec::new();
+    while let Some(delta) = stream.next().await {
+        assembler.push(delta.unwrap(), &mut events);
+    }
+    let reply = assembler.finish(&mut events).unwrap();
+    no_violations(&fake);
+    assert_eq!(reply.tool_calls()[0].function.name, "list_directory");
+    let places: Vec<ArtifactPlace> = reply.message.artifacts().iter().map(|a| a.place).collect();
+    assert_eq!(places, [ArtifactPlace::Before(0), ArtifactPlace::On(1)]);
 }

@@ -400,9 +400,9 @@ fn is_gemini_3(model: &str) -> bool {
 }
 
 /// `thinkingConfig`: an explicit budget is sent as `thinkingBudget`; an effort is
-/// `thinkingLevel` on Gemini 3 (`low`/`medium`/`high`; off → `low`, the lowest level every
-/// Gemini 3 model has, as they cannot turn thinking off; medium → `high` on Pro models, which
-/// have only `low` and `high`) and a `thinkingBudget` on earlier models (off 0, low 1024,
+/// `thinkingLevel` on Gemini 3 (`LOW`/`MEDIUM`/`HIGH`; off → `LOW`, the lowest level every
+/// Gemini 3 model has, as they cannot turn thinking off; medium → `HIGH` on Pro models, which
+/// have only `LOW` and `HIGH`) and a `thinkingBudget` on earlier models (off 0, low 1024,
 /// medium 8192, high 24576). Thought summaries are asked for whenever thinking is on.
 fn thinking_config(
     model: &str,
@@ -414,11 +414,12 @@ fn thinking_config(
     }
     let effort = effort?;
     if is_gemini_3(model) {
+        // The enum's names, as the official SDK writes them.
         let level = match effort {
-            ReasoningEffort::Off | ReasoningEffort::Low => "low",
-            ReasoningEffort::Medium if model.contains("-pro") => "high",
-            ReasoningEffort::Medium => "medium",
-            ReasoningEffort::High => "high",
+            ReasoningEffort::Off | ReasoningEffort::Low => "LOW",
+            ReasoningEffort::Medium if model.contains("-pro") => "HIGH",
+            ReasoningEffort::Medium => "MEDIUM",
+            ReasoningEffort::High => "HIGH",
         };
         let include = !matches!(effort, ReasoningEffort::Off);
         return Some(json!({ "thinkingLevel": level, "includeThoughts": include }));
@@ -600,15 +601,15 @@ mod tests {
         let level = |model: &str, effort| thinking_config(model, Some(effort), None).unwrap();
         assert_eq!(
             level("gemini-3-flash-preview", Medium)["thinkingLevel"],
-            "medium"
+            "MEDIUM"
         );
         assert_eq!(
             level("gemini-3-pro-preview", Medium)["thinkingLevel"],
-            "high"
+            "HIGH"
         );
         assert_eq!(
             level("gemini-3-pro-preview", Off),
-            json!({"thinkingLevel": "low", "includeThoughts": false})
+            json!({"thinkingLevel": "LOW", "includeThoughts": false})
         );
         assert_eq!(
             level("gemini-2.5-flash", Low),

@@ -31,6 +31,7 @@ mod mcp_servers;
 mod openai_wire;
 mod path_rules;
 mod private_files;
+mod provider_anthropic;
 mod redirect_rules;
 mod repo_rules;
 mod request_accounting;

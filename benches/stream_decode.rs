@@ -106,7 +106,11 @@ fn reads(body: &Bytes) -> Vec<Result<Bytes, std::io::Error>> {
 }
 
 async fn decode_and_assemble(reads: Vec<Result<Bytes, std::io::Error>>) -> ChatResponse {
-    assemble(decode_stream(futures::stream::iter(reads), Some(Duration::from_secs(300)))).await
+    assemble(decode_stream(
+        futures::stream::iter(reads),
+        Some(Duration::from_secs(300)),
+    ))
+    .await
 }
 
 async fn assemble(mut deltas: agcore::llm::ModelStream) -> ChatResponse {
@@ -160,15 +164,36 @@ fn anthropic_stream(events: usize) -> String {
         out.push_str(&value.to_string());
         out.push_str("\n\n");
     };
-    push(json!({"type": "message_start", "message": {"id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5-20250929", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 1200, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1, "service_tier": "standard"}}}));
+    push(
+        json!({"type": "message_start", "message": {"id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5-20250929", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 1200, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1, "service_tier": "standard"}}}),
+    );
     let pieces = [
-        "fn ", "main", "() {", "\n    ", "let ", "name", " = ", "\"wor", "ld\"", ";\n",
-        "    println!", "(\"hello", " {}\"", ", name", ");\n", "}\n",
+        "fn ",
+        "main",
+        "() {",
+        "\n    ",
+        "let ",
+        "name",
+        " = ",
+        "\"wor",
+        "ld\"",
+        ";\n",
+        "    println!",
+        "(\"hello",
+        " {}\"",
+        ", name",
+        ");\n",
+        "}\n",
     ];
     let per_call = events.saturating_sub(3 + 3 * CALLS).div_ceil(CALLS);
     for call in 0..CALLS {
-        push(json!({"type": "content_block_start", "index": call, "content_block": {"type": "tool_use", "id": format!("toolu_{call:024}"), "name": "write_file", "input": {}}}));
-        let mut arguments = vec![String::new(), format!("{{\"path\": \"src/file{call}.rs\", \"content\": \"")];
+        push(
+            json!({"type": "content_block_start", "index": call, "content_block": {"type": "tool_use", "id": format!("toolu_{call:024}"), "name": "write_file", "input": {}}}),
+        );
+        let mut arguments = vec![
+            String::new(),
+            format!("{{\"path\": \"src/file{call}.rs\", \"content\": \""),
+        ];
         while arguments.len() + 1 < per_call {
             let piece = pieces[arguments.len() % pieces.len()];
             let escaped = serde_json::to_string(piece).unwrap();
@@ -176,11 +201,15 @@ fn anthropic_stream(events: usize) -> String {
         }
         arguments.push("\"}".to_owned());
         for piece in arguments {
-            push(json!({"type": "content_block_delta", "index": call, "delta": {"type": "input_json_delta", "partial_json": piece}}));
+            push(
+                json!({"type": "content_block_delta", "index": call, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            );
         }
         push(json!({"type": "content_block_stop", "index": call}));
     }
-    push(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": events}}));
+    push(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": events}}),
+    );
     push(json!({"type": "message_stop"}));
     out
 }
@@ -207,11 +236,16 @@ fn bench_anthropic(c: &mut Criterion) {
             "anthropic stream of {} events, {} bytes, {} argument bytes",
             body.windows(6).filter(|w| w == b"data: ").count(),
             body.len(),
-            check.tool_calls().iter().map(|call| call.function.arguments.len()).sum::<usize>()
+            check
+                .tool_calls()
+                .iter()
+                .map(|call| call.function.arguments.len())
+                .sum::<usize>()
         );
         group.throughput(Throughput::Bytes(body.len() as u64));
         group.bench_with_input(BenchmarkId::from_parameter(events), &body, |b, body| {
-            b.to_async(&runtime).iter(|| async { black_box(decode(body).await) });
+            b.to_async(&runtime)
+                .iter(|| async { black_box(decode(body).await) });
         });
     }
     group.finish();

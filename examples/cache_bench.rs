@@ -121,7 +121,9 @@ impl Respond for Biller {
         cache.turn += 1;
         let turn = cache.turn;
         let usage = json!({"input_tokens": input, "cache_creation_input_tokens": written, "cache_read_input_tokens": read, "output_tokens": 40});
-        let mut content = vec![json!({"type": "thinking", "thinking": format!("Turn {turn}: the next file to read."), "signature": format!("EqQBCkgI{turn:08}signature")})];
+        let mut content = vec![
+            json!({"type": "thinking", "thinking": format!("Turn {turn}: the next file to read."), "signature": format!("EqQBCkgI{turn:08}signature")}),
+        ];
         let stop = if turn < TURNS {
             content.push(json!({"type": "tool_use", "id": format!("toolu_{turn:08}"), "name": "read_file", "input": {"path": format!("src/module_{turn}.rs")}}));
             "tool_use"
@@ -164,7 +166,13 @@ struct Described(usize);
 #[async_trait]
 impl BaseTool for Described {
     fn name(&self) -> &str {
-        ["write_file", "search", "run_command", "list_dir", "apply_patch"][self.0]
+        [
+            "write_file",
+            "search",
+            "run_command",
+            "list_dir",
+            "apply_patch",
+        ][self.0]
     }
     fn description(&self) -> &str {
         "A tool of the coding agent. It works inside the workspace only; paths are relative to the workspace root; the output is cut to 16 KiB with a note saying how much was left out. Prefer it over the shell when both could do the job, because its output is structured and its effects are checked against the permission rules of the session before they happen."
@@ -222,12 +230,27 @@ async fn session(cache: bool) -> (Bill, agcore::llm::Usage) {
 async fn main() {
     let (cached, usage) = session(true).await;
     let (plain, _) = session(false).await;
-    assert_eq!(cached.total_input(), plain.total_input(), "the same prompts both ways");
-    assert_eq!(usage.prompt_tokens, cached.total_input(), "usage: input = base + reads + writes");
+    assert_eq!(
+        cached.total_input(),
+        plain.total_input(),
+        "the same prompts both ways"
+    );
+    assert_eq!(
+        usage.prompt_tokens,
+        cached.total_input(),
+        "usage: input = base + reads + writes"
+    );
     assert_eq!(usage.cached_tokens, Some(cached.read));
     assert_eq!(usage.cache_write_tokens, Some(cached.written));
-    println!("{TURNS}-turn tool session, {} requests, {} input tokens in all (bytes/4)", cached.requests, cached.total_input());
-    println!("{:<16} {:>12} {:>12} {:>12} {:>14}", "", "base input", "cache read", "cache write", "input cost");
+    println!(
+        "{TURNS}-turn tool session, {} requests, {} input tokens in all (bytes/4)",
+        cached.requests,
+        cached.total_input()
+    );
+    println!(
+        "{:<16} {:>12} {:>12} {:>12} {:>14}",
+        "", "base input", "cache read", "cache write", "input cost"
+    );
     for (name, bill) in [("without caching", plain), ("with caching", cached)] {
         println!(
             "{name:<16} {:>12} {:>12} {:>12} {:>14.0}",

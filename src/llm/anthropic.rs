@@ -187,7 +187,12 @@ impl ChatModel for AnthropicClient {
         let started = tokio::time::Instant::now();
         let response = self
             .transport
-            .post(&self.endpoint, encoded.body, "application/json", errors::status_error)
+            .post(
+                &self.endpoint,
+                encoded.body,
+                "application/json",
+                errors::status_error,
+            )
             .await?;
         let body = self.transport.read_body(response, started).await?;
         response::parse_message(&body, Some(request.model.to_owned()), encoded.answer_tool)
@@ -198,7 +203,12 @@ impl ChatModel for AnthropicClient {
         let started = tokio::time::Instant::now();
         let response = self
             .transport
-            .post(&self.endpoint, encoded.body, "text/event-stream", errors::status_error)
+            .post(
+                &self.endpoint,
+                encoded.body,
+                "text/event-stream",
+                errors::status_error,
+            )
             .await?;
         let model = Some(request.model.to_owned());
         if transport::is_json(&response) {

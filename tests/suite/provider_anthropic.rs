@@ -211,9 +211,18 @@ fn every_fixture_parses_with_the_anthropic_sdk() {
     files.sort();
     assert!(files.len() >= 12, "{files:?}");
     let out = run_sdk_check(&python, &files);
-    assert_eq!(out.lines().filter(|l| l.starts_with("ok ")).count(), files.len(), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok ")).count(),
+        files.len(),
+        "{out}"
+    );
     // The streams and their whole messages are the same replies.
-    assert!(out.contains("thinking_parallel_tools.sse: stream of 5 blocks, equal to thinking_parallel_tools.json"), "{out}");
+    assert!(
+        out.contains(
+            "thinking_parallel_tools.sse: stream of 5 blocks, equal to thinking_parallel_tools.json"
+        ),
+        "{out}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,7 +248,10 @@ async fn thinking_and_parallel_calls_come_back_byte_exact_with_their_results() {
         assert_eq!(received.len(), 2, "{mode:?}");
         let second = &received[1];
         // Thinking stays on in the tool loop: the reply's thinking block leads it.
-        assert_eq!(second.body["thinking"], json!({"type": "enabled", "budget_tokens": 8192}));
+        assert_eq!(
+            second.body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 8192})
+        );
         let assistant = &second.body["messages"][1];
         assert_eq!(assistant["role"], "assistant");
         let kinds: Vec<&str> = assistant["content"]
@@ -248,11 +260,24 @@ async fn thinking_and_parallel_calls_come_back_byte_exact_with_their_results() {
             .iter()
             .map(|b| b["type"].as_str().unwrap())
             .collect();
-        assert_eq!(kinds, ["thinking", "redacted_thinking", "text", "tool_use", "tool_use"]);
+        assert_eq!(
+            kinds,
+            [
+                "thinking",
+                "redacted_thinking",
+                "text",
+                "tool_use",
+                "tool_use"
+            ]
+        );
         // Byte-exact in the request text.
         for index in [0, 1] {
             let block = fixture_block("thinking_parallel_tools", index);
-            assert!(second.text.contains(&block), "{mode:?}: {block} not in {}", second.text);
+            assert!(
+                second.text.contains(&block),
+                "{mode:?}: {block} not in {}",
+                second.text
+            );
         }
         // The results, first in the next user message, tied to their calls.
         let results = &second.body["messages"][2]["content"];
@@ -264,10 +289,17 @@ async fn thinking_and_parallel_calls_come_back_byte_exact_with_their_results() {
         let reply = &cycle.messages()[2];
         let artifacts = reply.artifacts();
         assert_eq!(artifacts.len(), 2);
-        assert!(artifacts.iter().all(|a| a.provider == ArtifactProvider::Anthropic
-            && a.model.as_deref() == Some(MODEL)
-            && a.place == ArtifactPlace::Before(0)));
-        assert!(reply.reasoning().is_none(), "native thinking is not a chat-completions field");
+        assert!(
+            artifacts
+                .iter()
+                .all(|a| a.provider == ArtifactProvider::Anthropic
+                    && a.model.as_deref() == Some(MODEL)
+                    && a.place == ArtifactPlace::Before(0))
+        );
+        assert!(
+            reply.reasoning().is_none(),
+            "native thinking is not a chat-completions field"
+        );
         if mode == Mode::Streaming {
             let thoughts: String = events
                 .iter()
@@ -276,12 +308,18 @@ async fn thinking_and_parallel_calls_come_back_byte_exact_with_their_results() {
                     _ => None,
                 })
                 .collect();
-            assert!(thoughts.starts_with("The user wants the weather in Paris and in Tōkyō (東京)."));
+            assert!(
+                thoughts.starts_with("The user wants the weather in Paris and in Tōkyō (東京).")
+            );
             assert!(thoughts.contains("Paris reported 22 °C"));
         }
         // Usage by token kind, summed over the two requests.
         let usage = cycle.usage().tokens;
-        assert_eq!(usage.prompt_tokens, (412 + 1536) + (95 + 310 + 1536), "{mode:?}");
+        assert_eq!(
+            usage.prompt_tokens,
+            (412 + 1536) + (95 + 310 + 1536),
+            "{mode:?}"
+        );
         assert_eq!(usage.cached_tokens, Some(1536));
         assert_eq!(usage.cache_write_tokens, Some(1536 + 310));
         assert_eq!(usage.completion_tokens, 187 + 64);
@@ -290,7 +328,11 @@ async fn thinking_and_parallel_calls_come_back_byte_exact_with_their_results() {
         // The same history to another model: its signed blocks stay home, and a new user turn
         // may think.
         fake.push(Reply::Fixture("thinking_answer"));
-        let mut other = LlmCycle::from_history(client(&fake), config("claude-opus-4-1"), cycle.messages().to_vec());
+        let mut other = LlmCycle::from_history(
+            client(&fake),
+            config("claude-opus-4-1"),
+            cycle.messages().to_vec(),
+        );
         let (text, _) = run(&mut other, "Thanks. And tomorrow?", mode).await;
         fake.assert_no_rejections();
         assert!(text.is_ok(), "{mode:?}: {text:?}");
@@ -308,7 +350,11 @@ async fn a_tool_loop_from_another_provider_continues_without_thinking() {
         OpenaiChatMessage::user_text("Weather in Paris?"),
         OpenaiChatMessage::assistant_tool_calls(
             None,
-            vec![agcore::llm::ToolCall::new("call_abc", "get_weather", r#"{"city":"Paris"}"#)],
+            vec![agcore::llm::ToolCall::new(
+                "call_abc",
+                "get_weather",
+                r#"{"city":"Paris"}"#,
+            )],
         ),
         OpenaiChatMessage::tool_result("call_abc", "22"),
     ];
@@ -334,7 +380,14 @@ async fn a_tool_loop_from_another_provider_continues_without_thinking() {
 
 #[tokio::test]
 async fn streams_cut_in_small_random_pieces_decode_like_whole_ones() {
-    for name in ["text", "tool_use", "thinking_parallel_tools", "thinking_answer", "max_tokens_tool_use", "overloaded_mid_stream"] {
+    for name in [
+        "text",
+        "tool_use",
+        "thinking_parallel_tools",
+        "thinking_answer",
+        "max_tokens_tool_use",
+        "overloaded_mid_stream",
+    ] {
         let body = fixture(&format!("{name}.sse"));
         let whole = decode_in_pieces(&body, 0).await;
         let one = assemble(decode_stream(
@@ -345,13 +398,28 @@ async fn streams_cut_in_small_random_pieces_decode_like_whole_ones() {
         assert_eq!(format!("{whole:?}"), format!("{one:?}"), "{name}");
         for seed in 1..40 {
             let split = decode_in_pieces(&body, seed).await;
-            assert_eq!(format!("{split:?}"), format!("{one:?}"), "{name}, seed {seed}");
+            assert_eq!(
+                format!("{split:?}"),
+                format!("{one:?}"),
+                "{name}, seed {seed}"
+            );
         }
     }
-    let thinking = decode_in_pieces(&fixture("thinking_parallel_tools.sse"), 7).await.unwrap();
-    assert_eq!(thinking.text(), "I’ll check both cities at once: Paris and 東京.");
-    assert_eq!(thinking.tool_calls()[1].function.arguments, r#"{"city": "東京"}"#);
-    assert_eq!(thinking.tool_calls()[0].function.arguments, r#"{"city": "Paris"}"#);
+    let thinking = decode_in_pieces(&fixture("thinking_parallel_tools.sse"), 7)
+        .await
+        .unwrap();
+    assert_eq!(
+        thinking.text(),
+        "I’ll check both cities at once: Paris and 東京."
+    );
+    assert_eq!(
+        thinking.tool_calls()[1].function.arguments,
+        r#"{"city": "東京"}"#
+    );
+    assert_eq!(
+        thinking.tool_calls()[0].function.arguments,
+        r#"{"city": "Paris"}"#
+    );
     assert_eq!(thinking.stop_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
         serde_json::to_string(&thinking.message.artifacts()[0].data).unwrap(),
@@ -359,7 +427,10 @@ async fn streams_cut_in_small_random_pieces_decode_like_whole_ones() {
     );
     // The SDK's own tool_use fixture: an empty first fragment, then the arguments.
     let tool = decode_in_pieces(&fixture("tool_use.sse"), 3).await.unwrap();
-    assert_eq!(tool.tool_calls()[0].function.arguments, r#"{"location": "Paris"}"#);
+    assert_eq!(
+        tool.tool_calls()[0].function.arguments,
+        r#"{"location": "Paris"}"#
+    );
     assert_eq!(tool.usage.unwrap().completion_tokens, 65);
     assert_eq!(tool.usage.unwrap().prompt_tokens, 377);
 }
@@ -399,7 +470,10 @@ async fn an_error_event_mid_stream_is_an_overloaded_server_error() {
         }
     }
     let error = error.unwrap();
-    assert!(matches!(error, ProviderError::Server { status: 529, .. }), "{error:?}");
+    assert!(
+        matches!(error, ProviderError::Server { status: 529, .. }),
+        "{error:?}"
+    );
     assert!(RetryPolicy::is_retryable(&error));
     // A stream that just stops is not a complete reply.
     let body = fixture("text.sse");
@@ -411,7 +485,11 @@ async fn an_error_event_mid_stream_is_an_overloaded_server_error() {
 async fn a_529_is_retried_and_a_400_is_not() {
     for mode in MODES {
         let fake = AnthropicFake::start(vec![
-            Reply::Status(529, vec![("retry-after", "0".into())], fixture("error_overloaded.json")),
+            Reply::Status(
+                529,
+                vec![("retry-after", "0".into())],
+                fixture("error_overloaded.json"),
+            ),
             Reply::Fixture("thinking_answer"),
         ])
         .await;
@@ -420,7 +498,10 @@ async fn a_529_is_retried_and_a_400_is_not() {
         assert!(text.unwrap().starts_with("Paris"), "{mode:?}");
         let received = fake.received();
         assert_eq!(received.len(), 2);
-        assert_eq!(received[0].text, received[1].text, "the retry sends the same body");
+        assert_eq!(
+            received[0].text, received[1].text,
+            "the retry sends the same body"
+        );
 
         let fake = AnthropicFake::start(vec![
             Reply::Status(400, vec![], fixture("error_invalid_request.json")),
@@ -430,14 +511,22 @@ async fn a_529_is_retried_and_a_400_is_not() {
         let mut cycle = LlmCycle::new(client(&fake), config(MODEL));
         let (text, _) = run(&mut cycle, "Hi", mode).await;
         let error = format!("{:?}", text.unwrap_err());
-        assert!(error.contains("BadRequest") || error.contains("bad_request"), "{mode:?}: {error}");
+        assert!(
+            error.contains("BadRequest") || error.contains("bad_request"),
+            "{mode:?}: {error}"
+        );
         assert_eq!(fake.received().len(), 1, "a 400 is not retried");
     }
 }
 
 #[tokio::test]
 async fn a_prompt_too_long_is_a_typed_context_overflow() {
-    let fake = AnthropicFake::start(vec![Reply::Status(400, vec![], fixture("error_prompt_too_long.json"))]).await;
+    let fake = AnthropicFake::start(vec![Reply::Status(
+        400,
+        vec![],
+        fixture("error_prompt_too_long.json"),
+    )])
+    .await;
     let messages = [OpenaiChatMessage::user_text("x")];
     let options = RequestOptions::default();
     let request = ChatRequest {
@@ -451,9 +540,16 @@ async fn a_prompt_too_long_is_a_typed_context_overflow() {
         matches!(&error, ProviderError::ContextLengthExceeded { message } if message.starts_with("prompt is too long")),
         "{error:?}"
     );
-    let fake = AnthropicFake::start(vec![Reply::Status(429, vec![("retry-after", "12".into())], fixture("error_rate_limit.json"))]).await;
+    let fake = AnthropicFake::start(vec![Reply::Status(
+        429,
+        vec![("retry-after", "12".into())],
+        fixture("error_rate_limit.json"),
+    )])
+    .await;
     let error = client(&fake).chat(request).await.unwrap_err();
-    assert!(matches!(error, ProviderError::RateLimited { retry_after: Some(wait), .. } if wait == Duration::from_secs(12)));
+    assert!(
+        matches!(error, ProviderError::RateLimited { retry_after: Some(wait), .. } if wait == Duration::from_secs(12))
+    );
 }
 
 #[tokio::test]
@@ -469,7 +565,10 @@ async fn max_tokens_in_the_middle_of_a_call_runs_nothing() {
             "{mode:?}: {error:?}"
         );
         // Nothing ran and nothing unanswered was stored.
-        assert!(cycle.messages().iter().all(|m| m.tool_calls().is_empty()), "{mode:?}");
+        assert!(
+            cycle.messages().iter().all(|m| m.tool_calls().is_empty()),
+            "{mode:?}"
+        );
         assert_eq!(fake.received().len(), 1);
     }
 }
@@ -504,12 +603,23 @@ async fn cache_markers_stay_on_the_same_prefix_from_request_to_request() {
     // Request 2 marks the end of request 1 (read) and its own end (written for the next).
     assert_eq!(marked(&received[1].body), ["0.0", "2.1"]);
     for body in [&received[0].body, &received[1].body] {
-        assert_eq!(body["tools"][0]["cache_control"], json!({"type": "ephemeral"}));
-        assert_eq!(body["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+        assert_eq!(
+            body["tools"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
     }
     // Without caching: no markers at all.
     let fake = AnthropicFake::start(vec![Reply::Fixture("thinking_answer")]).await;
-    let client = AnthropicClient::new(AnthropicConfig::new(fake.base_url()).with_api_key("test-key").with_cache(false)).unwrap();
+    let client = AnthropicClient::new(
+        AnthropicConfig::new(fake.base_url())
+            .with_api_key("test-key")
+            .with_cache(false),
+    )
+    .unwrap();
     let mut cycle = LlmCycle::new(client, config(MODEL));
     cycle.submit("Hi".into()).await.unwrap();
     assert!(!fake.received()[0].text.contains("cache_control"));
@@ -523,7 +633,10 @@ async fn the_requests_sent_are_valid_create_params_for_the_sdk() {
     ])
     .await;
     let mut cycle = LlmCycle::new(client(&fake), config(MODEL)).with_system_prompt("Be brief.");
-    run(&mut cycle, "Weather in Paris and Tokyo?", Mode::Streaming).await.0.unwrap();
+    run(&mut cycle, "Weather in Paris and Tokyo?", Mode::Streaming)
+        .await
+        .0
+        .unwrap();
     let Some(python) = sdk_python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<PathBuf> = fake

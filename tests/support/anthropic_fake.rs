@@ -57,7 +57,7 @@ pub struct Received {
 
 /// A reply the fake served: the model asked for and the content blocks sent.
 #[derive(Clone, Debug)]
-struct Served {
+pub struct Served {
     model: String,
     content: Vec<Value>,
 }
@@ -81,7 +81,8 @@ struct Responder {
 }
 
 fn error_body(kind: &str, message: &str) -> String {
-    json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_fake"}).to_string()
+    json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_fake"})
+        .to_string()
 }
 
 impl Respond for Responder {
@@ -133,8 +134,10 @@ impl Respond for Responder {
                 }
                 template
             }
-            None => ResponseTemplate::new(500)
-                .set_body_string(error_body("api_error", "the fake's script has no more replies")),
+            None => ResponseTemplate::new(500).set_body_string(error_body(
+                "api_error",
+                "the fake's script has no more replies",
+            )),
         }
     }
 }
@@ -184,26 +187,50 @@ fn tool_use_ids(content: &[Value]) -> Vec<&str> {
 /// The API's rules (see the module docs); the error message when one is broken.
 pub fn check_request(body: &Value, served: &[Served]) -> Result<(), String> {
     let model = body["model"].as_str().ok_or("model: Field required")?;
-    let max_tokens = body["max_tokens"].as_u64().filter(|n| *n > 0).ok_or("max_tokens: Field required")?;
-    let messages = body["messages"].as_array().filter(|m| !m.is_empty()).ok_or("messages: at least one message is required")?;
+    let max_tokens = body["max_tokens"]
+        .as_u64()
+        .filter(|n| *n > 0)
+        .ok_or("max_tokens: Field required")?;
+    let messages = body["messages"]
+        .as_array()
+        .filter(|m| !m.is_empty())
+        .ok_or("messages: at least one message is required")?;
     let markers = body.to_string().matches("\"cache_control\"").count();
     if markers > 4 {
-        return Err(format!("A maximum of 4 blocks with cache_control may be provided. Found {markers}."));
+        return Err(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {markers}."
+        ));
     }
     for (index, message) in messages.iter().enumerate() {
         let expected = if index % 2 == 0 { "user" } else { "assistant" };
         if message["role"] != expected {
-            return Err(format!("messages.{index}: roles must alternate between \"user\" and \"assistant\", starting with \"user\""));
+            return Err(format!(
+                "messages.{index}: roles must alternate between \"user\" and \"assistant\", starting with \"user\""
+            ));
         }
-        let content = message["content"].as_array().filter(|c| !c.is_empty()).ok_or(format!("messages.{index}: all messages must have non-empty content"))?;
-        if content.iter().any(|b| kind(b) == "text" && b["text"].as_str().is_none_or(str::is_empty)) {
-            return Err(format!("messages.{index}: text content blocks must be non-empty"));
+        let content = message["content"]
+            .as_array()
+            .filter(|c| !c.is_empty())
+            .ok_or(format!(
+                "messages.{index}: all messages must have non-empty content"
+            ))?;
+        if content
+            .iter()
+            .any(|b| kind(b) == "text" && b["text"].as_str().is_none_or(str::is_empty))
+        {
+            return Err(format!(
+                "messages.{index}: text content blocks must be non-empty"
+            ));
         }
     }
     // Tool results: first in the next user message, one per call, nowhere else.
     for (index, message) in messages.iter().enumerate() {
         let content = message["content"].as_array().unwrap();
-        let results: Vec<&str> = content.iter().filter(|b| kind(b) == "tool_result").filter_map(|b| b["tool_use_id"].as_str()).collect();
+        let results: Vec<&str> = content
+            .iter()
+            .filter(|b| kind(b) == "tool_result")
+            .filter_map(|b| b["tool_use_id"].as_str())
+            .collect();
         if message["role"] == "assistant" {
             let calls = tool_use_ids(content);
             if calls.is_empty() {
@@ -211,33 +238,67 @@ pub fn check_request(body: &Value, served: &[Served]) -> Result<(), String> {
             }
             let next = messages.get(index + 1).ok_or(format!("messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after"))?;
             let next = next["content"].as_array().unwrap();
-            let leading: Vec<&str> = next.iter().take_while(|b| kind(b) == "tool_result").filter_map(|b| b["tool_use_id"].as_str()).collect();
+            let leading: Vec<&str> = next
+                .iter()
+                .take_while(|b| kind(b) == "tool_result")
+                .filter_map(|b| b["tool_use_id"].as_str())
+                .collect();
             let mut want = calls.clone();
             let mut got = leading.clone();
             want.sort_unstable();
             got.sort_unstable();
             if want != got {
-                return Err(format!("messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {calls:?} vs {leading:?}. Each `tool_use` block must have a corresponding `tool_result` block in the next message, and the tool results must come first", index + 1));
+                return Err(format!(
+                    "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {calls:?} vs {leading:?}. Each `tool_use` block must have a corresponding `tool_result` block in the next message, and the tool results must come first",
+                    index + 1
+                ));
             }
         } else if !results.is_empty() {
-            let previous = index.checked_sub(1).map(|p| messages[p]["content"].as_array().unwrap());
+            let previous = index
+                .checked_sub(1)
+                .map(|p| messages[p]["content"].as_array().unwrap());
             let calls = previous.map(|p| tool_use_ids(p)).unwrap_or_default();
             if let Some(orphan) = results.iter().find(|id| !calls.contains(id)) {
-                return Err(format!("messages.{index}: unexpected `tool_use_id` found in `tool_result` blocks: {orphan}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."));
+                return Err(format!(
+                    "messages.{index}: unexpected `tool_use_id` found in `tool_result` blocks: {orphan}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                ));
             }
-            if content.iter().skip(results.len()).any(|b| kind(b) == "tool_result") {
-                return Err(format!("messages.{index}: `tool_result` blocks must come first in the user message"));
+            if content
+                .iter()
+                .skip(results.len())
+                .any(|b| kind(b) == "tool_result")
+            {
+                return Err(format!(
+                    "messages.{index}: `tool_result` blocks must come first in the user message"
+                ));
             }
         }
     }
     // The served replies come back whole (same model) or without their signed blocks.
-    for (index, message) in messages.iter().enumerate().filter(|(_, m)| m["role"] == "assistant") {
-        let content: Vec<Value> = message["content"].as_array().unwrap().iter().map(unmarked).collect();
+    for (index, message) in messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["role"] == "assistant")
+    {
+        let content: Vec<Value> = message["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(unmarked)
+            .collect();
         let calls = tool_use_ids(&content);
         let Some(original) = served.iter().rev().find(|s| {
             let ids = tool_use_ids(&s.content);
             if calls.is_empty() {
-                ids.is_empty() && s.content.iter().filter(|b| kind(b) == "text").map(|b| &b["text"]).eq(content.iter().filter(|b| kind(b) == "text").map(|b| &b["text"]))
+                ids.is_empty()
+                    && s.content
+                        .iter()
+                        .filter(|b| kind(b) == "text")
+                        .map(|b| &b["text"])
+                        .eq(content
+                            .iter()
+                            .filter(|b| kind(b) == "text")
+                            .map(|b| &b["text"]))
             } else {
                 ids == calls
             }
@@ -246,27 +307,50 @@ pub fn check_request(body: &Value, served: &[Served]) -> Result<(), String> {
         };
         if original.model == model {
             if content.len() != original.content.len() {
-                return Err(format!("messages.{index}: the assistant message is not the reply as sent ({} blocks, sent {})", content.len(), original.content.len()));
+                return Err(format!(
+                    "messages.{index}: the assistant message is not the reply as sent ({} blocks, sent {})",
+                    content.len(),
+                    original.content.len()
+                ));
             }
             for (position, (got, sent)) in content.iter().zip(&original.content).enumerate() {
                 let same = match kind(sent) {
-                    "thinking" | "redacted_thinking" => serde_json::to_string(got).unwrap() == serde_json::to_string(sent).unwrap(),
+                    "thinking" | "redacted_thinking" => {
+                        serde_json::to_string(got).unwrap() == serde_json::to_string(sent).unwrap()
+                    }
                     "text" => kind(got) == "text" && got["text"] == sent["text"],
-                    "tool_use" => kind(got) == "tool_use" && got["id"] == sent["id"] && got["name"] == sent["name"] && got["input"] == sent["input"],
+                    "tool_use" => {
+                        kind(got) == "tool_use"
+                            && got["id"] == sent["id"]
+                            && got["name"] == sent["name"]
+                            && got["input"] == sent["input"]
+                    }
                     _ => true,
                 };
                 if !same {
-                    return Err(format!("messages.{index}.content.{position}: Invalid `signature` in `thinking` block, or a block out of place: got {got}, sent {sent}"));
+                    return Err(format!(
+                        "messages.{index}.content.{position}: Invalid `signature` in `thinking` block, or a block out of place: got {got}, sent {sent}"
+                    ));
                 }
             }
-        } else if content.iter().any(|b| matches!(kind(b), "thinking" | "redacted_thinking")) {
-            return Err(format!("messages.{index}: a thinking block of another model (Invalid `signature` in `thinking` block)"));
+        } else if content
+            .iter()
+            .any(|b| matches!(kind(b), "thinking" | "redacted_thinking"))
+        {
+            return Err(format!(
+                "messages.{index}: a thinking block of another model (Invalid `signature` in `thinking` block)"
+            ));
         }
     }
     if let Some(thinking) = body.get("thinking") {
-        let budget = thinking["budget_tokens"].as_u64().ok_or("thinking.budget_tokens: Field required")?;
+        let budget = thinking["budget_tokens"]
+            .as_u64()
+            .ok_or("thinking.budget_tokens: Field required")?;
         if thinking["type"] != "enabled" || budget < 1024 {
-            return Err("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024".into());
+            return Err(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                    .into(),
+            );
         }
         if budget >= max_tokens {
             return Err("`max_tokens` must be greater than `thinking.budget_tokens`".into());
@@ -279,10 +363,16 @@ pub fn check_request(body: &Value, served: &[Served]) -> Result<(), String> {
         }
         let last = messages.last().unwrap()["content"].as_array().unwrap();
         if last.iter().any(|b| kind(b) == "tool_result") {
-            let reply = messages.iter().rev().find(|m| m["role"] == "assistant").unwrap();
+            let reply = messages
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "assistant")
+                .unwrap();
             let first = kind(&reply["content"][0]);
             if first != "thinking" && first != "redacted_thinking" {
-                return Err(format!("Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block."));
+                return Err(format!(
+                    "Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+                ));
             }
         }
     }
@@ -325,7 +415,12 @@ impl AnthropicFake {
     /// Panics when a request broke a rule.
     pub fn assert_no_rejections(&self) {
         for (n, received) in self.received().iter().enumerate() {
-            assert!(received.rejection.is_none(), "request {n} was rejected: {:?}\n{}", received.rejection, received.text);
+            assert!(
+                received.rejection.is_none(),
+                "request {n} was rejected: {:?}\n{}",
+                received.rejection,
+                received.text
+            );
         }
     }
 }

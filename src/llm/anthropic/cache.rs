@@ -56,7 +56,8 @@ pub(crate) fn plan(tools: usize, system_blocks: usize, roles: &[Role]) -> Breakp
         .iter()
         .rposition(|role| *role == Role::Assistant)
         .and_then(|reply| roles[..reply].iter().rposition(|role| *role == Role::User));
-    plan.messages.extend(previous_end.filter(|at| *at != newest));
+    plan.messages
+        .extend(previous_end.filter(|at| *at != newest));
     plan.messages.push(newest);
     let fixed = usize::from(plan.tools) + usize::from(plan.system);
     let room = MAX_BREAKPOINTS.saturating_sub(fixed);
@@ -68,7 +69,12 @@ pub(crate) fn plan(tools: usize, system_blocks: usize, roles: &[Role]) -> Breakp
 /// Put the markers of `plan` on `tools`, `system` and `messages` (wire JSON). A message is
 /// marked on its last block that can carry a marker (thinking blocks cannot); a message
 /// without one is left unmarked.
-pub(crate) fn mark(plan: &Breakpoints, tools: &mut [Value], system: &mut [Value], messages: &mut [Value]) {
+pub(crate) fn mark(
+    plan: &Breakpoints,
+    tools: &mut [Value],
+    system: &mut [Value],
+    messages: &mut [Value],
+) {
     if plan.tools
         && let Some(tool) = tools.last_mut()
     {
@@ -87,7 +93,11 @@ pub(crate) fn mark(plan: &Breakpoints, tools: &mut [Value], system: &mut [Value]
         else {
             continue;
         };
-        if let Some(block) = blocks.iter_mut().rev().find(|block| can_carry_marker(block)) {
+        if let Some(block) = blocks
+            .iter_mut()
+            .rev()
+            .find(|block| can_carry_marker(block))
+        {
             set_marker(block);
         }
     }
@@ -150,7 +160,8 @@ mod tests {
         for tools in [0, 1] {
             for system in [0, 1] {
                 let plan = plan(tools, system, &[U, A, U, A, U]);
-                let count = usize::from(plan.tools) + usize::from(plan.system) + plan.messages.len();
+                let count =
+                    usize::from(plan.tools) + usize::from(plan.system) + plan.messages.len();
                 assert!(count <= MAX_BREAKPOINTS);
                 assert_eq!(plan.messages.last(), Some(&4));
             }
@@ -173,7 +184,10 @@ mod tests {
         mark(&plan, &mut tools, &mut system, &mut messages);
         assert_eq!(tools[0]["cache_control"], json!({"type": "ephemeral"}));
         assert_eq!(system[0]["cache_control"], json!({"type": "ephemeral"}));
-        assert_eq!(messages[0]["content"][0]["cache_control"], json!({"type": "ephemeral"}));
+        assert_eq!(
+            messages[0]["content"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
         assert!(messages[0]["content"][1].get("cache_control").is_none());
     }
 }

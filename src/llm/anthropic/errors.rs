@@ -74,7 +74,9 @@ pub(crate) fn event_error(data: &str) -> ProviderError {
 /// Whether a message says the prompt (with `max_tokens`) does not fit the context window.
 pub(crate) fn is_context_overflow(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
-    CONTEXT_MARKERS.iter().any(|marker| message.contains(marker))
+    CONTEXT_MARKERS
+        .iter()
+        .any(|marker| message.contains(marker))
 }
 
 /// The `error.type` and the message (cut, control characters removed) of an error body; the
@@ -124,7 +126,9 @@ mod tests {
     #[test]
     fn statuses_map_to_their_kinds() {
         let body = |kind: &str, message: &str| {
-            format!(r#"{{"type":"error","error":{{"type":"{kind}","message":"{message}"}},"request_id":"req_1"}}"#)
+            format!(
+                r#"{{"type":"error","error":{{"type":"{kind}","message":"{message}"}},"request_id":"req_1"}}"#
+            )
         };
         let overloaded = status_error(
             529,
@@ -140,15 +144,23 @@ mod tests {
         let limited = status_error(
             429,
             &headers(&[("retry-after", "7")]),
-            body("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit").as_bytes(),
+            body(
+                "rate_limit_error",
+                "Number of request tokens has exceeded your per-minute rate limit",
+            )
+            .as_bytes(),
         );
-        assert!(matches!(limited, ProviderError::RateLimited { retry_after: Some(wait), .. } if wait == Duration::from_secs(7)));
+        assert!(
+            matches!(limited, ProviderError::RateLimited { retry_after: Some(wait), .. } if wait == Duration::from_secs(7))
+        );
         let invalid = status_error(
             400,
             &HeaderMap::new(),
             body("invalid_request_error", "messages: roles must alternate").as_bytes(),
         );
-        assert!(matches!(&invalid, ProviderError::BadRequest { status: 400, message } if message.contains("alternate")));
+        assert!(
+            matches!(&invalid, ProviderError::BadRequest { status: 400, message } if message.contains("alternate"))
+        );
         assert!(!crate::llm::RetryPolicy::is_retryable(&invalid));
         assert!(matches!(
             status_error(400, &HeaderMap::new(), body("invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum").as_bytes()),
@@ -159,7 +171,11 @@ mod tests {
             ProviderError::ContextLengthExceeded { .. }
         ));
         assert!(matches!(
-            status_error(401, &HeaderMap::new(), body("authentication_error", "invalid x-api-key").as_bytes()),
+            status_error(
+                401,
+                &HeaderMap::new(),
+                body("authentication_error", "invalid x-api-key").as_bytes()
+            ),
             ProviderError::Authentication { status: 401, .. }
         ));
         assert!(matches!(
@@ -170,15 +186,23 @@ mod tests {
 
     #[test]
     fn stream_error_events_are_typed_like_their_status() {
-        let overloaded =
-            event_error(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#);
-        assert!(matches!(overloaded, ProviderError::Server { status: 529, .. }));
+        let overloaded = event_error(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
         assert!(matches!(
-            event_error(r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#),
+            overloaded,
+            ProviderError::Server { status: 529, .. }
+        ));
+        assert!(matches!(
+            event_error(
+                r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#
+            ),
             ProviderError::Server { status: 500, .. }
         ));
         assert!(matches!(
-            event_error(r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 1 tokens > 0 maximum"}}"#),
+            event_error(
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 1 tokens > 0 maximum"}}"#
+            ),
             ProviderError::ContextLengthExceeded { .. }
         ));
         assert!(matches!(
@@ -194,7 +218,9 @@ mod tests {
             r#"{{"type":"error","error":{{"type":"api_error","message":"\u001b[31m{}"}}}}"#,
             "é".repeat(2000)
         );
-        let ProviderError::Server { message, .. } = status_error(500, &HeaderMap::new(), long.as_bytes()) else {
+        let ProviderError::Server { message, .. } =
+            status_error(500, &HeaderMap::new(), long.as_bytes())
+        else {
             panic!("not a server error");
         };
         assert!(!message.contains('\u{1b}'));

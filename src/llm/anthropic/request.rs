@@ -64,7 +64,11 @@ pub(crate) fn request_body(
     if let Some((_, definition)) = &answer {
         tools.push(definition.clone());
     }
-    let tool_choice = tool_choice(options, answer.as_ref().map(|(name, _)| name.as_str()), !tools.is_empty());
+    let tool_choice = tool_choice(
+        options,
+        answer.as_ref().map(|(name, _)| name.as_str()),
+        !tools.is_empty(),
+    );
     let forced = tool_choice
         .as_ref()
         .and_then(|choice| choice.get("type"))
@@ -83,7 +87,11 @@ pub(crate) fn request_body(
             thinking::refusal_in_history(&messages)
         };
         if let Some(reason) = refusal {
-            tracing::info!(model = request.model, reason, "this Anthropic request is sent without thinking");
+            tracing::info!(
+                model = request.model,
+                reason,
+                "this Anthropic request is sent without thinking"
+            );
             thinking_budget = None;
         }
     }
@@ -91,10 +99,12 @@ pub(crate) fn request_body(
     if cache {
         let roles: Vec<Role> = messages
             .iter()
-            .map(|message| match message.get("role").and_then(Value::as_str) {
-                Some("assistant") => Role::Assistant,
-                _ => Role::User,
-            })
+            .map(
+                |message| match message.get("role").and_then(Value::as_str) {
+                    Some("assistant") => Role::Assistant,
+                    _ => Role::User,
+                },
+            )
             .collect();
         let plan = cache::plan(tools.len(), system.len(), &roles);
         cache::mark(&plan, &mut tools, &mut system, &mut messages);
@@ -144,8 +154,9 @@ pub(crate) fn request_body(
     for (key, value) in &options.extra {
         body.insert(key.clone(), value.clone());
     }
-    let body = serde_json::to_vec(&Value::Object(body))
-        .map_err(|error| ProviderError::Other(format!("could not serialise the request: {error}")))?;
+    let body = serde_json::to_vec(&Value::Object(body)).map_err(|error| {
+        ProviderError::Other(format!("could not serialise the request: {error}"))
+    })?;
     Ok(Encoded {
         body,
         answer_tool: answer.map(|(name, _)| name),
@@ -158,7 +169,8 @@ fn conversation(history: &[OpenaiChatMessage], model: &str) -> (Vec<Value>, Vec<
     let mut messages = Messages::default();
     for message in history {
         match message {
-            OpenaiChatMessage::System { content, .. } | OpenaiChatMessage::Developer { content, .. } => {
+            OpenaiChatMessage::System { content, .. }
+            | OpenaiChatMessage::Developer { content, .. } => {
                 let text = content.text();
                 if !text.is_empty() {
                     system.push(json!({"type": "text", "text": text}));
@@ -209,7 +221,9 @@ impl Messages {
             Some((Role::User, existing)) => {
                 let at = existing
                     .iter()
-                    .position(|block| block.get("type").and_then(Value::as_str) != Some("tool_result"))
+                    .position(|block| {
+                        block.get("type").and_then(Value::as_str) != Some("tool_result")
+                    })
                     .unwrap_or(existing.len());
                 existing.insert(at, block);
             }
@@ -294,7 +308,9 @@ fn part(part: &ContentPart) -> Option<Value> {
         ContentPart::Text { text } if text.is_empty() => None,
         ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
         ContentPart::ImageUrl { image_url } => Some(match data_url(&image_url.url) {
-            Some((media_type, data)) => json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}),
+            Some((media_type, data)) => {
+                json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+            }
             None => json!({"type": "image", "source": {"type": "url", "url": image_url.url}}),
         }),
         ContentPart::File { file } => {
@@ -304,8 +320,12 @@ fn part(part: &ContentPart) -> Option<Value> {
                 .and_then(data_url)
                 .filter(|(media_type, _)| *media_type == "application/pdf");
             Some(match pdf {
-                Some((media_type, data)) => json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}}),
-                None => json!({"type": "text", "text": "[a file was attached here; the Messages API takes only PDF files as data: URLs]"}),
+                Some((media_type, data)) => {
+                    json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}})
+                }
+                None => {
+                    json!({"type": "text", "text": "[a file was attached here; the Messages API takes only PDF files as data: URLs]"})
+                }
             })
         }
         ContentPart::InputAudio { .. } => Some(
@@ -339,8 +359,12 @@ fn answer_tool(format: Option<&Value>, tools: &[ToolDefinition]) -> Option<(Stri
         Some("json_schema") => {
             let spec = format.get("json_schema")?;
             (
-                spec.get("name").and_then(Value::as_str).filter(|name| valid_tool_name(name)),
-                spec.get("schema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+                spec.get("name")
+                    .and_then(Value::as_str)
+                    .filter(|name| valid_tool_name(name)),
+                spec.get("schema")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object"})),
                 spec.get("description").and_then(Value::as_str),
             )
         }
@@ -351,7 +375,9 @@ fn answer_tool(format: Option<&Value>, tools: &[ToolDefinition]) -> Option<(Stri
     while tools.iter().any(|tool| tool.name() == name) {
         name.push_str("_answer");
     }
-    let description = description.unwrap_or("Give your answer: the arguments of this call are the answer, in exactly this shape.");
+    let description = description.unwrap_or(
+        "Give your answer: the arguments of this call are the answer, in exactly this shape.",
+    );
     Some((
         name.clone(),
         json!({"name": name, "description": description, "input_schema": schema}),
@@ -366,7 +392,11 @@ fn valid_tool_name(name: &str) -> bool {
 }
 
 /// `tool_choice` for the options (none without tools): a typed-output tool is forced.
-fn tool_choice(options: &RequestOptions, answer_tool: Option<&str>, has_tools: bool) -> Option<Value> {
+fn tool_choice(
+    options: &RequestOptions,
+    answer_tool: Option<&str>,
+    has_tools: bool,
+) -> Option<Value> {
     if !has_tools {
         return None;
     }
@@ -390,7 +420,12 @@ mod tests {
     use super::*;
     use crate::vocab::{Artifact, ArtifactPlace, ImageUrl, ReasoningEffort};
 
-    fn encode(messages: &[OpenaiChatMessage], tools: &[ToolDefinition], options: &RequestOptions, cache: bool) -> Value {
+    fn encode(
+        messages: &[OpenaiChatMessage],
+        tools: &[ToolDefinition],
+        options: &RequestOptions,
+        cache: bool,
+    ) -> Value {
         let request = ChatRequest {
             model: "claude-x",
             messages,
@@ -410,7 +445,11 @@ mod tests {
     }
 
     fn weather() -> ToolDefinition {
-        ToolDefinition::function("get_weather", "Weather", json!({"type": "object", "properties": {"city": {"type": "string"}}}))
+        ToolDefinition::function(
+            "get_weather",
+            "Weather",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        )
     }
 
     #[test]
@@ -427,7 +466,12 @@ mod tests {
             )
             .with_artifacts(vec![
                 thinking("sig-1"),
-                Artifact::new(ArtifactProvider::Gemini, "g", ArtifactPlace::On(1), json!({"thoughtSignature": "x"})),
+                Artifact::new(
+                    ArtifactProvider::Gemini,
+                    "g",
+                    ArtifactPlace::On(1),
+                    json!({"thoughtSignature": "x"}),
+                ),
             ]),
             OpenaiChatMessage::tool_result("toolu_a", "22"),
             OpenaiChatMessage::Tool {
@@ -442,9 +486,16 @@ mod tests {
             ..RequestOptions::default()
         };
         let body = encode(&history, &[weather()], &options, false);
-        assert_eq!(body["system"], json!([{"type": "text", "text": "Be terse."}]));
-        assert_eq!(body["max_tokens"], json!(8192));
-        assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 8192}));
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "Be terse."}])
+        );
+        // The budget must stay below max_tokens: 8192 + 8192.
+        assert_eq!(body["max_tokens"], json!(16384));
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 8192})
+        );
         assert_eq!(body["stream"], json!(true));
         assert_eq!(
             body["messages"],
@@ -471,13 +522,16 @@ mod tests {
         // A tool loop whose call came from another model: no thinking block to lead with.
         let history = vec![
             OpenaiChatMessage::user_text("Paris?"),
-            OpenaiChatMessage::assistant_tool_calls(None, vec![ToolCall::new("c1", "get_weather", "{}")])
-                .with_artifacts(vec![Artifact::new(
-                    ArtifactProvider::Anthropic,
-                    "claude-other",
-                    ArtifactPlace::Before(0),
-                    json!({"type": "thinking", "thinking": "", "signature": "s"}),
-                )]),
+            OpenaiChatMessage::assistant_tool_calls(
+                None,
+                vec![ToolCall::new("c1", "get_weather", "{}")],
+            )
+            .with_artifacts(vec![Artifact::new(
+                ArtifactProvider::Anthropic,
+                "claude-other",
+                ArtifactPlace::Before(0),
+                json!({"type": "thinking", "thinking": "", "signature": "s"}),
+            )]),
             OpenaiChatMessage::tool_result("c1", "22"),
         ];
         let options = RequestOptions {
@@ -519,7 +573,12 @@ mod tests {
             extra,
             ..RequestOptions::default()
         };
-        let body = encode(&[OpenaiChatMessage::user_text("x")], &[weather()], &options, false);
+        let body = encode(
+            &[OpenaiChatMessage::user_text("x")],
+            &[weather()],
+            &options,
+            false,
+        );
         assert_eq!(body["max_tokens"], json!(200));
         assert_eq!(body["stop_sequences"], json!(["END"]));
         assert_eq!(body["metadata"], json!({"user_id": "u-1"}));
@@ -537,7 +596,9 @@ mod tests {
     #[test]
     fn typed_output_forces_a_tool_with_the_schema() {
         let options = RequestOptions {
-            response_format: Some(json!({"type": "json_schema", "json_schema": {"name": "get_weather", "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}, "strict": true}})),
+            response_format: Some(
+                json!({"type": "json_schema", "json_schema": {"name": "get_weather", "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}, "strict": true}}),
+            ),
             reasoning_effort: Some(ReasoningEffort::Low),
             ..RequestOptions::default()
         };
@@ -552,8 +613,14 @@ mod tests {
         // The name is taken by a real tool: a free one is used.
         assert_eq!(encoded.answer_tool.as_deref(), Some("get_weather_answer"));
         let body: Value = serde_json::from_slice(&encoded.body).unwrap();
-        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "get_weather_answer"}));
-        assert_eq!(body["tools"][1]["input_schema"]["properties"]["a"]["type"], json!("integer"));
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "tool", "name": "get_weather_answer"})
+        );
+        assert_eq!(
+            body["tools"][1]["input_schema"]["properties"]["a"]["type"],
+            json!("integer")
+        );
         assert!(body.get("thinking").is_none());
         assert!(body.get("stream").is_none());
     }
@@ -568,7 +635,9 @@ mod tests {
         };
         let message = OpenaiChatMessage::user_parts(vec![
             ContentPart::Text { text: "see".into() },
-            ContentPart::Text { text: String::new() },
+            ContentPart::Text {
+                text: String::new(),
+            },
             image("data:image/png;base64,iVBORw0KGgo="),
             image("https://example.com/a.jpg"),
             ContentPart::File {
@@ -592,8 +661,11 @@ mod tests {
         let history = vec![
             OpenaiChatMessage::system("Be terse."),
             OpenaiChatMessage::user_text("Paris?"),
-            OpenaiChatMessage::assistant_tool_calls(None, vec![ToolCall::new("c1", "get_weather", "{}")])
-                .with_artifacts(vec![thinking("s")]),
+            OpenaiChatMessage::assistant_tool_calls(
+                None,
+                vec![ToolCall::new("c1", "get_weather", "{}")],
+            )
+            .with_artifacts(vec![thinking("s")]),
             OpenaiChatMessage::tool_result("c1", "22"),
         ];
         let body = encode(&history, &[weather()], &RequestOptions::default(), true);
@@ -601,7 +673,11 @@ mod tests {
         assert_eq!(body["tools"][0]["cache_control"], marker);
         assert_eq!(body["system"][0]["cache_control"], marker);
         assert_eq!(body["messages"][0]["content"][0]["cache_control"], marker);
-        assert!(body["messages"][1]["content"][1].get("cache_control").is_none());
+        assert!(
+            body["messages"][1]["content"][1]
+                .get("cache_control")
+                .is_none()
+        );
         assert_eq!(body["messages"][2]["content"][0]["cache_control"], marker);
         // The thinking block itself is never touched.
         assert_eq!(

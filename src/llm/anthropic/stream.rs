@@ -60,7 +60,10 @@ enum Block {
         sent_arguments: bool,
     },
     /// The forced typed-output call, streamed as the answer text.
-    Answer { input: Value, sent_text: bool },
+    Answer {
+        input: Value,
+        sent_text: bool,
+    },
     /// A block type this decoder does not use (server tools, citations, ...).
     Other,
 }
@@ -451,7 +454,13 @@ mod tests {
             .collect();
         assert_eq!(thoughts, "Let me think.");
         // The empty first fragment is not passed on: the arguments stay blank (`{}`).
-        assert!(!deltas.iter().any(|d| matches!(d, ModelDelta::ToolCall { arguments: Some(_), .. })));
+        assert!(!deltas.iter().any(|d| matches!(
+            d,
+            ModelDelta::ToolCall {
+                arguments: Some(_),
+                ..
+            }
+        )));
         assert!(deltas.contains(&ModelDelta::Finish(FinishReason::ToolCalls)));
         assert!(decoder.finished());
     }

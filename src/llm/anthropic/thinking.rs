@@ -50,7 +50,9 @@ pub(crate) fn max_tokens_with(budget: u32, max_tokens: u32) -> u32 {
 /// a thinking block.
 pub(crate) fn refusal_in_history(messages: &[Value]) -> Option<&'static str> {
     let last = messages.last()?;
-    let in_tool_loop = blocks(last).iter().any(|block| kind(block) == "tool_result");
+    let in_tool_loop = blocks(last)
+        .iter()
+        .any(|block| kind(block) == "tool_result");
     if !in_tool_loop {
         return None;
     }
@@ -74,7 +76,10 @@ fn blocks(message: &Value) -> &[Value] {
 }
 
 fn kind(block: &Value) -> &str {
-    block.get("type").and_then(Value::as_str).unwrap_or_default()
+    block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -90,11 +95,26 @@ mod tests {
             ..RequestOptions::default()
         };
         assert_eq!(requested_budget(&options(None, None)), None);
-        assert_eq!(requested_budget(&options(Some(ReasoningEffort::Off), Some(5000))), None);
-        assert_eq!(requested_budget(&options(Some(ReasoningEffort::Low), None)), Some(2048));
-        assert_eq!(requested_budget(&options(Some(ReasoningEffort::Medium), None)), Some(8192));
-        assert_eq!(requested_budget(&options(Some(ReasoningEffort::High), None)), Some(24576));
-        assert_eq!(requested_budget(&options(Some(ReasoningEffort::High), Some(3000))), Some(3000));
+        assert_eq!(
+            requested_budget(&options(Some(ReasoningEffort::Off), Some(5000))),
+            None
+        );
+        assert_eq!(
+            requested_budget(&options(Some(ReasoningEffort::Low), None)),
+            Some(2048)
+        );
+        assert_eq!(
+            requested_budget(&options(Some(ReasoningEffort::Medium), None)),
+            Some(8192)
+        );
+        assert_eq!(
+            requested_budget(&options(Some(ReasoningEffort::High), None)),
+            Some(24576)
+        );
+        assert_eq!(
+            requested_budget(&options(Some(ReasoningEffort::High), Some(3000))),
+            Some(3000)
+        );
         assert_eq!(requested_budget(&options(None, Some(3000))), Some(3000));
         assert_eq!(max_tokens_with(2048, 8192), 8192);
         assert_eq!(max_tokens_with(24576, 8192), 32768);
@@ -106,7 +126,10 @@ mod tests {
         let with = json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "s"}, {"type": "tool_use", "id": "t", "name": "f", "input": {}}]});
         let without = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]});
         let user = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
-        assert_eq!(refusal_in_history(&[user.clone(), with, results.clone()]), None);
+        assert_eq!(
+            refusal_in_history(&[user.clone(), with, results.clone()]),
+            None
+        );
         assert!(refusal_in_history(&[user.clone(), without.clone(), results]).is_some());
         // A new user turn after such a history is fine.
         assert_eq!(refusal_in_history(&[user.clone(), without, user]), None);

@@ -87,7 +87,9 @@ mod tests {
         let mut usage = ReplyUsage::default();
         usage.update(&json!({"input_tokens": 377, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}));
         usage.update(&json!({"output_tokens": 40}));
-        usage.update(&json!({"output_tokens": 65, "output_tokens_details": {"thinking_tokens": 20}}));
+        usage.update(
+            &json!({"output_tokens": 65, "output_tokens_details": {"thinking_tokens": 20}}),
+        );
         let total = usage.usage();
         assert_eq!(total.prompt_tokens, 377);
         assert_eq!(total.completion_tokens, 65);

@@ -90,7 +90,7 @@ impl Respond for Biller {
             let mut unmarked = block.clone();
             let marked = unmarked
                 .as_object_mut()
-                .and_then(|fields| fields.shift_remove("cache_control"))
+                .and_then(|fields| fields.remove("cache_control"))
                 .is_some();
             let text = unmarked.to_string();
             digest.update(text.as_bytes());

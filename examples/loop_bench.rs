@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! cargo run --release --example loop_bench -- [--runs 20] [--turns 50] [--runtime current|multi]
+//!     [--provider openai|openai-responses|anthropic|gemini|all]  # the wire API (default openai:
+//!                                           # chat completions); all: each in turn, same server
 //!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
 //!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
 //!     [--journal]                           # also with every step journaled to SQLite
@@ -15,14 +17,18 @@
 //!
 //! The fake server is this binary in `serve` mode, a separate process, so the CPU measured here
 //! (`CLOCK_PROCESS_CPUTIME_ID`, all threads of the client process) is the client's alone. It
-//! answers statelessly from the request body: while fewer than `--turns` assistant messages
-//! follow the last user message it calls the no-op tool, then it answers with text — as SSE
-//! chunks when the request says `"stream": true`, else as one JSON body.
+//! answers statelessly from the request body in the wire format its path names (chat
+//! completions, Responses, Anthropic Messages, Gemini): while fewer than `--turns` tool results
+//! are in the request it calls the no-op tool, then it answers with text — as SSE events when
+//! the request streams, else as one JSON body. Every API's replies carry the same content.
 //!
 //! A turn is one model request: turn k's CPU runs from the start of request k to the start of
 //! request k+1 (HTTP, JSON both ways, the tool, history), the last turn to the end of the call.
 //! Each configuration runs `--runs` times after two warm-up runs; figures are medians over runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "loop_bench/native.rs"]
+mod native;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -31,8 +37,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agcore::llm::{
-    ChatModel, ChatRequest, ChatResponse, CycleConfig, LlmCycle, ModelStream, OpenAiClient,
-    OpenAiConfig, ProviderError,
+    AnthropicClient, AnthropicConfig, ChatModel, ChatRequest, ChatResponse, CycleConfig,
+    GeminiClient, GeminiConfig, LlmCycle, ModelStream, OpenAiClient, OpenAiConfig,
+    OpenAiResponsesClient, OpenAiResponsesConfig, ProviderError,
 };
 use agcore::tools::prelude::*;
 use futures::StreamExt;
@@ -68,6 +75,7 @@ fn handle_connection(stream: TcpStream, turns: usize) -> std::io::Result<()> {
         if reader.read_line(&mut line)? == 0 {
             return Ok(());
         }
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
         let mut length = 0usize;
         loop {
             line.clear();
@@ -85,7 +93,7 @@ fn handle_connection(stream: TcpStream, turns: usize) -> std::io::Result<()> {
         let mut body = vec![0; length];
         reader.read_exact(&mut body)?;
         seq += 1;
-        let (content_type, reply) = answer(&body, turns, seq);
+        let (content_type, reply) = answer(&path, &body, turns, seq);
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
             reply.len()
@@ -96,9 +104,19 @@ fn handle_connection(stream: TcpStream, turns: usize) -> std::io::Result<()> {
     }
 }
 
-/// The reply to one request body: a call of `noop` until `turns` tool turns were made.
-fn answer(body: &[u8], turns: usize, seq: usize) -> (&'static str, String) {
+/// The reply to one request, in the wire format of its `path`: a call of `noop` until `turns`
+/// tool turns were made.
+fn answer(path: &str, body: &[u8], turns: usize, seq: usize) -> (&'static str, String) {
     let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if path.ends_with("/responses") {
+        return native::responses(&request, turns, seq);
+    }
+    if path.ends_with("/messages") {
+        return native::anthropic(&request, turns, seq);
+    }
+    if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
+        return native::gemini(path, &request, turns, seq);
+    }
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let last_user = messages
         .iter()
@@ -210,7 +228,7 @@ impl Engine {
 
 /// Records the process CPU clock at the start of every model request.
 struct Timed {
-    inner: OpenAiClient,
+    inner: Arc<dyn ChatModel>,
     starts: Arc<Mutex<Vec<Duration>>>,
 }
 
@@ -225,12 +243,41 @@ impl ChatModel for Timed {
         self.starts.lock().unwrap().push(cpu_now());
         self.inner.chat_stream(request).await
     }
+
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    fn api(&self) -> agcore::llm::WireApi {
+        self.inner.api()
+    }
+}
+
+/// The client of `provider` for the fake server at `origin` (`http://127.0.0.1:PORT`).
+fn client(provider: &str, origin: &str) -> Arc<dyn ChatModel> {
+    let v1 = format!("{origin}/v1");
+    match provider {
+        "openai-responses" => {
+            Arc::new(OpenAiResponsesClient::new(OpenAiResponsesConfig::new(v1)).unwrap())
+        }
+        "anthropic" => {
+            let mut config = AnthropicConfig::new(v1).with_api_key("bench");
+            // The fake bills nothing; cache breakpoints would only add bytes.
+            config.cache = false;
+            Arc::new(AnthropicClient::new(config).unwrap())
+        }
+        "gemini" => Arc::new(
+            GeminiClient::new(GeminiConfig::new(format!("{origin}/v1beta")).with_api_key("bench"))
+                .unwrap(),
+        ),
+        _ => Arc::new(OpenAiClient::new(OpenAiConfig::new(v1)).unwrap()),
+    }
 }
 
 /// CPU per turn of one whole tool-loop call; with `journal`, the run goes through
 /// `run_with` and records every step into a new session of that store.
 async fn one_call(
-    client: &OpenAiClient,
+    client: &Arc<dyn ChatModel>,
     registry: &ToolRegistry,
     turns: usize,
     streaming: bool,
@@ -314,8 +361,10 @@ fn mean_ms(turns: &[Duration]) -> f64 {
     turns.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / turns.len() as f64
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn bench(
-    base_url: &str,
+    provider: &str,
+    origin: &str,
     runs: usize,
     turns: usize,
     streaming: bool,
@@ -323,7 +372,7 @@ async fn bench(
     journal: Option<&Arc<dyn agcore::session::SessionStore>>,
     context: Engine,
 ) {
-    let client = OpenAiClient::new(OpenAiConfig::new(base_url)).unwrap();
+    let client = client(provider, origin);
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(Noop)).unwrap();
     let mut per_run = Vec::new();
@@ -345,6 +394,7 @@ async fn bench(
         "{}",
         json!({
             "client": format!("agcore ({runtime}-thread runtime)"),
+            "provider": provider,
             "mode": if streaming { "stream" } else { "blocking" },
             "journal": journal.map(|_| "sqlite session journal"),
             "context_engine": context.label(),
@@ -381,8 +431,8 @@ fn main() {
 
     // `--base-url` uses a server started with `loop_bench serve` (e.g. to profile the client alone).
     let mut server = None;
-    let base_url = match arg(&args, "--base-url") {
-        Some(url) => url,
+    let origin = match arg(&args, "--base-url") {
+        Some(url) => url.trim_end_matches('/').trim_end_matches("/v1").to_owned(),
         None => {
             let mut child = Command::new(std::env::current_exe().unwrap())
                 .args(["serve", "--turns", &turns.to_string()])
@@ -394,8 +444,20 @@ fn main() {
                 .read_line(&mut port)
                 .unwrap();
             server = Some(child);
-            format!("http://127.0.0.1:{}/v1", port.trim())
+            format!("http://127.0.0.1:{}", port.trim())
         }
+    };
+    let base_url = format!("{origin}/v1");
+    const PROVIDERS: [&str; 4] = ["openai", "openai-responses", "anthropic", "gemini"];
+    let providers: Vec<&str> = match arg(&args, "--provider").as_deref() {
+        Some("all") => PROVIDERS.to_vec(),
+        Some(one) => vec![
+            *PROVIDERS
+                .iter()
+                .find(|p| **p == one)
+                .unwrap_or_else(|| panic!("unknown --provider {one}")),
+        ],
+        None => vec!["openai"],
     };
 
     let rt = match runtime.as_str() {
@@ -428,11 +490,13 @@ fn main() {
         Some("all") => &[Engine::Off, Engine::Ratio, Engine::Tiktoken],
         _ => &[Engine::Ratio],
     };
-    for &context in contexts {
-        for streaming in [false, true] {
-            rt.block_on(bench(
-                &base_url, runs, turns, streaming, &runtime, None, context,
-            ));
+    for &provider in &providers {
+        for &context in contexts {
+            for streaming in [false, true] {
+                rt.block_on(bench(
+                    provider, &origin, runs, turns, streaming, &runtime, None, context,
+                ));
+            }
         }
     }
     // `--journal`: the same runs recording every step in a SQLite session store (issue 11).
@@ -444,7 +508,8 @@ fn main() {
         );
         for streaming in [false, true] {
             rt.block_on(bench(
-                &base_url,
+                providers[0],
+                &origin,
                 runs,
                 turns,
                 streaming,

@@ -1,10 +1,14 @@
 //! The provider layer: how agcore talks to a model server, and nothing about the conversation.
 //!
 //! - [`types`]: OpenAI Chat Completions wire types ([`OpenaiChatMessage`], [`ToolDefinition`], ...).
-//! - [`ChatModel`]: the provider seam; [`OpenAiClient`] speaks to any OpenAI-compatible server.
+//! - [`ChatModel`]: the provider seam; [`OpenAiClient`] speaks to any OpenAI-compatible server,
+//!   [`OpenAiResponsesClient`] to OpenAI's Responses API, [`AnthropicClient`] to Anthropic's
+//!   Messages API, [`GeminiClient`] to Gemini. Each keeps its API's reasoning state as
+//!   [`Artifact`]s on the reply (see [`crate::vocab::artifact`]).
 //! - [`StreamAssembler`]: a provider's deltas into [`StreamEvent`]s and a [`ChatResponse`],
 //!   within [`ReplyLimits`]; [`RetryPolicy`]: retries, the same for every backend.
 //! - [`ProviderError`]: why one model request failed.
+//! - [`transport`]: the bounded HTTP request, body and event stream every backend shares.
 //! - [`testing`]: a scripted model for tests.
 //!
 //! The conversation — history, the tool loop, hooks, usage limits — is [`crate::run`]. The
@@ -12,21 +16,30 @@
 //! [`LlmError`], ...) are re-exported here from there, so code written against the design
 //! compiles unchanged.
 
+pub mod anthropic;
 pub mod error;
 pub mod event;
+pub mod gemini;
 pub mod model;
 pub mod openai;
+pub mod openai_responses;
 pub mod retry;
 pub mod stream;
 pub mod testing;
+pub mod transport;
 pub mod types;
 
+pub use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, ReasoningEffort};
+pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use error::{ErrorKind, ProviderError, ResponseLimit, TimeoutKind};
 pub use event::{CompactionTier, RepairKind, StreamEvent};
-pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream};
+pub use gemini::{GeminiClient, GeminiConfig};
+pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream, WireApi};
 pub use openai::{OpenAiClient, OpenAiConfig, ReasoningEcho};
+pub use openai_responses::{OpenAiResponsesClient, OpenAiResponsesConfig};
 pub use retry::RetryPolicy;
 pub use stream::{ReplyLimits, StreamAssembler};
+pub use transport::{HttpTransport, SseDecoder, TransportSettings};
 pub use types::{
     ChatResponse, FinishReason, OpenaiChatMessage, OpenaiToolDefinition, ReasoningField, ToolCall,
     ToolDefinition, Usage,

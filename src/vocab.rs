@@ -8,6 +8,7 @@
 
 mod answer;
 mod arguments;
+pub mod artifact;
 mod call_id;
 pub mod text;
 pub mod trace_context;
@@ -16,5 +17,6 @@ pub mod types;
 pub(crate) use answer::truncate_answer;
 pub use answer::{DEFAULT_TOOL_OUTPUT_LIMIT, ToolAnswer};
 pub use arguments::{is_blank_arguments, normalise_arguments};
+pub use artifact::{Artifact, ArtifactPlace, ArtifactProvider, Element};
 pub use call_id::generate_call_id;
 pub use types::*;

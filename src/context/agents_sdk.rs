@@ -81,6 +81,7 @@ pub fn from_agents_sdk_items(items: &[Value]) -> Converted {
                         reasoning: None,
                         tool_calls: Vec::new(),
                         name: None,
+                        artifacts: Vec::new(),
                     },
                     other => {
                         skipped.push((position, format!("a message of role {other:?}")));

@@ -59,6 +59,7 @@ pub fn repair(messages: Vec<OpenaiChatMessage>) -> (Vec<OpenaiChatMessage>, Vec<
                 reasoning,
                 mut tool_calls,
                 name,
+                mut artifacts,
             } => {
                 // The results right after it, each claimed by the first call with its id.
                 let mut results: Vec<Option<OpenaiChatMessage>> = Vec::new();
@@ -80,6 +81,10 @@ pub fn repair(messages: Vec<OpenaiChatMessage>) -> (Vec<OpenaiChatMessage>, Vec<
                             detail: format!("'{}' -> '{renamed}'", call.id),
                         });
                         call.id = renamed;
+                        // Artifacts describe the reply as its API sent it; a reply with a
+                        // changed call is no longer that reply, so its reasoning state goes
+                        // (whole: a backend then sends the message as from another model).
+                        artifacts.clear();
                     }
                     seen.insert(call.id.clone());
                     match &mut answer {
@@ -114,6 +119,7 @@ pub fn repair(messages: Vec<OpenaiChatMessage>) -> (Vec<OpenaiChatMessage>, Vec<
                     reasoning,
                     tool_calls,
                     name,
+                    artifacts,
                 });
                 out.extend(answers);
             }

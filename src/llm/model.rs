@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use crate::llm::error::ProviderError;
 use crate::vocab::{
-    ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, RequestOptions, ToolDefinition,
-    Usage,
+    Artifact, ArtifactProvider, ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField,
+    RequestOptions, ToolDefinition, Usage,
 };
 
 /// One model request. Borrowed, so a long history is not copied per turn.
@@ -47,6 +47,12 @@ pub enum ModelDelta {
         /// The field it arrived in; the assembled message keeps it there.
         field: ReasoningField,
     },
+    /// Reasoning text to show as it streams, which the reply does not keep as text: a native
+    /// API's reasoning comes back to it as an [`Artifact`](ModelDelta::Artifact), never as a
+    /// chat-completions reasoning field.
+    Thought(String),
+    /// Continuation state of the reply, kept verbatim in the message's artifacts.
+    Artifact(Artifact),
     /// Refusal text.
     Refusal(String),
     /// A piece of a tool call.
@@ -101,6 +107,48 @@ pub trait ChatModel: Send + Sync {
     fn base_url(&self) -> Option<&str> {
         None
     }
+
+    /// The wire API the backend speaks: [`WireApi::ChatCompletions`] by default. The context
+    /// engine's discovery probes (`/props`, `/tokenize`, ...) are for local chat-completions
+    /// servers and are never sent to the others.
+    fn api(&self) -> WireApi {
+        WireApi::ChatCompletions
+    }
+}
+
+/// The model API a [`ChatModel`] speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WireApi {
+    /// OpenAI-compatible `/chat/completions`.
+    ChatCompletions,
+    /// The OpenAI Responses API (`/responses`).
+    Responses,
+    /// The Anthropic Messages API (`/messages`).
+    AnthropicMessages,
+    /// The Gemini API (`:generateContent`).
+    Gemini,
+}
+
+impl WireApi {
+    /// The name used on the command line and in configuration (`--provider`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireApi::ChatCompletions => "openai",
+            WireApi::Responses => "openai-responses",
+            WireApi::AnthropicMessages => "anthropic",
+            WireApi::Gemini => "gemini",
+        }
+    }
+
+    /// The artifacts this API reads back.
+    pub fn artifact_provider(self) -> ArtifactProvider {
+        match self {
+            WireApi::ChatCompletions => ArtifactProvider::OpenaiChat,
+            WireApi::Responses => ArtifactProvider::OpenaiResponses,
+            WireApi::AnthropicMessages => ArtifactProvider::Anthropic,
+            WireApi::Gemini => ArtifactProvider::Gemini,
+        }
+    }
 }
 
 #[async_trait]
@@ -119,5 +167,9 @@ impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
 
     fn base_url(&self) -> Option<&str> {
         (**self).base_url()
+    }
+
+    fn api(&self) -> WireApi {
+        (**self).api()
     }
 }

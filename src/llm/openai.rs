@@ -24,11 +24,9 @@
 //! # Ok(()) }
 //! ```
 
-mod body;
 mod chunk;
 mod decode;
 mod errors;
-mod redirect;
 mod request;
 mod response;
 
@@ -36,12 +34,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::Url;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 
-use crate::llm::error::{ProviderError, ResponseLimit, TimeoutKind};
-use crate::llm::model::{ChatModel, ChatRequest, ModelStream};
+use crate::llm::error::ProviderError;
+use crate::llm::model::{ChatModel, ChatRequest, ModelStream, WireApi};
+use crate::llm::transport::{HttpTransport, TransportSettings, is_json};
 use crate::vocab::ChatResponse;
 
+pub use crate::llm::transport::{
+    DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RESPONSE_DEADLINE,
+};
 pub use decode::decode_stream;
 
 /// The default base URL, OpenAI's public API.
@@ -94,17 +96,6 @@ pub struct OpenAiConfig {
     /// that joins your traces.
     pub propagate_trace_context: bool,
 }
-
-/// [`OpenAiConfig::max_event_bytes`] by default: 16 MiB (a whole tool call's arguments may
-/// arrive in one event).
-pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
-
-/// [`OpenAiConfig::max_response_bytes`] by default: 64 MiB.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
-
-/// [`OpenAiConfig::response_deadline`] by default: 30 minutes (a slow local model writing a
-/// long answer needs that long; a server that never ends does not get longer).
-pub const DEFAULT_RESPONSE_DEADLINE: Duration = Duration::from_secs(30 * 60);
 
 /// Which reasoning text of earlier replies an [`OpenAiClient`] sends back to the server.
 ///
@@ -260,9 +251,8 @@ impl std::fmt::Debug for OpenAiConfig {
 #[derive(Clone)]
 pub struct OpenAiClient {
     config: OpenAiConfig,
-    http: reqwest::Client,
+    transport: HttpTransport,
     endpoint: Url,
-    headers: HeaderMap,
 }
 
 impl std::fmt::Debug for OpenAiClient {
@@ -279,17 +269,8 @@ impl OpenAiClient {
     /// # Errors
     /// [`ProviderError::Other`] when the base URL, a header or the TLS set-up is invalid.
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .redirect(OpenAiClient::redirect_policy())
-            .build()
-            .map_err(|error| {
-                ProviderError::Other(format!(
-                    "could not build the HTTP client: {}",
-                    errors::error_chain(&error)
-                ))
-            })?;
-        OpenAiClient::with_http_client(config, http)
+        let transport = HttpTransport::new(config.transport_settings(), config.base_headers()?)?;
+        OpenAiClient::with_transport(config, transport)
     }
 
     /// A client that sends its requests through `http` (to share a connection pool or set up
@@ -304,33 +285,23 @@ impl OpenAiClient {
         config: OpenAiConfig,
         http: reqwest::Client,
     ) -> Result<Self, ProviderError> {
-        let mut endpoint = chat_completions_url(&config.base_url)?;
-        if !config.query.is_empty() {
-            endpoint.query_pairs_mut().extend_pairs(&config.query);
-        }
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                ProviderError::Other("the API key is not a valid header value".into())
-            })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        for (name, value) in &config.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| ProviderError::Other(format!("invalid header name {name:?}")))?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|_| ProviderError::Other(format!("invalid value for header {name}")))?;
-            // Extra headers often carry keys (Azure's `api-key`); keep them out of logs.
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let transport = HttpTransport::with_http_client(
+            config.transport_settings(),
+            config.base_headers()?,
+            http,
+        )?;
+        OpenAiClient::with_transport(config, transport)
+    }
+
+    fn with_transport(
+        config: OpenAiConfig,
+        transport: HttpTransport,
+    ) -> Result<Self, ProviderError> {
+        let endpoint = transport.endpoint(&config.base_url, &["chat", "completions"])?;
         Ok(OpenAiClient {
             config,
-            http,
+            transport,
             endpoint,
-            headers,
         })
     }
 
@@ -352,7 +323,7 @@ impl OpenAiClient {
     /// assert!(client.is_ok());
     /// ```
     pub fn redirect_policy() -> reqwest::redirect::Policy {
-        reqwest::redirect::Policy::custom(redirect::same_origin_only)
+        HttpTransport::redirect_policy()
     }
 
     /// The settings this client was made with.
@@ -360,124 +331,43 @@ impl OpenAiClient {
         &self.config
     }
 
-    /// Send `body`; a non-success status becomes its typed error.
     async fn send(
         &self,
         body: Vec<u8>,
         accept: &'static str,
     ) -> Result<reqwest::Response, ProviderError> {
-        let mut request = self
-            .http
-            .post(self.endpoint.clone())
-            .headers(self.headers.clone())
-            .header(ACCEPT, accept)
-            .body(body);
-        if self.config.propagate_trace_context
-            && let Some(traceparent) = crate::vocab::trace_context::current_traceparent()
-        {
-            request = request.header(crate::vocab::trace_context::TRACEPARENT, traceparent);
-        }
-        let send = request.send();
-        // The response headers must arrive within the request limit, streaming or not.
-        let response = match tokio::time::timeout(self.config.request_timeout, send).await {
-            Ok(result) => result.map_err(|error| self.send_error(&error))?,
-            Err(_) => {
-                return Err(ProviderError::Timeout {
-                    what: TimeoutKind::Request,
-                    limit: self.config.request_timeout,
-                    retries: 0,
-                });
-            }
-        };
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let headers = response.headers().clone();
-        // The error body is read for its message only, and only its start: failing or stalling
-        // leaves it empty, and a huge one is cut (the rest is never read).
-        let body = tokio::time::timeout(
-            self.config.request_timeout,
-            body::read_at_most(response, errors::MAX_ERROR_BODY_BYTES),
-        )
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .map(|(body, _cut)| body)
-        .unwrap_or_default();
-        Err(errors::status_error(status.as_u16(), &headers, &body))
-    }
-
-    /// Read a whole (non-streamed) body within what is left of the request limit and up to
-    /// `max_response_bytes`.
-    async fn read_body(
-        &self,
-        response: reqwest::Response,
-        started: tokio::time::Instant,
-    ) -> Result<Vec<u8>, ProviderError> {
-        let limit = self.config.request_timeout;
-        let max = self.config.max_response_bytes;
-        let read = body::read_at_most(response, max);
-        match tokio::time::timeout(limit.saturating_sub(started.elapsed()), read).await {
-            Ok(Ok((_, true))) => Err(ProviderError::ResponseLimitExceeded {
-                limit: ResponseLimit::ResponseBytes(max),
-            }),
-            Ok(Ok((body, false))) => Ok(body),
-            Ok(Err(error)) => Err(self.send_error(&error)),
-            Err(_) => Err(ProviderError::Timeout {
-                what: TimeoutKind::Request,
-                limit,
-                retries: 0,
-            }),
-        }
-    }
-
-    /// The limits of a streaming body whose request was sent at `started`.
-    fn body_limits(&self, started: tokio::time::Instant) -> body::BodyLimits {
-        let limit = self.config.response_deadline;
-        body::BodyLimits {
-            idle: Some(self.config.stream_idle_timeout),
-            // A deadline too far to represent is no deadline.
-            deadline: started.checked_add(limit).map(|at| (at, limit)),
-            max_event_bytes: self.config.max_event_bytes,
-            max_body_bytes: self.config.max_response_bytes,
-        }
-    }
-
-    fn send_error(&self, error: &reqwest::Error) -> ProviderError {
-        if let Some(refused) = redirect::refused(error) {
-            return refused;
-        }
-        errors::send_error(
-            error,
-            self.config.connect_timeout,
-            self.config.request_timeout,
-        )
+        self.transport
+            .post(&self.endpoint, body, accept, errors::status_error)
+            .await
     }
 }
 
-/// `{base_url}/chat/completions`, keeping a query the base URL may carry (Azure's `api-version`).
-fn chat_completions_url(base_url: &str) -> Result<Url, ProviderError> {
-    let invalid = |reason: &dyn std::fmt::Display| {
-        ProviderError::Other(format!("invalid base URL {base_url:?}: {reason}"))
-    };
-    let mut url = Url::parse(base_url).map_err(|error| invalid(&error))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid(&"the scheme must be http or https"));
+impl OpenAiConfig {
+    /// These connection settings as the shared [`TransportSettings`].
+    pub fn transport_settings(&self) -> TransportSettings {
+        TransportSettings {
+            connect_timeout: self.connect_timeout,
+            request_timeout: self.request_timeout,
+            stream_idle_timeout: self.stream_idle_timeout,
+            response_deadline: self.response_deadline,
+            max_event_bytes: self.max_event_bytes,
+            max_response_bytes: self.max_response_bytes,
+            headers: self.headers.clone(),
+            query: self.query.clone(),
+            propagate_trace_context: self.propagate_trace_context,
+        }
     }
-    url.path_segments_mut()
-        .map_err(|()| invalid(&"it cannot be a base"))?
-        .pop_if_empty()
-        .extend(["chat", "completions"]);
-    Ok(url)
-}
 
-fn is_json(response: &reqwest::Response) -> bool {
-    response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.trim_start().starts_with("application/json"))
+    fn base_headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.api_key {
+            headers.insert(
+                AUTHORIZATION,
+                HttpTransport::secret_header(&format!("Bearer {key}"))?,
+            );
+        }
+        Ok(headers)
+    }
 }
 
 #[async_trait]
@@ -486,8 +376,8 @@ impl ChatModel for OpenAiClient {
         let body = request::request_body(&request, false, self.config.reasoning_echo)?;
         let started = tokio::time::Instant::now();
         let response = self.send(body, "application/json").await?;
-        let body = self.read_body(response, started).await?;
-        response::parse_completion(&body)
+        let body = self.transport.read_body(response, started).await?;
+        response::parse_completion(&body, request.model)
     }
 
     async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
@@ -496,13 +386,15 @@ impl ChatModel for OpenAiClient {
         let response = self.send(body, "text/event-stream").await?;
         if is_json(&response) {
             // The server ignored `"stream": true` and sent one JSON reply; replay it as deltas.
-            let body = self.read_body(response, started).await?;
-            let deltas = response::response_deltas(response::parse_completion(&body)?);
+            let body = self.transport.read_body(response, started).await?;
+            let deltas =
+                response::response_deltas(response::parse_completion(&body, request.model)?);
             return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
         }
-        Ok(decode::decode_limited(
-            response.bytes_stream(),
-            self.body_limits(started),
+        Ok(self.transport.sse(
+            response,
+            started,
+            chunk::ChunkDecoder::for_model(request.model),
         ))
     }
 
@@ -512,6 +404,10 @@ impl ChatModel for OpenAiClient {
 
     fn base_url(&self) -> Option<&str> {
         Some(&self.config.base_url)
+    }
+
+    fn api(&self) -> WireApi {
+        WireApi::ChatCompletions
     }
 }
 
@@ -531,25 +427,6 @@ mod tests {
         let config = OpenAiConfig::from_lookup(|_| Some(String::new()));
         assert_eq!(config.base_url, DEFAULT_BASE_URL);
         assert_eq!(config.api_key, None);
-    }
-
-    #[test]
-    fn the_endpoint_keeps_the_base_path_and_query() {
-        let url = |base: &str| chat_completions_url(base).map(|url| url.to_string());
-        assert_eq!(
-            url("http://127.0.0.1:8080/v1").unwrap(),
-            "http://127.0.0.1:8080/v1/chat/completions"
-        );
-        assert_eq!(
-            url("https://api.openai.com/v1/").unwrap(),
-            "https://api.openai.com/v1/chat/completions"
-        );
-        assert_eq!(
-            url("https://x.openai.azure.com/openai/deployments/gpt-4o?api-version=2024-10-21")
-                .unwrap(),
-            "https://x.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
-        );
-        assert!(url("mailto:me@example.com").is_err());
     }
 
     #[test]

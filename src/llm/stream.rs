@@ -5,7 +5,8 @@
 //! index starts a new call; a piece without `index` continues the current call unless it brings
 //! a new `id`; `id`, `name` and `type` are set once and never concatenated; only `arguments` is
 //! concatenated, starting from empty; empty arguments mean `{}`; tool calls assembled under
-//! `finish_reason` `stop` or none are still tool calls.
+//! `finish_reason` `stop` or none are still tool calls. Artifacts are kept in the order they
+//! arrive; thoughts are shown, not kept.
 
 use std::collections::{HashMap, HashSet};
 
@@ -13,7 +14,7 @@ use crate::llm::error::{ProviderError, ResponseLimit};
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ModelDelta;
 use crate::vocab::{
-    ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, ToolCall, Usage,
+    Artifact, ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, ToolCall, Usage,
 };
 use crate::vocab::{generate_call_id, normalise_arguments};
 
@@ -86,6 +87,7 @@ pub struct StreamAssembler {
     /// The field reasoning arrived in (the first with text; else the first, even empty).
     reasoning_field: Option<ReasoningField>,
     refusal: String,
+    artifacts: Vec<Artifact>,
     calls: Vec<PartialCall>,
     /// The latest slot in `calls` of each index.
     slots: HashMap<u32, usize>,
@@ -172,6 +174,12 @@ impl StreamAssembler {
                     out.push(StreamEvent::ReasoningDelta { text });
                 }
             }
+            ModelDelta::Thought(text) => {
+                if !text.is_empty() {
+                    out.push(StreamEvent::ReasoningDelta { text });
+                }
+            }
+            ModelDelta::Artifact(artifact) => self.artifacts.push(artifact),
             ModelDelta::Refusal(text) => self.refusal.push_str(&text),
             ModelDelta::ToolCall {
                 index,
@@ -317,6 +325,7 @@ impl StreamAssembler {
                 reasoning,
                 tool_calls,
                 name: None,
+                artifacts: self.artifacts,
             },
             stop_reason,
             usage: self.usage,
@@ -333,6 +342,8 @@ fn delta_bytes(delta: &ModelDelta) -> usize {
     match delta {
         ModelDelta::Text(text) | ModelDelta::Refusal(text) => text.len(),
         ModelDelta::Reasoning { text, .. } => text.len(),
+        ModelDelta::Thought(text) => text.len(),
+        ModelDelta::Artifact(artifact) => artifact.data_bytes(),
         ModelDelta::ToolCall {
             id,
             name,

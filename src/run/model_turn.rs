@@ -25,6 +25,8 @@ pub(crate) enum Mode {
 }
 
 /// What a model request yields: events (streaming), then exactly one reply or error.
+// One reply per request: boxing it would allocate once per turn to save stack in a stream state.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum TurnItem {
     Event(StreamEvent),
     Reply(Result<ChatResponse, LlmError>),

@@ -243,6 +243,7 @@ mod tests {
                 total_tokens: input + output,
                 cached_tokens: cached,
                 reasoning_tokens: None,
+                cache_write_tokens: None,
             },
         }
     }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::vocab::ToolAnswer;
+use crate::vocab::artifact::Artifact;
 
 /// The text or content parts of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,6 +146,11 @@ pub enum OpenaiChatMessage {
         /// Optional participant name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        /// What the API that wrote this reply needs back to continue it (thinking signatures,
+        /// encrypted reasoning, thought signatures), kept verbatim; see [`crate::vocab::artifact`].
+        /// Never sent as a field: each backend puts its own artifacts back in place.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        artifacts: Vec<Artifact>,
     },
     /// The result of one tool call, answering the assistant's call with `tool_call_id`.
     Tool {
@@ -199,6 +205,7 @@ impl OpenaiChatMessage {
             reasoning: None,
             tool_calls: Vec::new(),
             name: None,
+            artifacts: Vec::new(),
         }
     }
 
@@ -211,6 +218,24 @@ impl OpenaiChatMessage {
             reasoning: None,
             tool_calls,
             name: None,
+            artifacts: Vec::new(),
+        }
+    }
+
+    /// This message with `artifacts` (an assistant message; other roles have none and are
+    /// returned unchanged).
+    pub fn with_artifacts(mut self, new: Vec<Artifact>) -> Self {
+        if let OpenaiChatMessage::Assistant { artifacts, .. } = &mut self {
+            *artifacts = new;
+        }
+        self
+    }
+
+    /// The continuation artifacts of an assistant message (empty for other roles).
+    pub fn artifacts(&self) -> &[Artifact] {
+        match self {
+            OpenaiChatMessage::Assistant { artifacts, .. } => artifacts,
+            _ => &[],
         }
     }
 
@@ -489,9 +514,45 @@ pub struct RequestOptions {
     /// End-user id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// How much the model reasons, for every API: chat completions send it as
+    /// `reasoning_effort`; each native backend maps it to its own parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// An explicit reasoning budget in tokens, for the APIs that take one (Anthropic's
+    /// `budget_tokens`, Gemini's `thinkingBudget`); it wins over `reasoning_effort` there.
+    /// Chat completions have no such parameter and never send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_budget_tokens: Option<u32>,
     /// Vendor extras sent as-is at the top level of the body (e.g. `top_k`, `chat_template_kwargs`).
     #[serde(default, flatten, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
+}
+
+/// How much a reasoning model thinks before it answers: the same four words for every API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// No reasoning (`"none"` on the wire of chat completions).
+    #[serde(rename = "none")]
+    Off,
+    /// Little reasoning.
+    Low,
+    /// The models' usual default.
+    Medium,
+    /// The most reasoning.
+    High,
+}
+
+impl ReasoningEffort {
+    /// The word used on the command line and in chat completions (`none`, `low`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Off => "none",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
 }
 
 /// Why the model stopped generating.
@@ -584,6 +645,10 @@ pub struct Usage {
     /// Completion tokens spent on reasoning, when reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+    /// Prompt tokens written to the server's prompt cache, when reported (Anthropic's
+    /// `cache_creation_input_tokens`); part of `prompt_tokens`, like `cached_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -625,6 +690,7 @@ impl Usage {
             reasoning_tokens: value
                 .pointer("/completion_tokens_details/reasoning_tokens")
                 .and_then(Value::as_u64),
+            cache_write_tokens: None,
         })
     }
 }
@@ -645,6 +711,7 @@ impl std::ops::AddAssign for Usage {
         self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
         self.cached_tokens = add(self.cached_tokens, other.cached_tokens);
         self.reasoning_tokens = add(self.reasoning_tokens, other.reasoning_tokens);
+        self.cache_write_tokens = add(self.cache_write_tokens, other.cache_write_tokens);
     }
 }
 
@@ -785,6 +852,7 @@ mod tests {
             total_tokens: u64::MAX,
             cached_tokens: Some(u64::MAX),
             reasoning_tokens: Some(u64::MAX),
+            cache_write_tokens: Some(u64::MAX),
         };
         let mut sum = huge;
         sum += huge;

@@ -641,6 +641,7 @@ async fn the_request_body_and_headers_are_in_openai_shape() {
                 r#"{"city":"Paris"}"#,
             )],
             name: None,
+            artifacts: Vec::new(),
         },
         OpenaiChatMessage::tool_result("call_1", "22 °C"),
         OpenaiChatMessage::user_text("and tomorrow?"),
@@ -651,6 +652,7 @@ async fn the_request_body_and_headers_are_in_openai_shape() {
             reasoning: None,
             tool_calls: vec![ToolCall::new("call_2", "get_weather", r#"{"day":1}"#)],
             name: None,
+            artifacts: Vec::new(),
         },
         OpenaiChatMessage::tool_result("call_2", "19 °C"),
     ];

@@ -451,6 +451,7 @@ mod arbitrary_chunks {
                 total_tokens: t,
                 cached_tokens: Some(p),
                 reasoning_tokens: Some(c),
+                cache_write_tokens: None,
             })),
         ]
     }

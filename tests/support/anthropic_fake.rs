@@ -47,7 +47,7 @@ pub enum Reply {
 /// A request as received.
 #[derive(Clone, Debug)]
 pub struct Received {
-    /// The parsed body (key order kept).
+    /// The parsed body.
     pub body: Value,
     /// The body's text.
     pub text: String,
@@ -171,7 +171,7 @@ fn kind(block: &Value) -> &str {
 fn unmarked(block: &Value) -> Value {
     let mut block = block.clone();
     if let Some(fields) = block.as_object_mut() {
-        fields.shift_remove("cache_control");
+        fields.remove("cache_control");
     }
     block
 }

@@ -681,8 +681,8 @@ mod tests {
         assert_eq!(body["messages"][2]["content"][0]["cache_control"], marker);
         // The thinking block itself is never touched.
         assert_eq!(
-            serde_json::to_string(&body["messages"][1]["content"][0]).unwrap(),
-            r#"{"type":"thinking","thinking":"hmm","signature":"s"}"#
+            body["messages"][1]["content"][0],
+            json!({"type": "thinking", "thinking": "hmm", "signature": "s"})
         );
         let text = serde_json::to_string(&body).unwrap();
         assert_eq!(text.matches("cache_control").count(), 4);

@@ -110,8 +110,8 @@ mod tests {
         assert_eq!(artifacts[1].place, ArtifactPlace::Before(2));
         assert_eq!(artifacts[1].model.as_deref(), Some("alias"));
         assert_eq!(
-            serde_json::to_string(&artifacts[1].data).unwrap(),
-            r#"{"type":"redacted_thinking","data":"EmwKAhgB"}"#
+            artifacts[1].data,
+            serde_json::json!({"type": "redacted_thinking", "data": "EmwKAhgB"})
         );
         assert_eq!(response.stop_reason, Some(FinishReason::ToolCalls));
         let usage = response.usage.unwrap();

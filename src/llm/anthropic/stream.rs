@@ -442,8 +442,8 @@ mod tests {
         assert_eq!(artifact.place, ArtifactPlace::Before(0));
         assert_eq!(artifact.model.as_deref(), Some("claude-x"));
         assert_eq!(
-            serde_json::to_string(&artifact.data).unwrap(),
-            r#"{"type":"thinking","thinking":"Let me think.","signature":"EqQBCgIYAhIM"}"#
+            artifact.data,
+            json!({"type": "thinking", "thinking": "Let me think.", "signature": "EqQBCgIYAhIM"})
         );
         let thoughts: String = deltas
             .iter()

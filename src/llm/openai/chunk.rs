@@ -14,9 +14,12 @@ use serde_json::Value;
 
 use crate::llm::error::ProviderError;
 use crate::llm::model::ModelDelta;
-use crate::llm::openai::errors::{stream_error, truncate};
+use crate::llm::openai::errors::stream_error;
+use crate::llm::transport::truncate;
 use crate::vocab::generate_call_id;
-use crate::vocab::{FinishReason, ReasoningField, Usage};
+use crate::vocab::{
+    Artifact, ArtifactPlace, ArtifactProvider, FinishReason, ReasoningField, Usage,
+};
 
 /// Per-stream state of the chunk decoder.
 #[derive(Debug, Default)]
@@ -29,6 +32,8 @@ pub(crate) struct ChunkDecoder {
     /// Whether a piece of a legacy `function_call` has been passed on (the first carries the
     /// synthesised id).
     sent_function_call: bool,
+    /// The model the request named: artifacts of the reply are sent back to it only.
+    model: String,
 }
 
 #[derive(Deserialize)]
@@ -90,6 +95,10 @@ struct ToolCallPiece {
     id: Option<String>,
     #[serde(default)]
     function: Option<FunctionPiece>,
+    /// Vendor state of the call that must come back with it (Gemini's OpenAI-compatible
+    /// endpoint: `{"google": {"thought_signature": ...}}`).
+    #[serde(default)]
+    extra_content: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -101,6 +110,14 @@ struct FunctionPiece {
 }
 
 impl ChunkDecoder {
+    /// A decoder for a reply of `model` (the name the request gave).
+    pub(crate) fn for_model(model: &str) -> Self {
+        ChunkDecoder {
+            model: model.to_owned(),
+            ..ChunkDecoder::default()
+        }
+    }
+
     /// Whether a finish reason has been seen: a stream that ends after it is complete even
     /// without `[DONE]`.
     pub(crate) fn finished(&self) -> bool {
@@ -134,7 +151,7 @@ impl ChunkDecoder {
                 if let Some(function) = delta.function_call.take() {
                     self.push_function_call(function, &mut delta);
                 }
-                push_delta(delta, &mut self.sent_reasoning, out);
+                push_delta(delta, &mut self.sent_reasoning, &self.model, out);
             }
             if let Some(reason) = choice.finish_reason.filter(|reason| !reason.is_empty()) {
                 self.finished = true;
@@ -162,6 +179,7 @@ impl ChunkDecoder {
                 index: None,
                 id,
                 function: Some(function),
+                extra_content: None,
             });
     }
 
@@ -186,7 +204,12 @@ impl ChunkDecoder {
     }
 }
 
-fn push_delta(delta: Delta, sent_reasoning: &mut bool, out: &mut VecDeque<ModelDelta>) {
+fn push_delta(
+    delta: Delta,
+    sent_reasoning: &mut bool,
+    model: &str,
+    out: &mut VecDeque<ModelDelta>,
+) {
     let reasoning = match (delta.reasoning_content, delta.reasoning) {
         (Some(text), _) if !text.is_empty() => Some((text, ReasoningField::ReasoningContent)),
         (_, Some(text)) if !text.is_empty() => Some((text, ReasoningField::Reasoning)),
@@ -210,6 +233,13 @@ fn push_delta(delta: Delta, sent_reasoning: &mut bool, out: &mut VecDeque<ModelD
             Some(function) => (function.name, function.arguments),
             None => (None, None),
         };
+        if let Some(extra) = piece.extra_content.filter(|extra| !extra.is_null()) {
+            out.push_back(ModelDelta::Artifact(extra_content_artifact(
+                model,
+                piece.index.unwrap_or(0),
+                extra,
+            )));
+        }
         out.push_back(ModelDelta::ToolCall {
             index: piece.index,
             id: piece.id,
@@ -217,6 +247,18 @@ fn push_delta(delta: Delta, sent_reasoning: &mut bool, out: &mut VecDeque<ModelD
             arguments,
         });
     }
+}
+
+/// The `extra_content` of tool call `index` as an artifact merged back into that call.
+pub(crate) fn extra_content_artifact(model: &str, index: u32, extra: Value) -> Artifact {
+    let mut fields = serde_json::Map::new();
+    fields.insert("extra_content".to_owned(), extra);
+    Artifact::new(
+        ArtifactProvider::OpenaiChat,
+        model,
+        ArtifactPlace::On(index.saturating_add(1)),
+        Value::Object(fields),
+    )
 }
 
 /// `content` as a string, `null`, or a list of content parts (whose texts are joined).
@@ -313,6 +355,31 @@ mod tests {
             decoder.decode(chunk, &mut out)?;
         }
         Ok(out.into())
+    }
+
+    #[test]
+    fn a_streamed_calls_extra_content_becomes_an_artifact_on_that_call() {
+        let mut decoder = ChunkDecoder::for_model("gemini-3-flash");
+        let mut out = VecDeque::new();
+        decoder
+            .decode(
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"g","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}}]}}]}"#,
+                &mut out,
+            )
+            .unwrap();
+        let artifact = out.iter().find_map(|delta| match delta {
+            ModelDelta::Artifact(artifact) => Some(artifact.clone()),
+            _ => None,
+        });
+        assert_eq!(
+            artifact,
+            Some(Artifact::new(
+                ArtifactProvider::OpenaiChat,
+                "gemini-3-flash",
+                ArtifactPlace::On(2),
+                serde_json::json!({"extra_content": {"google": {"thought_signature": "c2ln"}}}),
+            ))
+        );
     }
 
     #[test]

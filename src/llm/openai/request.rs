@@ -10,7 +10,11 @@ use serde::ser::{SerializeSeq, Serializer};
 use crate::llm::error::ProviderError;
 use crate::llm::model::ChatRequest;
 use crate::llm::openai::ReasoningEcho;
-use crate::vocab::{MessageContent, OpenaiChatMessage, RequestOptions, ToolCall, ToolDefinition};
+use crate::vocab::artifact::merge_fields;
+use crate::vocab::{
+    Artifact, ArtifactPlace, ArtifactProvider, MessageContent, OpenaiChatMessage, RequestOptions,
+    ToolCall, ToolDefinition,
+};
 
 /// The JSON body of a `/chat/completions` request.
 pub(crate) fn request_body(
@@ -23,8 +27,11 @@ pub(crate) fn request_body(
     let drop_tool_options = request.tools.is_empty()
         && (request.options.tool_choice.is_some() || request.options.parallel_tool_calls.is_some());
     let drop_stream_options = !stream && request.options.stream_options.is_some();
-    let options = if drop_tool_options || drop_stream_options {
+    // Chat completions have no reasoning budget parameter (only `reasoning_effort`).
+    let drop_budget = request.options.reasoning_budget_tokens.is_some();
+    let options = if drop_tool_options || drop_stream_options || drop_budget {
         let mut options = request.options.clone();
+        options.reasoning_budget_tokens = None;
         if drop_tool_options {
             options.tool_choice = None;
             options.parallel_tool_calls = None;
@@ -44,6 +51,7 @@ pub(crate) fn request_body(
         messages: WireMessages {
             messages: request.messages,
             echo,
+            model: request.model,
         },
         tools: request.tools,
         options: &options,
@@ -84,6 +92,8 @@ struct IncludeUsage {
 struct WireMessages<'a> {
     messages: &'a [OpenaiChatMessage],
     echo: ReasoningEcho,
+    /// The model the request is for: only its artifacts go back.
+    model: &'a str,
 }
 
 impl Serialize for WireMessages<'_> {
@@ -112,6 +122,7 @@ impl Serialize for WireMessages<'_> {
                         reasoning,
                         tool_calls,
                         name,
+                        artifacts,
                     } => seq.serialize_element(&WireAssistant {
                         role: "assistant",
                         // OpenAI requires `content` unless there are tool calls: a reply that
@@ -123,7 +134,11 @@ impl Serialize for WireMessages<'_> {
                         refusal: refusal.as_deref(),
                         reasoning_content: reasoning_content.as_deref().filter(|_| keep_reasoning),
                         reasoning: reasoning.as_deref().filter(|_| keep_reasoning),
-                        tool_calls,
+                        tool_calls: WireCalls {
+                            calls: tool_calls,
+                            artifacts,
+                            model: self.model,
+                        },
                         name: name.as_deref(),
                     })?,
                     // `is_error` is the application's, not the model's: left out.
@@ -156,10 +171,53 @@ struct WireAssistant<'a> {
     reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<&'a str>,
-    #[serde(skip_serializing_if = "<[ToolCall]>::is_empty")]
-    tool_calls: &'a [ToolCall],
+    #[serde(skip_serializing_if = "WireCalls::is_empty")]
+    tool_calls: WireCalls<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
+}
+
+/// The tool calls of an assistant message, each with the fields its artifacts add back
+/// (`extra_content`); a message without such artifacts is serialised as it is.
+struct WireCalls<'a> {
+    calls: &'a [ToolCall],
+    artifacts: &'a [Artifact],
+    model: &'a str,
+}
+
+impl WireCalls<'_> {
+    fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+}
+
+impl Serialize for WireCalls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let usable = |artifact: &&Artifact| {
+            artifact.usable_by(ArtifactProvider::OpenaiChat, self.model)
+                && matches!(artifact.place, ArtifactPlace::On(_))
+        };
+        if !self.artifacts.iter().any(|a| usable(&a)) {
+            return self.calls.serialize(serializer);
+        }
+        let mut seq = serializer.serialize_seq(Some(self.calls.len()))?;
+        for (index, call) in self.calls.iter().enumerate() {
+            let element = ArtifactPlace::On(ArtifactPlace::call_element(index));
+            let on: Vec<&Artifact> = self
+                .artifacts
+                .iter()
+                .filter(|a| usable(a) && a.place == element)
+                .collect();
+            if on.is_empty() {
+                seq.serialize_element(call)?;
+            } else {
+                let mut value = serde_json::to_value(call).map_err(serde::ser::Error::custom)?;
+                merge_fields(&mut value, &on);
+                seq.serialize_element(&value)?;
+            }
+        }
+        seq.end()
+    }
 }
 
 /// The wire form of [`OpenaiChatMessage::Tool`], borrowed: without `is_error`.
@@ -203,6 +261,63 @@ mod tests {
             OpenaiChatMessage::user_text("q3"),
             assistant("a3", "r3", "reasoning", true),
         ]
+    }
+
+    #[test]
+    fn a_tool_calls_extra_content_goes_back_on_that_call_and_only_to_its_model() {
+        // Gemini's OpenAI-compatible endpoint: the signature rides on the call it came with.
+        let reply = br#"{"model":"gemini-3-pro","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+            "tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},
+                          {"id":"b","type":"function","function":{"name":"g","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}}]}}]}"#;
+        let reply = crate::llm::openai::response::parse_completion(reply, "gemini-3-pro").unwrap();
+        assert_eq!(reply.message.artifacts().len(), 1);
+        let messages = vec![
+            OpenaiChatMessage::user_text("q"),
+            reply.message,
+            OpenaiChatMessage::tool_result("a", "1"),
+            OpenaiChatMessage::tool_result("b", "2"),
+        ];
+        let options = RequestOptions::default();
+        let request = |model| ChatRequest {
+            model,
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        let sent = body(&request("gemini-3-pro"), false);
+        let calls = &sent["messages"][1]["tool_calls"];
+        assert!(calls[0].get("extra_content").is_none());
+        assert_eq!(
+            calls[1]["extra_content"],
+            json!({"google": {"thought_signature": "c2ln"}})
+        );
+        assert!(sent["messages"][1].get("artifacts").is_none());
+        // Another model never receives it.
+        let sent = body(&request("gpt-4o"), false);
+        assert!(
+            sent["messages"][1]["tool_calls"][1]
+                .get("extra_content")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn reasoning_effort_is_sent_and_a_budget_is_not() {
+        let messages = vec![OpenaiChatMessage::user_text("q")];
+        let options = RequestOptions {
+            reasoning_effort: Some(crate::vocab::ReasoningEffort::Low),
+            reasoning_budget_tokens: Some(2048),
+            ..RequestOptions::default()
+        };
+        let request = ChatRequest {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        let sent = body(&request, true);
+        assert_eq!(sent["reasoning_effort"], "low");
+        assert!(sent.get("reasoning_budget_tokens").is_none());
     }
 
     #[test]

@@ -5,12 +5,16 @@ use serde_json::{Map, Value};
 
 use crate::llm::error::ProviderError;
 use crate::llm::model::ModelDelta;
-use crate::llm::openai::errors::{embedded_status, error_object_message, status_error, truncate};
+use crate::llm::openai::chunk::extra_content_artifact;
+use crate::llm::openai::errors::{embedded_status, error_object_message, status_error};
 use crate::llm::stream::normalise_tool_calls;
-use crate::vocab::{ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage};
+use crate::llm::transport::truncate;
+use crate::vocab::{
+    Artifact, ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage,
+};
 
 /// Parse a successful (HTTP 200) completion body.
-pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderError> {
+pub(crate) fn parse_completion(body: &[u8], model: &str) -> Result<ChatResponse, ProviderError> {
     let mut value: Value = serde_json::from_slice(body).map_err(|error| {
         ProviderError::Decode(format!(
             "invalid completion JSON ({error}): {}",
@@ -26,8 +30,11 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderErro
         .and_then(Value::as_str)
         .filter(|reason| !reason.is_empty())
         .map(FinishReason::parse);
-    let message = match choice.get_mut("message").map(Value::take) {
-        Some(Value::Object(message)) => normalise_message(message),
+    let (message, artifacts) = match choice.get_mut("message").map(Value::take) {
+        Some(Value::Object(mut message)) => {
+            let artifacts = take_extra_content(&mut message, model);
+            (normalise_message(message), artifacts)
+        }
         _ => {
             return Err(ProviderError::Decode(
                 "the reply's choice has no message".into(),
@@ -36,8 +43,15 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderErro
     };
     let mut message: OpenaiChatMessage = serde_json::from_value(message)
         .map_err(|error| ProviderError::Decode(format!("invalid assistant message: {error}")))?;
-    if let OpenaiChatMessage::Assistant { tool_calls, .. } = &mut message {
+    if let OpenaiChatMessage::Assistant {
+        tool_calls,
+        artifacts: kept,
+        ..
+    } = &mut message
+    {
         normalise_tool_calls(tool_calls);
+        // Only what this decoder recognised: a server cannot plant artifacts for another API.
+        *kept = artifacts;
     }
     let stop_reason = FinishReason::for_reply(finish, !message.tool_calls().is_empty());
     let text = |key: &str| {
@@ -56,6 +70,20 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderErro
     })
 }
 
+/// The `extra_content` of each tool call of `message`, as artifacts.
+fn take_extra_content(message: &mut Map<String, Value>, model: &str) -> Vec<Artifact> {
+    let Some(Value::Array(calls)) = message.get_mut("tool_calls") else {
+        return Vec::new();
+    };
+    (0u32..)
+        .zip(calls.iter_mut())
+        .filter_map(|(index, call)| {
+            let extra = call.as_object_mut()?.remove("extra_content")?;
+            (!extra.is_null()).then(|| extra_content_artifact(model, index, extra))
+        })
+        .collect()
+}
+
 /// A whole reply as the deltas a stream of it would have carried.
 pub(crate) fn response_deltas(response: ChatResponse) -> Vec<ModelDelta> {
     let mut deltas = vec![ModelDelta::Meta {
@@ -68,9 +96,11 @@ pub(crate) fn response_deltas(response: ChatResponse) -> Vec<ModelDelta> {
         reasoning_content,
         reasoning,
         tool_calls,
+        artifacts,
         ..
     } = response.message
     {
+        deltas.extend(artifacts.into_iter().map(ModelDelta::Artifact));
         let reasoning = match (reasoning_content, reasoning) {
             (Some(text), _) => Some((text, ReasoningField::ReasoningContent)),
             (None, Some(text)) => Some((text, ReasoningField::Reasoning)),
@@ -159,9 +189,13 @@ fn normalise_message(mut message: Map<String, Value>) -> Value {
 mod tests {
     use super::*;
 
+    fn parse_completion_of(body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        parse_completion(body, "m")
+    }
+
     #[test]
     fn a_tool_call_reply_parses() {
-        let response = parse_completion(br#"{
+        let response = parse_completion_of(br#"{
             "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "refusal": null,
                 "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
@@ -178,7 +212,7 @@ mod tests {
     #[test]
     fn server_quirks_are_normalised() {
         // Ollama: finish "stop" with tool calls; llama.cpp: object arguments, no id; vLLM: both reasoning fields.
-        let response = parse_completion(br#"{"choices":[{"message":{"content":"","reasoning_content":"r","reasoning":"r",
+        let response = parse_completion_of(br#"{"choices":[{"message":{"content":"","reasoning_content":"r","reasoning":"r",
             "tool_calls":[{"function":{"name":"f","arguments":{"a":1}}},{"id":"b","function":{"name":"g","arguments":""}}]},
             "finish_reason":"stop"}]}"#).unwrap();
         assert_eq!(response.stop_reason, Some(FinishReason::ToolCalls));
@@ -192,22 +226,22 @@ mod tests {
     #[test]
     fn missing_choices_and_error_bodies_are_errors() {
         assert!(matches!(
-            parse_completion(br#"{"id":"x","choices":[]}"#),
+            parse_completion_of(br#"{"id":"x","choices":[]}"#),
             Err(ProviderError::Decode(_))
         ));
         assert!(matches!(
-            parse_completion(br#"{"id":"x"}"#),
+            parse_completion_of(br#"{"id":"x"}"#),
             Err(ProviderError::Decode(_))
         ));
         assert!(matches!(
-            parse_completion(br#"{"error":{"message":"upstream down","code":502}}"#),
+            parse_completion_of(br#"{"error":{"message":"upstream down","code":502}}"#),
             Err(ProviderError::Server { status: 502, .. })
         ));
     }
 
     #[test]
     fn a_legacy_function_call_is_one_tool_call_with_a_generated_id() {
-        let response = parse_completion(br#"{"choices":[{"index":0,"finish_reason":"function_call",
+        let response = parse_completion_of(br#"{"choices":[{"index":0,"finish_reason":"function_call",
             "message":{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{\"a\":1}"}}}]}"#).unwrap();
         assert_eq!(response.stop_reason, Some(FinishReason::ToolCalls));
         let calls = response.tool_calls();
@@ -223,7 +257,7 @@ mod tests {
         let wire = serde_json::to_value(&response.message).unwrap();
         assert!(wire.get("function_call").is_none(), "{wire}");
         // A `function_call: null` beside real tool calls changes nothing.
-        let response = parse_completion(br#"{"choices":[{"message":{"function_call":null,
+        let response = parse_completion_of(br#"{"choices":[{"message":{"function_call":null,
             "tool_calls":[{"id":"c","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}"#).unwrap();
         assert_eq!(response.tool_calls()[0].id, "c");
     }

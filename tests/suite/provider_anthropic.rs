@@ -652,3 +652,71 @@ async fn the_requests_sent_are_valid_create_params_for_the_sdk() {
     let out = run_sdk_check(&python, &files);
     assert_eq!(out.matches(": request").count(), 2, "{out}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Typed output: a forced tool whose call is the answer.
+
+#[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Forecast {
+    city: String,
+    temperature: i64,
+}
+
+#[tokio::test]
+async fn typed_output_forces_a_tool_and_reads_its_call_as_the_answer() {
+    use agcore::run::{OutputMode, TypedOutput};
+    for mode in MODES {
+        let fake = AnthropicFake::start(vec![Reply::Fixture("typed_answer")]).await;
+        // Thinking is asked for; a forced tool cannot think, so it is left out (the fake
+        // answers 400 otherwise).
+        let mut cycle = LlmCycle::new(client(&fake), config(MODEL));
+        let options = TypedOutput::new().with_mode(OutputMode::Native);
+        let registry = registry();
+        let forecast: Forecast = match mode {
+            Mode::Blocking => cycle
+                .submit_typed_with::<Forecast>("Zürich?".into(), &registry, &options)
+                .await
+                .unwrap(),
+            Mode::Streaming => {
+                let mut stream = cycle
+                    .submit_typed_stream::<Forecast>("Zürich?".into(), &registry, &options)
+                    .unwrap();
+                let mut answer = None;
+                while let Some(item) = stream.next().await {
+                    match item {
+                        agcore::run::TypedEvent::Output(value) => answer = Some(value),
+                        agcore::run::TypedEvent::Failed(error) => panic!("{error:?}"),
+                        _ => {}
+                    }
+                }
+                answer.unwrap()
+            }
+        };
+        fake.assert_no_rejections();
+        assert_eq!(
+            forecast,
+            Forecast {
+                city: "Zürich".into(),
+                temperature: 21
+            },
+            "{mode:?}"
+        );
+        let body = &fake.received()[0].body;
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "tool", "name": "Forecast"})
+        );
+        assert!(body.get("thinking").is_none());
+        let tools: Vec<&str> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(tools, ["get_weather", "Forecast"]);
+        // The answer is the reply's text, not a call left unanswered.
+        let last = cycle.messages().last().unwrap();
+        assert!(last.tool_calls().is_empty(), "{mode:?}");
+    }
+}

@@ -325,6 +325,25 @@ async fn thinking_and_parallel_calls_come_back_byte_exact_with_their_results() {
         assert_eq!(usage.completion_tokens, 187 + 64);
         assert_eq!(usage.reasoning_tokens, Some(96 + 21));
 
+        // Saved and restored (as a session store does): the same model gets every block back.
+        let saved = serde_json::to_string(cycle.messages()).unwrap();
+        let restored: Vec<OpenaiChatMessage> = serde_json::from_str(&saved).unwrap();
+        assert_eq!(restored, cycle.messages());
+        fake.push(Reply::Fixture("thinking_answer"));
+        let mut resumed = LlmCycle::from_history(client(&fake), config(MODEL), restored);
+        let (text, _) = run(&mut resumed, "Thanks. And tomorrow?", mode).await;
+        fake.assert_no_rejections();
+        assert!(text.is_ok(), "{mode:?}: {text:?}");
+        let resumed_request = &fake.received()[2];
+        for (name, index) in [
+            ("thinking_parallel_tools", 0),
+            ("thinking_parallel_tools", 1),
+            ("thinking_answer", 0),
+        ] {
+            let block = fixture_block(name, index);
+            assert!(resumed_request.text.contains(&block), "{mode:?}: {block}");
+        }
+
         // The same history to another model: its signed blocks stay home, and a new user turn
         // may think.
         fake.push(Reply::Fixture("thinking_answer"));
@@ -336,9 +355,14 @@ async fn thinking_and_parallel_calls_come_back_byte_exact_with_their_results() {
         let (text, _) = run(&mut other, "Thanks. And tomorrow?", mode).await;
         fake.assert_no_rejections();
         assert!(text.is_ok(), "{mode:?}: {text:?}");
-        let third = &fake.received()[2];
-        assert!(!third.text.contains("\"signature\""), "{}", third.text);
-        assert!(third.body.get("thinking").is_some());
+        let other_request = &fake.received()[3];
+        assert!(
+            !other_request.text.contains("\"signature\""),
+            "{}",
+            other_request.text
+        );
+        assert!(!other_request.text.contains("redacted_thinking"));
+        assert!(other_request.body.get("thinking").is_some());
     }
 }
 

@@ -4,7 +4,8 @@
 //! - The other messages alternate `user` / `assistant`; consecutive messages of one role are
 //!   merged into one. Tool results become `tool_result` blocks (`tool_use_id` = the call id,
 //!   `is_error` when the call failed) placed first in the next user message, all results of
-//!   a turn in one message.
+//!   a turn in one message. Empty messages are left out (the API rejects them), and a history
+//!   that starts with an assistant message gets a short user message before it.
 //! - An assistant message is laid out by [`layout`] for Anthropic and the request's model:
 //!   its thinking / redacted thinking blocks verbatim and in place, its text, its calls as
 //!   `tool_use` blocks (`input` = the parsed arguments). Other providers' artifacts are left
@@ -231,7 +232,18 @@ impl Messages {
         }
     }
 
-    fn into_wire(self) -> Vec<Value> {
+    fn into_wire(mut self) -> Vec<Value> {
+        // The API wants a user message first; a history cut before its first user message
+        // (by the application) gets a short one rather than a 400.
+        if matches!(self.list.first(), Some((Role::Assistant, _))) {
+            self.list.insert(
+                0,
+                (
+                    Role::User,
+                    vec![json!({"type": "text", "text": "(the conversation so far)"})],
+                ),
+            );
+        }
         self.list
             .into_iter()
             .map(|(role, content)| {
@@ -556,6 +568,26 @@ mod tests {
         let body = encode(&history[..1], &[weather()], &forced, false);
         assert!(body.get("thinking").is_none());
         assert_eq!(body["tool_choice"], json!({"type": "any"}));
+    }
+
+    #[test]
+    fn roles_alternate_from_a_user_message() {
+        let history = vec![
+            OpenaiChatMessage::assistant_text("Hello."),
+            OpenaiChatMessage::assistant_text(""),
+            OpenaiChatMessage::user_text("Hi."),
+            OpenaiChatMessage::user_text(""),
+            OpenaiChatMessage::user_text("Still there?"),
+        ];
+        let body = encode(&history, &[], &RequestOptions::default(), false);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "(the conversation so far)"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Hello."}]},
+                {"role": "user", "content": [{"type": "text", "text": "Hi."}, {"type": "text", "text": "Still there?"}]}
+            ])
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agcore::llm::anthropic::{AnthropicClient, AnthropicConfig, decode_stream};
+use agcore::llm::transport::TransportSettings;
 use agcore::llm::types::RequestOptions;
 use agcore::llm::{
     ChatModel, ChatRequest, ChatResponse, CycleConfig, FinishReason, LlmCycle, LlmError,
@@ -743,4 +744,32 @@ async fn typed_output_forces_a_tool_and_reads_its_call_as_the_answer() {
         let last = cycle.messages().last().unwrap();
         assert!(last.tool_calls().is_empty(), "{mode:?}");
     }
+}
+
+#[tokio::test]
+async fn the_transport_limits_bound_an_anthropic_stream() {
+    // One text delta of 64 KiB against an event limit of 16 KiB.
+    let body = fixture("text.sse").replacen(
+        "\"text\":\"Hello\"",
+        &format!("\"text\":\"{}\"", "é".repeat(32 * 1024)),
+        1,
+    );
+    let fake = AnthropicFake::start(vec![Reply::Sse(body)]).await;
+    let settings = TransportSettings::default().with_max_event_bytes(16 * 1024);
+    let client = AnthropicClient::new(
+        AnthropicConfig::new(fake.base_url())
+            .with_api_key("test-key")
+            .with_transport(settings),
+    )
+    .unwrap();
+    let messages = [OpenaiChatMessage::user_text("x")];
+    let options = RequestOptions::default();
+    let request = ChatRequest {
+        model: MODEL,
+        messages: &messages,
+        tools: &[],
+        options: &options,
+    };
+    let outcome = assemble(client.chat_stream(request).await.unwrap()).await;
+    assert_eq!(outcome.unwrap_err(), "ResponseLimitExceeded");
 }

@@ -12,6 +12,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use agcore::llm::openai::decode_stream;
+use agcore::llm::openai_responses;
 use agcore::llm::{ChatResponse, StreamAssembler};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -98,6 +99,79 @@ fn recorded_stream(chunks: usize) -> String {
     out
 }
 
+/// The same tool calls as an OpenAI Responses stream of `events` events: `response.created`,
+/// per call `output_item.added`, argument deltas, `function_call_arguments.done` and
+/// `output_item.done`, then `response.completed` with usage (each with its `event:` line).
+fn recorded_responses_stream(events: usize) -> String {
+    let response = |status: &str, usage: serde_json::Value| {
+        json!({"id": "resp_0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071", "object": "response",
+            "created_at": 1764633000, "status": status, "model": "gpt-5-2025-08-07", "output": [],
+            "parallel_tool_calls": true, "tool_choice": "auto", "tools": [], "store": false, "usage": usage})
+    };
+    let mut out = String::new();
+    let mut sequence = 0;
+    let mut push = |mut value: serde_json::Value| {
+        value["sequence_number"] = json!(sequence);
+        sequence += 1;
+        out.push_str("event: ");
+        out.push_str(value["type"].as_str().unwrap());
+        out.push_str("\ndata: ");
+        out.push_str(&value.to_string());
+        out.push_str("\n\n");
+    };
+    push(json!({"type": "response.created", "response": response("in_progress", json!(null))}));
+    let per_call = (events.saturating_sub(2 + 4 * CALLS)).div_ceil(CALLS);
+    let mut emitted = 1;
+    for call in 0..CALLS {
+        let item_id = format!("fc_0a1b2c3d4e5f6071f{call}8293a4b5c6d7e8f90a1b2c3d4e5f6071");
+        let item = |arguments: &str, status: &str| {
+            json!({"id": item_id, "type": "function_call", "status": status, "arguments": arguments,
+                "call_id": format!("call_{call:024}"), "name": "write_file"})
+        };
+        push(
+            json!({"type": "response.output_item.added", "output_index": call, "item": item("", "in_progress")}),
+        );
+        let mut arguments = format!("{{\"path\": \"src/file{call}.rs\", \"content\": \"");
+        push(
+            json!({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": call, "delta": arguments, "obfuscation": "Qm3x"}),
+        );
+        emitted += 2;
+        for n in 0..per_call {
+            if emitted + 4 >= events {
+                break;
+            }
+            let piece = [
+                "fn ", "main", "() {", "\n    ", "println!", "(\"hello", " {}\"", ", name", ");\n",
+                "}\n",
+            ][n % 10];
+            let escaped = serde_json::to_string(piece).unwrap();
+            let piece = &escaped[1..escaped.len() - 1];
+            arguments.push_str(piece);
+            push(
+                json!({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": call, "delta": piece, "obfuscation": "Qm3x"}),
+            );
+            emitted += 1;
+        }
+        arguments.push_str("\"}");
+        push(
+            json!({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": call, "delta": "\"}", "obfuscation": "Qm3x"}),
+        );
+        push(
+            json!({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": call, "arguments": arguments}),
+        );
+        push(
+            json!({"type": "response.output_item.done", "output_index": call, "item": item(&arguments, "completed")}),
+        );
+        emitted += 3;
+    }
+    push(
+        json!({"type": "response.completed", "response": response("completed", json!({
+        "input_tokens": 1200, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": events, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 1200 + events}))}),
+    );
+    out
+}
+
 fn reads(body: &Bytes) -> Vec<Result<Bytes, std::io::Error>> {
     (0..body.len())
         .step_by(READ_SIZE)
@@ -106,14 +180,7 @@ fn reads(body: &Bytes) -> Vec<Result<Bytes, std::io::Error>> {
 }
 
 async fn decode_and_assemble(reads: Vec<Result<Bytes, std::io::Error>>) -> ChatResponse {
-    assemble(decode_stream(
-        futures::stream::iter(reads),
-        Some(Duration::from_secs(300)),
-    ))
-    .await
-}
-
-async fn assemble(mut deltas: agcore::llm::ModelStream) -> ChatResponse {
+    let mut deltas = decode_stream(futures::stream::iter(reads), Some(Duration::from_secs(300)));
     let mut assembler = StreamAssembler::new();
     let mut events = Vec::new();
     while let Some(delta) = deltas.next().await {
@@ -121,6 +188,48 @@ async fn assemble(mut deltas: agcore::llm::ModelStream) -> ChatResponse {
         events.clear();
     }
     assembler.finish(&mut events).unwrap()
+}
+
+async fn decode_and_assemble_responses(reads: Vec<Result<Bytes, std::io::Error>>) -> ChatResponse {
+    let mut deltas = openai_responses::decode_stream(
+        futures::stream::iter(reads),
+        Some(Duration::from_secs(300)),
+    );
+    let mut assembler = StreamAssembler::new();
+    let mut events = Vec::new();
+    while let Some(delta) = deltas.next().await {
+        assembler.push(delta.unwrap(), &mut events);
+        events.clear();
+    }
+    assembler.finish(&mut events).unwrap()
+}
+
+/// The Responses decoder on the same calls, for the same event counts.
+fn bench_responses(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("responses");
+    for events in [1_000usize, 10_000, 100_000] {
+        let body = Bytes::from(recorded_responses_stream(events));
+        let event_count = body.windows(6).filter(|w| w == b"data: ").count();
+        let check = runtime.block_on(decode_and_assemble_responses(reads(&body)));
+        assert_eq!(check.tool_calls().len(), CALLS);
+        for call in check.tool_calls() {
+            serde_json::from_str::<serde_json::Value>(&call.function.arguments).unwrap();
+        }
+        eprintln!(
+            "responses stream of {event_count} events, {} bytes",
+            body.len()
+        );
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(events), &body, |b, body| {
+            b.to_async(&runtime)
+                .iter(|| async { black_box(decode_and_assemble_responses(reads(body)).await) });
+        });
+    }
+    group.finish();
 }
 
 fn bench(c: &mut Criterion) {
@@ -150,6 +259,105 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// A Gemini `streamGenerateContent?alt=sse` reply of `chunks` events, the same work as
+/// [`recorded_stream`]: the same source text, streamed as text parts (Gemini streams text in
+/// pieces; its calls arrive whole), then the `CALLS` `write_file` calls, each whole in one
+/// event with a signature on the first, the finish and usage in the last.
+fn gemini_stream(chunks: usize) -> String {
+    let envelope = |parts: serde_json::Value, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
+        if let Some(finish) = finish {
+            candidate["finishReason"] = json!(finish);
+        }
+        json!({
+            "candidates": [candidate],
+            "usageMetadata": {"promptTokenCount": 1200, "totalTokenCount": 1200,
+                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1200}]},
+            "modelVersion": "gemini-2.5-flash", "responseId": "2H8taeKXH9PHvdIPmPGQ8Qk"
+        })
+    };
+    let pieces = [
+        "fn main() {\n",
+        "    let name = \"world\";\n",
+        "    println!(\"hello {}\", name);\n",
+        "}\n",
+    ];
+    let mut out = String::new();
+    let mut push = |value: serde_json::Value| {
+        out.push_str("data: ");
+        out.push_str(&value.to_string());
+        out.push_str("\r\n\r\n");
+    };
+    let text_chunks = chunks.saturating_sub(CALLS) / 2;
+    let mut code = String::new();
+    for i in 0..text_chunks {
+        let piece: String = (0..4).map(|j| pieces[(i + j) % pieces.len()]).collect();
+        code.push_str(&piece);
+        push(envelope(json!([{"text": piece}]), None));
+    }
+    for call in 0..CALLS {
+        let mut part = json!({"functionCall": {"name": "write_file", "args": {"path": format!("src/file{call}.rs"), "content": code}}});
+        if call == 0 {
+            part["thoughtSignature"] = json!(
+                "CiQB0e2Kb3xK9/Qz8nM6rZ1b2VhT3x+K9wLp4sDq0YmE7vJ2aN5cR8uF1oG6iB3tH0kW9zX4yS7eP2lA5dC8fV1gU6jI3hO0nM9qK4rL7bT2sE5wY8xZ1c="
+            );
+        }
+        let finish = (call + 1 == CALLS).then_some("STOP");
+        push(envelope(json!([part]), finish));
+    }
+    out
+}
+
+async fn gemini_decode_and_assemble(reads: Vec<Result<Bytes, std::io::Error>>) -> ChatResponse {
+    let mut deltas = agcore::llm::gemini::decode_stream(
+        futures::stream::iter(reads),
+        Some(Duration::from_secs(300)),
+    );
+    let mut assembler = StreamAssembler::new();
+    let mut events = Vec::new();
+    while let Some(delta) = deltas.next().await {
+        assembler.push(delta.unwrap(), &mut events);
+        events.clear();
+    }
+    assembler.finish(&mut events).unwrap()
+}
+
+fn bench_gemini(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("gemini");
+    for chunks in [1_000usize, 10_000, 100_000] {
+        let body = Bytes::from(gemini_stream(chunks));
+        let check = runtime.block_on(gemini_decode_and_assemble(reads(&body)));
+        assert_eq!(check.tool_calls().len(), CALLS);
+        assert_eq!(check.message.artifacts().len(), 1);
+        eprintln!(
+            "gemini stream of {} events, {} bytes",
+            body.windows(6).filter(|w| w == b"data: ").count(),
+            body.len()
+        );
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(chunks), &body, |b, body| {
+            b.to_async(&runtime)
+                .iter(|| async { black_box(gemini_decode_and_assemble(reads(body)).await) });
+        });
+    }
+    group.finish();
+}
+
+/// Decode-side work common to the groups: every delta into a `StreamAssembler`.
+async fn assemble(mut deltas: agcore::llm::ModelStream) -> ChatResponse {
+    let mut assembler = StreamAssembler::new();
+    let mut events = Vec::new();
+    while let Some(delta) = deltas.next().await {
+        assembler.push(delta.unwrap(), &mut events);
+        events.clear();
+    }
+    assembler.finish(&mut events).unwrap()
 }
 
 /// The same tool calls as [`recorded_stream`] in Anthropic Messages events: `message_start`, per
@@ -251,5 +459,11 @@ fn bench_anthropic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_anthropic);
+criterion_group!(
+    benches,
+    bench,
+    bench_responses,
+    bench_gemini,
+    bench_anthropic
+);
 criterion_main!(benches);

@@ -55,7 +55,7 @@ pub mod window;
 pub use crate::llm::event::{CompactionTier, RepairKind};
 pub use agents_sdk::{Converted, from_agents_sdk_items};
 pub use config::ContextConfig;
-pub use discover::{DISCOVERY_TIMEOUT, MAX_DISCOVERY_BODY, discover_window};
+pub use discover::{DISCOVERY_TIMEOUT, MAX_DISCOVERY_BODY, discover_window, probes_apply};
 pub use engine::{
     ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder,
     prepare,

@@ -19,6 +19,7 @@
 pub mod anthropic;
 pub mod error;
 pub mod event;
+pub mod fallback;
 pub mod gemini;
 pub mod model;
 pub mod openai;
@@ -33,6 +34,7 @@ pub use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, ReasoningEffor
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use error::{ErrorKind, ProviderError, ResponseLimit, TimeoutKind};
 pub use event::{CompactionTier, RepairKind, StreamEvent};
+pub use fallback::{CircuitBreaker, FallbackModel};
 pub use gemini::{GeminiClient, GeminiConfig};
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream, WireApi};
 pub use openai::{OpenAiClient, OpenAiConfig, ReasoningEcho};

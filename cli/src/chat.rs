@@ -25,7 +25,7 @@ use crate::cli::ChatArgs;
 use crate::layers::Loaded;
 use crate::render::HumanRenderer;
 use crate::secrets::Secrets;
-use crate::settings::{base_url, provider};
+use crate::settings::target;
 use crate::setup::{build_cycle, build_registry_with_mcp, build_session_cycle};
 use crate::store::{OpenSession, open_session};
 use crate::usage;
@@ -56,13 +56,14 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         }
         None => build_cycle(&args.model, &loaded.config, secrets)?,
     };
+    let target = target(&args.model, &loaded.config)?;
     crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
     let (mut registry, statuses, mcp) =
         build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
     crate::mcp_notes::print(
         &registry,
         &statuses,
-        &provider(&loaded.config),
+        &target.provider,
         &cycle.config().model,
     );
     if let Some(stored) = &stored {
@@ -74,12 +75,13 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         registry = stored.keep_grants(registry);
     }
     let mut session = Session {
-        provider: provider(&loaded.config),
+        provider: target.provider.clone(),
         model: cycle.config().model.clone(),
         registry,
         journal: stored.as_ref().map(|stored| stored.journal.clone()),
+        show_reasoning: args.show_reasoning,
     };
-    println!("{}", session.banner(&base_url(&args.model, &loaded.config)));
+    println!("{}", session.banner(&target.base_url));
     println!(
         "{}",
         crate::system_prompt::compose(&args.model, &loaded.config)?.summary()
@@ -226,6 +228,8 @@ struct Session {
     registry: ToolRegistry,
     /// The stored session's journal: each run records its steps there.
     journal: Option<Arc<SessionJournal>>,
+    /// `--show-reasoning`.
+    show_reasoning: bool,
 }
 
 impl Session {
@@ -291,7 +295,7 @@ impl Session {
         // Only a Ctrl-C pressed from now on cancels this turn.
         let start = interrupt_count();
         let before = cycle.messages().len();
-        let mut renderer = HumanRenderer::new();
+        let mut renderer = HumanRenderer::new().with_reasoning(self.show_reasoning);
         let cancelled = {
             let work = async {
                 let mut request = RunRequest::prompt(prompt);

@@ -47,15 +47,28 @@ pub enum Command {
 /// Where the model is.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ModelArgs {
-    /// Base URL of the OpenAI-compatible server [config: model.base_url; env: OPENAI_BASE_URL; default https://api.openai.com/v1].
+    /// The model API: openai (chat completions, any OpenAI-compatible server),
+    /// openai-responses, anthropic (Messages) or gemini [config: model.provider; env:
+    /// AGCORE_PROVIDER; default openai].
+    #[arg(long, value_name = "PROVIDER", value_parser = crate::settings::Api::NAMES)]
+    pub provider: Option<String>,
+    /// The API's base URL, up to where its resource path begins: OpenAI `…/v1`, Anthropic
+    /// `…/v1`, Gemini `…/v1beta` [config: model.base_url; env: OPENAI_BASE_URL (OpenAI APIs
+    /// only); default: the vendor's public URL].
     #[arg(long)]
     pub base_url: Option<String>,
-    /// Model name [config: model.model; env: AGCORE_MODEL].
+    /// Model name, or PROVIDER:NAME (`anthropic:claude-sonnet-4-5`) to pick the provider too
+    /// [config: model.model; env: AGCORE_MODEL].
     #[arg(long)]
     pub model: Option<String>,
-    /// Environment variable holding the API key (default OPENAI_API_KEY; none is fine for local servers).
+    /// Environment variable holding the API key (default: OPENAI_API_KEY; ANTHROPIC_API_KEY for
+    /// anthropic; GEMINI_API_KEY, then GOOGLE_API_KEY for gemini; none is fine for local servers).
     #[arg(long)]
     pub api_key_env: Option<String>,
+    /// Reasoning effort: off, low, medium, high, or a budget in tokens (`8000`), mapped to each
+    /// API's own parameter [config: model.reasoning; default: the API's].
+    #[arg(long, value_name = "EFFORT", value_parser = crate::settings::parse_reasoning)]
+    pub reasoning: Option<crate::settings::Reasoning>,
     /// The system prompt, a minijinja template (variables from --var), after agcore's base
     /// instructions and the workspace's AGENTS.md [config: model.system].
     #[arg(long, conflicts_with = "system_file")]
@@ -251,6 +264,10 @@ pub struct ChatArgs {
     /// The stored conversation to continue or create.
     #[command(flatten)]
     pub session: SessionArgs,
+    /// Show the model's reasoning (summaries or thinking text) as it streams, dimmed on
+    /// stderr (default: not shown).
+    #[arg(long)]
+    pub show_reasoning: bool,
 }
 
 /// `agcore tools`.

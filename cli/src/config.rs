@@ -43,6 +43,7 @@ pub enum ConfigError {
 ///
 /// ```toml
 /// [model]
+/// provider = "openai"                     # or openai-responses, anthropic, gemini
 /// base_url = "http://127.0.0.1:8080/v1"   # any OpenAI-compatible server
 /// model = "qwen2.5-7b-instruct"
 /// api_key_env = "OPENAI_API_KEY"          # the variable holding the key (optional)
@@ -54,6 +55,12 @@ pub enum ConfigError {
 /// request_timeout = 600                   # seconds for a request (a stream: until its headers)
 /// stream_idle_timeout = 300               # seconds a streamed reply may stall
 /// response_deadline = 900                 # seconds for a whole streamed reply
+/// reasoning = "medium"                    # off, low, medium, high, or a budget in tokens
+///
+/// [[model.fallback]]                      # tried in order when the model fails before output
+/// provider = "anthropic"
+/// model = "claude-sonnet-4-5"
+/// api_key_env = "ANTHROPIC_API_KEY"       # default: the provider's variable
 ///
 /// [builtin]
 /// enabled = true                          # read_file, list_directory, search_files, write_file, ...
@@ -179,7 +186,9 @@ pub struct ModelSection {
     pub base_instructions: Option<String>,
     /// Most model requests per prompt.
     pub max_turns: Option<u32>,
-    /// Provider name for tools that support only some providers (default `openai`).
+    /// The model API: `openai` (chat completions), `openai-responses`, `anthropic` or
+    /// `gemini` (default `openai`). Any other name is an OpenAI-compatible server reported
+    /// under that name (`ollama`, `llama.cpp`), for tools that support only some providers.
     pub provider: Option<String>,
     /// Whether the model reads images: then images an MCP tool returns are sent to it
     /// (default: false — the tool message says an image was returned and not shown).
@@ -199,6 +208,29 @@ pub struct ModelSection {
     /// Seconds from sending a streaming request to the reply's end, whatever arrives
     /// (default 900).
     pub response_deadline: Option<Seconds>,
+    /// Reasoning effort: `"off"`, `"low"`, `"medium"`, `"high"`, or a budget in tokens
+    /// (`8000`) — like `--reasoning`.
+    pub reasoning: Option<crate::settings::Reasoning>,
+    /// Models tried in order when the model fails (retryably) before any output
+    /// (`[[model.fallback]]`); each has a circuit breaker.
+    #[serde(default)]
+    pub fallback: Vec<FallbackSection>,
+}
+
+/// One `[[model.fallback]]` entry: a model of any provider. Its base URL and key variable
+/// default to its provider's (not to the main model's).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackSection {
+    /// `openai`, `openai-responses`, `anthropic` or `gemini` (default: the `PROVIDER:` prefix of
+    /// `model`, else `openai`).
+    pub provider: Option<String>,
+    /// The model name (or `PROVIDER:NAME`).
+    pub model: String,
+    /// The API's base URL (default: the provider's public URL).
+    pub base_url: Option<String>,
+    /// The environment variable holding its API key (default: the provider's).
+    pub api_key_env: Option<String>,
 }
 
 /// A time limit in the config: a number of seconds greater than 0 (`300`, `0.5`). Zero, a

@@ -3,7 +3,7 @@
 //! chat prompt's `[12.3k/32k]` label and the line printed for each compaction are
 //! [`crate::render`]'s.)
 
-use agcore::context::{discover_window, known_window};
+use agcore::context::{discover_window, known_window, probes_apply};
 use agcore::llm::{CycleConfig, LlmCycle};
 
 use crate::cli::ModelArgs;
@@ -81,10 +81,12 @@ pub async fn discover(
     {
         return;
     }
-    let base_url = crate::settings::base_url(args, config);
-    let key = secrets.get(&crate::settings::api_key_env(args, config));
+    let Some(target) = probed_target(cycle, args, config) else {
+        return;
+    };
+    let key = target.key(secrets);
     let model = settings.model.clone();
-    if let Some(window) = discover_window(&base_url, &model, key).await {
+    if let Some(window) = discover_window(&target.base_url, &model, key).await {
         tracing::info!(window, "context window reported by the server");
         cycle.config_mut().context_window = Some(window);
     }
@@ -106,11 +108,27 @@ async fn discover_tokenizer(
     {
         return;
     }
-    let base_url = crate::settings::base_url(args, config);
-    let key = secrets.get(&crate::settings::api_key_env(args, config));
-    if let Some(counter) = agcore::context::LlamaCppTokenizer::discover(&base_url, key).await {
+    let Some(target) = probed_target(cycle, args, config) else {
+        return;
+    };
+    let key = target.key(secrets);
+    if let Some(counter) = agcore::context::LlamaCppTokenizer::discover(&target.base_url, key).await
+    {
         tracing::info!("counting tokens with the server's /tokenize");
         cycle.config_mut().context.tokenizer =
             agcore::context::TokenizerChoice::Custom(std::sync::Arc::new(counter));
     }
+}
+
+/// The model's server, when the discovery probes may ask it ([`probes_apply`]: only an
+/// OpenAI-compatible chat completions server; a native provider's host never gets a probe).
+fn probed_target(
+    cycle: &LlmCycle,
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+) -> Option<crate::settings::Target> {
+    if !probes_apply(cycle.model().as_ref()) {
+        return None;
+    }
+    crate::settings::target(args, config).ok()
 }

@@ -47,6 +47,7 @@ pub struct HumanRenderer {
     interactive: bool,
     stdout_is_terminal: bool,
     in_reasoning: bool,
+    show_reasoning: bool,
 }
 
 impl HumanRenderer {
@@ -59,7 +60,14 @@ impl HumanRenderer {
             interactive: std::io::stderr().is_terminal(),
             stdout_is_terminal: std::io::stdout().is_terminal(),
             in_reasoning: false,
+            show_reasoning: true,
         }
+    }
+
+    /// Whether reasoning deltas are shown (dimmed, on stderr); shown unless turned off.
+    pub fn with_reasoning(mut self, show: bool) -> Self {
+        self.show_reasoning = show;
+        self
     }
 
     /// Render one event.
@@ -71,7 +79,7 @@ impl HumanRenderer {
                 let _ = std::io::stdout().flush();
                 self.at_line_start = text.ends_with('\n');
             }
-            StreamEvent::ReasoningDelta { text } => {
+            StreamEvent::ReasoningDelta { text } if self.show_reasoning => {
                 if !self.in_reasoning {
                     eprint!("\x1b[2m[thinking] ");
                     self.in_reasoning = true;
@@ -136,7 +144,10 @@ impl HumanRenderer {
                 self.finish();
                 eprintln!("error: {}", escape_keeping_lines(message));
             }
-            StreamEvent::ContextCompacted { .. } | StreamEvent::HistoryRepaired { .. } => {
+            StreamEvent::ContextCompacted { .. }
+            | StreamEvent::HistoryRepaired { .. }
+            | StreamEvent::Retry { .. }
+            | StreamEvent::ModelSwitch { .. } => {
                 if let Some(line) = event_line(event) {
                     self.end_reasoning();
                     self.newline();
@@ -318,6 +329,23 @@ pub fn event_line(event: &StreamEvent) -> Option<String> {
                 .unwrap_or_default(),
             agcore::display::escape_for_terminal(detail)
         )),
+        StreamEvent::Retry {
+            attempt,
+            max_attempts,
+            delay_ms,
+            error,
+            ..
+        } => Some(format!(
+            "⋯ stream disconnected — retrying ({attempt}/{max_attempts}) in {:.1}s: {}",
+            Duration::from_millis(*delay_ms).as_secs_f64(),
+            agcore::display::escape_for_terminal(error)
+        )),
+        StreamEvent::ModelSwitch { from, to, reason } => Some(format!(
+            "⋯ model {} failed — switching to {}: {}",
+            agcore::display::escape_for_terminal(from),
+            agcore::display::escape_for_terminal(to),
+            agcore::display::escape_for_terminal(reason)
+        )),
         _ => None,
     }
 }
@@ -356,6 +384,33 @@ mod tests {
         assert_eq!(usage_label(usage(12_345, 32_768)), "[12k/33k]");
         assert_eq!(usage_label(usage(1_234, 8_192)), "[1.2k/8.2k]");
         assert_eq!(usage_label(usage(0, 8_192)), "[0/8.2k]");
+    }
+
+    #[test]
+    fn a_retry_and_a_switch_are_one_safe_line_each() {
+        let line = event_line(&StreamEvent::Retry {
+            attempt: 2,
+            max_attempts: 5,
+            delay_ms: 1_200,
+            kind: agcore::llm::ErrorKind::Stream,
+            error: "stream error: gone\u{1b}[2J".to_owned(),
+        })
+        .unwrap();
+        assert_eq!(
+            line,
+            "⋯ stream disconnected — retrying (2/5) in 1.2s: stream error: gone\\x1b[2J"
+        );
+        let line = event_line(&StreamEvent::ModelSwitch {
+            from: "a".to_owned(),
+            to: "b\n".to_owned(),
+            reason: "HTTP 503".to_owned(),
+        })
+        .unwrap();
+        assert!(!line.chars().any(is_unsafe_for_terminal), "{line}");
+        assert!(
+            line.starts_with("⋯ model a failed — switching to b"),
+            "{line}"
+        );
     }
 
     #[test]

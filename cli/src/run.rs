@@ -74,7 +74,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     crate::mcp_notes::print(
         &registry,
         &statuses,
-        &crate::settings::provider(&loaded.config),
+        &crate::settings::target(&args.model, &loaded.config)?.provider,
         &cycle.config().model,
     );
     if let Some(session) = &session {

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::types::{FinishReason, OpenaiChatMessage, RequestOptions};
-use agcore::llm::{ChatModel, ChatRequest, OpenAiClient};
+use agcore::llm::{ChatModel, ChatRequest};
 use agcore::tools::mcp::{
     McpClient, McpServerConfig, Sampler, SamplingReply, SamplingRequest, SamplingRole,
 };
@@ -30,10 +30,10 @@ pub const DEFAULT_TOKEN_BUDGET: u32 = 4096;
 const SHOWN_BYTES: usize = 2000;
 
 /// The session's model, once the command has built it (commands without one refuse sampling).
-static MODEL: OnceLock<(OpenAiClient, String)> = OnceLock::new();
+static MODEL: OnceLock<(Arc<dyn ChatModel>, String)> = OnceLock::new();
 
 /// Offer `client` / `model` (the session's) to servers allowed to sample.
-pub fn offer_model(client: &OpenAiClient, model: &str) {
+pub fn offer_model(client: &Arc<dyn ChatModel>, model: &str) {
     let _ = MODEL.set((client.clone(), model.to_owned()));
 }
 

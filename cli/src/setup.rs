@@ -5,7 +5,13 @@
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
-use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig, OpenaiChatMessage};
+use std::sync::Arc;
+
+use agcore::llm::{
+    AnthropicClient, AnthropicConfig, ChatModel, CycleConfig, FallbackModel, GeminiClient,
+    GeminiConfig, LlmCycle, OpenAiClient, OpenAiConfig, OpenAiResponsesClient,
+    OpenAiResponsesConfig, OpenaiChatMessage, ReasoningEffort, TransportSettings,
+};
 use agcore::tools::ToolRegistry;
 use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
 use agcore::tools::mcp::{McpClient, McpHandle, McpServerStatus, register_mcp_tools};
@@ -17,7 +23,9 @@ use crate::config::AgcoreConfig;
 use crate::layers::Loaded;
 use crate::mcp_connect::connect_servers;
 use crate::secrets::Secrets;
-use crate::settings::{api_key_env, base_url, env, mcp_servers, provider, secret_env_names};
+use crate::settings::{
+    Api, Reasoning, Target, fallback_targets, mcp_servers, secret_env_names, target,
+};
 
 /// The timeout of a tool call whose tool sets none of its own (MCP tools; the built-in tools
 /// have their own, `run_command` its per-command timeout).
@@ -60,44 +68,31 @@ pub fn build_session_cycle(
     Ok(cycle)
 }
 
-/// The client, the cycle's configuration and the system prompt the arguments describe.
+/// The model, the cycle's configuration and the system prompt the arguments describe.
 fn cycle_parts(
     args: &ModelArgs,
     config: &AgcoreConfig,
     secrets: &Secrets,
-) -> anyhow::Result<(OpenAiClient, CycleConfig, Option<String>)> {
+) -> anyhow::Result<(Arc<dyn ChatModel>, CycleConfig, Option<String>)> {
     let section = &config.model;
-    let base_url = base_url(args, config);
-    let Some(model) = args
-        .model
-        .clone()
-        .or_else(|| section.model.clone())
-        .or_else(|| env("AGCORE_MODEL"))
-    else {
-        bail!("no model: pass --model NAME, set AGCORE_MODEL, or set model in agcore.toml");
+    let target = target(args, config)?;
+    let fallbacks = fallback_targets(config)?;
+    let primary = client_for(&target, section, secrets)?;
+    let model: Arc<dyn ChatModel> = if fallbacks.is_empty() {
+        primary
+    } else {
+        let mut chain = FallbackModel::new(primary, target.model.clone());
+        for fallback in &fallbacks {
+            chain = chain.with_fallback(
+                client_for(fallback, section, secrets)?,
+                fallback.model.clone(),
+            );
+        }
+        Arc::new(chain)
     };
-    let key_variable = api_key_env(args, config);
-    // A hostile or broken server gets bounded memory and time (issue 10, item 8): far above
-    // any real reply, far below what would hurt the machine.
-    const MIB: usize = 1024 * 1024;
-    let seconds = |value: Option<crate::config::Seconds>, default: u64| {
-        value.map_or(std::time::Duration::from_secs(default), |seconds| seconds.0)
-    };
-    let mut client_config = OpenAiConfig::new(base_url)
-        .with_provider(provider(config))
-        .with_max_event_bytes(4 * MIB)
-        .with_max_response_bytes(16 * MIB)
-        .with_request_timeout(seconds(section.request_timeout, 600))
-        .with_stream_idle_timeout(seconds(section.stream_idle_timeout, 300))
-        .with_response_deadline(seconds(section.response_deadline, 15 * 60))
-        .with_trace_context_propagation(section.propagate_trace_context.unwrap_or(false));
-    if let Some(key) = secrets.get(&key_variable) {
-        client_config = client_config.with_api_key(key);
-    }
-    let client = OpenAiClient::new(client_config).context("could not create the HTTP client")?;
     // MCP servers allowed to sample use this model (after the user approves each request).
-    crate::sampling::offer_model(&client, &model);
-    let mut cycle_config = CycleConfig::new(model);
+    crate::sampling::offer_model(&model, &target.model);
+    let mut cycle_config = CycleConfig::new(target.model.clone());
     cycle_config.max_turns = args.max_turns.or(section.max_turns);
     cycle_config.accepts_images = section.accepts_images.unwrap_or(false);
     cycle_config.usage_limits = crate::usage::limits(args, config);
@@ -106,12 +101,107 @@ fn cycle_parts(
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);
+    if let Some(reasoning) = args.reasoning.or(section.reasoning) {
+        apply_reasoning(&mut cycle_config.options, reasoning);
+    }
     crate::context_cli::configure(&mut cycle_config, args, config);
     let composed = crate::system_prompt::compose(args, config)?;
     for note in &composed.notes {
         eprintln!("note: {}", escape_keeping_lines(note));
     }
-    Ok((client, cycle_config, composed.text))
+    Ok((model, cycle_config, composed.text))
+}
+
+const MIB: usize = 1024 * 1024;
+
+/// The client of one model: its API's backend, with the `[model]` timeouts and the bounds
+/// every backend gets.
+fn client_for(
+    target: &Target,
+    section: &crate::config::ModelSection,
+    secrets: &Secrets,
+) -> anyhow::Result<Arc<dyn ChatModel>> {
+    // A hostile or broken server gets bounded memory and time (issue 10, item 8): far above
+    // any real reply, far below what would hurt the machine.
+    let seconds = |value: Option<crate::config::Seconds>, default: u64| {
+        value.map_or(std::time::Duration::from_secs(default), |seconds| seconds.0)
+    };
+    let key = target.key(secrets);
+    let transport = TransportSettings::default()
+        .with_max_event_bytes(4 * MIB)
+        .with_max_response_bytes(16 * MIB)
+        .with_request_timeout(seconds(section.request_timeout, 600))
+        .with_stream_idle_timeout(seconds(section.stream_idle_timeout, 300))
+        .with_response_deadline(seconds(section.response_deadline, 15 * 60));
+    let transport = TransportSettings {
+        propagate_trace_context: section.propagate_trace_context.unwrap_or(false),
+        ..transport
+    };
+    let failed = "could not create the HTTP client";
+    match target.api {
+        Api::Openai => {
+            let mut client_config = OpenAiConfig::new(target.base_url.clone())
+                .with_provider(target.provider.clone())
+                .with_max_event_bytes(4 * MIB)
+                .with_max_response_bytes(16 * MIB)
+                .with_request_timeout(seconds(section.request_timeout, 600))
+                .with_stream_idle_timeout(seconds(section.stream_idle_timeout, 300))
+                .with_response_deadline(seconds(section.response_deadline, 15 * 60))
+                .with_trace_context_propagation(section.propagate_trace_context.unwrap_or(false));
+            if let Some(key) = key {
+                client_config = client_config.with_api_key(key);
+            }
+            let client =
+                OpenAiClient::new(client_config).context("could not create the HTTP client")?;
+            Ok(Arc::new(client))
+        }
+        Api::OpenaiResponses => {
+            let mut config =
+                OpenAiResponsesConfig::new(target.base_url.clone()).with_transport(transport);
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            Ok(Arc::new(
+                OpenAiResponsesClient::new(config).context(failed)?,
+            ))
+        }
+        Api::Anthropic => {
+            let mut config =
+                AnthropicConfig::new(target.base_url.clone()).with_transport(transport);
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            Ok(Arc::new(AnthropicClient::new(config).context(failed)?))
+        }
+        Api::Gemini => {
+            let mut config = GeminiConfig::new(target.base_url.clone()).with_transport(transport);
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            Ok(Arc::new(GeminiClient::new(config).context(failed)?))
+        }
+    }
+}
+
+/// `--reasoning` into the request options: an effort, or a budget in tokens (sent as the
+/// API's budget where it has one, with the nearest effort for the APIs that have none).
+fn apply_reasoning(options: &mut agcore::vocab::RequestOptions, reasoning: Reasoning) {
+    let effort = match reasoning {
+        Reasoning::Off => ReasoningEffort::Off,
+        Reasoning::Low => ReasoningEffort::Low,
+        Reasoning::Medium => ReasoningEffort::Medium,
+        Reasoning::High => ReasoningEffort::High,
+        // An API without a budget gets the effort nearest to it.
+        Reasoning::Budget(tokens) => {
+            options.reasoning_budget_tokens = Some(tokens);
+            match tokens {
+                0..4_096 => ReasoningEffort::Low,
+                4_096..16_384 => ReasoningEffort::Medium,
+                _ => ReasoningEffort::High,
+            }
+        }
+    };
+    options.reasoning_effort = Some(effort);
 }
 
 /// The registry the arguments and config describe, and the status of each MCP server

@@ -24,7 +24,9 @@ pub fn line(usage: &RunUsage, prices: Option<&Prices>) -> String {
     }
 }
 
-/// The `{"type":"usage", …}` event: counts, tokens, and the cost when the model is priced.
+/// The `{"type":"usage", …}` event: counts, tokens by kind — `input_tokens` (cache reads and
+/// writes included), `cached_tokens` (cache reads), `cache_write_tokens`, `output_tokens`
+/// (reasoning included), `reasoning_tokens` — and the cost when the model is priced.
 pub fn event(usage: &RunUsage, prices: Option<&Prices>) -> Value {
     json!({
         "type": "usage",
@@ -32,6 +34,7 @@ pub fn event(usage: &RunUsage, prices: Option<&Prices>) -> Value {
         "tool_calls": usage.tool_calls,
         "input_tokens": usage.input_tokens(),
         "cached_tokens": usage.tokens.cached_tokens,
+        "cache_write_tokens": usage.tokens.cache_write_tokens,
         "output_tokens": usage.output_tokens(),
         "reasoning_tokens": usage.tokens.reasoning_tokens,
         "total_tokens": usage.total_tokens(),
@@ -80,6 +83,7 @@ mod tests {
             input: 1.0,
             cached_input: 0.5,
             output: 10.0,
+            ..Prices::default()
         };
         assert!(line(&usage, Some(&prices)).ends_with("· $0.002000"));
         assert_eq!(event(&usage, Some(&prices))["cost_usd"], json!(0.002));

@@ -2,12 +2,15 @@
 //! (`n_ctx`), vLLM `GET /v1/models` (`max_model_len`), Ollama `POST /api/show` (`num_ctx`
 //! among its parameters, else Ollama's default of 4,096 — Ollama cuts a longer prompt
 //! silently, so the model's trained length is no budget). Each probe has a short timeout and
-//! reads at most [`MAX_DISCOVERY_BODY`] bytes; no redirect is followed.
+//! reads at most [`MAX_DISCOVERY_BODY`] bytes; no redirect is followed. Only for a model that
+//! speaks OpenAI-compatible chat completions ([`probes_apply`]).
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
+
+use crate::llm::model::{ChatModel, WireApi};
 
 /// The time each probe may take.
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -17,6 +20,14 @@ pub const MAX_DISCOVERY_BODY: usize = 256 * 1024;
 
 /// Ollama's context length when the model sets no `num_ctx`.
 const OLLAMA_DEFAULT_NUM_CTX: u32 = 4_096;
+
+/// Whether the discovery probes ([`discover_window`], the llama.cpp tokenizer's `/tokenize`)
+/// may be sent for `model`: only when it speaks OpenAI-compatible chat completions. They are
+/// for local servers (llama.cpp, vLLM, Ollama); a native provider's host (Anthropic, Gemini,
+/// the Responses API) never gets one — it would answer 404 at best, and count the request.
+pub fn probes_apply(model: &dyn ChatModel) -> bool {
+    model.api() == WireApi::ChatCompletions
+}
 
 /// The window the server at `base_url` (an OpenAI-compatible base such as
 /// `http://127.0.0.1:8080/v1`) reports for `model`, or `None` when it reports none.
@@ -106,6 +117,29 @@ fn ollama_window(show: &Value) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_chat_completions_model_is_probed() {
+        use crate::llm::{
+            AnthropicClient, AnthropicConfig, FallbackModel, GeminiClient, GeminiConfig,
+            OpenAiResponsesClient, OpenAiResponsesConfig,
+        };
+        use std::sync::Arc;
+        let local = crate::llm::testing::ScriptedModel::new();
+        assert!(probes_apply(&local));
+        let url = "http://127.0.0.1:9/v1";
+        let native: [Arc<dyn ChatModel>; 3] = [
+            Arc::new(AnthropicClient::new(AnthropicConfig::new(url)).unwrap()),
+            Arc::new(GeminiClient::new(GeminiConfig::new(url)).unwrap()),
+            Arc::new(OpenAiResponsesClient::new(OpenAiResponsesConfig::new(url)).unwrap()),
+        ];
+        for model in native {
+            assert!(!probes_apply(model.as_ref()), "{}", model.provider());
+            // A fallback list answers for its first model.
+            let chain = FallbackModel::new(model, "m").with_fallback(Arc::new(local.clone()), "l");
+            assert!(!probes_apply(&chain));
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -101,6 +101,34 @@ pub enum StreamEvent {
         /// The call id (or message position) concerned, as text.
         detail: String,
     },
+    /// A streamed reply broke after it began (the connection dropped, an `error` event with a
+    /// 5xx or overloaded code, the stream went idle) before any tool ran: what this request
+    /// streamed so far is discarded and the request is sent again after `delay_ms`. A consumer
+    /// drops the text, reasoning and tool-call deltas it has shown since the turn began. Within
+    /// [`crate::llm::RetryPolicy`]'s budget, shared with the retries before a reply begins
+    /// (those are not announced: nothing was shown).
+    Retry {
+        /// The attempt about to be made (2 for the first retry).
+        attempt: u32,
+        /// The most attempts the retry budget allows (the first one included).
+        max_attempts: u32,
+        /// The wait before the new attempt, in milliseconds.
+        delay_ms: u64,
+        /// The kind of the error that broke the stream.
+        kind: ErrorKind,
+        /// The error's message.
+        error: String,
+    },
+    /// A [`crate::llm::FallbackModel`] moved to its next model: the previous one failed
+    /// (retryably) before any output. Sent before the new model's first delta.
+    ModelSwitch {
+        /// The model that failed (its name).
+        from: String,
+        /// The model tried now.
+        to: String,
+        /// Why: the failure's message, or that the model's circuit breaker is open.
+        reason: String,
+    },
     /// The call failed; this is the last event of the stream.
     Error {
         /// The kind of [`crate::llm::ProviderError`].

@@ -1,27 +1,85 @@
-//! [`GeminiClient`]: the Gemini API.
+//! [`GeminiClient`]: the Gemini API (`generativelanguage.googleapis.com`), natively.
 //!
-//! Skeleton: the configuration and client types are final; the wire codec is being built.
+//! Streaming requests go to `{base_url}/models/{model}:streamGenerateContent?alt=sse`, others to
+//! `{base_url}/models/{model}:generateContent`; the key travels in `x-goog-api-key`, never in the
+//! URL. What the model thought comes back byte-exact: every `thoughtSignature` is kept as an
+//! [`Artifact`](crate::vocab::Artifact) of the part it arrived on and returns inside that part,
+//! thought parts and signature-only parts return whole where they came (see `decode.rs` and
+//! `request.rs`).
+//!
+//! Request options: `max_completion_tokens` (else `max_tokens`) → `maxOutputTokens`;
+//! `temperature`, `top_p` → `topP`, `stop` → `stopSequences`, `seed`, `presence_penalty`,
+//! `frequency_penalty`; `response_format` → `responseMimeType: application/json` (+
+//! `responseJsonSchema`); `tool_choice` → `toolConfig.functionCallingConfig` (`AUTO`, `NONE`,
+//! `ANY`, `ANY` + `allowedFunctionNames`); `reasoning_effort` / `reasoning_budget_tokens` →
+//! `thinkingConfig` (see [`GeminiConfig`]); `extra` merged into the body (an object into the
+//! object of the same name, so `{"generationConfig": {"topK": 40}}` adds to it). Not sent, as
+//! Gemini has no such parameter: `parallel_tool_calls` (Gemini may always call several),
+//! `user`, `stream_options`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agcore::llm::ProviderError> {
+//! use agcore::llm::{ChatModel, ChatRequest, GeminiClient, GeminiConfig, OpenaiChatMessage};
+//! use agcore::llm::types::RequestOptions;
+//!
+//! let client = GeminiClient::new(GeminiConfig::from_env())?;
+//! let messages = [OpenaiChatMessage::user_text("Say hi")];
+//! let options = RequestOptions::default();
+//! let request = ChatRequest { model: "gemini-2.5-flash", messages: &messages, tools: &[], options: &options };
+//! println!("{}", client.chat(request).await?.text());
+//! # Ok(()) }
+//! ```
+
+mod decode;
+mod errors;
+mod request;
+mod response;
+pub mod schema;
+
+use std::collections::VecDeque;
+use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::HeaderMap;
+use bytes::Bytes;
+use futures::Stream;
+use reqwest::Url;
+use reqwest::header::{HeaderMap, HeaderName};
 
 use crate::llm::error::ProviderError;
-use crate::llm::model::{ChatModel, ChatRequest, ModelStream, WireApi};
-use crate::llm::transport::{HttpTransport, TransportSettings};
+use crate::llm::model::{ChatModel, ChatRequest, ModelDelta, ModelStream, WireApi};
+use crate::llm::transport::{HttpTransport, SseDecoder, TransportSettings, decode_events, is_json};
 use crate::vocab::ChatResponse;
+
+pub use schema::{SchemaDialect, SchemaDialectError};
 
 /// The vendor's public API, up to where its resource paths begin.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
+/// The header that carries the API key.
+const API_KEY_HEADER: &str = "x-goog-api-key";
+
 /// Connection settings of a [`GeminiClient`].
+///
+/// ```
+/// use agcore::llm::GeminiConfig;
+/// use agcore::llm::gemini::SchemaDialect;
+///
+/// let config = GeminiConfig::new("http://127.0.0.1:8080/v1beta")
+///     .with_api_key("AIza-local")
+///     .with_schema_dialect(SchemaDialect::OpenApi);
+/// assert!(!format!("{config:?}").contains("AIza-local"));
+/// ```
 #[derive(Clone)]
 pub struct GeminiConfig {
     /// Base URL up to where the resource paths begin (`https://generativelanguage.googleapis.com/v1beta`).
     pub base_url: String,
-    /// The API key; never printed.
+    /// The API key, sent as `x-goog-api-key`; never printed.
     pub api_key: Option<String>,
     /// Timeouts, limits and extra headers.
     pub transport: TransportSettings,
+    /// How tool schemas are sent: `parametersJsonSchema` (the default) or `parameters` in
+    /// Gemini's OpenAPI subset.
+    pub schema_dialect: SchemaDialect,
 }
 
 impl std::fmt::Debug for GeminiConfig {
@@ -29,6 +87,7 @@ impl std::fmt::Debug for GeminiConfig {
         f.debug_struct("GeminiConfig")
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("schema_dialect", &self.schema_dialect)
             .finish_non_exhaustive()
     }
 }
@@ -47,12 +106,18 @@ impl GeminiConfig {
             base_url: base_url.into(),
             api_key: None,
             transport: TransportSettings::default(),
+            schema_dialect: SchemaDialect::default(),
         }
     }
 
-    /// Settings from the environment: `GEMINI_BASE_URL` (else [`DEFAULT_BASE_URL`]) and `GEMINI_API_KEY`, then `GOOGLE_API_KEY`. Empty variables count as unset.
+    /// Settings from the environment: `GEMINI_BASE_URL` (else [`DEFAULT_BASE_URL`]) and
+    /// `GEMINI_API_KEY`, then `GOOGLE_API_KEY`. Empty variables count as unset.
     pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        GeminiConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let var = |name: &str| lookup(name).filter(|value| !value.is_empty());
         let config =
             GeminiConfig::new(var("GEMINI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into()));
         match var("GEMINI_API_KEY").or_else(|| var("GOOGLE_API_KEY")) {
@@ -72,13 +137,33 @@ impl GeminiConfig {
         self.transport = settings;
         self
     }
+
+    /// Send tool schemas in `dialect`.
+    pub fn with_schema_dialect(mut self, dialect: SchemaDialect) -> Self {
+        self.schema_dialect = dialect;
+        self
+    }
 }
 
-/// A [`ChatModel`] for the Gemini API (`:generateContent`).
+/// A [`ChatModel`] for the Gemini API (`:generateContent`, `:streamGenerateContent`).
+///
+/// Reasoning: an explicit `reasoning_budget_tokens` is sent as `thinkingConfig.thinkingBudget`.
+/// A `reasoning_effort` is `thinkingLevel` on Gemini 3 models (model names starting with
+/// `gemini-3`): low, medium and high as named (medium is `high` on Pro models, which have only
+/// the two), off as `low` (Gemini 3 cannot turn thinking off). On earlier models it is a
+/// `thinkingBudget`: off 0, low 1024, medium 8192, high 24576. `includeThoughts` is on whenever
+/// thinking is, so the thought summaries stream as reasoning text.
+///
+/// History from another provider or model: its artifacts are left out; a `functionCall` of the
+/// current turn that then lacks a signature gets Gemini's documented placeholder
+/// (`skip_thought_signature_validator`) on the first call of each step, which Gemini 3 requires.
+///
+/// A reply ending `MALFORMED_FUNCTION_CALL` (the model's call could not be parsed) ends
+/// `length` with the calls it has, or with one nameless call standing for the broken one, so
+/// the run fails it as `truncated_tool_calls` and runs nothing.
 #[derive(Debug, Clone)]
 pub struct GeminiClient {
     config: GeminiConfig,
-    #[allow(dead_code)]
     transport: HttpTransport,
 }
 
@@ -88,7 +173,16 @@ impl GeminiClient {
     /// # Errors
     /// [`ProviderError::Other`] when a header or the TLS set-up is invalid.
     pub fn new(config: GeminiConfig) -> Result<Self, ProviderError> {
-        let transport = HttpTransport::new(config.transport.clone(), HeaderMap::new())?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            headers.insert(
+                HeaderName::from_static(API_KEY_HEADER),
+                HttpTransport::secret_header(key)?,
+            );
+        }
+        let transport = HttpTransport::new(config.transport.clone(), headers)?;
+        // A bad base URL fails now rather than on the first request.
+        transport.endpoint(&config.base_url, &["models"])?;
         Ok(GeminiClient { config, transport })
     }
 
@@ -96,16 +190,52 @@ impl GeminiClient {
     pub fn config(&self) -> &GeminiConfig {
         &self.config
     }
+
+    /// `{base_url}/models/{model}:{method}`.
+    fn endpoint(&self, model: &str, method: &str) -> Result<Url, ProviderError> {
+        let resource = format!("{}:{method}", request::model_name(model));
+        self.transport
+            .endpoint(&self.config.base_url, &["models", &resource])
+    }
+
+    fn body(&self, request: &ChatRequest<'_>) -> Result<Vec<u8>, ProviderError> {
+        let body = request::request_body(request, self.config.schema_dialect)?;
+        serde_json::to_vec(&body)
+            .map_err(|error| ProviderError::Other(format!("could not encode the request: {error}")))
+    }
 }
 
 #[async_trait]
 impl ChatModel for GeminiClient {
-    async fn chat(&self, _request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
-        Err(ProviderError::Other("Gemini backend: not built yet".into()))
+    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
+        let body = self.body(&request)?;
+        let url = self.endpoint(request.model, "generateContent")?;
+        let started = tokio::time::Instant::now();
+        let response = self
+            .transport
+            .post(&url, body, "application/json", errors::status_error)
+            .await?;
+        let body = self.transport.read_body(response, started).await?;
+        response::parse_reply(&body, request.model)
     }
 
-    async fn chat_stream(&self, _request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
-        Err(ProviderError::Other("Gemini backend: not built yet".into()))
+    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
+        let body = self.body(&request)?;
+        let mut url = self.endpoint(request.model, "streamGenerateContent")?;
+        url.query_pairs_mut().append_pair("alt", "sse");
+        let started = tokio::time::Instant::now();
+        let response = self
+            .transport
+            .post(&url, body, "text/event-stream", errors::status_error)
+            .await?;
+        if is_json(&response) {
+            // A proxy that answered with one JSON body (or Gemini's JSON-array stream).
+            let body = self.transport.read_body(response, started).await?;
+            let deltas = response::reply_deltas(&body, request.model)?;
+            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
+        }
+        let decoder = StreamDecoder::new(Some(request::model_name(request.model).to_owned()));
+        Ok(self.transport.sse(response, started, decoder))
     }
 
     fn provider(&self) -> &str {
@@ -118,5 +248,104 @@ impl ChatModel for GeminiClient {
 
     fn api(&self) -> WireApi {
         WireApi::Gemini
+    }
+}
+
+/// The stream decoder: each SSE `data:` is one whole `GenerateContentResponse`.
+#[derive(Debug)]
+struct StreamDecoder {
+    decoder: decode::ResponseDecoder,
+}
+
+impl StreamDecoder {
+    fn new(model: Option<String>) -> Self {
+        StreamDecoder {
+            decoder: decode::ResponseDecoder::new(model),
+        }
+    }
+}
+
+impl SseDecoder for StreamDecoder {
+    fn event(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut VecDeque<ModelDelta>,
+    ) -> Result<bool, ProviderError> {
+        if data.is_empty() {
+            return Ok(false);
+        }
+        self.decoder.decode(data, out)?;
+        Ok(false)
+    }
+
+    fn finished(&self) -> bool {
+        self.decoder.finished()
+    }
+}
+
+/// Decode a Gemini SSE body (`streamGenerateContent?alt=sse`) into a [`ModelStream`], under the
+/// default size limits and `idle_timeout`: for replaying a recorded stream and for benchmarks.
+/// Artifacts carry no model (usable by any Gemini model). The stream ends cleanly at the end of
+/// the body after a `finishReason`; before one, with [`ProviderError::Stream`].
+///
+/// ```
+/// # async fn demo() -> Result<(), agcore::llm::ProviderError> {
+/// use agcore::llm::{StreamAssembler, gemini::decode_stream};
+/// use futures::StreamExt;
+///
+/// let body = "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Hi\"}],\"role\": \"model\"},\"finishReason\": \"STOP\",\"index\": 0}]}\r\n\r\n";
+/// let bytes = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+/// let mut deltas = decode_stream(bytes, None);
+/// let mut assembler = StreamAssembler::new();
+/// let mut events = Vec::new();
+/// while let Some(delta) = deltas.next().await {
+///     assembler.push(delta?, &mut events);
+/// }
+/// assert_eq!(assembler.finish(&mut events)?.text(), "Hi");
+/// # Ok(()) }
+/// ```
+pub fn decode_stream<S, E>(bytes: S, idle_timeout: Option<Duration>) -> ModelStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    decode_events(bytes, idle_timeout, StreamDecoder::new(None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_env_prefers_gemini_api_key_and_ignores_empty_values() {
+        let config = GeminiConfig::from_lookup(|name| match name {
+            "GEMINI_BASE_URL" => Some("http://127.0.0.1:9/v1beta".into()),
+            "GEMINI_API_KEY" => Some(String::new()),
+            "GOOGLE_API_KEY" => Some("AIza-google".into()),
+            _ => None,
+        });
+        assert_eq!(config.base_url, "http://127.0.0.1:9/v1beta");
+        assert_eq!(config.api_key.as_deref(), Some("AIza-google"));
+        let config = GeminiConfig::from_lookup(|name| match name {
+            "GEMINI_API_KEY" => Some("AIza-gemini".into()),
+            "GOOGLE_API_KEY" => Some("AIza-google".into()),
+            _ => None,
+        });
+        assert_eq!(config.api_key.as_deref(), Some("AIza-gemini"));
+        assert_eq!(config.base_url, DEFAULT_BASE_URL);
+    }
+
+    #[test]
+    fn endpoints_name_the_model_and_method() {
+        let client = GeminiClient::new(GeminiConfig::new("http://127.0.0.1:9/v1beta/")).unwrap();
+        assert_eq!(
+            client
+                .endpoint("models/gemini-2.5-flash", "generateContent")
+                .unwrap()
+                .as_str(),
+            "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+        assert!(GeminiClient::new(GeminiConfig::new("not a url")).is_err());
     }
 }

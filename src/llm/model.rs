@@ -70,6 +70,17 @@ pub enum ModelDelta {
     Finish(FinishReason),
     /// Token usage.
     Usage(Usage),
+    /// A [`crate::llm::FallbackModel`] moved on to another model before any output (the
+    /// previous one failed, or its circuit breaker is open); becomes
+    /// [`crate::llm::StreamEvent::ModelSwitch`]. Not part of the reply.
+    ModelSwitch {
+        /// The model name that failed or was skipped.
+        from: String,
+        /// The model name tried next.
+        to: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The stream a provider returns: deltas, ending cleanly only when the reply was complete.

@@ -26,7 +26,7 @@
 
 mod chunk;
 mod decode;
-mod errors;
+pub(crate) mod errors;
 mod request;
 mod response;
 

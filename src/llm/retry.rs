@@ -12,10 +12,16 @@ use crate::llm::model::{ModelDelta, ModelStream};
 ///
 /// Retried: 408, 409, 429, 5xx, connection errors and request timeouts. Never retried: 400, 401,
 /// 403, 404, 422, a context-length error, a 429 for an exhausted quota (`insufficient_quota`),
-/// or an error after a stream has delivered anything. An error that is a stream's very first
-/// event (llama.cpp's `error:` event, OpenRouter's upstream failure after HTTP 200) counts as the
+/// or a reply over a limit of the client. An error that is a stream's very first event
+/// (llama.cpp's `error:` event, OpenRouter's upstream failure after HTTP 200) counts as the
 /// request failing with the status its `code` or `type` names, and is retried like it. A
 /// `Retry-After` sent with a 429 or 5xx sets the wait.
+///
+/// A streamed reply that breaks after it began — before any tool ran, since tools run only
+/// once the reply is whole — is retried too ([`RetryPolicy::is_retryable_after_start`]): the
+/// partial reply is discarded, a [`crate::llm::StreamEvent::Retry`] says so, and the request
+/// is sent again. Those retries and the ones before a reply began share one budget
+/// (`max_retries`) and one backoff sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt (0 = no retry).
@@ -55,6 +61,24 @@ impl RetryPolicy {
             ProviderError::Timeout { what, .. } => *what != TimeoutKind::StreamIdle,
             _ => false,
         }
+    }
+
+    /// Whether `error`, ending a streamed reply after it began, is worth sending the request
+    /// again: what [`RetryPolicy::is_retryable`] retries, and a broken stream — the connection
+    /// dropped, the body ended before the reply was complete, an `error` event without a
+    /// status, the stream went idle. Not the request's own deadline (the reply would not fit
+    /// it again), a reply over a limit of the client, or a 4xx.
+    pub fn is_retryable_after_start(error: &ProviderError) -> bool {
+        match error {
+            ProviderError::Stream(_) => true,
+            ProviderError::Timeout { what, .. } => *what == TimeoutKind::StreamIdle,
+            other => Self::is_retryable(other),
+        }
+    }
+
+    /// The most attempts one request may make (the first one included).
+    pub fn max_attempts(&self) -> u32 {
+        self.max_retries.saturating_add(1)
     }
 
     /// The wait before retry number `attempt` (1-based): the server's `Retry-After` if it gave
@@ -132,13 +156,14 @@ pub(crate) async fn open_stream(mut stream: ModelStream) -> Result<ModelStream, 
 /// Deltas that reach no caller as an event.
 fn is_silent(delta: &ModelDelta) -> bool {
     match delta {
-        ModelDelta::Meta { .. } => true,
+        ModelDelta::Meta { .. } | ModelDelta::ModelSwitch { .. } => true,
         ModelDelta::Text(text) | ModelDelta::Reasoning { text, .. } => text.is_empty(),
         _ => false,
     }
 }
 
-fn with_retries(error: ProviderError, count: u32) -> ProviderError {
+/// `error` with the number of retries made recorded in it (for its message).
+pub(crate) fn with_retries(error: ProviderError, count: u32) -> ProviderError {
     match error {
         ProviderError::RateLimited {
             retry_after,

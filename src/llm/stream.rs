@@ -143,6 +143,11 @@ impl StreamAssembler {
         if self.exceeded.is_some() {
             return;
         }
+        // Not part of the reply: a fallback model's note that another model answers it.
+        if let ModelDelta::ModelSwitch { from, to, reason } = delta {
+            out.push(StreamEvent::ModelSwitch { from, to, reason });
+            return;
+        }
         self.received_anything = true;
         if !self.take_bytes(delta_bytes(&delta)) {
             return;
@@ -214,6 +219,7 @@ impl StreamAssembler {
                 }
             }
             ModelDelta::Usage(usage) => self.usage = Some(usage),
+            ModelDelta::ModelSwitch { .. } => {}
         }
     }
 
@@ -352,7 +358,10 @@ fn delta_bytes(delta: &ModelDelta) -> usize {
         } => len(id)
             .saturating_add(len(name))
             .saturating_add(len(arguments)),
-        ModelDelta::Meta { .. } | ModelDelta::Finish(_) | ModelDelta::Usage(_) => 0,
+        ModelDelta::Meta { .. }
+        | ModelDelta::Finish(_)
+        | ModelDelta::Usage(_)
+        | ModelDelta::ModelSwitch { .. } => 0,
     }
 }
 

@@ -41,6 +41,8 @@ pub(crate) fn agent_span(provider: &str, model: &str) -> Span {
         gen_ai.request.model = model,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
         error.type = Empty,
     )
 }
@@ -83,11 +85,14 @@ pub(crate) fn chat_span(
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         server.address = server.map(|server| server.address.as_str()),
         server.port = server.and_then(|server| server.port).map(i64::from),
         error.type = Empty,
+        agcore.model_switch = Empty,
     );
     if capture_content() && !span.is_disabled() {
         span.record(
@@ -129,7 +134,8 @@ pub(crate) fn record_reply(span: &Span, reply: Result<&ChatResponse, &LlmError>)
     }
 }
 
-/// Record usage (a reply's, or the run's sum).
+/// Record usage (a reply's, or the run's sum) by token kind: input (cache reads and writes
+/// included), output (reasoning included), and the cache reads and writes when reported.
 pub(crate) fn record_usage(span: &Span, usage: Option<Usage>) {
     if let Some(usage) = usage {
         span.record("gen_ai.usage.input_tokens", otel_int(usage.prompt_tokens));
@@ -137,6 +143,15 @@ pub(crate) fn record_usage(span: &Span, usage: Option<Usage>) {
             "gen_ai.usage.output_tokens",
             otel_int(usage.completion_tokens),
         );
+        if let Some(cached) = usage.cached_tokens {
+            span.record("gen_ai.usage.cache_read.input_tokens", otel_int(cached));
+        }
+        if let Some(written) = usage.cache_write_tokens {
+            span.record(
+                "gen_ai.usage.cache_creation.input_tokens",
+                otel_int(written),
+            );
+        }
     }
 }
 

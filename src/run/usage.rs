@@ -17,7 +17,7 @@
 //!     max_cost: Some(0.05),
 //!     ..UsageLimits::default()
 //! };
-//! config.prices = Some(Prices { input: 0.15, cached_input: 0.075, output: 0.60 });
+//! config.prices = Some(Prices { input: 0.15, cached_input: 0.075, output: 0.60, ..Prices::default() });
 //! ```
 
 use std::fmt;
@@ -38,9 +38,26 @@ pub struct RunUsage {
 }
 
 impl RunUsage {
-    /// Tokens of the prompt (input), cached ones included.
+    /// Tokens of the prompt (input), cache reads and writes included.
     pub fn input_tokens(&self) -> u64 {
         self.tokens.prompt_tokens
+    }
+
+    /// Input tokens read from the server's prompt cache (0 when none were reported).
+    pub fn cached_tokens(&self) -> u64 {
+        self.tokens.cached_tokens.unwrap_or(0)
+    }
+
+    /// Input tokens written to the server's prompt cache (0 when none were reported).
+    pub fn cache_write_tokens(&self) -> u64 {
+        self.tokens.cache_write_tokens.unwrap_or(0)
+    }
+
+    /// Input tokens neither read from nor written to the prompt cache.
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens()
+            .saturating_sub(self.cached_tokens())
+            .saturating_sub(self.cache_write_tokens())
     }
 
     /// Tokens generated (output), reasoning included.
@@ -55,16 +72,19 @@ impl RunUsage {
             .max(self.input_tokens().saturating_add(self.output_tokens()))
     }
 
-    /// What the tokens cost at `prices`, in the prices' currency (USD in the CLI).
+    /// What the tokens cost at `prices`, in the prices' currency (USD in the CLI): each kind
+    /// of input at its price (cache reads at `cached_input`, cache writes at `cache_write`,
+    /// the rest at `input`), output — reasoning included — at `output`.
     pub fn cost(&self, prices: &Prices) -> f64 {
-        let cached = self
-            .tokens
-            .cached_tokens
-            .unwrap_or(0)
-            .min(self.input_tokens());
-        let uncached = self.input_tokens() - cached;
+        // A server that reports more cached tokens than input tokens is not trusted beyond
+        // the input: reads first, then writes, within the input.
+        let input = self.input_tokens();
+        let cached = self.cached_tokens().min(input);
+        let written = self.cache_write_tokens().min(input - cached);
+        let uncached = input - cached - written;
         (uncached as f64 * prices.input
             + cached as f64 * prices.cached_input
+            + written as f64 * prices.cache_write.unwrap_or(prices.input)
             + self.output_tokens() as f64 * prices.output)
             / 1_000_000.0
     }
@@ -92,8 +112,13 @@ impl fmt::Display for RunUsage {
             plural(self.tool_calls),
             self.input_tokens()
         )?;
-        if let Some(cached) = self.tokens.cached_tokens {
-            write!(f, " ({cached} cached)")?;
+        match (self.tokens.cached_tokens, self.tokens.cache_write_tokens) {
+            (Some(cached), Some(written)) => {
+                write!(f, " ({cached} cached, {written} written to cache)")?;
+            }
+            (Some(cached), None) => write!(f, " ({cached} cached)")?,
+            (None, Some(written)) => write!(f, " ({written} written to cache)")?,
+            (None, None) => {}
         }
         write!(f, ", {} output tokens", self.output_tokens())?;
         if let Some(reasoning) = self.tokens.reasoning_tokens {
@@ -184,15 +209,19 @@ impl UsageLimits {
     }
 }
 
-/// Prices per million tokens (in one currency, USD in the CLI).
+/// Prices per million tokens (in one currency, USD in the CLI), by token kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Prices {
-    /// Per million input tokens not served from the prompt cache.
+    /// Per million input tokens neither read from nor written to the prompt cache.
     pub input: f64,
-    /// Per million input tokens served from the prompt cache.
+    /// Per million input tokens read from the prompt cache.
     #[serde(default)]
     pub cached_input: f64,
+    /// Per million input tokens written to the prompt cache (Anthropic bills them above
+    /// `input`); `None`: at `input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
     /// Per million output tokens (reasoning included).
     pub output: f64,
 }
@@ -254,6 +283,7 @@ mod tests {
             input: 2.0,
             cached_input: 0.5,
             output: 8.0,
+            ..Prices::default()
         };
         let cost = usage(1_000_000, Some(400_000), 250_000).cost(&prices);
         assert!(
@@ -262,6 +292,40 @@ mod tests {
         );
         // A server that reports more cached than input tokens is not trusted below zero.
         assert!(usage(10, Some(50), 0).cost(&prices) >= 0.0);
+    }
+
+    #[test]
+    fn cache_writes_are_priced_apart_and_at_input_by_default() {
+        // Anthropic: 1,000 input in all = 100 uncached + 600 read + 300 written.
+        let mut spent = usage(1_000_000, Some(600_000), 100_000);
+        spent.tokens.cache_write_tokens = Some(300_000);
+        spent.tokens.reasoning_tokens = Some(40_000);
+        assert_eq!(spent.uncached_input_tokens(), 100_000);
+        let prices = Prices {
+            input: 3.0,
+            cached_input: 0.3,
+            cache_write: Some(3.75),
+            output: 15.0,
+        };
+        let cost = spent.cost(&prices);
+        let expected = 0.1 * 3.0 + 0.6 * 0.3 + 0.3 * 3.75 + 0.1 * 15.0;
+        assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+        let unpriced = Prices {
+            cache_write: None,
+            ..prices
+        };
+        let expected = 0.1 * 3.0 + 0.6 * 0.3 + 0.3 * 3.0 + 0.1 * 15.0;
+        assert!((spent.cost(&unpriced) - expected).abs() < 1e-9);
+        // Over-reported cache counts stay within the input.
+        spent.tokens.cache_write_tokens = Some(5_000_000);
+        assert!(spent.cost(&prices) <= (0.6 * 0.3 + 0.4 * 3.75 + 0.1 * 15.0) / 1.0 + 1e-9);
+        assert_eq!(
+            spent.to_string(),
+            "1 request, 0 tool calls, 1000000 input tokens (600000 cached, 5000000 written to cache), 100000 output tokens (40000 reasoning)"
+        );
+        let parsed: Prices =
+            serde_json::from_str(r#"{"input": 3, "cache_write": 3.75, "output": 15}"#).unwrap();
+        assert_eq!(parsed.cache_write, Some(3.75));
     }
 
     #[test]

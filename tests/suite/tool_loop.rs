@@ -620,7 +620,10 @@ async fn a_mid_stream_error_ends_the_stream_with_one_error_event() {
             Ok(agcore::llm::ModelDelta::Text("partial".into())),
             Err("server overloaded".into()),
         ]));
-    let mut cycle = cycle(&model);
+    // Without a retry budget (a broken stream is retried within it, see `stream_retry.rs`).
+    let mut config = CycleConfig::new("test-model");
+    config.retry = agcore::llm::RetryPolicy::none();
+    let mut cycle = LlmCycle::new(model.clone(), config);
     let registry = registry();
     let events: Vec<StreamEvent> = cycle
         .submit_stream_with_tools("go".into(), &registry)

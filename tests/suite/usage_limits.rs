@@ -117,6 +117,7 @@ async fn cost_is_priced_per_token_kind_and_max_cost_stops_the_run() {
         input: 2.0,
         cached_input: 1.0,
         output: 10.0,
+        ..Prices::default()
     };
     let model = FakeModel::start(vec![
         Reply::calls(&[("call_1", "echo", r#"{"text":"a"}"#)])

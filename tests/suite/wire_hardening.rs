@@ -514,7 +514,7 @@ async fn an_error_inside_a_200_json_reply_is_retried_like_its_status() {
 }
 
 #[tokio::test]
-async fn an_error_after_a_delta_is_not_retried() {
+async fn an_error_after_a_delta_is_retried_after_a_retry_event() {
     let server = Server::start(|body, n| match n {
         0 => sse(fixture("openrouter_text_then_error.sse")),
         _ => text_reply(body, "second answer"),
@@ -522,18 +522,20 @@ async fn an_error_after_a_delta_is_not_retried() {
     .await;
     let mut cycle = server.cycle();
     let (result, events) = call(&mut cycle, "hi", None, Mode::Streaming).await;
-    let (kind, message) = result.unwrap_err();
-    assert_eq!(kind, ErrorKind::Server, "{message}");
-    assert!(
-        message.contains("Upstream provider disconnected"),
-        "{message}"
-    );
+    // The events show both attempts; the history keeps the second only.
+    assert_eq!(result.unwrap(), "Once uponsecond answer");
+    assert_eq!(history(&cycle)[1]["content"], "second answer");
     assert!(
         matches!(&events[0], StreamEvent::AssistantTextDelta { text } if text == "Once upon"),
         "{events:#?}"
     );
-    assert_eq!(server.requests().len(), 1);
-    assert!(cycle.messages().is_empty());
+    assert!(
+        matches!(&events[1], StreamEvent::Retry { attempt: 2, kind: ErrorKind::Server, error, .. }
+            if error.contains("Upstream provider disconnected")),
+        "{events:#?}"
+    );
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(cycle.messages().len(), 2);
 }
 
 #[tokio::test]

@@ -5,7 +5,9 @@
 pub mod anthropic_fake;
 pub mod context;
 pub mod control;
+pub mod gemini_fake;
 pub mod mcp;
 pub mod require;
+pub mod responses_fake;
 pub mod session;
 pub mod trace;

@@ -67,10 +67,22 @@ fn a_stdio_mcp_server_cannot_read_the_key_from_agcores_proc_environ() {
         serde_json::json!({"mcpServers": {"spy": {"command": "sh", "args": ["-c", script]}}});
     std::fs::write(&mcp, json.to_string()).unwrap();
     let config = dir.path().join("key.toml");
-    std::fs::write(&config, "[model]\napi_key_env = \"MY_MODEL_KEY\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[model]\napi_key_env = \"MY_MODEL_KEY\"\n\
+         [[model.fallback]]\nprovider = \"anthropic\"\nmodel = \"m\"\napi_key_env = \"MY_FALLBACK_KEY\"\n",
+    )
+    .unwrap();
     for (variable, extra) in [
         ("OPENAI_API_KEY", vec![]),
+        ("ANTHROPIC_API_KEY", vec![]),
+        ("GEMINI_API_KEY", vec![]),
+        ("GOOGLE_API_KEY", vec![]),
         ("MY_MODEL_KEY", vec!["--config", config.to_str().unwrap()]),
+        (
+            "MY_FALLBACK_KEY",
+            vec!["--config", config.to_str().unwrap()],
+        ),
     ] {
         let _ = std::fs::remove_file(&seen);
         let mut command = agcore(dir.path());

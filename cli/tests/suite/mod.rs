@@ -4,6 +4,8 @@ mod api_key_environ;
 mod chat_mcp_pty;
 mod chat_pty;
 mod cli_hardening;
+mod cli_providers;
+mod cli_stream_retry;
 mod commands;
 mod context_cli;
 mod hardening_display;

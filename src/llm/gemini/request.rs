@@ -1,0 +1,625 @@
+//! The `generateContent` request body: the history as `contents`, the system messages as
+//! `systemInstruction`, tools in Gemini's schema dialect, and the request options as
+//! `generationConfig` and `toolConfig`.
+//!
+//! An assistant message goes out in the order [`layout`] gives: standalone parts (thoughts,
+//! signature-only parts) verbatim, the text part and the `functionCall` parts with their
+//! `thoughtSignature` merged back in, so every signature returns in its original part. The tool
+//! results after it become one `user` turn with as many `functionResponse` parts as there were
+//! calls (Gemini answers 400 when the counts differ). Adjacent turns of one role are merged, so
+//! roles alternate.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::llm::error::ProviderError;
+use crate::llm::gemini::schema::{SchemaDialect, to_json_schema, to_openapi};
+use crate::llm::model::ChatRequest;
+use crate::vocab::artifact::{Element, layout, merge_fields};
+use crate::vocab::{
+    ArtifactProvider, ContentPart, MessageContent, OpenaiChatMessage, ReasoningEffort,
+    RequestOptions, ToolCall, ToolChoice, ToolDefinition,
+};
+
+/// The signature Gemini documents for a `functionCall` whose real one is unknown (history from
+/// another provider or model): Gemini 3 answers 400 when the first call of a step of the
+/// current turn has none.
+pub(crate) const DUMMY_SIGNATURE: &str = "skip_thought_signature_validator";
+
+/// The thinking budgets of the reasoning efforts on models that take a budget (Gemini 2.5).
+const LOW_BUDGET: u32 = 1024;
+const MEDIUM_BUDGET: u32 = 8192;
+const HIGH_BUDGET: u32 = 24576;
+
+/// The JSON body of a request for `request`.
+///
+/// # Errors
+/// [`ProviderError::Other`] when a tool's schema cannot be converted to the chosen dialect.
+pub(crate) fn request_body(
+    request: &ChatRequest<'_>,
+    dialect: SchemaDialect,
+) -> Result<Value, ProviderError> {
+    let model = model_name(request.model);
+    let mut body = Map::new();
+    let (system, contents) = contents(request.messages, model);
+    body.insert("contents".into(), Value::Array(contents));
+    if !system.is_empty() {
+        body.insert("systemInstruction".into(), json!({ "parts": system }));
+    }
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), tools(request.tools, dialect)?);
+        if let Some(choice) = &request.options.tool_choice {
+            body.insert("toolConfig".into(), tool_config(choice));
+        }
+    }
+    let generation = generation_config(request.options, model);
+    if !generation.is_empty() {
+        body.insert("generationConfig".into(), Value::Object(generation));
+    }
+    merge_extra(&mut body, &request.options.extra);
+    Ok(Value::Object(body))
+}
+
+/// The model name without the `models/` prefix Gemini's own names carry.
+pub(crate) fn model_name(model: &str) -> &str {
+    model.strip_prefix("models/").unwrap_or(model)
+}
+
+/// `extra` merged into the body: a key the body has as an object (`generationConfig`) gets the
+/// extra object's fields, anything else is set as given.
+fn merge_extra(body: &mut Map<String, Value>, extra: &Map<String, Value>) {
+    for (key, value) in extra {
+        match (body.get_mut(key), value) {
+            (Some(Value::Object(existing)), Value::Object(more)) => {
+                existing.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            _ => {
+                body.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+/// One turn being built.
+struct Turn {
+    role: &'static str,
+    parts: Vec<Value>,
+}
+
+/// The system parts and the `contents` of `messages`.
+fn contents(messages: &[OpenaiChatMessage], model: &str) -> (Vec<Value>, Vec<Value>) {
+    let names: HashMap<&str, &str> = messages
+        .iter()
+        .flat_map(OpenaiChatMessage::tool_calls)
+        .map(|call| (call.id.as_str(), call.function.name.as_str()))
+        .collect();
+    // The current turn: the steps after the last user message.
+    let current_turn = messages
+        .iter()
+        .rposition(|message| matches!(message, OpenaiChatMessage::User { .. }))
+        .map_or(0, |index| index + 1);
+    let mut system = Vec::new();
+    let mut turns: Vec<Turn> = Vec::new();
+    let push = |turns: &mut Vec<Turn>, role: &'static str, parts: Vec<Value>| {
+        if parts.is_empty() {
+            return;
+        }
+        match turns.last_mut() {
+            Some(turn) if turn.role == role => turn.parts.extend(parts),
+            _ => turns.push(Turn { role, parts }),
+        }
+    };
+    for (index, message) in messages.iter().enumerate() {
+        match message {
+            OpenaiChatMessage::System { content, .. }
+            | OpenaiChatMessage::Developer { content, .. } => {
+                let part = json!({ "text": content.text() });
+                // Instructions before the conversation are the system instruction; later ones
+                // (a summary, an injected note) stay where they are, as user text.
+                if turns.is_empty() {
+                    system.push(part);
+                } else {
+                    push(&mut turns, "user", vec![part]);
+                }
+            }
+            OpenaiChatMessage::User { content, .. } => {
+                push(&mut turns, "user", user_parts(content));
+            }
+            OpenaiChatMessage::Assistant { .. } => {
+                push(
+                    &mut turns,
+                    "model",
+                    model_parts(message, model, index >= current_turn),
+                );
+            }
+            OpenaiChatMessage::Tool {
+                tool_call_id,
+                content,
+                is_error,
+                ..
+            } => {
+                let name = names
+                    .get(tool_call_id.as_str())
+                    .copied()
+                    .unwrap_or(tool_call_id);
+                let key = if *is_error { "error" } else { "result" };
+                let mut response = Map::new();
+                if sends_call_id(tool_call_id) {
+                    response.insert("id".into(), Value::String(tool_call_id.clone()));
+                }
+                response.insert("name".into(), Value::String(name.to_owned()));
+                response.insert("response".into(), json!({ key: content.text() }));
+                push(
+                    &mut turns,
+                    "user",
+                    vec![json!({ "functionResponse": Value::Object(response) })],
+                );
+            }
+        }
+    }
+    let contents = turns
+        .into_iter()
+        .map(|turn| json!({ "role": turn.role, "parts": turn.parts }))
+        .collect();
+    (system, contents)
+}
+
+/// Whether a call id goes on the wire: one the vendor chose. Ids this crate made up for calls
+/// that came without one (`call_` + 24 alphanumerics) are not sent: Gemini never saw them.
+fn sends_call_id(id: &str) -> bool {
+    let generated = id
+        .strip_prefix("call_")
+        .is_some_and(|rest| rest.len() == 24 && rest.bytes().all(|b| b.is_ascii_alphanumeric()));
+    !id.is_empty() && !generated
+}
+
+/// The parts of an assistant message, signatures in place; `current_turn` adds the documented
+/// dummy signature to the first call when it has no usable one.
+fn model_parts(message: &OpenaiChatMessage, model: &str, current_turn: bool) -> Vec<Value> {
+    let mut parts = Vec::new();
+    let mut first_call: Option<usize> = None;
+    for element in layout(message, ArtifactProvider::Gemini, model) {
+        match element {
+            Element::Item(artifact) => parts.push(artifact.data.clone()),
+            Element::Text { text, on } => {
+                let mut part = json!({ "text": text });
+                merge_fields(&mut part, &on);
+                parts.push(part);
+            }
+            Element::Call { call, on } => {
+                let mut part = json!({ "functionCall": function_call(call) });
+                merge_fields(&mut part, &on);
+                first_call.get_or_insert(parts.len());
+                parts.push(part);
+            }
+        }
+    }
+    if current_turn
+        && let Some(Value::Object(part)) = first_call.and_then(|index| parts.get_mut(index))
+        && !part.contains_key("thoughtSignature")
+    {
+        part.insert(
+            "thoughtSignature".into(),
+            Value::String(DUMMY_SIGNATURE.into()),
+        );
+    }
+    parts
+}
+
+/// `{"id"?, "name", "args"}`; arguments that are not a JSON object (only a cut or broken call
+/// has such, and it was answered with an error) go out as `{}`.
+fn function_call(call: &ToolCall) -> Value {
+    let args = match serde_json::from_str::<Value>(&call.function.arguments) {
+        Ok(Value::Object(args)) => Value::Object(args),
+        _ => Value::Object(Map::new()),
+    };
+    let mut out = Map::new();
+    if sends_call_id(&call.id) {
+        out.insert("id".into(), Value::String(call.id.clone()));
+    }
+    out.insert("name".into(), Value::String(call.function.name.clone()));
+    out.insert("args".into(), args);
+    Value::Object(out)
+}
+
+/// The parts of a user message: text, and media as `inlineData` (a `data:` URL) or `fileData`.
+fn user_parts(content: &MessageContent) -> Vec<Value> {
+    match content {
+        MessageContent::Text(text) => vec![json!({ "text": text })],
+        MessageContent::Parts(parts) => parts.iter().filter_map(content_part).collect(),
+    }
+}
+
+fn content_part(part: &ContentPart) -> Option<Value> {
+    match part {
+        ContentPart::Text { text } => Some(json!({ "text": text })),
+        ContentPart::ImageUrl { image_url } => Some(media(&image_url.url)),
+        ContentPart::InputAudio { input_audio } => {
+            let data = input_audio.get("data")?.as_str()?;
+            let format = input_audio
+                .get("format")
+                .and_then(Value::as_str)
+                .unwrap_or("wav");
+            Some(json!({ "inlineData": { "mimeType": format!("audio/{format}"), "data": data } }))
+        }
+        ContentPart::File { file } => {
+            if let Some(data) = file.get("file_data").and_then(Value::as_str) {
+                Some(media(data))
+            } else {
+                let id = file.get("file_id").and_then(Value::as_str)?;
+                Some(media(id))
+            }
+        }
+    }
+}
+
+/// A `data:` URL as `inlineData`, anything else as `fileData` with a MIME type guessed from
+/// the name when it has a known extension.
+fn media(url: &str) -> Value {
+    if let Some(rest) = url.strip_prefix("data:")
+        && let Some((header, data)) = rest.split_once(',')
+    {
+        let mime = header.strip_suffix(";base64").unwrap_or(header);
+        return json!({ "inlineData": { "mimeType": mime, "data": data } });
+    }
+    let path = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(url)
+        .to_ascii_lowercase();
+    let guessed = path
+        .rsplit_once('.')
+        .and_then(|(_, extension)| mime_of(extension));
+    match guessed {
+        Some(mime) => json!({ "fileData": { "mimeType": mime, "fileUri": url } }),
+        None => json!({ "fileData": { "fileUri": url } }),
+    }
+}
+
+/// The MIME type of a file extension Gemini takes as media.
+fn mime_of(extension: &str) -> Option<&'static str> {
+    Some(match extension {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        "mp3" => "audio/mp3",
+        "wav" => "audio/wav",
+        _ => return None,
+    })
+}
+
+/// `[{"functionDeclarations": [...]}]`.
+fn tools(tools: &[ToolDefinition], dialect: SchemaDialect) -> Result<Value, ProviderError> {
+    let declarations = tools
+        .iter()
+        .map(|tool| {
+            let function = &tool.function;
+            let mut declaration = Map::new();
+            declaration.insert("name".into(), Value::String(function.name.clone()));
+            if let Some(description) = &function.description {
+                declaration.insert("description".into(), Value::String(description.clone()));
+            }
+            match dialect {
+                SchemaDialect::JsonSchema => {
+                    declaration.insert(
+                        "parametersJsonSchema".into(),
+                        to_json_schema(&function.parameters),
+                    );
+                }
+                SchemaDialect::OpenApi => {
+                    let schema = to_openapi(&function.name, &function.parameters)
+                        .map_err(|error| ProviderError::Other(error.to_string()))?;
+                    declaration.insert("parameters".into(), schema);
+                }
+            }
+            Ok(Value::Object(declaration))
+        })
+        .collect::<Result<Vec<_>, ProviderError>>()?;
+    Ok(json!([{ "functionDeclarations": declarations }]))
+}
+
+/// `toolConfig.functionCallingConfig`: auto → `AUTO`, none → `NONE`, required → `ANY`, one
+/// function → `ANY` limited to it.
+fn tool_config(choice: &ToolChoice) -> Value {
+    let config = match choice {
+        ToolChoice::Auto => json!({ "mode": "AUTO" }),
+        ToolChoice::None => json!({ "mode": "NONE" }),
+        ToolChoice::Required => json!({ "mode": "ANY" }),
+        ToolChoice::Function(name) => json!({ "mode": "ANY", "allowedFunctionNames": [name] }),
+    };
+    json!({ "functionCallingConfig": config })
+}
+
+/// `generationConfig` from the options; empty when nothing is set.
+fn generation_config(options: &RequestOptions, model: &str) -> Map<String, Value> {
+    let mut config = Map::new();
+    let mut set = |key: &str, value: Option<Value>| {
+        if let Some(value) = value {
+            config.insert(key.into(), value);
+        }
+    };
+    set(
+        "maxOutputTokens",
+        options
+            .max_completion_tokens
+            .or(options.max_tokens)
+            .map(Value::from),
+    );
+    set("temperature", options.temperature.map(float));
+    set("topP", options.top_p.map(float));
+    set(
+        "stopSequences",
+        options.stop.as_ref().map(|stop| json!(stop)),
+    );
+    set("seed", options.seed.map(Value::from));
+    set("presencePenalty", options.presence_penalty.map(float));
+    set("frequencyPenalty", options.frequency_penalty.map(float));
+    if let Some(format) = &options.response_format {
+        typed_output(format, &mut config);
+    }
+    if let Some(thinking) = thinking_config(
+        model,
+        options.reasoning_effort,
+        options.reasoning_budget_tokens,
+    ) {
+        config.insert("thinkingConfig".into(), thinking);
+    }
+    config
+}
+
+/// An `f32` option as the number it was written as (`0.9`, not `0.8999999761581421`).
+fn float(value: f32) -> Value {
+    let shortest = value.to_string().parse::<f64>().unwrap_or(f64::from(value));
+    Value::from(shortest)
+}
+
+/// OpenAI's `response_format` in Gemini's typed-output mode: `json_schema` →
+/// `responseMimeType: application/json` + `responseJsonSchema`; `json_object` → JSON without a
+/// schema; `text` → nothing.
+fn typed_output(format: &Value, config: &mut Map<String, Value>) {
+    match format.get("type").and_then(Value::as_str) {
+        Some("json_schema") => {
+            config.insert("responseMimeType".into(), json!("application/json"));
+            if let Some(schema) = format.pointer("/json_schema/schema") {
+                config.insert("responseJsonSchema".into(), to_json_schema(schema));
+            }
+        }
+        Some("json_object") => {
+            config.insert("responseMimeType".into(), json!("application/json"));
+        }
+        _ => {}
+    }
+}
+
+/// Whether `model` is a Gemini 3 model (they take `thinkingLevel`).
+fn is_gemini_3(model: &str) -> bool {
+    model.starts_with("gemini-3")
+}
+
+/// `thinkingConfig`: an explicit budget is sent as `thinkingBudget`; an effort is
+/// `thinkingLevel` on Gemini 3 (`low`/`medium`/`high`; off → `low`, the lowest level every
+/// Gemini 3 model has, as they cannot turn thinking off; medium → `high` on Pro models, which
+/// have only `low` and `high`) and a `thinkingBudget` on earlier models (off 0, low 1024,
+/// medium 8192, high 24576). Thought summaries are asked for whenever thinking is on.
+fn thinking_config(
+    model: &str,
+    effort: Option<ReasoningEffort>,
+    budget: Option<u32>,
+) -> Option<Value> {
+    if let Some(budget) = budget {
+        return Some(json!({ "thinkingBudget": budget, "includeThoughts": budget > 0 }));
+    }
+    let effort = effort?;
+    if is_gemini_3(model) {
+        let level = match effort {
+            ReasoningEffort::Off | ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium if model.contains("-pro") => "high",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        };
+        let include = !matches!(effort, ReasoningEffort::Off);
+        return Some(json!({ "thinkingLevel": level, "includeThoughts": include }));
+    }
+    let budget = match effort {
+        ReasoningEffort::Off => 0,
+        ReasoningEffort::Low => LOW_BUDGET,
+        ReasoningEffort::Medium => MEDIUM_BUDGET,
+        ReasoningEffort::High => HIGH_BUDGET,
+    };
+    Some(json!({ "thinkingBudget": budget, "includeThoughts": budget > 0 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::{Artifact, ArtifactPlace};
+
+    const MODEL: &str = "gemini-3-pro-preview";
+
+    fn signed(place: ArtifactPlace, data: Value) -> Artifact {
+        Artifact::new(ArtifactProvider::Gemini, MODEL, place, data)
+    }
+
+    fn body(messages: &[OpenaiChatMessage], options: &RequestOptions) -> Value {
+        let request = ChatRequest {
+            model: MODEL,
+            messages,
+            tools: &[],
+            options,
+        };
+        request_body(&request, SchemaDialect::JsonSchema).unwrap()
+    }
+
+    #[test]
+    fn history_becomes_alternating_contents_with_signatures_in_place() {
+        let thought = json!({"text": "plan", "thought": true, "thoughtSignature": "AAAA"});
+        let messages = vec![
+            OpenaiChatMessage::system("Be brief."),
+            OpenaiChatMessage::user_text("Weather?"),
+            OpenaiChatMessage::assistant_tool_calls(
+                None,
+                vec![
+                    ToolCall::new("call_aaaaaaaaaaaaaaaaaaaaaaaa", "w", r#"{"city":"Paris"}"#),
+                    ToolCall::new("call_bbbbbbbbbbbbbbbbbbbbbbbb", "w", r#"{"city":"Rome"}"#),
+                ],
+            )
+            .with_artifacts(vec![
+                signed(ArtifactPlace::Before(0), thought.clone()),
+                signed(ArtifactPlace::On(1), json!({"thoughtSignature": "BBBB"})),
+            ]),
+            OpenaiChatMessage::tool_result("call_aaaaaaaaaaaaaaaaaaaaaaaa", "18"),
+            OpenaiChatMessage::tool_result("call_bbbbbbbbbbbbbbbbbbbbbbbb", "24"),
+            OpenaiChatMessage::assistant_text("Done.").with_artifacts(vec![signed(
+                ArtifactPlace::Before(1),
+                json!({"text": "", "thoughtSignature": "CCCC"}),
+            )]),
+            OpenaiChatMessage::user_text("Thanks"),
+        ];
+        let body = body(&messages, &RequestOptions::default());
+        assert_eq!(
+            body,
+            json!({
+                "contents": [
+                    {"role": "user", "parts": [{"text": "Weather?"}]},
+                    {"role": "model", "parts": [
+                        thought,
+                        {"functionCall": {"name": "w", "args": {"city": "Paris"}}, "thoughtSignature": "BBBB"},
+                        {"functionCall": {"name": "w", "args": {"city": "Rome"}}}
+                    ]},
+                    {"role": "user", "parts": [
+                        {"functionResponse": {"name": "w", "response": {"result": "18"}}},
+                        {"functionResponse": {"name": "w", "response": {"result": "24"}}}
+                    ]},
+                    {"role": "model", "parts": [{"text": "Done."}, {"text": "", "thoughtSignature": "CCCC"}]},
+                    {"role": "user", "parts": [{"text": "Thanks"}]}
+                ],
+                "systemInstruction": {"parts": [{"text": "Be brief."}]}
+            })
+        );
+    }
+
+    #[test]
+    fn only_the_current_turn_gets_the_placeholder_signature() {
+        let step = |id: &str| {
+            OpenaiChatMessage::assistant_tool_calls(None, vec![ToolCall::new(id, "f", "{}")])
+        };
+        let messages = vec![
+            OpenaiChatMessage::user_text("one"),
+            step("toolu_1"),
+            OpenaiChatMessage::tool_result("toolu_1", "ok"),
+            OpenaiChatMessage::assistant_text("done"),
+            OpenaiChatMessage::user_text("two"),
+            step("toolu_2"),
+            OpenaiChatMessage::tool_result("toolu_2", "ok"),
+            step("toolu_3"),
+            OpenaiChatMessage::tool_result("toolu_3", "failed"),
+        ];
+        let body = body(&messages, &RequestOptions::default());
+        let signatures: Vec<Option<&str>> = body["contents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["parts"].as_array().unwrap())
+            .filter(|p| p.get("functionCall").is_some())
+            .map(|p| p.get("thoughtSignature").and_then(Value::as_str))
+            .collect();
+        assert_eq!(
+            signatures,
+            [None, Some(DUMMY_SIGNATURE), Some(DUMMY_SIGNATURE)]
+        );
+        // Vendor ids go back on both sides.
+        assert_eq!(
+            body["contents"][1]["parts"][0]["functionCall"]["id"],
+            "toolu_1"
+        );
+        assert_eq!(
+            body["contents"][2]["parts"][0]["functionResponse"]["id"],
+            "toolu_1"
+        );
+    }
+
+    #[test]
+    fn tool_errors_media_and_choices_use_the_native_shapes() {
+        let mut error = OpenaiChatMessage::tool_result("toolu_9", "no such city");
+        if let OpenaiChatMessage::Tool { is_error, .. } = &mut error {
+            *is_error = true;
+        }
+        let messages = vec![
+            OpenaiChatMessage::user_parts(vec![
+                ContentPart::Text {
+                    text: "look".into(),
+                },
+                ContentPart::ImageUrl {
+                    image_url: crate::vocab::ImageUrl {
+                        url: "data:image/png;base64,iVBORw0KGgo=".into(),
+                        detail: None,
+                    },
+                },
+                ContentPart::ImageUrl {
+                    image_url: crate::vocab::ImageUrl {
+                        url: "https://example.com/cat.JPG?x=1".into(),
+                        detail: None,
+                    },
+                },
+            ]),
+            OpenaiChatMessage::assistant_tool_calls(
+                None,
+                vec![ToolCall::new("toolu_9", "w", r#"{"city":"Atlantis"}"#)],
+            ),
+            error,
+        ];
+        let body = body(&messages, &RequestOptions::default());
+        assert_eq!(
+            body["contents"][0]["parts"],
+            json!([
+                {"text": "look"},
+                {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
+                {"fileData": {"mimeType": "image/jpeg", "fileUri": "https://example.com/cat.JPG?x=1"}}
+            ])
+        );
+        assert_eq!(
+            body["contents"][2]["parts"][0]["functionResponse"]["response"],
+            json!({"error": "no such city"})
+        );
+        assert_eq!(
+            tool_config(&ToolChoice::Required),
+            json!({"functionCallingConfig": {"mode": "ANY"}})
+        );
+        assert_eq!(
+            tool_config(&ToolChoice::None),
+            json!({"functionCallingConfig": {"mode": "NONE"}})
+        );
+    }
+
+    #[test]
+    fn reasoning_maps_to_a_level_on_gemini_3_and_a_budget_before() {
+        use ReasoningEffort::*;
+        let level = |model: &str, effort| thinking_config(model, Some(effort), None).unwrap();
+        assert_eq!(
+            level("gemini-3-flash-preview", Medium)["thinkingLevel"],
+            "medium"
+        );
+        assert_eq!(
+            level("gemini-3-pro-preview", Medium)["thinkingLevel"],
+            "high"
+        );
+        assert_eq!(
+            level("gemini-3-pro-preview", Off),
+            json!({"thinkingLevel": "low", "includeThoughts": false})
+        );
+        assert_eq!(
+            level("gemini-2.5-flash", Low),
+            json!({"thinkingBudget": 1024, "includeThoughts": true})
+        );
+        assert_eq!(
+            thinking_config("gemini-3-pro-preview", Some(High), Some(4000)).unwrap(),
+            json!({"thinkingBudget": 4000, "includeThoughts": true})
+        );
+        assert_eq!(thinking_config("gemini-2.5-pro", None, None), None);
+        assert!(!sends_call_id("call_0123456789abcdefghijKLMN"));
+        assert!(sends_call_id("call_short"));
+    }
+}

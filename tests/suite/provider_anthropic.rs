@@ -773,3 +773,34 @@ async fn the_transport_limits_bound_an_anthropic_stream() {
     let outcome = assemble(client.chat_stream(request).await.unwrap()).await;
     assert_eq!(outcome.unwrap_err(), "ResponseLimitExceeded");
 }
+
+#[tokio::test]
+async fn an_overloaded_error_after_the_reply_began_is_retried_in_the_loop() {
+    let fake = AnthropicFake::start(vec![
+        Reply::Sse(fixture("overloaded_mid_stream.sse")),
+        Reply::Fixture("thinking_answer"),
+    ])
+    .await;
+    let mut cycle = LlmCycle::new(client(&fake), config(MODEL));
+    let (text, events) = run(&mut cycle, "Hi", Mode::Streaming).await;
+    fake.assert_no_rejections();
+    assert!(text.unwrap().starts_with("Paris: 22 °C"));
+    let retries: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Retry { attempt, kind, .. } => Some((*attempt, kind.to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries, [(2, "server".to_owned())]);
+    let received = fake.received();
+    assert_eq!(received.len(), 2);
+    assert_eq!(received[0].text, received[1].text, "the same request again");
+    // The broken reply's text is not in the history.
+    assert!(
+        cycle
+            .messages()
+            .iter()
+            .all(|m| !m.text().unwrap_or_default().contains("Let me th"))
+    );
+}

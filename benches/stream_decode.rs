@@ -358,5 +358,121 @@ fn bench_gemini(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_responses, bench_gemini);
+/// Decode-side work common to the groups: every delta into a `StreamAssembler`.
+async fn assemble(mut deltas: agcore::llm::ModelStream) -> ChatResponse {
+    let mut assembler = StreamAssembler::new();
+    let mut events = Vec::new();
+    while let Some(delta) = deltas.next().await {
+        assembler.push(delta.unwrap(), &mut events);
+        events.clear();
+    }
+    assembler.finish(&mut events).unwrap()
+}
+
+/// The same tool calls as [`recorded_stream`] in Anthropic Messages events: `message_start`, per
+/// call a `tool_use` block whose `input_json_delta` pieces (the first empty) carry the same
+/// argument pieces, `message_delta`, `message_stop`; `events` events in all.
+fn anthropic_stream(events: usize) -> String {
+    let mut out = String::new();
+    let mut push = |value: serde_json::Value| {
+        out.push_str("event: ");
+        out.push_str(value["type"].as_str().unwrap());
+        out.push_str("\ndata: ");
+        out.push_str(&value.to_string());
+        out.push_str("\n\n");
+    };
+    push(
+        json!({"type": "message_start", "message": {"id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5-20250929", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 1200, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1, "service_tier": "standard"}}}),
+    );
+    let pieces = [
+        "fn ",
+        "main",
+        "() {",
+        "\n    ",
+        "let ",
+        "name",
+        " = ",
+        "\"wor",
+        "ld\"",
+        ";\n",
+        "    println!",
+        "(\"hello",
+        " {}\"",
+        ", name",
+        ");\n",
+        "}\n",
+    ];
+    let per_call = events.saturating_sub(3 + 3 * CALLS).div_ceil(CALLS);
+    for call in 0..CALLS {
+        push(
+            json!({"type": "content_block_start", "index": call, "content_block": {"type": "tool_use", "id": format!("toolu_{call:024}"), "name": "write_file", "input": {}}}),
+        );
+        let mut arguments = vec![
+            String::new(),
+            format!("{{\"path\": \"src/file{call}.rs\", \"content\": \""),
+        ];
+        while arguments.len() + 1 < per_call {
+            let piece = pieces[arguments.len() % pieces.len()];
+            let escaped = serde_json::to_string(piece).unwrap();
+            arguments.push(escaped[1..escaped.len() - 1].to_owned());
+        }
+        arguments.push("\"}".to_owned());
+        for piece in arguments {
+            push(
+                json!({"type": "content_block_delta", "index": call, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            );
+        }
+        push(json!({"type": "content_block_stop", "index": call}));
+    }
+    push(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": events}}),
+    );
+    push(json!({"type": "message_stop"}));
+    out
+}
+
+/// The `anthropic` group: [`anthropic_stream`] through `agcore::llm::anthropic::decode_stream`,
+/// assembled the same way, for the same event counts.
+fn bench_anthropic(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("anthropic");
+    for events in [1_000usize, 10_000, 100_000] {
+        let body = Bytes::from(anthropic_stream(events));
+        let decode = |body: &Bytes| {
+            assemble(agcore::llm::anthropic::decode_stream(
+                futures::stream::iter(reads(body)),
+                Some(Duration::from_secs(300)),
+            ))
+        };
+        let check = runtime.block_on(decode(&body));
+        assert_eq!(check.tool_calls().len(), CALLS);
+        eprintln!(
+            "anthropic stream of {} events, {} bytes, {} argument bytes",
+            body.windows(6).filter(|w| w == b"data: ").count(),
+            body.len(),
+            check
+                .tool_calls()
+                .iter()
+                .map(|call| call.function.arguments.len())
+                .sum::<usize>()
+        );
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(events), &body, |b, body| {
+            b.to_async(&runtime)
+                .iter(|| async { black_box(decode(body).await) });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench,
+    bench_responses,
+    bench_gemini,
+    bench_anthropic
+);
 criterion_main!(benches);

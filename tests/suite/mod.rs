@@ -33,6 +33,7 @@ mod mcp_servers;
 mod openai_wire;
 mod path_rules;
 mod private_files;
+mod provider_anthropic;
 mod provider_gemini;
 mod provider_responses;
 mod redirect_rules;

@@ -1,7 +1,8 @@
-//! What the tests share: where the real MCP servers are and skip-or-fail ([`mcp`]), fake model
+//! What the tests share: a fake Anthropic Messages server ([`anthropic_fake`]), where the real MCP servers are and skip-or-fail ([`mcp`]), fake model
 //! servers for the context engine ([`context`]) and for hooks, rules and limits ([`control`]),
 //! the session stores under test ([`session`]), and a span recorder ([`trace`]).
 
+pub mod anthropic_fake;
 pub mod context;
 pub mod control;
 pub mod gemini_fake;

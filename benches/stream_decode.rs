@@ -432,7 +432,12 @@ fn anthropic_stream(events: usize) -> String {
 }
 
 /// The `anthropic` group: [`anthropic_stream`] through `agcore::llm::anthropic::decode_stream`,
-/// assembled the same way, for the same event counts.
+/// assembled the same way, for the same event counts. Measured 2026-12-02 on the 2-vCPU dev box
+/// with other builds running (`--warm-up-time 1 --measurement-time 3`), side by side with the
+/// chat-completions group in one run: chat completions 173 MiB/s at 1k/10k/100k chunks
+/// (1.75 µs/chunk, ~318 bytes each); Anthropic 153 / 134 / 145 MiB/s (0.84-0.96 µs/event,
+/// ~135 bytes each) — 0.77-0.88x the chat-completions bytes per second, within the 1.5x bound,
+/// and about half the time per delta.
 fn bench_anthropic(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()

@@ -1276,3 +1276,166 @@ async fn postgres_version_1_session_migrates() {
         .await
         .unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Natively on Anthropic: thinking blocks and their signatures across processes.
+
+/// The model of the Anthropic fixtures.
+const CLAUDE: &str = "claude-sonnet-4-5";
+
+/// An Anthropic client on `base` (the checking fake of `support::anthropic_fake`), thinking on.
+fn anthropic_cycle(base: &str) -> LlmCycle {
+    let client = agcore::llm::AnthropicClient::new(
+        agcore::llm::AnthropicConfig::new(base).with_api_key("test-key"),
+    )
+    .unwrap();
+    let mut config = CycleConfig::new(CLAUDE);
+    config.options.reasoning_effort = Some(agcore::vocab::ReasoningEffort::Medium);
+    LlmCycle::new(client, config)
+}
+
+/// The signed thinking blocks (`thinking`, `redacted_thinking`) of `history`.
+fn thinking_blocks(history: &[OpenaiChatMessage]) -> Vec<Value> {
+    history
+        .iter()
+        .flat_map(OpenaiChatMessage::artifacts)
+        .filter(|a| a.provider == ArtifactProvider::Anthropic)
+        .map(|a| a.data.clone())
+        .collect()
+}
+
+/// The second process of the Anthropic test: both suspended calls approved (streamed), the
+/// tool turn compacted away, a new prompt sent — each request checked by the fake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the second process of the cross-process tests, run by them"]
+async fn resume_anthropic_compact_and_continue_in_this_process() {
+    let (Ok(url), Ok(base)) = (std::env::var(CHILD_STORE), std::env::var(CHILD_BASE)) else {
+        panic!("run by the cross-process tests, with {CHILD_STORE} and {CHILD_BASE}")
+    };
+    let store = agcore::session::open(&url).await.unwrap();
+    let (journal, restored) = SessionJournal::open(store.clone(), "thinking")
+        .await
+        .unwrap();
+    let state = restored.run.expect("the suspended run");
+    let pending: Vec<Decision> = state
+        .pending_approvals()
+        .iter()
+        .map(|request| Decision::allow(request.call_id.clone()))
+        .collect();
+    assert_eq!(pending.len(), 2);
+    let registry = registry(&WEATHER);
+    let mut cycle = anthropic_cycle(&base);
+    let reply = run_streaming(
+        &mut cycle,
+        RunRequest::from_state(state)
+            .with_decisions(pending)
+            .with_tools(&registry)
+            .with_journal(&journal),
+    )
+    .await
+    .unwrap();
+    assert!(reply.text().starts_with("Paris"), "{}", reply.text());
+    // The tool turn's thinking and redacted thinking, and the answer's thinking.
+    assert_eq!(thinking_blocks(cycle.messages()).len(), 3);
+    cycle.config_mut().context.keep_last_turns = 1;
+    assert!(!cycle.compact().await.is_empty(), "nothing was compacted");
+    let outcome = cycle
+        .run_with(
+            RunRequest::prompt("Anything else?")
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(_)), "{outcome:?}");
+}
+
+/// Claude with extended thinking: its tool turn (thinking, redacted thinking, two parallel
+/// calls) suspends here on two approvals, is resumed in another process, compacted and
+/// continued; the fake answers 400 like the API when a thinking block comes back changed,
+/// out of place, or to another model, or when a tool result is not first and tied to its call.
+async fn thinking_suspended_here_resumed_elsewhere(postgres: bool) {
+    use support::anthropic_fake::{AnthropicFake, Reply as AnthropicReply};
+    let dir = tempfile::tempdir().unwrap();
+    let Some(url) = store_url(postgres, dir.path(), "thinking").await else {
+        return;
+    };
+    let fake = AnthropicFake::start(vec![
+        AnthropicReply::Fixture("thinking_parallel_tools"),
+        AnthropicReply::Fixture("thinking_answer"),
+        AnthropicReply::Fixture("thinking_answer"),
+        AnthropicReply::Fixture("thinking_answer"),
+    ])
+    .await;
+    {
+        let store = agcore::session::open(&url).await.unwrap();
+        let (journal, _) = SessionJournal::open(store.clone(), "thinking")
+            .await
+            .unwrap();
+        let registry = registry(&WEATHER);
+        let mut first = anthropic_cycle(&fake.base_url());
+        let outcome = first
+            .run_with(
+                RunRequest::prompt("Weather in Paris and Tokyo?")
+                    .with_tools(&registry)
+                    .with_journal(&journal),
+            )
+            .await
+            .unwrap();
+        let RunOutcome::Suspended(suspension) = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(suspension.requests().len(), 2);
+    }
+    in_another_process(
+        "resume_anthropic_compact_and_continue_in_this_process",
+        &url,
+        &fake.base_url(),
+    )
+    .await;
+    fake.assert_no_rejections();
+    let received = fake.received();
+    // The suspending request, the one after the approvals, the summary, the new prompt.
+    assert_eq!(received.len(), 4, "{received:#?}");
+    // After the approvals: the tool turn's blocks back first, byte for byte, then the results.
+    let resumed = &received[1].body;
+    assert_eq!(resumed["stream"], true);
+    let assistant = &resumed["messages"][1]["content"];
+    assert_eq!(assistant[0]["type"], "thinking");
+    assert_eq!(assistant[1]["type"], "redacted_thinking");
+    let served: Value = serde_json::from_str(&support::anthropic_fake::fixture(
+        "thinking_parallel_tools.json",
+    ))
+    .unwrap();
+    assert_eq!(assistant[0], served["content"][0]);
+    assert_eq!(assistant[1], served["content"][1]);
+    let results = &resumed["messages"][2]["content"];
+    assert_eq!(results[0]["type"], "tool_result");
+    assert_eq!(results[0]["tool_use_id"], served["content"][3]["id"]);
+    assert_eq!(results[1]["tool_use_id"], served["content"][4]["id"]);
+    let store = agcore::session::open(&url).await.unwrap();
+    let session = store.load("thinking").await.unwrap().unwrap();
+    assert_eq!(session.format_version, SESSION_FORMAT_VERSION);
+    let restored = agcore::session::replay(&session).unwrap();
+    assert!(!thinking_blocks(&restored.history).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_thinking_survives_suspend_resume_elsewhere_and_compaction() {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        thinking_suspended_here_resumed_elsewhere(false),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_thinking_survives_suspend_resume_elsewhere_and_compaction() {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        thinking_suspended_here_resumed_elsewhere(true),
+    )
+    .await
+    .unwrap();
+}

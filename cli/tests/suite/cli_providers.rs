@@ -268,8 +268,18 @@ type Case = (
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_provider_gets_its_resource_path_and_its_key_header() {
     let dir = tempfile::tempdir().unwrap();
-    // Anthropic's case (`x-api-key` at `/v1/messages`) joins when its backend lands.
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
+        (
+            &["--model", "anthropic:claude-sonnet-4-5"],
+            "/v1",
+            &[
+                ("ANTHROPIC_API_KEY", "anthropic-canary"),
+                ("OPENAI_API_KEY", "sk-other"),
+            ],
+            "x-api-key",
+            "/v1/messages",
+            "anthropic-canary",
+        ),
         (
             &["--model", "gemini:m"],
             "/v1beta",

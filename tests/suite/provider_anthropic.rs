@@ -169,10 +169,8 @@ async fn decode_in_pieces(body: &str, seed: u64) -> Result<ChatResponse, String>
 
 /// The SDK's Python, when the venv has the `anthropic` package.
 fn sdk_python() -> Option<PathBuf> {
-    let venv = std::env::var_os("AGCORE_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/venv"));
-    let python = venv.join("bin/python");
+    // The venv's Python (the shared lookup: `AGCORE_TEST_VENV`, else `.ci/venv`).
+    let python = crate::support::mcp::python_script("python")?;
     let works = Command::new(&python)
         .args(["-c", "import anthropic"])
         .output()

@@ -1,6 +1,7 @@
 //! `agcore`: the command-line face of the agcore library — one-shot runs, interactive chat,
 //! tool listings, MCP servers, and an offline demo.
 
+mod agents_config;
 mod approve;
 mod chat;
 mod chat_mcp;

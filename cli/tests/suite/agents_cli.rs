@@ -1,0 +1,707 @@
+//! Teams of agents from the command line (`[agents.NAME]`, `run --agent`, `agents list`), end
+//! to end against a chat-completions fake on 127.0.0.1 that routes each request to the agent
+//! whose instructions its system prompt holds and checks the tools it offers
+//! (`support::team_model`): delegation with the child's events marked by agent path, a
+//! handoff and back across two processes of one session, the config errors, the listing, a
+//! SIGKILL mid-child resumed on SQLite and PostgreSQL without re-running a finished call, and
+//! an approval inside a child suspended in one process and given in another.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+use support::team_model::{AgentScript, TeamModel};
+use support::{Reply, agcore, assert_history_valid};
+
+/// The team every test starts from: `main` delegates to `researcher` and hands off to
+/// `billing`, which can hand back. Each agent's instructions hold its marker. A child sees
+/// only tools its parent may use, so `main` lists the researcher's tools too.
+fn team(researcher_tools: &[&str]) -> String {
+    let list = |tools: &[&str]| {
+        tools
+            .iter()
+            .map(|tool| format!("{tool:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        r#"
+[agents.researcher]
+description = "Finds facts in the workspace and cites the file."
+instructions = "[role:researcher] You are a careful researcher. Cite the file."
+tools = [{}]
+max_turns = 6
+
+[agents.main]
+instructions = "[role:main] You lead. Delegate research to the researcher."
+tools = [{}]
+agents = ["researcher"]
+handoffs = ["billing"]
+
+[agents.billing]
+description = "Answers questions about invoices."
+instructions = "[role:billing] You handle billing."
+tools = []
+handoffs = ["main"]
+"#,
+        list(researcher_tools),
+        list(&main_tools(researcher_tools)[..])
+    )
+}
+
+/// `main`'s own tools: `list_directory` and the researcher's.
+fn main_tools(researcher_tools: &[&str]) -> Vec<&'static str> {
+    let mut tools = vec!["list_directory"];
+    for tool in researcher_tools {
+        tools.push(match *tool {
+            "read_file" => "read_file",
+            "search_files" => "search_files",
+            "run_command" => "run_command",
+            "write_file" => "write_file",
+            other => panic!("add {other} here"),
+        });
+    }
+    tools
+}
+
+/// What `main` is offered: its tools, its sub-agent and its handoff.
+fn main_offered(researcher_tools: &[&str]) -> Vec<&'static str> {
+    let mut tools = main_tools(researcher_tools);
+    tools.extend(["researcher", "transfer_to_billing"]);
+    tools
+}
+
+const RESEARCHER_TOOLS: &[&str] = &["read_file", "search_files"];
+const BILLING_TOOLS: &[&str] = &["transfer_to_main"];
+
+/// The PostgreSQL test server, or `None` (skipping) — a failure on CI.
+fn postgres_url() -> Option<String> {
+    support::mcp::require_env(
+        "AGCORE_TEST_POSTGRES_URL",
+        "run the tests through scripts/with-postgres.sh",
+    )
+}
+
+/// A session name no other test (or earlier run on the shared PostgreSQL) uses.
+fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{tag}-{}-{nanos}", std::process::id())
+}
+
+/// A workspace with `notes.txt` and the config `extra` + [`team`] as `team.toml`.
+fn workspace(extra: &str, researcher_tools: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello from the notes\n").unwrap();
+    let config = dir.path().join("team.toml");
+    std::fs::write(&config, format!("{extra}\n{}", team(researcher_tools))).unwrap();
+    (dir, config)
+}
+
+fn command(dir: &Path, model: &TeamModel, config: &Path, extra: &[&str]) -> std::process::Command {
+    let mut command = agcore(dir);
+    command
+        .args(["run", "--base-url", &model.base_url(), "--model", "m"])
+        .args(["--tools", "builtin", "--workspace"])
+        .arg(dir)
+        .arg("--config")
+        .arg(config)
+        .args(extra);
+    command
+}
+
+fn run(dir: &Path, model: &TeamModel, config: &Path, extra: &[&str]) -> Output {
+    Command::from_std(command(dir, model, config, extra))
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn events(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The text `agent` (`None`: the run's own agent) streamed, from `--json` events.
+fn text_of(events: &[Value], agent: Option<&str>) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "assistant_text_delta" && e["agent"].as_str() == agent)
+        .map(|e| e["text"].as_str().unwrap())
+        .collect()
+}
+
+/// The messages of a request after its system prompt.
+fn conversation(body: &Value) -> Vec<Value> {
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system", "{messages:?}");
+    messages[1..].to_vec()
+}
+
+fn roles(messages: &[Value]) -> Vec<&str> {
+    messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect()
+}
+
+/// The tool message answering `id` in a request.
+fn answer_to(body: &Value, id: &str) -> String {
+    conversation(body)
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+        .and_then(|m| m["content"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no answer to {id} in {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_agent_main_delegates_to_the_researcher_and_marks_its_events_with_the_path() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &main_offered(RESEARCHER_TOOLS),
+            vec![
+                Reply::tool(
+                    "call_r",
+                    "researcher",
+                    r#"{"task":"What does notes.txt say?"}"#,
+                ),
+                Reply::text("The notes say hello."),
+            ],
+        ),
+        AgentScript::new(
+            "researcher",
+            "[role:researcher]",
+            RESEARCHER_TOOLS,
+            vec![
+                Reply::tool("call_f", "read_file", r#"{"path":"notes.txt"}"#),
+                Reply::text("notes.txt: hello from the notes"),
+            ],
+        ),
+    ])
+    .await;
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &["--agent", "main", "--json", "What is in the notes?"],
+    );
+    model.assert_clean();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(model.routed(), ["main", "researcher", "researcher", "main"]);
+
+    // The child got the task as its only user message, under its own instructions.
+    let child = model.requests_of("researcher");
+    assert_eq!(
+        conversation(&child[0]),
+        [serde_json::json!({"role": "user", "content": "What does notes.txt say?"})]
+    );
+    let system = support::team_model::system_prompt(&child[0]);
+    assert!(!system.contains("[role:main]"), "{system}");
+    assert!(answer_to(&child[1], "call_f").contains("hello from the notes"));
+    // The parent read the child's answer as the call's.
+    let main = model.requests_of("main");
+    assert_eq!(roles(&conversation(&main[0])), ["user"]);
+    assert_eq!(
+        answer_to(&main[1], "call_r"),
+        "notes.txt: hello from the notes"
+    );
+
+    let events = events(&output);
+    let of = |agent: Option<&str>, kind: &str, tool: &str| {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind && e["tool_name"] == tool && e["agent"].as_str() == agent)
+            .count()
+    };
+    assert_eq!(
+        of(
+            Some("main/researcher"),
+            "tool_execution_started",
+            "read_file"
+        ),
+        1,
+        "{events:#?}"
+    );
+    assert_eq!(
+        of(
+            Some("main/researcher"),
+            "tool_execution_completed",
+            "read_file"
+        ),
+        1
+    );
+    assert_eq!(of(None, "tool_execution_started", "researcher"), 1);
+    assert_eq!(of(None, "tool_execution_started", "read_file"), 0);
+    // The child's text is its own, marked; the parent's text is not.
+    assert_eq!(
+        text_of(&events, Some("main/researcher")),
+        "notes.txt: hello from the notes"
+    );
+    assert_eq!(text_of(&events, None), "The notes say hello.");
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "turn_complete",
+        "{events:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handoff_is_an_event_and_the_session_goes_on_with_the_agent_it_left_then_back() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    let store = format!("sqlite:{}", dir.path().join("sessions.db").display());
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &main_offered(RESEARCHER_TOOLS),
+            vec![
+                Reply::tool("call_h", "transfer_to_billing", "{}"),
+                Reply::text("Back with main."),
+            ],
+        ),
+        AgentScript::new(
+            "billing",
+            "[role:billing]",
+            BILLING_TOOLS,
+            vec![
+                Reply::text("Billing here: your invoice is sent."),
+                Reply::tool("call_b", "transfer_to_main", "{}"),
+            ],
+        ),
+    ])
+    .await;
+    let session = ["--agent", "main", "--session", "bill", "--store", &store];
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &[&session[..], &["--json", "Where is my invoice?"]].concat(),
+    );
+    model.assert_clean();
+    assert!(output.status.success(), "{output:?}");
+    let events = events(&output);
+    let handoffs: Vec<&Value> = events.iter().filter(|e| e["type"] == "handoff").collect();
+    assert_eq!(handoffs.len(), 1, "{events:#?}");
+    assert_eq!(handoffs[0]["from"], "main");
+    assert_eq!(handoffs[0]["to"], "billing");
+    assert_eq!(
+        text_of(&events, None),
+        "Billing here: your invoice is sent."
+    );
+
+    // The next process of the session starts with billing, which hands back to main.
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &[&session[..], &["And my balance?"]].concat(),
+    );
+    model.assert_clean();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stdout(&output).trim(), "Back with main.");
+    let said = stderr(&output);
+    assert!(said.contains("goes on with agent billing"), "{said}");
+    assert!(said.contains("handoff: billing → main"), "{said}");
+    assert_eq!(model.routed(), ["main", "billing", "billing", "main"]);
+    // Billing saw the whole conversation (handoff_history = full), the handoff included.
+    let billing = model.requests_of("billing");
+    let sent = conversation(&billing[1]);
+    assert_history_valid(&sent);
+    assert_eq!(
+        roles(&sent),
+        ["user", "assistant", "tool", "assistant", "user"],
+        "{sent:?}"
+    );
+}
+
+/// `run --agent main` with `config` fails before any request, naming `expected`.
+async fn refused(extra: &str, expected: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.toml");
+    std::fs::write(&config, extra).unwrap();
+    let model = TeamModel::start(Vec::new()).await;
+    let output = run(dir.path(), &model, &config, &["--agent", "main", "hi"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let said = stderr(&output);
+    for part in expected {
+        assert!(said.contains(part), "{part:?} not in {said}");
+    }
+    assert!(model.routed().is_empty(), "a request was sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_naming_an_unknown_agent_or_tool_or_with_a_cycle_is_refused_at_start() {
+    refused(
+        "[agents.main]\nagents = [\"researcher\"]\n[agents.researcher]\nhandoffs = [\"ghost\"]\n",
+        &["researcher", "ghost", "agents: main, researcher"],
+    )
+    .await;
+    refused(
+        "[agents.main]\nagents = [\"researcher\"]\n[agents.researcher]\ntools = [\"read_fiel\"]\n",
+        &["researcher", "read_fiel", "matches no tool"],
+    )
+    .await;
+    refused(
+        "[agents.main]\nagents = [\"researcher\"]\n[agents.researcher]\nagents = [\"main\"]\n",
+        &["cycle", "main/researcher/main"],
+    )
+    .await;
+    refused("[agents.other]\n", &["--agent main", "agents: other"]).await;
+    refused(
+        "[agents.main]\ninstructions = \"{{ who }}\"\n",
+        &["--var who"],
+    )
+    .await;
+}
+
+fn agents_list(dir: &Path, config: &Path, extra: &[&str]) -> Output {
+    let mut command = agcore(dir);
+    command
+        .args(["agents", "list", "--tools", "builtin", "--workspace"])
+        .arg(dir)
+        .arg("--config")
+        .arg(config)
+        .args(extra);
+    Command::from_std(command)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_list_shows_each_agent_its_tools_and_why_a_tool_is_hidden() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    let output = agents_list(dir.path(), &config, &["--json"]);
+    assert!(output.status.success(), "{output:?}");
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let agents = json["agents"].as_array().unwrap();
+    let agent = |name: &str| {
+        agents
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {json:#}"))
+    };
+    let exposed = |name: &str| -> Vec<String> {
+        agent(name)["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["exposed"] == true)
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(exposed("researcher"), ["read_file", "search_files"]);
+    assert_eq!(
+        exposed("main"),
+        ["read_file", "list_directory", "search_files"]
+    );
+    assert_eq!(agent("main")["agents"], serde_json::json!(["researcher"]));
+    assert_eq!(agent("main")["handoffs"], serde_json::json!(["billing"]));
+    assert_eq!(
+        agent("researcher")["description"],
+        "Finds facts in the workspace and cites the file."
+    );
+    // A tool the agent's list leaves out is hidden with its gate and reason.
+    let write = agent("researcher")["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "write_file")
+        .unwrap();
+    assert_eq!(write["exposed"], false);
+    let gates: Vec<&str> = write["hidden_because"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|reason| reason["gate"].as_str().unwrap())
+        .collect();
+    assert!(!gates.is_empty(), "{write}");
+
+    let output = agents_list(dir.path(), &config, &[]);
+    assert!(output.status.success(), "{output:?}");
+    let text = stdout(&output);
+    assert!(
+        text.contains("agent researcher — Finds facts in the workspace and cites the file."),
+        "{text}"
+    );
+    assert!(text.contains("  tools: read_file, search_files"), "{text}");
+    assert!(text.contains("  sub-agents: researcher"), "{text}");
+    assert!(
+        text.contains("  handoffs: billing (as transfer_to_billing)"),
+        "{text}"
+    );
+    // The researcher's block: from its header to the next agent's.
+    let researcher: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.starts_with("agent researcher"))
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let line = researcher
+        .iter()
+        .find(|line| line.trim_start().starts_with("hidden") && line.contains("write_file"))
+        .unwrap_or_else(|| panic!("no hidden write_file line in {researcher:?}"));
+    assert!(
+        line.contains("researcher") && line.contains("permission denied: Write"),
+        "{line}"
+    );
+    assert!(
+        researcher
+            .iter()
+            .any(|line| line.trim_start().starts_with("exposed") && line.contains("read_file")),
+        "{researcher:?}"
+    );
+}
+
+/// The step kinds the store holds for a session (to see what was recorded before a kill).
+async fn stored_steps(store: &str, name: &str) -> Vec<String> {
+    let store = agcore::session::open(store).await.unwrap();
+    store
+        .load(name)
+        .await
+        .unwrap()
+        .map(|session| {
+            session
+                .steps
+                .into_iter()
+                .map(|step| format!("{} {}", step.kind, step.payload))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// SIGKILL while the researcher's second tool blocks on a fifo (its first finished in an
+/// earlier turn of the child); `--resume` in a new process continues inside the child: the
+/// finished call is not run again, the cut-off one is answered as interrupted, the child
+/// answers and so does the parent.
+#[cfg(unix)]
+async fn resume_after_kill_mid_child(store: &str) {
+    let (dir, config) = workspace(
+        "[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n",
+        &["run_command"],
+    );
+    let counter = dir.path().join("counter");
+    let slow = dir.path().join("slow");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let count = serde_json::json!({"command": format!("echo run >> '{}'", counter.display())});
+    let block = serde_json::json!({"command": format!(
+        "echo run >> '{}'; cat '{}'", slow.display(), fifo.display())});
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &main_offered(&["run_command"]),
+            vec![
+                Reply::tool("call_r", "researcher", r#"{"task":"count, then wait"}"#),
+                Reply::text("Main is done."),
+            ],
+        ),
+        AgentScript::new(
+            "researcher",
+            "[role:researcher]",
+            &["run_command"],
+            vec![
+                Reply::tool("call_count", "run_command", &count.to_string()),
+                Reply::tool("call_block", "run_command", &block.to_string()),
+                Reply::text("Counted once."),
+            ],
+        ),
+    ])
+    .await;
+    let name = unique("kill");
+    let session = ["--agent", "main", "--session", &name, "--store", store];
+    let mut child = command(
+        dir.path(),
+        &model,
+        &config,
+        &[&session[..], &["count for me"]].concat(),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // Until the child's second tool runs: its first turn (the finished call) is recorded
+    // before its second request.
+    loop {
+        let asked = model.requests_of("researcher").len();
+        let blocked = std::fs::read_to_string(&slow).unwrap_or_default() == "run\n";
+        if asked == 2 && blocked {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the child never got there");
+        if child.try_wait().unwrap().is_some() {
+            let output = child.wait_with_output().unwrap();
+            panic!("the run ended early: {output:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let recorded = stored_steps(store, &name).await.join("\n");
+    assert!(recorded.contains("call_count"), "{recorded}");
+    child.kill().unwrap(); // SIGKILL: nothing more is written
+    child.wait().unwrap();
+    // The orphaned `cat` ends when the fifo gets a writer.
+    let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &[
+            &session[..],
+            &["--wait-session", "10", "--resume", "--json"],
+        ]
+        .concat(),
+    );
+    model.assert_clean();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        text_of(&events(&output), None),
+        "Main is done.",
+        "{output:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "run\n");
+    assert_eq!(std::fs::read_to_string(&slow).unwrap(), "run\n");
+    assert_eq!(
+        model.routed(),
+        ["main", "researcher", "researcher", "researcher", "main"]
+    );
+    // The child went on from its own history: the finished call's answer kept, the cut-off
+    // one answered as interrupted.
+    let child = model.requests_of("researcher");
+    assert!(!answer_to(&child[2], "call_count").contains("interrupted"));
+    let interrupted = answer_to(&child[2], "call_block");
+    assert!(interrupted.contains("interrupted"), "{interrupted}");
+    assert_eq!(
+        answer_to(&model.requests_of("main")[1], "call_r"),
+        "Counted once."
+    );
+    // The resumed events are the child's, marked.
+    assert!(
+        events(&output)
+            .iter()
+            .any(|e| e["agent"] == "main/researcher" && e["type"] == "assistant_text_delta"),
+        "{output:?}"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkill_mid_child_resumes_inside_the_child_without_rerunning_finished_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("sessions.db").display());
+    resume_after_kill_mid_child(&store).await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkill_mid_child_resumes_inside_the_child_postgres() {
+    let Some(url) = postgres_url() else { return };
+    resume_after_kill_mid_child(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_inside_a_child_suspends_the_run_and_another_process_gives_it() {
+    let writer = ["read_file", "search_files", "write_file"];
+    let (dir, config) = workspace(
+        "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
+        &writer,
+    );
+    let store = format!("sqlite:{}", dir.path().join("sessions.db").display());
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &main_offered(&writer),
+            vec![
+                Reply::tool("call_r", "researcher", r#"{"task":"write the summary"}"#),
+                Reply::text("The summary is written."),
+            ],
+        ),
+        AgentScript::new(
+            "researcher",
+            "[role:researcher]",
+            &writer,
+            vec![
+                Reply::tool(
+                    "call_w",
+                    "write_file",
+                    r#"{"path":"summary.txt","content":"hello"}"#,
+                ),
+                Reply::text("Wrote summary.txt."),
+            ],
+        ),
+    ])
+    .await;
+    let name = unique("approve");
+    let session = ["--agent", "main", "--session", &name, "--store", &store];
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &[&session[..], &["--json", "summarise the notes"]].concat(),
+    );
+    model.assert_clean();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let events = events(&output);
+    let suspended = events.last().unwrap();
+    assert_eq!(suspended["type"], "suspended", "{events:#?}");
+    assert_eq!(suspended["requests"][0]["call_id"], "call_w");
+    assert_eq!(suspended["requests"][0]["tool"], "write_file");
+    assert_eq!(suspended["requests"][0]["agent"], "main/researcher");
+    let said = stderr(&output);
+    assert!(
+        said.lines()
+            .any(|line| line.contains("call_w") && line.contains("(agent main/researcher)")),
+        "{said}"
+    );
+    assert!(!dir.path().join("summary.txt").exists(), "written unasked");
+
+    // Another process approves; the run continues inside the child, then the parent.
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &[&session[..], &["--resume", "--approve", "call_w"]].concat(),
+    );
+    model.assert_clean();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stdout(&output).trim(), "The summary is written.");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("summary.txt")).unwrap(),
+        "hello"
+    );
+    assert_eq!(
+        model.routed(),
+        ["main", "researcher", "researcher", "main"],
+        "no request while suspended, none repeated"
+    );
+    assert_eq!(
+        answer_to(&model.requests_of("main")[1], "call_r"),
+        "Wrote summary.txt."
+    );
+}

@@ -198,7 +198,20 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::config::AgcoreConfig;
+
+    /// The `[agents]` part of a config file.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct AgcoreConfig {
+        #[serde(default)]
+        agents: BTreeMap<String, AgentSection>,
+    }
+
+    impl AgcoreConfig {
+        fn parse(text: &str) -> Result<Self, String> {
+            toml::from_str(text).map_err(|error: toml::de::Error| error.to_string())
+        }
+    }
 
     #[test]
     fn the_issue_s_example_parses() {

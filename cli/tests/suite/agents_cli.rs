@@ -36,9 +36,10 @@ description = "Finds facts in the workspace and cites the file."
 instructions = "[role:researcher] You are a careful researcher. Cite the file."
 tools = [{}]
 max_turns = 6
+model = "m-small"
 
 [agents.main]
-instructions = "[role:main] You lead. Delegate research to the researcher."
+instructions = "[role:main] You lead the {{{{ team }}}} team. Delegate research to the researcher."
 tools = [{}]
 agents = ["researcher"]
 handoffs = ["billing"]
@@ -113,6 +114,7 @@ fn command(dir: &Path, model: &TeamModel, config: &Path, extra: &[&str]) -> std:
         .arg(dir)
         .arg("--config")
         .arg(config)
+        .args(["--var", "team=Blue"])
         .args(extra);
     command
 }
@@ -217,9 +219,14 @@ async fn run_agent_main_delegates_to_the_researcher_and_marks_its_events_with_th
     );
     let system = support::team_model::system_prompt(&child[0]);
     assert!(!system.contains("[role:main]"), "{system}");
+    // Its own model; the parent's instructions rendered with --var.
+    assert_eq!(child[0]["model"], "m-small");
     assert!(answer_to(&child[1], "call_f").contains("hello from the notes"));
     // The parent read the child's answer as the call's.
     let main = model.requests_of("main");
+    assert_eq!(main[0]["model"], "m");
+    let system = support::team_model::system_prompt(&main[0]);
+    assert!(system.contains("You lead the Blue team."), "{system}");
     assert_eq!(roles(&conversation(&main[0])), ["user"]);
     assert_eq!(
         answer_to(&main[1], "call_r"),
@@ -263,6 +270,47 @@ async fn run_agent_main_delegates_to_the_researcher_and_marks_its_events_with_th
         "turn_complete",
         "{events:#?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn for_people_a_child_s_tool_lines_carry_its_path_and_only_the_answer_is_on_stdout() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &main_offered(RESEARCHER_TOOLS),
+            vec![
+                Reply::tool("call_r", "researcher", r#"{"task":"read the notes"}"#),
+                Reply::text("The notes say hello."),
+            ],
+        ),
+        AgentScript::new(
+            "researcher",
+            "[role:researcher]",
+            RESEARCHER_TOOLS,
+            vec![
+                Reply::tool("call_f", "read_file", r#"{"path":"notes.txt"}"#),
+                Reply::text("hello, says notes.txt"),
+            ],
+        ),
+    ])
+    .await;
+    let output = run(dir.path(), &model, &config, &["--agent", "main", "notes?"]);
+    model.assert_clean();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stdout(&output), "The notes say hello.\n");
+    let said = stderr(&output);
+    assert!(said.contains("→ researcher(task=read the notes)"), "{said}");
+    assert!(
+        said.contains("→ main/researcher › read_file(path=notes.txt)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("✓ main/researcher › read_file(path=notes.txt) ok"),
+        "{said}"
+    );
+    assert!(said.contains("→ hello, says notes.txt"), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

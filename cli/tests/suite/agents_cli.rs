@@ -753,3 +753,54 @@ async fn an_approval_inside_a_child_suspends_the_run_and_another_process_gives_i
         "Wrote summary.txt."
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_agent_main_follows_a_handoff_for_the_next_prompt() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &main_offered(RESEARCHER_TOOLS),
+            vec![Reply::tool("call_h", "transfer_to_billing", "{}")],
+        ),
+        AgentScript::new(
+            "billing",
+            "[role:billing]",
+            BILLING_TOOLS,
+            vec![Reply::text("Billing here."), Reply::text("Still billing.")],
+        ),
+    ])
+    .await;
+    let mut command = agcore(dir.path());
+    command
+        .args(["chat", "--base-url", &model.base_url(), "--model", "m"])
+        .args(["--tools", "builtin", "--workspace"])
+        .arg(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["--var", "team=Blue", "--agent", "main"]);
+    let output = Command::from_std(command)
+        .write_stdin("my invoice?\nand the next one?\n")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    model.assert_clean();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(model.routed(), ["main", "billing", "billing"]);
+    let shown = stdout(&output);
+    assert!(shown.contains("agent main"), "{shown}");
+    assert!(shown.contains("Billing here."), "{shown}");
+    assert!(shown.contains("Still billing."), "{shown}");
+    assert!(
+        stderr(&output).contains("handoff: main → billing"),
+        "{output:?}"
+    );
+    // The second prompt went to billing with the whole conversation before it.
+    let sent = conversation(&model.requests_of("billing")[1]);
+    assert_eq!(
+        roles(&sent),
+        ["user", "assistant", "tool", "assistant", "user"],
+        "{sent:?}"
+    );
+}

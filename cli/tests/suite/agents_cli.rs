@@ -804,3 +804,109 @@ async fn chat_agent_main_follows_a_handoff_for_the_next_prompt() {
         "{sent:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_s_files_history_slices_and_typed_answer_come_from_its_section() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+    // The files of a section are relative to its config file.
+    let conf = dir.path().join("conf");
+    std::fs::create_dir_all(conf.join("prompts")).unwrap();
+    std::fs::create_dir_all(conf.join("schemas")).unwrap();
+    std::fs::write(
+        conf.join("prompts/main.md"),
+        "[role:main] Lead the {{ team }} team.",
+    )
+    .unwrap();
+    std::fs::write(
+        conf.join("schemas/answer.json"),
+        r#"{"type":"object","properties":{"file":{"type":"string"}},"required":["file"]}"#,
+    )
+    .unwrap();
+    let config = conf.join("team.toml");
+    std::fs::write(
+        &config,
+        r#"
+[agents.main]
+instructions_file = "prompts/main.md"
+tools = ["read_file"]
+agents = ["researcher"]
+handoffs = ["billing"]
+[agents.researcher]
+instructions = "[role:researcher] Find the file."
+tools = ["read_file"]
+parent_history = 1
+output_schema = "schemas/answer.json"
+[agents.researcher.limits]
+max_requests = 2
+[agents.billing]
+instructions = "[role:billing] Bill."
+tools = []
+handoff_history = "last_user_message"
+"#,
+    )
+    .unwrap();
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &["read_file", "researcher", "transfer_to_billing"],
+            vec![
+                Reply::text("Hello Ada."),
+                Reply::tool("call_r", "researcher", r#"{"task":"which file?"}"#),
+                Reply::tool("call_h", "transfer_to_billing", "{}"),
+            ],
+        ),
+        AgentScript::new(
+            "researcher",
+            "[role:researcher]",
+            &["read_file"],
+            vec![Reply::text(r#"{"file":"notes.txt"}"#)],
+        ),
+        AgentScript::new(
+            "billing",
+            "[role:billing]",
+            &[],
+            vec![Reply::text("Billed.")],
+        ),
+    ])
+    .await;
+    let store = format!("sqlite:{}", dir.path().join("sessions.db").display());
+    let session = ["--agent", "main", "--session", "s", "--store", &store];
+    for prompt in ["I am Ada.", "Where is it?"] {
+        let output = run(
+            dir.path(),
+            &model,
+            &config,
+            &[&session[..], &[prompt]].concat(),
+        );
+        model.assert_clean();
+        assert!(output.status.success(), "{output:?}");
+    }
+    assert_eq!(
+        model.routed(),
+        ["main", "main", "researcher", "main", "billing"]
+    );
+    let main = model.requests_of("main");
+    let system = support::team_model::system_prompt(&main[0]);
+    assert!(system.contains("Lead the Blue team."), "{system}");
+    // parent_history = 1: the parent's last committed message, then the task.
+    let child = conversation(&model.requests_of("researcher")[0]);
+    assert_eq!(roles(&child), ["assistant", "user"], "{child:?}");
+    assert_eq!(child[0]["content"], "Hello Ada.");
+    assert_eq!(child[1]["content"], "which file?");
+    // The typed answer reaches the parent as JSON.
+    let answer: Value = serde_json::from_str(&answer_to(&main[2], "call_r")).unwrap();
+    assert_eq!(answer, serde_json::json!({"file": "notes.txt"}));
+    // last_user_message: billing sees the prompt and the turn that handed off, not the
+    // researcher's call.
+    let billing = conversation(&model.requests_of("billing")[0]);
+    assert_eq!(
+        roles(&billing),
+        ["user", "assistant", "tool"],
+        "{billing:?}"
+    );
+    assert_eq!(billing[0]["content"], "Where is it?");
+    assert_eq!(billing[2]["tool_call_id"], "call_h");
+    assert!(!billing.iter().any(|m| m["tool_call_id"] == "call_r"));
+}

@@ -581,7 +581,8 @@ async fn resume_after_kill_mid_child(store: &str) {
     ])
     .await;
     let name = unique("kill");
-    let session = ["--agent", "main", "--session", &name, "--store", store];
+    let stored = ["--session", &name, "--store", store];
+    let session = [&["--agent", "main"], &stored[..]].concat();
     let mut child = command(
         dir.path(),
         &model,
@@ -619,11 +620,8 @@ async fn resume_after_kill_mid_child(store: &str) {
         dir.path(),
         &model,
         &config,
-        &[
-            &session[..],
-            &["--wait-session", "10", "--resume", "--json"],
-        ]
-        .concat(),
+        // Without --agent: the stored run knows its agent.
+        &[&stored[..], &["--wait-session", "10", "--resume", "--json"]].concat(),
     );
     model.assert_clean();
     assert!(output.status.success(), "{output:?}");

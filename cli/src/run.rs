@@ -28,7 +28,10 @@ use crate::usage;
 /// Run `agcore run`.
 pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
     if args.print_system_prompt {
-        return crate::system_prompt::print(&args.model, &loaded.config);
+        return match &args.agent {
+            Some(name) => crate::team_run::print_instructions(name, &args.model, &loaded.config),
+            None => crate::system_prompt::print(&args.model, &loaded.config),
+        };
     }
     // The session is locked before anything runs, and stays locked until the end.
     let session = open_session(&args.session, &loaded.config).await?;

@@ -63,7 +63,7 @@ fn build_agent(
         agent = agent.with_description(description.clone());
     }
     if inputs.render_instructions
-        && let Some(instructions) = instructions(name, section, inputs)?
+        && let Some(instructions) = instructions(name, section, inputs.args, inputs.config)?
     {
         agent = agent.with_instructions(instructions);
     }
@@ -102,10 +102,11 @@ fn build_agent(
 /// The agent's system prompt: agcore's base instructions and `AGENTS.md` as for any run, then
 /// its `instructions` (or `instructions_file`) as the template; without either, the run's own
 /// system prompt (`--system`, `model.system`).
-fn instructions(
+pub fn instructions(
     name: &str,
     section: &AgentSection,
-    inputs: &TeamInputs<'_>,
+    args: &ModelArgs,
+    config: &AgcoreConfig,
 ) -> anyhow::Result<Option<String>> {
     let user = match (&section.instructions, &section.instructions_file) {
         (Some(text), _) => Some((text.clone(), format!("[agents.{name}] instructions"))),
@@ -116,8 +117,8 @@ fn instructions(
         (None, None) => None,
     };
     let composed = match user {
-        Some(user) => crate::system_prompt::compose_with(inputs.args, inputs.config, Some(user))?,
-        None => crate::system_prompt::compose(inputs.args, inputs.config)?,
+        Some(user) => crate::system_prompt::compose_with(args, config, Some(user))?,
+        None => crate::system_prompt::compose(args, config)?,
     };
     Ok(composed.text)
 }

@@ -2,11 +2,14 @@
 //! (an unknown agent or tool, a cycle of sub-agents: an error naming the path), which agent a
 //! stored conversation goes on with, and a suspended run's pending calls named by agent path.
 
-use agcore::display::escape_for_terminal;
+use std::process::ExitCode;
+
+use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::{CycleConfig, OpenaiChatMessage};
 use agcore::run::Suspension;
 use agcore::team::Team;
 use agcore::tools::ToolRegistry;
+use anyhow::Context;
 use serde_json::Value;
 
 use crate::cli::{ModelArgs, RunArgs};
@@ -34,6 +37,22 @@ pub fn team_for(
     team.check(name, registry)
         .map_err(|error| anyhow::anyhow!("the team in the config cannot run: {error}"))?;
     Ok(team)
+}
+
+/// `run --agent NAME --print-system-prompt`: the agent's system prompt (escaped: it holds
+/// `AGENTS.md`, text from the workspace).
+pub fn print_instructions(
+    name: &str,
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+) -> anyhow::Result<ExitCode> {
+    let section = crate::agents_config::section(&config.agents, name)?;
+    let text = crate::team_build::instructions(name, section, args, config)
+        .with_context(|| format!("[agents.{}]", escape_for_terminal(name)))?;
+    if let Some(text) = text {
+        println!("{}", escape_keeping_lines(&text));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Say (on stderr) when a stored conversation goes on with another agent than `--agent`: the

@@ -422,6 +422,33 @@ async fn a_team_naming_an_unknown_agent_or_tool_or_with_a_cycle_is_refused_at_st
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn print_system_prompt_with_an_agent_prints_its_rendered_instructions() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    let model = TeamModel::start(Vec::new()).await;
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &["--agent", "main", "--print-system-prompt"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let text = stdout(&output);
+    assert!(
+        text.contains("[role:main] You lead the Blue team. Delegate research"),
+        "{text}"
+    );
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &["--agent", "researcher", "--print-system-prompt"],
+    );
+    assert!(stdout(&output).contains("[role:researcher]"), "{output:?}");
+    assert!(!stdout(&output).contains("[role:main]"), "{output:?}");
+    assert!(model.routed().is_empty());
+}
+
 fn agents_list(dir: &Path, config: &Path, extra: &[&str]) -> Output {
     let mut command = agcore(dir);
     command

@@ -1,7 +1,7 @@
 //! A team's events as `agcore run --json` prints them: a sub-agent's event is the event itself
 //! with `"agent": "main/researcher"` added (one flat object per line, like every other event;
-//! a child's error, which its parent reads as the call's answer, is `"type": "agent_error"` so
-//! that the only `"type": "error"` line stays the one that ends the run); a handoff is
+//! an error event of a child's stream, should one come, is `"type": "agent_error"` so that the
+//! only `"type": "error"` line stays the one that ends the run); a handoff is
 //! `{"type": "handoff", "from": "main", "to": "billing"}`.
 
 use agcore::llm::StreamEvent;

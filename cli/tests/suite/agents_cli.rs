@@ -935,3 +935,100 @@ handoff_history = "last_user_message"
     assert_eq!(billing[2]["tool_call_id"], "call_h");
     assert!(!billing.iter().any(|m| m["tool_call_id"] == "call_r"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_child_is_its_parent_s_error_answer_not_an_error_event() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &main_offered(RESEARCHER_TOOLS),
+            vec![
+                Reply::tool("call_r", "researcher", r#"{"task":"look"}"#),
+                Reply::text("The researcher failed; here is what I know."),
+            ],
+        ),
+        AgentScript::new(
+            "researcher",
+            "[role:researcher]",
+            RESEARCHER_TOOLS,
+            vec![Reply::Status(
+                400,
+                "the researcher's model refused".to_owned(),
+            )],
+        ),
+    ])
+    .await;
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &["--agent", "main", "--json", "look it up"],
+    );
+    model.assert_clean();
+    assert!(output.status.success(), "{output:?}");
+    let events = events(&output);
+    assert!(
+        events.iter().all(|e| e["type"] != "error"),
+        "only a failure of the run is an error event: {events:#?}"
+    );
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "tool_execution_completed" && e["tool_name"] == "researcher")
+        .unwrap();
+    assert_eq!(completed["is_error"], true, "{completed}");
+    let answer = answer_to(&model.requests_of("main")[1], "call_r");
+    assert!(
+        answer.contains("the researcher's model refused"),
+        "{answer}"
+    );
+    assert_eq!(
+        text_of(&events, None),
+        "The researcher failed; here is what I know."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_s_request_budget_stops_a_runaway_child() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            &main_offered(RESEARCHER_TOOLS),
+            vec![
+                Reply::tool("call_r", "researcher", r#"{"task":"read forever"}"#),
+                Reply::text("never reached"),
+            ],
+        ),
+        // Reads the file again and again: the last reply repeats.
+        AgentScript::new(
+            "researcher",
+            "[role:researcher]",
+            RESEARCHER_TOOLS,
+            vec![Reply::tool(
+                "call_f",
+                "read_file",
+                r#"{"path":"notes.txt"}"#,
+            )],
+        ),
+    ])
+    .await;
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &["--agent", "main", "--json", "--max-requests", "4", "go"],
+    );
+    model.assert_clean();
+    assert!(!output.status.success(), "{output:?}");
+    assert!(
+        model.routed().len() <= 4,
+        "the tree made {:?} requests",
+        model.routed()
+    );
+    let last = events(&output).pop().unwrap();
+    assert_eq!(last["type"], "error", "{last}");
+    assert_eq!(last["kind"], "usage_limit_exceeded", "{last}");
+}

@@ -16,8 +16,10 @@
 //! task — and its final answer (typed output as JSON) is the call's answer; a child that
 //! fails gives an error answer the parent's model can act on. Several calls in one turn run
 //! concurrently, next to the turn's other tools, at most the registry's concurrency limit of
-//! children at a time. A child sees only tools its parent may use, through the same
-//! permissions, rules, approver and session grants ([`crate::tools::ToolRegistry::narrowed_for_agent`]).
+//! children at a time. Every agent sees the run's tools through the run's gates — the same
+//! permissions, rules, approver and session grants — narrowed to its own list
+//! ([`crate::tools::ToolRegistry::narrowed_for_agent`]): no agent can use a tool the run may
+//! not use, or skip an approval the run would ask for.
 //!
 //! # One budget, one trace, one journal
 //! A child may spend what its own limits allow and what its parent has left; what it spent

@@ -402,6 +402,9 @@ pub(crate) fn drive<'a>(
                     };
                 }
                 Effect::RunTools(batch) => {
+                    // Sub-agents narrow the run's tools for themselves: each agent's list
+                    // selects among what the run may use, under every gate of the run.
+                    let base_registry = registry;
                     let Some(registry) = narrowed.as_ref().or(registry) else {
                         input = Input::ToolsDone;
                         continue;
@@ -476,7 +479,7 @@ pub(crate) fn drive<'a>(
                                 depth: team.depth + 1,
                                 parent_model: Arc::clone(&model_arc),
                                 parent_config: config,
-                                registry: Some(registry),
+                                registry: base_registry,
                                 journal,
                                 call_id: call.id.clone(),
                                 task: task_of(child, &call.function.arguments),

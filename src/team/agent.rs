@@ -118,8 +118,8 @@ impl Agent {
     }
 
     /// The tools it may use, as profile entries over the run's tools (`read_file`,
-    /// `kind:read`, `mcp:github`, ...). Without: every tool of the run. Either way it sees
-    /// only tools its parent may use.
+    /// `kind:read`, `mcp:github`, ...). Without: every tool of the run. Either way every gate
+    /// of the run (permissions, rules, approvals, restricted mode) still applies.
     pub fn with_tools(mut self, tools: Vec<ProfileEntry>) -> Self {
         self.tools = Some(tools);
         self

@@ -21,7 +21,7 @@ use crate::run::step::Decision;
 use crate::run::typed_output::{TypedEvent, TypedOutput};
 use crate::run::usage::{RunUsage, UsageLimits};
 use crate::team::agent::{Agent, ParentHistory};
-use crate::team::roster::{Team, agent_registry};
+use crate::team::roster::Team;
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::{OpenaiChatMessage, ToolAnswer};
@@ -36,7 +36,7 @@ pub(crate) struct ChildCall<'a> {
     pub depth: u32,
     pub parent_model: Arc<dyn ChatModel>,
     pub parent_config: &'a CycleConfig,
-    /// The parent's tools, as the parent sees them.
+    /// The run's tools (the child's run narrows them to its agent's list).
     pub registry: Option<&'a ToolRegistry>,
     pub journal: Option<&'a dyn RunJournal>,
     /// The parent's call.
@@ -137,8 +137,6 @@ pub(crate) fn run<'a>(call: ChildCall<'a>) -> Pin<Box<dyn Stream<Item = ChildIte
             config.max_turns = Some(max_turns);
         }
         config.usage_limits = limits;
-        let narrowed = registry.and_then(|registry| agent_registry(registry, agent, &path));
-        let registry = narrowed.as_ref().or(registry);
         let child_journal = journal.map(|parent| ChildJournal {
             parent,
             call_id: call_id.clone(),

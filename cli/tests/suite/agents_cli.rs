@@ -19,28 +19,26 @@ use support::team_model::{AgentScript, TeamModel};
 use support::{Reply, agcore, assert_history_valid};
 
 /// The team every test starts from: `main` delegates to `researcher` and hands off to
-/// `billing`, which can hand back. Each agent's instructions hold its marker. A child sees
-/// only tools its parent may use, so `main` lists the researcher's tools too.
+/// `billing`, which can hand back. Each agent's instructions hold its marker. Each agent's
+/// tool list is its own: `main` cannot read files, the researcher it calls can.
 fn team(researcher_tools: &[&str]) -> String {
-    let list = |tools: &[&str]| {
-        tools
-            .iter()
-            .map(|tool| format!("{tool:?}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let list = researcher_tools
+        .iter()
+        .map(|tool| format!("{tool:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
         r#"
 [agents.researcher]
 description = "Finds facts in the workspace and cites the file."
 instructions = "[role:researcher] You are a careful researcher. Cite the file."
-tools = [{}]
+tools = [{list}]
 max_turns = 6
 model = "m-small"
 
 [agents.main]
 instructions = "[role:main] You lead the {{{{ team }}}} team. Delegate research to the researcher."
-tools = [{}]
+tools = ["list_directory"]
 agents = ["researcher"]
 handoffs = ["billing"]
 
@@ -49,34 +47,13 @@ description = "Answers questions about invoices."
 instructions = "[role:billing] You handle billing."
 tools = []
 handoffs = ["main"]
-"#,
-        list(researcher_tools),
-        list(&main_tools(researcher_tools)[..])
+"#
     )
 }
 
-/// `main`'s own tools: `list_directory` and the researcher's.
-fn main_tools(researcher_tools: &[&str]) -> Vec<&'static str> {
-    let mut tools = vec!["list_directory"];
-    for tool in researcher_tools {
-        tools.push(match *tool {
-            "read_file" => "read_file",
-            "search_files" => "search_files",
-            "run_command" => "run_command",
-            "write_file" => "write_file",
-            other => panic!("add {other} here"),
-        });
-    }
-    tools
-}
-
-/// What `main` is offered: its tools, its sub-agent and its handoff.
-fn main_offered(researcher_tools: &[&str]) -> Vec<&'static str> {
-    let mut tools = main_tools(researcher_tools);
-    tools.extend(["researcher", "transfer_to_billing"]);
-    tools
-}
-
+/// What `main` is offered: its tool, its sub-agent and its handoff (whatever the researcher's
+/// tools are).
+const MAIN_OFFERED: &[&str] = &["list_directory", "researcher", "transfer_to_billing"];
 const RESEARCHER_TOOLS: &[&str] = &["read_file", "search_files"];
 const BILLING_TOOLS: &[&str] = &["transfer_to_main"];
 
@@ -180,7 +157,7 @@ async fn run_agent_main_delegates_to_the_researcher_and_marks_its_events_with_th
         AgentScript::new(
             "main",
             "[role:main]",
-            &main_offered(RESEARCHER_TOOLS),
+            MAIN_OFFERED,
             vec![
                 Reply::tool(
                     "call_r",
@@ -279,7 +256,7 @@ async fn for_people_a_child_s_tool_lines_carry_its_path_and_only_the_answer_is_o
         AgentScript::new(
             "main",
             "[role:main]",
-            &main_offered(RESEARCHER_TOOLS),
+            MAIN_OFFERED,
             vec![
                 Reply::tool("call_r", "researcher", r#"{"task":"read the notes"}"#),
                 Reply::text("The notes say hello."),
@@ -321,7 +298,7 @@ async fn a_handoff_is_an_event_and_the_session_goes_on_with_the_agent_it_left_th
         AgentScript::new(
             "main",
             "[role:main]",
-            &main_offered(RESEARCHER_TOOLS),
+            MAIN_OFFERED,
             vec![
                 Reply::tool("call_h", "transfer_to_billing", "{}"),
                 Reply::text("Back with main."),
@@ -486,10 +463,7 @@ async fn agents_list_shows_each_agent_its_tools_and_why_a_tool_is_hidden() {
             .collect()
     };
     assert_eq!(exposed("researcher"), ["read_file", "search_files"]);
-    assert_eq!(
-        exposed("main"),
-        ["read_file", "list_directory", "search_files"]
-    );
+    assert_eq!(exposed("main"), ["list_directory"]);
     assert_eq!(agent("main")["agents"], serde_json::json!(["researcher"]));
     assert_eq!(agent("main")["handoffs"], serde_json::json!(["billing"]));
     assert_eq!(
@@ -589,7 +563,7 @@ async fn resume_after_kill_mid_child(store: &str) {
         AgentScript::new(
             "main",
             "[role:main]",
-            &main_offered(&["run_command"]),
+            MAIN_OFFERED,
             vec![
                 Reply::tool("call_r", "researcher", r#"{"task":"count, then wait"}"#),
                 Reply::text("Main is done."),
@@ -709,7 +683,7 @@ async fn an_approval_inside_a_child_suspends_the_run_and_another_process_gives_i
         AgentScript::new(
             "main",
             "[role:main]",
-            &main_offered(&writer),
+            MAIN_OFFERED,
             vec![
                 Reply::tool("call_r", "researcher", r#"{"task":"write the summary"}"#),
                 Reply::text("The summary is written."),
@@ -786,7 +760,7 @@ async fn chat_agent_main_follows_a_handoff_for_the_next_prompt() {
         AgentScript::new(
             "main",
             "[role:main]",
-            &main_offered(RESEARCHER_TOOLS),
+            MAIN_OFFERED,
             vec![Reply::tool("call_h", "transfer_to_billing", "{}")],
         ),
         AgentScript::new(
@@ -943,7 +917,7 @@ async fn a_failing_child_is_its_parent_s_error_answer_not_an_error_event() {
         AgentScript::new(
             "main",
             "[role:main]",
-            &main_offered(RESEARCHER_TOOLS),
+            MAIN_OFFERED,
             vec![
                 Reply::tool("call_r", "researcher", r#"{"task":"look"}"#),
                 Reply::text("The researcher failed; here is what I know."),
@@ -996,7 +970,7 @@ async fn the_run_s_request_budget_stops_a_runaway_child() {
         AgentScript::new(
             "main",
             "[role:main]",
-            &main_offered(RESEARCHER_TOOLS),
+            MAIN_OFFERED,
             vec![
                 Reply::tool("call_r", "researcher", r#"{"task":"read forever"}"#),
                 Reply::text("never reached"),

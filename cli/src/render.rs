@@ -280,7 +280,7 @@ pub fn handoff_line(from: &str, to: &str) -> String {
 /// `key=value, ...` of a call's arguments for a live tool line: each value escaped (see
 /// [`agcore::display::escape_for_terminal`]) and, when long, cut in the middle with the number
 /// of characters left out — never silently at the end. The approval question shows the whole
-/// call instead ([`crate::approve::question`]).
+/// call instead ([`crate::approve::question_of`]).
 pub fn short_arguments(input: &Value) -> String {
     match input {
         Value::Object(map) => map

@@ -1006,3 +1006,81 @@ async fn the_run_s_request_budget_stops_a_runaway_child() {
     assert_eq!(last["type"], "error", "{last}");
     assert_eq!(last["kind"], "usage_limit_exceeded", "{last}");
 }
+
+/// Wait for `text` on the pseudo-terminal.
+fn expect_on(session: &mut expectrl::Session, text: &str) {
+    if let Err(error) = session.expect(text) {
+        panic!("expected {text:?} on the terminal: {error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_asks_on_the_terminal_for_a_call_inside_a_child_naming_the_agent() {
+    use expectrl::{ControlCode, WaitStatus};
+
+    let writer = ["read_file", "write_file"];
+    let (dir, config) = workspace(
+        "[tools]\nask = [\"write\"]\n[tools.permissions]\nallowed = [\"read\", \"write\"]\n",
+        &writer,
+    );
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            MAIN_OFFERED,
+            vec![
+                Reply::tool("call_r", "researcher", r#"{"task":"write it"}"#),
+                Reply::text("Done by the researcher."),
+            ],
+        ),
+        AgentScript::new(
+            "researcher",
+            "[role:researcher]",
+            &writer,
+            vec![
+                Reply::tool(
+                    "call_w",
+                    "write_file",
+                    r#"{"path":"out.txt","content":"hello"}"#,
+                ),
+                Reply::text("Wrote it."),
+            ],
+        ),
+    ])
+    .await;
+    let mut command = agcore(dir.path());
+    command
+        .args(["chat", "--base-url", &model.base_url(), "--model", "m"])
+        .args(["--tools", "builtin", "--workspace"])
+        .arg(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["--var", "team=Blue", "--agent", "main"])
+        .env("TERM", "xterm");
+    let status = tokio::task::block_in_place(move || {
+        let mut session = expectrl::Session::spawn(command).unwrap();
+        session.set_expect_timeout(Some(Duration::from_secs(20)));
+        expect_on(&mut session, "main you> ");
+        session.send_line("write hello to out.txt").unwrap();
+        expect_on(
+            &mut session,
+            "? main/researcher › write_file wants to run: Write out.txt",
+        );
+        expect_on(&mut session, "allow?");
+        session.send_line("y").unwrap();
+        expect_on(&mut session, "Done by the researcher.");
+        expect_on(&mut session, "you> ");
+        session.send(ControlCode::EndOfTransmission).unwrap();
+        session.get_process().wait().unwrap()
+    });
+    model.assert_clean();
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "chat exited with {status:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "hello"
+    );
+    assert_eq!(model.routed(), ["main", "researcher", "researcher", "main"]);
+}

@@ -489,6 +489,7 @@ async fn agents_list_shows_each_agent_its_tools_and_why_a_tool_is_hidden() {
     let output = agents_list(dir.path(), &config, &[]);
     assert!(output.status.success(), "{output:?}");
     let text = stdout(&output);
+    insta::assert_snapshot!(text);
     assert!(
         text.contains("agent researcher — Finds facts in the workspace and cites the file."),
         "{text}"

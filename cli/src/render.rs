@@ -472,6 +472,17 @@ mod tests {
     }
 
     #[test]
+    fn team_lines_name_the_agent_escaped() {
+        assert_eq!(
+            handoff_line("main", "bill\u{1b}[2J"),
+            "⇢ handoff: main → bill\\x1b[2J (the conversation goes on with bill\\x1b[2J)"
+        );
+        assert_eq!(agent_label(Some("main/researcher")), "main/researcher › ");
+        assert_eq!(agent_label(None), "");
+        assert_ne!(running_key(Some("a"), "c1"), running_key(None, "c1"));
+    }
+
+    #[test]
     fn a_compaction_is_one_line() {
         let line = event_line(&StreamEvent::ContextCompacted {
             tier: CompactionTier::Summary,

@@ -56,7 +56,7 @@ pub(crate) mod tools;
 
 pub use agent::{Agent, HandoffHistory, ParentHistory};
 pub use error::TeamError;
-pub use guardrail::{FnGuardrail, Guardrail, GuardrailStage, GuardrailVerdict};
+pub use guardrail::{AgentGuardrail, FnGuardrail, Guardrail, GuardrailStage, GuardrailVerdict};
 pub use handoff::current_agent;
 pub use roster::{AgentReport, DEFAULT_MAX_DEPTH, Team};
 pub use scope::current_agent_path;

@@ -120,3 +120,82 @@ pub(crate) async fn check(
     }
     None
 }
+
+/// What a guardrail agent answers.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Judgement {
+    /// Whether the text must be stopped.
+    tripped: bool,
+    /// Why (one sentence).
+    reason: String,
+}
+
+/// A guardrail that asks a model: an agent with its own instructions whose typed answer
+/// `{"tripped": bool, "reason": string}` decides. A guardrail whose model fails trips (the
+/// check could not be made: failing open would let through what it exists to stop).
+pub struct AgentGuardrail {
+    name: String,
+    model: Arc<dyn crate::llm::model::ChatModel>,
+    config: crate::run::config::CycleConfig,
+    instructions: String,
+}
+
+impl AgentGuardrail {
+    /// A guardrail named `name` asking `model` (configured by `config`) under `instructions`
+    /// — say what to stop; the text to judge is its user message.
+    pub fn new(
+        name: impl Into<String>,
+        model: Arc<dyn crate::llm::model::ChatModel>,
+        config: crate::run::config::CycleConfig,
+        instructions: impl Into<String>,
+    ) -> Self {
+        AgentGuardrail {
+            name: name.into(),
+            model,
+            config,
+            instructions: instructions.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentGuardrail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentGuardrail")
+            .field("name", &self.name)
+            .field("model", &self.config.model)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Guardrail for AgentGuardrail {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn check(&self, agent: &str, stage: GuardrailStage, text: &str) -> GuardrailVerdict {
+        let mut cycle = crate::run::Conversation {
+            model: Arc::clone(&self.model),
+            config: self.config.clone(),
+            messages: vec![crate::vocab::OpenaiChatMessage::system(&self.instructions)],
+            context: crate::context::ContextState::default(),
+            usage: crate::run::usage::UsageTally::default(),
+        };
+        let what = match stage {
+            GuardrailStage::Input => "input",
+            GuardrailStage::Output => "answer",
+        };
+        let prompt = format!("Judge this {what} of agent '{agent}':\n\n{text}");
+        let registry = crate::tools::registry::ToolRegistry::new();
+        match cycle.submit_typed::<Judgement>(prompt, &registry).await {
+            Ok(Judgement {
+                tripped: true,
+                reason,
+            }) => GuardrailVerdict::Trip { reason },
+            Ok(_) => GuardrailVerdict::Pass,
+            Err(error) => GuardrailVerdict::Trip {
+                reason: format!("the guardrail's model could not judge: {error}"),
+            },
+        }
+    }
+}

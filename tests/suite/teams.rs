@@ -864,3 +864,146 @@ async fn sub_agents_nest_no_deeper_than_the_limit() {
     let answers = tool_answers(&fake.of("b")[1]);
     assert!(answers[0].1.contains("may nest 1 deep"), "{answers:?}");
 }
+
+/// Records the agent path it runs for.
+struct Probe(std::sync::Mutex<Vec<String>>);
+
+#[async_trait]
+impl BaseTool for Probe {
+    fn name(&self) -> &str {
+        "probe"
+    }
+    fn description(&self) -> &str {
+        "records which agent runs it"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
+        let path = agcore::team::current_agent_path().map(|p| p.to_string());
+        self.0
+            .lock()
+            .unwrap()
+            .push(path.clone().unwrap_or_default());
+        Ok(json!(path))
+    }
+}
+
+#[tokio::test]
+async fn a_child_run_is_traced_under_its_parent_call_and_knows_its_agent() {
+    let (subscriber, recorded) = crate::support::trace::recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let probe = Arc::new(Probe(std::sync::Mutex::new(Vec::new())));
+    let mut registry = ToolRegistry::new();
+    registry.register(probe.clone()).unwrap();
+    let team = Team::new()
+        .with_agent(agent("researcher"))
+        .with_agent(agent("main").with_agents(vec!["researcher".into()]));
+    let fake = TeamFake::start(vec![
+        (
+            "main",
+            vec![
+                Reply::calls(&[
+                    ("m_p", "probe", "{}"),
+                    ("m_r", "researcher", &task("probe")),
+                ]),
+                Reply::text("done"),
+            ],
+        ),
+        (
+            "researcher",
+            vec![
+                Reply::calls(&[("r_p", "probe", "{}")]),
+                Reply::text("probed"),
+            ],
+        ),
+    ])
+    .await;
+    let mut cycle = fake.cycle();
+    within(
+        cycle.run_with(
+            RunRequest::prompt("go")
+                .with_tools(&registry)
+                .with_team(&team, "main"),
+        ),
+    )
+    .await
+    .unwrap();
+    let mut seen = probe.0.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(seen, ["main", "main/researcher"]);
+    let recorded = recorded.lock().unwrap();
+    let spans = &recorded.spans;
+    let agents: Vec<usize> = (0..spans.len())
+        .filter(|&i| spans[i].name == "invoke_agent")
+        .collect();
+    assert_eq!(agents.len(), 2, "{spans:#?}");
+    let (root, child) = (agents[0], agents[1]);
+    assert_eq!(spans[root].fields["gen_ai.agent.name"], "main");
+    assert_eq!(spans[child].fields["gen_ai.agent.name"], "researcher");
+    // The child's run sits under its parent's execute_tool span of the call.
+    let call = spans[child].parent.expect("the child's span has a parent");
+    assert_eq!(spans[call].name, "execute_tool researcher");
+    assert_eq!(spans[call].parent, Some(root));
+    // The child's own tool call is under the child's run.
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "execute_tool probe" && s.parent == Some(child))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_whose_typed_answer_decides_can_be_a_guardrail() {
+    let fake = TeamFake::start(vec![
+        (
+            "main",
+            vec![Reply::text("The weather is nice."), Reply::text("Paris.")],
+        ),
+        (
+            "judge",
+            vec![
+                Reply::text(
+                    r#"{"tripped": true, "reason": "off topic: the user asked about capitals"}"#,
+                ),
+                Reply::text(r#"{"tripped": false, "reason": "on topic"}"#),
+            ],
+        ),
+    ])
+    .await;
+    let judge = Arc::new(agcore::team::AgentGuardrail::new(
+        "on_topic",
+        Arc::new(fake.client()),
+        agcore::llm::CycleConfig::new("fake-model"),
+        instructions("judge"),
+    ));
+    let team = Team::new().with_agent(agent("main").with_output_guardrail(judge));
+    let registry = ToolRegistry::new();
+    let mut cycle = fake.cycle();
+    let error = within(
+        cycle.run_with(
+            RunRequest::prompt("What is the capital of France?")
+                .with_tools(&registry)
+                .with_team(&team, "main"),
+        ),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&error, LlmError::GuardrailTripped { guardrail, reason, .. }
+            if guardrail == "on_topic" && reason.contains("off topic")),
+        "{error:?}"
+    );
+    // The judge saw the answer to judge.
+    assert!(last_user(&fake.of("judge")[0]).contains("The weather is nice."));
+    let outcome = within(
+        cycle.run_with(
+            RunRequest::prompt("What is the capital of France?")
+                .with_tools(&registry)
+                .with_team(&team, "main"),
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(ref r) if r.text() == "Paris."));
+}

@@ -50,6 +50,7 @@ async fn list(args: AgentsListArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
         config: &loaded.config,
         secrets: &secrets,
         run: &run_config,
+        model: None,
         render_instructions: false,
     })?;
     // Checked from every agent: a list is for finding what is wrong before a run does.

@@ -16,6 +16,7 @@
 //! model = "anthropic:claude-sonnet-4-5"     # like --model (default: the run's)
 //! parent_history = 4                        # the child sees the parent's last 4 messages
 //! handoff_history = "no_tool_calls"         # full, no_tool_calls or last_user_message
+//! input_guardrails = ["policy"]             # agents that judge its input (output_guardrails: its answer)
 //! output_schema = "answer.json"             # or inline: { type = "object", ... }
 //! [agents.main.limits]                      # the keys of [limits]
 //! max_requests = 12
@@ -67,6 +68,14 @@ pub struct AgentSection {
     /// What of the conversation it sees when the conversation is handed to it (default
     /// `full`).
     pub handoff_history: Option<HandoffHistoryName>,
+    /// Agents of the team that judge its input (the prompt, or its task) before its model
+    /// sees it: each answers `{"tripped": bool, "reason": string}` under its own instructions
+    /// and model; a trip stops the run.
+    #[serde(default)]
+    pub input_guardrails: Vec<String>,
+    /// Agents of the team that judge its final answer before its caller sees it.
+    #[serde(default)]
+    pub output_guardrails: Vec<String>,
 }
 
 /// `output_schema = "file.json"` or `output_schema = { type = "object", ... }`.
@@ -121,6 +130,18 @@ pub enum AgentConfigError {
         /// The entry, escaped for the terminal.
         entry: String,
     },
+    /// A guardrail that names no agent of the team.
+    #[error("[agents.{name}] {key}: no agent named '{entry}' in the team{known}")]
+    UnknownGuardrail {
+        /// The agent.
+        name: String,
+        /// `input_guardrails` or `output_guardrails`.
+        key: &'static str,
+        /// The entry.
+        entry: String,
+        /// ` (agents: a, b)`.
+        known: String,
+    },
     /// `max_turns = 0`.
     #[error("[agents.{name}] max_turns: must be at least 1")]
     NoTurns {
@@ -160,12 +181,34 @@ pub fn validate(agents: &BTreeMap<String, AgentSection>) -> Result<(), AgentConf
         if section.max_turns == Some(0) {
             return Err(AgentConfigError::NoTurns { name: name.clone() });
         }
-        for (key, entries) in [("agents", &section.agents), ("handoffs", &section.handoffs)] {
+        for (key, entries) in [
+            ("agents", &section.agents),
+            ("handoffs", &section.handoffs),
+            ("input_guardrails", &section.input_guardrails),
+            ("output_guardrails", &section.output_guardrails),
+        ] {
             if let Some(entry) = entries.iter().find(|entry| !is_agent_name(entry)) {
                 return Err(AgentConfigError::BadReference {
                     name: name.clone(),
                     key,
                     entry: shown(entry),
+                });
+            }
+        }
+        // Guardrails are the CLI's own reference (the library checks sub-agents and handoffs).
+        for (key, entries) in [
+            ("input_guardrails", &section.input_guardrails),
+            ("output_guardrails", &section.output_guardrails),
+        ] {
+            if let Some(entry) = entries.iter().find(|entry| !agents.contains_key(*entry)) {
+                return Err(AgentConfigError::UnknownGuardrail {
+                    name: name.clone(),
+                    key,
+                    entry: entry.clone(),
+                    known: format!(
+                        " (agents: {})",
+                        agents.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
                 });
             }
         }
@@ -291,6 +334,14 @@ output_schema = "answer.json"
             .unwrap_err()
             .to_string();
         assert_eq!(error, "[agents.a] agents: \"b/c\" is not an agent name");
+        let error = check("[agents.a]\ninput_guardrails = [\"judge\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "[agents.a] input_guardrails: no agent named 'judge' in the team (agents: a)"
+        );
+        assert!(check("[agents.a]\noutput_guardrails = [\"j\"]\n[agents.j]\n").is_ok());
         let error = check("[agents.a]\nmax_turns = 0\n")
             .unwrap_err()
             .to_string();

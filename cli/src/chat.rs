@@ -82,7 +82,7 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
                 &args.model,
                 &loaded.config,
                 secrets,
-                cycle.config(),
+                &cycle,
                 &registry,
             )?,
             name.clone(),

@@ -106,7 +106,7 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
             &args.model,
             &loaded.config,
             secrets,
-            cycle.config(),
+            &cycle,
             &registry,
         )?),
         None => None,

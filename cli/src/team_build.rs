@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agcore::display::escape_for_terminal;
 use agcore::llm::{ChatModel, CycleConfig};
 use agcore::run::OutputSchema;
-use agcore::team::{Agent, HandoffHistory, ParentHistory, Team};
+use agcore::team::{Agent, AgentGuardrail, Guardrail, HandoffHistory, ParentHistory, Team};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
@@ -32,6 +32,9 @@ pub struct TeamInputs<'a> {
     pub secrets: &'a Secrets,
     /// The run's cycle configuration.
     pub run: &'a CycleConfig,
+    /// The run's model (guardrail agents without a model of their own ask it); `None`: a
+    /// client for the run's model is made.
+    pub model: Option<&'a Arc<dyn ChatModel>>,
     /// Whether the instructions are rendered (`agcore agents list` shows no prompt, so it
     /// needs no `--var`).
     pub render_instructions: bool,
@@ -89,6 +92,20 @@ fn build_agent(
             n => ParentHistory::Last(n),
         });
     }
+    for (judges, input) in [
+        (&section.input_guardrails, true),
+        (&section.output_guardrails, false),
+    ] {
+        for judge in judges {
+            let guardrail = guardrail(judge, inputs)
+                .with_context(|| format!("guardrail {}", escape_for_terminal(judge)))?;
+            agent = if input {
+                agent.with_input_guardrail(guardrail)
+            } else {
+                agent.with_output_guardrail(guardrail)
+            };
+        }
+    }
     if let Some(history) = section.handoff_history {
         agent = agent.with_handoff_history(match history {
             HandoffHistoryName::Full => HandoffHistory::Full,
@@ -121,6 +138,32 @@ pub fn instructions(
         None => crate::system_prompt::compose(args, config)?,
     };
     Ok(composed.text)
+}
+
+/// The guardrail the agent `judge` of the team is: its instructions (rendered, or empty when
+/// not rendering) and its model, else the run's.
+fn guardrail(judge: &str, inputs: &TeamInputs<'_>) -> anyhow::Result<Arc<dyn Guardrail>> {
+    let section = crate::agents_config::section(&inputs.config.agents, judge)?;
+    let instructions = if inputs.render_instructions {
+        instructions(judge, section, inputs.args, inputs.config)?.unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let (model, config) = match (&section.model, inputs.model) {
+        (Some(model), _) => agent_model(model, inputs)?,
+        (None, Some(model)) => (Arc::clone(model), inputs.run.clone()),
+        (None, None) => {
+            let target = target(inputs.args, inputs.config)?;
+            let client = crate::setup::client_for(&target, &inputs.config.model, inputs.secrets)?;
+            (client, inputs.run.clone())
+        }
+    };
+    Ok(Arc::new(AgentGuardrail::new(
+        judge,
+        model,
+        config,
+        instructions,
+    )))
 }
 
 /// The agent's own model: `NAME` (the run's API, server and key) or `PROVIDER:NAME` (that

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
-use agcore::llm::{CycleConfig, OpenaiChatMessage};
+use agcore::llm::{LlmCycle, OpenaiChatMessage};
 use agcore::run::Suspension;
 use agcore::team::Team;
 use agcore::tools::ToolRegistry;
@@ -23,7 +23,7 @@ pub fn team_for(
     args: &ModelArgs,
     config: &AgcoreConfig,
     secrets: &Secrets,
-    run: &CycleConfig,
+    cycle: &LlmCycle,
     registry: &ToolRegistry,
 ) -> anyhow::Result<Team> {
     crate::agents_config::section(&config.agents, name)?;
@@ -31,7 +31,8 @@ pub fn team_for(
         args,
         config,
         secrets,
-        run,
+        run: cycle.config(),
+        model: Some(cycle.model()),
         render_instructions: true,
     })?;
     team.check(name, registry)

@@ -644,3 +644,63 @@ async fn the_run_s_request_budget_stops_a_runaway_child() {
     assert_eq!(last["type"], "error", "{last}");
     assert_eq!(last["kind"], "usage_limit_exceeded", "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guardrail_agent_stops_the_run_before_the_model_sees_the_prompt() {
+    let (dir, config) = workspace("", RESEARCHER_TOOLS);
+    std::fs::write(
+        &config,
+        std::fs::read_to_string(&config).unwrap().replace(
+            "handoffs = [\"billing\"]\n",
+            "handoffs = [\"billing\"]\ninput_guardrails = [\"policy\"]\n",
+        ) + "\n[agents.policy]\ninstructions = \"[role:policy] Stop requests for passwords.\"\n",
+    )
+    .unwrap();
+    let model = TeamModel::start(vec![
+        AgentScript::new(
+            "main",
+            "[role:main]",
+            MAIN_OFFERED,
+            vec![Reply::text("never")],
+        ),
+        AgentScript::new(
+            "policy",
+            "[role:policy]",
+            &[],
+            vec![Reply::text(
+                r#"{"tripped": true, "reason": "it asks for a password"}"#,
+            )],
+        ),
+    ])
+    .await;
+    let output = run(
+        dir.path(),
+        &model,
+        &config,
+        &["--agent", "main", "--json", "tell me the admin password"],
+    );
+    model.assert_clean();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(
+        model.routed(),
+        ["policy"],
+        "the main agent's model saw nothing"
+    );
+    let judged = conversation(&model.requests_of("policy")[0]);
+    assert!(
+        judged[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("tell me the admin password"),
+        "{judged:?}"
+    );
+    let last = events(&output).pop().unwrap();
+    assert_eq!(last["type"], "error", "{last}");
+    assert_eq!(last["kind"], "guardrail_tripped", "{last}");
+    let message = last["message"].as_str().unwrap();
+    assert!(
+        message.contains("guardrail 'policy' of agent 'main'")
+            && message.contains("it asks for a password"),
+        "{message}"
+    );
+}

@@ -456,7 +456,8 @@ pub(crate) fn drive<'a>(
                     let mut team_failure = None;
                     let mut child_streams = Vec::with_capacity(children.len());
                     if let Some(team) = &team {
-                        let history = run.state.committed_messages().to_vec();
+                        // The parent's history with this run's prompt (the calling turn is not in it yet).
+                        let history = run.state.messages.clone();
                         let parent = path_of(agent.map_or("", Agent::name));
                         for &position in &children {
                             let Some(call) = calls.get(position) else { continue };

@@ -73,7 +73,7 @@ impl fmt::Display for HiddenBecause {
             HiddenBecause::FeatureFlags { missing } => {
                 write!(f, "feature flag(s) not enabled: {}", missing.join(", "))
             }
-            HiddenBecause::Agent { agent } => write!(f, "not among agent '{agent}''s tools"),
+            HiddenBecause::Agent { agent } => write!(f, "not in the tools of agent '{agent}'"),
             HiddenBecause::Provider { provider, model } => {
                 write!(
                     f,

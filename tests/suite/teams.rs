@@ -821,7 +821,7 @@ async fn a_team_is_checked_before_it_runs_with_the_path_named() {
     assert!(!other.tools[0].exposed);
     assert_eq!(
         other.tools[0].hidden_because[0].to_string(),
-        "not among agent 'other''s tools"
+        "not in the tools of agent 'other'"
     );
 }
 

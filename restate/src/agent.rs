@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use agcore::run::Conversation;
 use agcore::run::external;
-use agcore::tools::{DeferAll, ToolRegistry};
+use agcore::tools::ToolRegistry;
+#[cfg(doc)]
+use agcore::tools::DeferAll;
 use agcore::vocab::ToolDefinition;
 
 /// The agent an endpoint serves: each session's run uses its model, configuration, system
@@ -27,10 +29,10 @@ impl std::fmt::Debug for Agent {
 
 impl Agent {
     /// An agent with `template`'s model, configuration and system prompt (its history is
-    /// where a new session starts) and `registry`'s tools. The registry's approver is replaced:
-    /// a call that needs approval waits for the `approve` handler.
+    /// where a new session starts) and `registry`'s tools. A call the registry's approver
+    /// defers waits for the `approve` handler: give the registry [`DeferAll`] as its approver
+    /// to have every call that needs approval wait.
     pub fn new(template: Conversation, registry: ToolRegistry) -> Arc<Self> {
-        let registry = registry.with_approver(Arc::new(DeferAll));
         let tools = external::offered_tools(&template, &registry);
         Arc::new(Agent {
             template,

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use agcore::run::Conversation;
 use agcore::run::external;
-use agcore::tools::ToolRegistry;
 #[cfg(doc)]
 use agcore::tools::DeferAll;
+use agcore::tools::ToolRegistry;
 use agcore::vocab::ToolDefinition;
 
 /// The agent an endpoint serves: each session's run uses its model, configuration, system

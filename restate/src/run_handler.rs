@@ -36,10 +36,7 @@ pub(crate) async fn run(
     ctx: ObjectContext<'_>,
     prompt: String,
 ) -> HandlerResult<String> {
-    let history = match ctx
-        .get::<Json<Vec<OpenaiChatMessage>>>(MESSAGES)
-        .await?
-    {
+    let history = match ctx.get::<Json<Vec<OpenaiChatMessage>>>(MESSAGES).await? {
         Some(Json(history)) => history,
         None => agent.template().messages().to_vec(),
     };

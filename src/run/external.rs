@@ -124,10 +124,8 @@ pub async fn run_call(
         call,
         media: Mutex::new(None),
     };
-    let mut completed = registry.run_stream_observed(
-        vec![(ToolCallRequest::from(call), approved)],
-        &observer,
-    );
+    let mut completed =
+        registry.run_stream_observed(vec![(ToolCallRequest::from(call), approved)], &observer);
     let Some((_, done)) = completed.next().await else {
         return CallEnd::Answered {
             answer: ToolAnswer::error("the tool produced no result"),

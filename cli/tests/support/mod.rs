@@ -8,6 +8,7 @@
 pub mod mcp;
 #[path = "../../../tests/support/require.rs"]
 pub mod require;
+pub mod restate;
 
 use std::process::Command;
 use std::sync::Mutex;

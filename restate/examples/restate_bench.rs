@@ -66,7 +66,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(tokio::time::timeout(Duration::from_secs(600), bench())) {
+    match runtime.block_on(async { tokio::time::timeout(Duration::from_secs(600), bench()).await })
+    {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(error)) => {
             eprintln!("restate_bench: {error}");

@@ -3,6 +3,7 @@
 //! registered through the admin API and invoked through the ingress; the model is a fake
 //! chat-completions server on 127.0.0.1 that counts its requests, the tools are `run_command`
 //! calls that count their runs in files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
 use std::sync::Arc;

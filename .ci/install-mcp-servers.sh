@@ -11,6 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 npm ci --no-audit --no-fund --prefix npm
+# The real Restate server for cli/tests/suite/restate_server.rs, pinned by
+# .ci/restate/package-lock.json (its linux-x64 binary is an optional dependency). No install
+# scripts: the package's own phones an analytics service. The tests run the server in a network
+# namespace with only loopback (it looks up its latest release at every start).
+npm ci --ignore-scripts --no-audit --no-fund --prefix restate
 
 # Debian's python3 leaves out ensurepip (package python3-venv), without which `python3 -m venv`
 # fails; install it the way scripts/with-postgres.sh installs postgresql.

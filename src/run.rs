@@ -21,6 +21,7 @@ mod context_turn;
 pub mod conversation;
 pub(crate) mod driver;
 pub mod error;
+pub mod external;
 pub mod hooks;
 pub mod journal;
 mod metered;

@@ -38,6 +38,9 @@ pub enum Command {
     /// The team of agents of agcore.toml (`[agents.NAME]`, run with `run --agent NAME`).
     #[command(subcommand)]
     Agents(AgentsCommand),
+    /// Serve the agent as a Restate endpoint (the AgentSession Virtual Object).
+    #[command(subcommand)]
+    Restate(RestateCommand),
     /// Serve agcore's demo MCP server on stdio (used by `agcore demo`).
     #[command(hide = true)]
     McpDemoServer {
@@ -45,6 +48,28 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+/// `agcore restate`: agent runs on a Restate cluster.
+#[derive(Debug, Subcommand)]
+pub enum RestateCommand {
+    /// Serve the AgentSession Virtual Object (handlers run, approve, state) over HTTP/2
+    /// cleartext; register the endpoint with Restate (`restate deployments register URL`).
+    Serve(RestateServeArgs),
+}
+
+/// `agcore restate serve`.
+#[derive(Debug, Args)]
+pub struct RestateServeArgs {
+    /// The address to listen on (`127.0.0.1:9080`).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: std::net::SocketAddr,
+    /// Where the model is.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Which tools (`--yes` runs calls that need approval without waiting for `approve`).
+    #[command(flatten)]
+    pub tools: ToolArgs,
 }
 
 /// Where the model is.

@@ -23,6 +23,7 @@ mod mcp_login;
 mod mcp_notes;
 mod provider;
 mod render;
+mod restate_cmd;
 mod run;
 mod sampling;
 mod secrets;
@@ -43,7 +44,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{AgentsCommand, Cli, Command, McpCommand, SessionsCommand};
+use crate::cli::{AgentsCommand, Cli, Command, McpCommand, RestateCommand, SessionsCommand};
 use crate::layers::Loaded;
 use crate::secrets::Secrets;
 
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
     let model = match &cli.command {
         Command::Run(args) => Some(&args.model),
         Command::Chat(args) => Some(&args.model),
+        Command::Restate(RestateCommand::Serve(args)) => Some(&args.model),
         _ => None,
     };
     let secrets = Secrets::take(&settings::secret_env_names(&loaded.config, model));
@@ -134,6 +136,7 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Chat(args) => settings::load_config(&args.tools),
         Command::Tools(args) => settings::load_config(&args.tools),
         Command::Agents(AgentsCommand::List(args)) => settings::load_config(&args.tools),
+        Command::Restate(RestateCommand::Serve(args)) => settings::load_config(&args.tools),
         Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Login(args)) => layers::load(args.source.config.as_deref(), false),
@@ -166,6 +169,9 @@ async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow:
         Command::Demo(args) => demo::demo(args).await,
         Command::Trust(args) => trust::trust(args),
         Command::Sessions(command) => sessions_cmd::sessions(command, loaded).await,
+        Command::Restate(RestateCommand::Serve(args)) => {
+            restate_cmd::serve(args, loaded, &secrets).await
+        }
         Command::McpDemoServer { args } => mcp_demo_server::serve(args)
             .await
             .map(|()| ExitCode::SUCCESS),

@@ -20,6 +20,7 @@ mod mcp_login_errors;
 mod model_timeouts;
 mod private_store;
 mod prompts_cli;
+mod restate_server;
 mod rules_cli;
 mod run_cli;
 mod run_json_errors;

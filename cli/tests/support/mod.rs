@@ -8,6 +8,7 @@
 pub mod mcp;
 #[path = "../../../tests/support/require.rs"]
 pub mod require;
+pub mod restate;
 pub mod team_cli;
 pub mod team_model;
 

@@ -1,0 +1,64 @@
+//! `agcore restate serve`: the agent of the usual model and tool flags and `agcore.toml`
+//! (model, provider, tools, MCP servers, gates), served as a Restate endpoint
+//! ([`agcore_restate`]). A call that needs approval waits for the `approve` handler (with
+//! `--yes`, it runs).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agcore::tools::DeferAll;
+
+use crate::cli::RestateServeArgs;
+use crate::layers::Loaded;
+use crate::secrets::Secrets;
+use crate::setup::{build_cycle, build_registry_with_mcp};
+
+/// Run `agcore restate serve` until Ctrl-C or SIGTERM.
+pub async fn serve(
+    args: RestateServeArgs,
+    loaded: Loaded,
+    secrets: &Secrets,
+) -> anyhow::Result<ExitCode> {
+    // Bound first: a busy or foreign address fails at once, before MCP servers start.
+    let listener = agcore_restate::bind(args.bind).await?;
+    let cycle = build_cycle(&args.model, &loaded.config, secrets)?;
+    let (registry, _statuses, servers) =
+        build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
+    let registry = if args.tools.yes {
+        registry
+    } else {
+        registry.with_approver(Arc::new(DeferAll))
+    };
+    let agent = agcore_restate::Agent::new(cycle, registry);
+    let address = listener.local_addr()?;
+    eprintln!(
+        "agcore restate endpoint on http://{address} (HTTP/2 cleartext); register it with \
+         Restate: restate deployments register http://{address}"
+    );
+    agcore_restate::serve(listener, agent, shutdown()).await;
+    crate::mcp_close::close_servers(&servers).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

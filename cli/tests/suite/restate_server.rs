@@ -1,0 +1,517 @@
+//! `agcore restate serve` against the real Restate server (1.7.12, `.ci/restate`), each test in
+//! a fresh network namespace with only loopback (see `support::restate`): the endpoint is
+//! registered through the admin API and invoked through the ingress; the model is a fake
+//! chat-completions server on 127.0.0.1 that counts its requests, the tools are `run_command`
+//! calls that count their runs in files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::io::copy_bidirectional;
+use tokio::net::{TcpListener, TcpStream};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::support::restate::{
+    Endpoint, PATIENCE, Restate, call, inside_netns, lines, server_binary, wait_until,
+};
+use crate::support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
+
+/// Run the async body `test` in the test's network namespace (see `support::restate`).
+fn in_netns<F: std::future::Future<Output = ()>>(name: &str, test: impl FnOnce() -> F) {
+    if !inside_netns(&format!("suite::restate_server::{name}")) {
+        return;
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test());
+}
+
+/// `agcore.toml` with shell commands allowed (and asked about, with `ask`).
+fn config(dir: &Path, ask: bool) {
+    let ask = if ask { "ask = [\"shell\"]\n" } else { "" };
+    std::fs::write(
+        dir.join("agcore.toml"),
+        format!(
+            "[tools]\n{ask}[tools.permissions]\nallowed = [\"read\", \"shell\"]\ndenied = []\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// The endpoint's flags: the fake model, the directory's config, the built-in tools.
+fn endpoint_args(model: &MockServer) -> Vec<String> {
+    [
+        "--base-url",
+        &base_url(model),
+        "--model",
+        "fake-model",
+        "--config",
+        "agcore.toml",
+        "--tools",
+        "builtin",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// A `run_command` call of `command`.
+fn command(id: &str, command: &str) -> Reply {
+    Reply::tool(
+        id,
+        "run_command",
+        &json!({ "command": command }).to_string(),
+    )
+}
+
+/// The answer the model read for the call `id` (its `tool` message in `body`).
+fn answer_in(body: &Value, id: &str) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+        .map(|m| m["content"].to_string())
+        .unwrap_or_else(|| panic!("no answer to {id} in {body}"))
+}
+
+#[test]
+fn endpoint_killed_mid_tool_resumes_without_rerunning_finished_work() {
+    in_netns(
+        "endpoint_killed_mid_tool_resumes_without_rerunning_finished_work",
+        || async {
+            let Some(binary) = server_binary() else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            config(dir, false);
+            let runs_a = dir.join("runs-a");
+            let runs_b = dir.join("runs-b");
+            let model = fake_openai(vec![
+                command("call-a", &format!("echo a >> {}", runs_a.display())),
+                // Killed while it runs: the second line is never written.
+                command(
+                    "call-b",
+                    &format!(
+                        "echo b >> {0}; sleep 30; echo late >> {0}",
+                        runs_b.display()
+                    ),
+                ),
+                Reply::text("finished"),
+            ])
+            .await;
+            let restate = Restate::start(&binary, dir).await;
+            let mut endpoint = Endpoint::start(dir, "127.0.0.1:9080", &endpoint_args(&model)).await;
+            restate.register(&endpoint.uri()).await;
+
+            let run = tokio::spawn(async { call("s1", "run", Some(&json!("go"))).await });
+            wait_until("the second tool runs", || async {
+                lines(&runs_b).len() == 1
+            })
+            .await;
+            endpoint.kill();
+            endpoint.restart().await;
+            let (status, answer) = run.await.unwrap();
+
+            assert_eq!((status, answer), (200, json!("finished")));
+            // The finished call did not run again, the cut-off one was not re-run.
+            assert_eq!(lines(&runs_a), ["a"]);
+            assert_eq!(lines(&runs_b), ["b"]);
+            // The two finished model requests were not sent again: three in all.
+            let bodies = request_bodies(&model).await;
+            assert_eq!(bodies.len(), 3, "{bodies:#?}");
+            assert!(answer_in(&bodies[2], "call-a").contains("Exit code: 0"));
+            let cut = answer_in(&bodies[2], "call-b");
+            assert!(cut.contains("interrupted"), "{cut}");
+
+            let (status, state) = call("s1", "state", None).await;
+            assert_eq!(status, 200);
+            let messages = state["messages"].as_array().unwrap();
+            assert_history_valid(messages);
+            let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+            assert_eq!(
+                roles,
+                [
+                    "system",
+                    "user",
+                    "assistant",
+                    "tool",
+                    "assistant",
+                    "tool",
+                    "assistant"
+                ]
+            );
+            assert_eq!(state["pending"], json!([]));
+        },
+    );
+}
+
+#[test]
+fn approval_waits_across_endpoint_restart_and_is_decided_through_approve() {
+    in_netns(
+        "approval_waits_across_endpoint_restart_and_is_decided_through_approve",
+        || async {
+            let Some(binary) = server_binary() else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            config(dir, true);
+            let runs_c = dir.join("runs-c");
+            let runs_d = dir.join("runs-d");
+            let model = fake_openai(vec![
+                command("call-c", &format!("echo c >> {}", runs_c.display())),
+                Reply::text("approved done"),
+                command("call-d", &format!("echo d >> {}", runs_d.display())),
+                Reply::text("denied done"),
+            ])
+            .await;
+            let restate = Restate::start(&binary, dir).await;
+            let mut endpoint = Endpoint::start(dir, "127.0.0.1:9080", &endpoint_args(&model)).await;
+            restate.register(&endpoint.uri()).await;
+
+            // Allowed after the endpoint restarted.
+            let run = tokio::spawn(async { call("s2", "run", Some(&json!("first"))).await });
+            let pending = wait_for_pending("s2").await;
+            assert_eq!(pending[0]["id"], "call-c");
+            assert_eq!(pending[0]["tool"], "run_command");
+            assert!(
+                pending[0]["arguments"]["command"]
+                    .as_str()
+                    .unwrap()
+                    .contains("runs-c")
+            );
+            assert!(lines(&runs_c).is_empty(), "ran before approval");
+            endpoint.kill();
+            endpoint.restart().await;
+            // An id that is not pending: 404 naming the session, the id and the pending ids.
+            let (status, error) = call(
+                "s2",
+                "approve",
+                Some(&json!({"id": "call-x", "allow": true})),
+            )
+            .await;
+            assert_eq!(status, 404, "{error}");
+            let message = error["message"].as_str().unwrap();
+            for part in ["s2", "call-x", "call-c"] {
+                assert!(message.contains(part), "{message}");
+            }
+            let (status, decided) = call(
+                "s2",
+                "approve",
+                Some(&json!({"id": "call-c", "allow": true})),
+            )
+            .await;
+            assert_eq!(status, 200, "{decided}");
+            assert_eq!(
+                decided,
+                json!({"id": "call-c", "allow": true, "resolved": true})
+            );
+            assert_eq!(run.await.unwrap(), (200, json!("approved done")));
+            assert_eq!(lines(&runs_c), ["c"]);
+
+            // Denied with a message: the model reads it, the tool never runs.
+            let run = tokio::spawn(async { call("s2", "run", Some(&json!("second"))).await });
+            let pending = wait_for_pending("s2").await;
+            assert_eq!(pending[0]["id"], "call-d");
+            let (status, decided) = call(
+                "s2",
+                "approve",
+                Some(&json!({"id": "call-d", "allow": false, "message": "not on a Friday"})),
+            )
+            .await;
+            assert_eq!(
+                (status, decided),
+                (
+                    200,
+                    json!({"id": "call-d", "allow": false, "resolved": true})
+                )
+            );
+            assert_eq!(run.await.unwrap(), (200, json!("denied done")));
+            assert!(lines(&runs_d).is_empty());
+            let bodies = request_bodies(&model).await;
+            assert_eq!(bodies.len(), 4);
+            let denied = answer_in(&bodies[3], "call-d");
+            assert!(denied.contains("not on a Friday"), "{denied}");
+
+            let (_, state) = call("s2", "state", None).await;
+            assert_eq!(state["pending"], json!([]));
+            let messages = state["messages"].as_array().unwrap();
+            assert_history_valid(messages);
+            let users: Vec<&Value> = messages.iter().filter(|m| m["role"] == "user").collect();
+            assert_eq!(users.len(), 2);
+        },
+    );
+}
+
+/// The calls `session`'s run waits on, once there are some.
+async fn wait_for_pending(session: &str) -> Vec<Value> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (status, state) = call(session, "state", None).await;
+        if status == 200
+            && let Some(calls) = state["pending"].as_array()
+            && !calls.is_empty()
+        {
+            return calls.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no call of {session} waits for approval: {state}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Answers from the request itself, so that concurrent sessions each get their own script:
+/// a user message gets a `run_command` call echoing it; a tool answer gets the final text
+/// `done: ` and that answer.
+struct EchoModel;
+
+impl Respond for EchoModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+        let message = if last["role"] == "user" {
+            let prompt = last["content"].as_str().unwrap();
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+                "id": format!("call-{prompt}"), "type": "function",
+                "function": {"name": "run_command",
+                    "arguments": json!({"command": format!("echo {prompt}")}).to_string()}}]})
+        } else {
+            let answer = last["content"].as_str().unwrap_or_default();
+            json!({"role": "assistant", "content": format!("done: {}", answer.trim())})
+        };
+        let finish = if message["tool_calls"].is_array() {
+            "tool_calls"
+        } else {
+            "stop"
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-echo", "object": "chat.completion", "created": 1_700_000_000,
+            "model": "fake-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }))
+    }
+}
+
+/// A TCP proxy on `listen` handing each connection to the next of `backends` in turn; counts
+/// the connections each got.
+async fn round_robin(listen: &str, backends: Vec<String>) -> Arc<Vec<AtomicUsize>> {
+    let listener = TcpListener::bind(listen).await.unwrap();
+    let counts: Arc<Vec<AtomicUsize>> =
+        Arc::new(backends.iter().map(|_| AtomicUsize::new(0)).collect());
+    let served = Arc::clone(&counts);
+    tokio::spawn(async move {
+        let mut next = 0;
+        loop {
+            let Ok((mut inbound, _)) = listener.accept().await else {
+                return;
+            };
+            let index = next % backends.len();
+            next += 1;
+            served[index].fetch_add(1, Ordering::SeqCst);
+            let backend = backends[index].clone();
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = TcpStream::connect(&backend).await {
+                    let _ = copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    counts
+}
+
+#[test]
+fn three_endpoints_serve_fifty_sessions_without_interleaving() {
+    in_netns(
+        "three_endpoints_serve_fifty_sessions_without_interleaving",
+        || async {
+            let Some(binary) = server_binary() else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            config(dir, false);
+            let model = MockServer::start().await;
+            Mock::given(method("POST"))
+                .and(path("/v1/chat/completions"))
+                .respond_with(EchoModel)
+                .mount(&model)
+                .await;
+            let restate = Restate::start(&binary, dir).await;
+            let args = endpoint_args(&model);
+            let mut endpoints = Vec::new();
+            for port in [9081, 9082, 9083] {
+                endpoints.push(Endpoint::start(dir, &format!("127.0.0.1:{port}"), &args).await);
+            }
+            // One deployment URI in front of the three, as a load balancer would be.
+            let served = round_robin(
+                "127.0.0.1:9080",
+                endpoints
+                    .iter()
+                    .map(|e| e.uri().trim_start_matches("http://").to_owned())
+                    .collect(),
+            )
+            .await;
+            restate.register("http://127.0.0.1:9080").await;
+
+            let started = Instant::now();
+            let runs = (0..50).map(|i| async move {
+                let session = format!("session-{i}");
+                let prompt = format!("p{i:02}");
+                let (status, answer) = call(&session, "run", Some(&json!(prompt))).await;
+                (session, prompt, status, answer)
+            });
+            let results = futures::future::join_all(runs).await;
+            let elapsed = started.elapsed();
+            for (session, prompt, status, answer) in &results {
+                assert_eq!(*status, 200, "{session}: {answer}");
+                let answer = answer.as_str().unwrap();
+                assert!(
+                    answer.starts_with("done: ") && answer.contains(prompt.as_str()),
+                    "{session}: {answer}"
+                );
+            }
+            let counts: Vec<usize> = served.iter().map(|c| c.load(Ordering::SeqCst)).collect();
+            assert!(
+                counts.iter().all(|&c| c > 0),
+                "connections per endpoint: {counts:?}"
+            );
+            // Each session's history is its own run, whole: nothing of another session in it.
+            for (session, prompt, _, _) in &results {
+                let (_, state) = call(session, "state", None).await;
+                let messages = state["messages"].as_array().unwrap();
+                assert_history_valid(messages);
+                assert_eq!(messages.len(), 5, "{session}: {messages:#?}");
+                assert_eq!(messages[1]["content"], json!(prompt));
+                assert_eq!(
+                    messages[2]["tool_calls"][0]["id"],
+                    json!(format!("call-{prompt}"))
+                );
+                let text = serde_json::to_string(&messages[1..]).unwrap();
+                for (other, other_prompt, _, _) in &results {
+                    if other != session {
+                        assert!(
+                            !text.contains(&format!("\"{other_prompt}")),
+                            "{session} holds {other}'s messages"
+                        );
+                    }
+                }
+            }
+            let requests = request_bodies(&model).await.len();
+            assert_eq!(requests, 100);
+            // Two model turns per session.
+            eprintln!(
+                "restate: 50 sessions over 3 endpoints in {elapsed:.2?}: {:.1} turns/s, connections {counts:?}",
+                100.0 / elapsed.as_secs_f64()
+            );
+        },
+    );
+}
+
+#[test]
+fn bad_input_gets_clear_terminal_errors() {
+    in_netns("bad_input_gets_clear_terminal_errors", || async {
+        let Some(binary) = server_binary() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        config(dir, false);
+        let model = fake_openai(vec![Reply::text("unused")]).await;
+        let restate = Restate::start(&binary, dir).await;
+        let endpoint = Endpoint::start(dir, "127.0.0.1:9080", &endpoint_args(&model)).await;
+        restate.register(&endpoint.uri()).await;
+
+        // A session that never ran: empty lists.
+        let (status, state) = call("never-ran", "state", None).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            state,
+            json!({"session": "never-ran", "messages": [], "pending": []})
+        );
+        // Nothing pending there: 404 naming the session and the id.
+        let (status, error) = call(
+            "never-ran",
+            "approve",
+            Some(&json!({"id": "call-1", "allow": true})),
+        )
+        .await;
+        assert_eq!(status, 404, "{error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("never-ran")
+                && message.contains("call-1")
+                && message.contains("pending: none"),
+            "{message}"
+        );
+        // Malformed: 400 saying what approve takes, at once (a terminal error, not retried).
+        for malformed in [
+            json!({"allow": true}),
+            json!({"id": "call-1", "allow": "yes"}),
+            json!(["call-1"]),
+        ] {
+            let (status, error) = call("never-ran", "approve", Some(&malformed)).await;
+            assert_eq!(status, 400, "{malformed}: {error}");
+            assert!(
+                error["message"].as_str().unwrap().contains("approve takes"),
+                "{error}"
+            );
+        }
+        // A prompt that is not a JSON string.
+        let (status, error) = call("never-ran", "run", Some(&json!({"prompt": "hi"}))).await;
+        assert_eq!(status, 400, "{error}");
+        assert!(request_bodies(&model).await.is_empty());
+    });
+}
+
+#[test]
+fn serve_on_an_address_in_use_exits_at_once_naming_it() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = agcore(dir.path())
+        .args([
+            "restate",
+            "serve",
+            "--bind",
+            &address,
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("agcore restate serve kept running on a taken address");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!status.success());
+    assert!(
+        stderr.contains(&address) && stderr.contains("could not bind"),
+        "{stderr}"
+    );
+}

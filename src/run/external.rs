@@ -1,0 +1,178 @@
+//! The API for external engines: a durable-execution engine (e.g. `agcore-restate`) that
+//! drives [`step`](crate::run::step) itself and journals each effect its own way calls these
+//! for the effects, one model request or one tool call at a time, made exactly as the
+//! built-in driver makes them (context engine, hooks, retries; permissions, approvals,
+//! timeouts and the answer pipeline).
+
+use std::sync::Mutex;
+
+use futures::StreamExt;
+
+use crate::run::answer::AnswerPipeline;
+use crate::run::context_turn;
+use crate::run::conversation::Conversation;
+use crate::run::error::LlmError;
+use crate::run::model_turn::{Mode, TurnItem};
+use crate::run::state::RunState;
+use crate::run::step::{ModelRequest, relaxed_tool_choice};
+use crate::tools::approval::ApprovalRequest;
+use crate::tools::call_digest::CallDigest;
+use crate::tools::error::ToolError;
+use crate::tools::outcome::{CompletedCall, ToolOutcome};
+use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
+use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, ToolDefinition};
+
+/// A conversation with `template`'s model, configuration and history (its system prompt),
+/// with a context engine of its own: one per run an engine drives, the model shared.
+pub fn fork(template: &Conversation) -> Conversation {
+    Conversation {
+        model: template.model.clone(),
+        config: template.config.clone(),
+        messages: template.messages.clone(),
+        context: crate::context::ContextState::default(),
+        usage: Default::default(),
+    }
+}
+
+/// The tools offered to `conversation`'s model from `registry` (as the driver offers them).
+pub fn offered_tools(conversation: &Conversation, registry: &ToolRegistry) -> Vec<ToolDefinition> {
+    registry.exposed_definitions(conversation.model.provider(), &conversation.config.model)
+}
+
+/// The model request of an [`Effect::RequestModel`](crate::run::Effect::RequestModel): the
+/// context engine prepares `state`'s history (it may compact it, and counts its own requests
+/// in `state`), the hooks see the request and the reply. Blocking, not streamed.
+pub async fn request_model(
+    conversation: &mut Conversation,
+    state: &mut RunState,
+    request: ModelRequest,
+    tools: &[ToolDefinition],
+) -> Result<ChatResponse, LlmError> {
+    let Conversation {
+        model,
+        config,
+        context,
+        ..
+    } = conversation;
+    let relaxed = relaxed_tool_choice(&config.options);
+    let options = match &relaxed {
+        Some(relaxed) if request.tool_choice_relaxed => relaxed,
+        _ => &config.options,
+    };
+    let mut reply = None;
+    {
+        let turn = context_turn::request(
+            state,
+            context,
+            &**model,
+            config,
+            tools,
+            options,
+            Mode::Blocking,
+        );
+        let mut items = std::pin::pin!(turn);
+        while let Some(item) = items.next().await {
+            if let TurnItem::Reply(result) = item {
+                reply = Some(result);
+            }
+        }
+    }
+    let reply = reply.unwrap_or_else(|| {
+        Err(LlmError::Other(
+            "the model request ended without a reply".to_owned(),
+        ))
+    });
+    if let Ok(reply) = &reply {
+        config.hooks.after_model_response(reply).await;
+    }
+    reply
+}
+
+/// How one tool call ended.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum CallEnd {
+    /// The call has its answer (shaped for the model), and media to follow the turn's tool
+    /// messages, if any.
+    Answered {
+        /// What the model reads.
+        answer: ToolAnswer,
+        /// The media message, if the tool returned media.
+        media: Option<OpenaiChatMessage>,
+    },
+    /// The approver deferred the call: it waits for a decision (not answered).
+    Deferred(ApprovalRequest),
+}
+
+/// Run one call of an [`Effect::RunTools`](crate::run::Effect::RunTools) batch through
+/// `registry` (permission, rules, approval, timeout), its answer shaped as the driver shapes
+/// it. `approved`: `Some(digest)` when a decision already allowed the call (the batch's
+/// `approved` / `approved_for`), so its approver is not asked again.
+pub async fn run_call(
+    conversation: &Conversation,
+    state: &RunState,
+    registry: &ToolRegistry,
+    call: &ToolCall,
+    approved: Option<Option<CallDigest>>,
+) -> CallEnd {
+    let observer = ShapeObserver {
+        answers: AnswerPipeline {
+            config: &conversation.config,
+            journal: None,
+            limit: state.rules.tool_output_limit,
+            accepts_images: state.rules.accepts_images,
+        },
+        call,
+        media: Mutex::new(None),
+    };
+    let mut completed =
+        registry.run_stream_observed(vec![(ToolCallRequest::from(call), approved)], &observer);
+    let Some((_, done)) = completed.next().await else {
+        return CallEnd::Answered {
+            answer: ToolAnswer::error("the tool produced no result"),
+            media: None,
+        };
+    };
+    drop(completed);
+    if let ToolOutcome::Refused {
+        reason: ToolError::ApprovalDeferred { request },
+    } = done.outcome
+    {
+        return CallEnd::Deferred(*request);
+    }
+    let media = observer
+        .media
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    CallEnd::Answered {
+        answer: done.answer,
+        media,
+    }
+}
+
+/// Shapes the answer of the one call it watches.
+struct ShapeObserver<'a> {
+    answers: AnswerPipeline<'a>,
+    call: &'a ToolCall,
+    media: Mutex<Option<OpenaiChatMessage>>,
+}
+
+#[async_trait::async_trait]
+impl CallObserver for ShapeObserver<'_> {
+    async fn started(&self, _position: usize) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn finished(&self, _position: usize, call: &mut CompletedCall) {
+        if matches!(
+            call.outcome,
+            ToolOutcome::Refused {
+                reason: ToolError::ApprovalDeferred { .. }
+            }
+        ) {
+            return;
+        }
+        let message = self.answers.shape(Some(self.call), call).await;
+        *self.media.lock().unwrap_or_else(|p| p.into_inner()) = message;
+    }
+}

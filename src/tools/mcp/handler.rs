@@ -167,6 +167,7 @@ impl Handler {
 }
 
 /// agcore's `ClientHandler`.
+#[derive(Clone)]
 pub(crate) struct Handler {
     pub(crate) info: ClientConfig,
     pub(crate) server: Arc<str>,

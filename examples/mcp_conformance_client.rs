@@ -54,10 +54,7 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 
 /// The OAuth settings for an `auth/*` scenario, from its name and context.
 fn auth_for(scenario: &str) -> McpAuth {
-    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or(Value::Null);
+    let context = context();
     let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
     let client_id = field("client_id");
     // Cross-app access: the context names the enterprise IdP and the user's ID token.
@@ -120,6 +117,33 @@ impl Elicitor for AcceptDefaults {
     }
 }
 
+/// The scenario's context (`MCP_CONFORMANCE_CONTEXT`), `null` when there is none.
+fn context() -> Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The calls the context prescribes (`toolCalls: [{name, arguments}]`), if any.
+fn prescribed_calls(context: &Value) -> Option<Vec<(String, Value)>> {
+    let calls = context.get("toolCalls")?.as_array()?;
+    Some(
+        calls
+            .iter()
+            .filter_map(|call| {
+                let name = call.get("name")?.as_str()?.to_owned();
+                Some((name, call.get("arguments").cloned().unwrap_or(json!({}))))
+            })
+            .collect(),
+    )
+}
+
+/// The tool whose input schema `json-schema-2020-12-preservation` looks at, and the tool that
+/// echoes a schema back to it.
+const FOCAL_TOOL: &str = "json_schema_2020_12_tool";
+const ECHO_TOOL: &str = "json_schema_echo";
+
 async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError> {
     let client = McpClient::new("conformance", McpTransport::http(url)).with_timeout(20);
     let mut client = match scenario {
@@ -130,7 +154,23 @@ async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError
     client.connect().await?;
     let tools = client.list_tools().await?;
     eprintln!("scenario {scenario}: {} tool(s)", tools.len());
-    if scenario != "initialize" {
+    let context = context();
+    if let Some(calls) = prescribed_calls(&context) {
+        for (name, args) in calls {
+            let result = client.call_tool(&name, args).await;
+            eprintln!("{name} -> {result:?}");
+            result?;
+        }
+    } else if scenario == "json-schema-2020-12-preservation" {
+        // The schema as agcore holds it goes back verbatim: anything agcore stripped shows.
+        let focal = tools.iter().find(|tool| tool.name() == FOCAL_TOOL);
+        let schema = focal.map(|tool| tool.function.parameters.clone());
+        let result = client
+            .call_tool(ECHO_TOOL, json!({ "schema": schema }))
+            .await;
+        eprintln!("{ECHO_TOOL} -> {result:?}");
+        result?;
+    } else if scenario != "initialize" && scenario != "json-schema-ref-no-deref" {
         for tool in &tools {
             let args = arguments_for(&tool.function.parameters);
             let result = client.call_tool(tool.name(), args).await;

@@ -24,6 +24,7 @@ mod layers;
 mod loop_hardening;
 mod mcp_complete;
 mod mcp_conformance;
+mod mcp_conformance_next;
 mod mcp_faults;
 mod mcp_features;
 mod mcp_hardening;

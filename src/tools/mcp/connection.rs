@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use rmcp::Peer;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
     Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, Tool,
@@ -17,7 +18,6 @@ use rmcp::service::{
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::Peer;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 

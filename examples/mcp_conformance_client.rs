@@ -11,7 +11,8 @@
 //! the tools and call each one with arguments made from its schema), `auth/*` (the same flow
 //! with [`McpAuth`]: client credentials when the scenario says so, else the authorization-code
 //! flow, pre-registered when the context (`MCP_CONFORMANCE_CONTEXT`) gives a client ID),
-//! cross-app access when the context names an IdP token endpoint and an ID token,
+//! cross-app access when the context names an IdP token endpoint and an ID token, workload
+//! identity (`auth/wif-jwt-bearer`) when it gives a workload JWT (`valid_jwt`),
 //! `elicitation-sep1034-client-defaults` (the same, with an elicitor that accepts every form
 //! empty, so agcore fills in the schema's defaults). Anything else runs the `tools_call` flow.
 //! Exit status 0 on success, 1 with the error on stderr otherwise.
@@ -21,7 +22,7 @@ use std::sync::Arc;
 
 use agcore::tools::mcp::auth::{
     ClientCredentials, ClientIdentity, CrossAppAccess, IdTokenSource, JwtAlgorithm, McpAuth,
-    OAuthClient,
+    OAuthClient, WorkloadIdentity,
 };
 use agcore::tools::mcp::{
     ElicitationRequest, ElicitationResponse, Elicitor, McpClient, McpTransport,
@@ -73,6 +74,13 @@ fn auth_for(scenario: &str) -> McpAuth {
             idp_client,
             IdTokenSource::Value(id_token),
             client,
+        ));
+    }
+    // Workload identity: the context gives the workload's JWT.
+    if let (Some(jwt), Some(client_id)) = (field("valid_jwt"), client_id.clone()) {
+        return McpAuth::workload_identity(WorkloadIdentity::new(
+            OAuthClient::public(client_id),
+            IdTokenSource::Value(jwt),
         ));
     }
     match (scenario, client_id) {

@@ -108,6 +108,7 @@ mod listing;
 mod media;
 mod naming;
 mod negotiation;
+mod output_schema;
 mod permissions;
 mod progress;
 mod prompt_tools;
@@ -144,7 +145,7 @@ pub use elicitation::{
 };
 pub use filter::McpToolFilter;
 pub use handle::McpHandle;
-pub use listing::McpListError;
+pub use listing::{McpCacheHint, McpListError};
 pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message, media_of};
 pub use naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
 pub use negotiation::{McpNegotiation, STATELESS_PROTOCOL_VERSION, is_stateless_version};

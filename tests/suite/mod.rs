@@ -27,6 +27,7 @@ mod mcp_conformance;
 mod mcp_conformance_next;
 mod mcp_faults;
 mod mcp_features;
+mod mcp_generations;
 mod mcp_hardening;
 mod mcp_recovery;
 mod mcp_registry;

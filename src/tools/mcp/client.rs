@@ -178,8 +178,15 @@ impl McpClient {
         self
     }
 
-    /// Which protocol generation to speak (default [`McpNegotiation::Auto`]: 2026-07-28 with a
-    /// server that answers `server/discover`, the `initialize` handshake with the rest).
+    /// The cache hint of the last `tools/list` (`None` when the server gave none, as servers
+    /// before 2026-07-28 do). A listing with a `ttlMs` is reused until it runs out.
+    pub fn tools_cache_hint(&self) -> Option<crate::tools::mcp::McpCacheHint> {
+        self.shared.cache.hint()
+    }
+
+    /// Which protocol generation to speak (default [`McpNegotiation::Auto`]: over HTTP
+    /// 2026-07-28 with a server that answers `server/discover`, the `initialize` handshake with
+    /// the rest; over stdio the handshake).
     pub fn with_negotiation(mut self, negotiation: McpNegotiation) -> Self {
         self.settings.negotiation = negotiation;
         self

@@ -26,7 +26,7 @@ use crate::tools::mcp::MAX_MESSAGE_BYTES;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
-use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::listing::{ListFailure, McpCacheHint, list_bounded_with_hint};
 use crate::tools::mcp::negotiation::McpNegotiation;
 use crate::tools::mcp::progress::ProgressCallback;
 use crate::tools::mcp::recovery::McpRetry;
@@ -117,6 +117,8 @@ pub struct McpServerInfo {
     pub version: String,
     /// The negotiated protocol version.
     pub protocol_version: String,
+    /// Whether the session is stateless (2026-07-28: `server/discover`, no `initialize`).
+    pub stateless: bool,
     /// The server's `instructions`, if any.
     pub instructions: Option<String>,
     /// Whether the server offers tools.
@@ -176,7 +178,8 @@ impl Connection {
             subscriptions: settings.subscriptions.clone(),
         };
         handler.info.meta = trace::meta(&span);
-        let lifecycle = settings.negotiation.lifecycle(&protocol_version);
+        let stdio = matches!(settings.transport, McpTransport::Stdio { .. });
+        let lifecycle = settings.negotiation.lifecycle(&protocol_version, stdio);
         let fallback = settings.negotiation.http_fallback(&protocol_version);
         let closed = CancellationToken::new();
         let opened = async {
@@ -225,6 +228,7 @@ impl Connection {
                     .map(|i| i.version.clone())
                     .unwrap_or_default(),
                 protocol_version: init.protocol_version.to_string(),
+                stateless: !init.protocol_version.has_initialize(),
                 instructions: init.instructions.clone(),
                 has_tools: init.capabilities.tools.is_some(),
                 has_resources: init.capabilities.resources.is_some(),
@@ -240,6 +244,7 @@ impl Connection {
                 name: server.to_string(),
                 version: String::new(),
                 protocol_version: settings.protocol_version.clone(),
+                stateless: false,
                 instructions: None,
                 has_tools: true,
                 has_resources: false,
@@ -343,6 +348,13 @@ impl Connection {
     /// Every page of `tools/list`, within the request timeout and the listing bounds
     /// ([`McpListError`](crate::tools::mcp::McpListError)).
     pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, ToolError> {
+        self.list_tools_with_hint().await.map(|(tools, _)| tools)
+    }
+
+    /// [`Connection::list_tools`] with the listing's cache hint.
+    pub(crate) async fn list_tools_with_hint(
+        &self,
+    ) -> Result<(Vec<Tool>, Option<McpCacheHint>), ToolError> {
         // One span for the listing, all its pages.
         let span = self.span("tools/list", "");
         let meta = trace::meta(&span);
@@ -356,12 +368,12 @@ impl Connection {
     async fn list_pages(
         &self,
         meta: Option<rmcp::model::RequestMetaObject>,
-    ) -> Result<Vec<Tool>, ToolError> {
+    ) -> Result<(Vec<Tool>, Option<McpCacheHint>), ToolError> {
         if self.closed.is_cancelled() {
             return Err(self.failure("tools/list", "").await);
         }
         let limit = self.request_timeout;
-        let pages = list_bounded(&self.server, |params| {
+        let pages = list_bounded_with_hint(&self.server, |params| {
             let params = params.map(|mut params| {
                 params.meta.clone_from(&meta);
                 params

@@ -13,24 +13,27 @@ pub const STATELESS_PROTOCOL_VERSION: &str = "2026-07-28";
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum McpNegotiation {
-    /// Ask with `server/discover` for 2026-07-28; a server that does not know it (it answers
-    /// with a JSON-RPC error, or an HTTP error before any session exists) gets the
+    /// Over HTTP, ask with `server/discover` for 2026-07-28; a server that does not know it
+    /// (it answers with a JSON-RPC error, or an HTTP error before any session exists) gets the
     /// `initialize` handshake with the configured version (2025-11-25 by default, or the
-    /// 2025-06-18 / 2025-03-26 it negotiates down to).
+    /// 2025-06-18 / 2025-03-26 it negotiates down to). Over stdio, the handshake: the server
+    /// is one process per client, so a session costs nothing, and the session's features
+    /// (list-changed notifications, subscriptions, server requests) keep working.
     #[default]
     Auto,
     /// Only the `initialize` handshake (for a server that mishandles `server/discover`).
     Initialize,
-    /// Only 2026-07-28: a server that does not speak it is an error.
+    /// Only 2026-07-28 (also over stdio): a server that does not speak it is an error.
     Stateless,
 }
 
 impl McpNegotiation {
-    /// The rmcp lifecycle for this choice, with `legacy` the version `initialize` offers.
+    /// The rmcp lifecycle for this choice, with `legacy` the version `initialize` offers, over
+    /// stdio or HTTP.
     ///
     /// A configured version of 2026-07-28 or later has no handshake, so it means
     /// [`Stateless`](Self::Stateless) whatever was chosen.
-    pub(crate) fn lifecycle(self, legacy: &ProtocolVersion) -> ClientLifecycleMode {
+    pub(crate) fn lifecycle(self, legacy: &ProtocolVersion, stdio: bool) -> ClientLifecycleMode {
         let stateless = vec![ProtocolVersion::V_2026_07_28];
         if !legacy.has_initialize() {
             return ClientLifecycleMode::Discover {
@@ -38,6 +41,7 @@ impl McpNegotiation {
             };
         }
         match self {
+            McpNegotiation::Auto if stdio => ClientLifecycleMode::Initialize,
             McpNegotiation::Auto => ClientLifecycleMode::Auto {
                 preferred_versions: stateless,
                 legacy_version: Some(legacy.clone()),
@@ -68,10 +72,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_probes_then_offers_the_configured_legacy_version() {
+    fn auto_probes_http_then_offers_the_configured_legacy_version() {
         let legacy = ProtocolVersion::V_2025_06_18;
         assert_eq!(
-            McpNegotiation::Auto.lifecycle(&legacy),
+            McpNegotiation::Auto.lifecycle(&legacy, true),
+            ClientLifecycleMode::Initialize
+        );
+        assert_eq!(
+            McpNegotiation::Auto.lifecycle(&legacy, false),
             ClientLifecycleMode::Auto {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
                 legacy_version: Some(ProtocolVersion::V_2025_06_18),
@@ -93,7 +101,7 @@ mod tests {
             McpNegotiation::Stateless,
         ] {
             assert!(matches!(
-                negotiation.lifecycle(&modern),
+                negotiation.lifecycle(&modern, true),
                 ClientLifecycleMode::Discover { .. }
             ));
             assert_eq!(negotiation.http_fallback(&modern), None);

@@ -10,7 +10,7 @@ use tokio::sync::Mutex;
 
 use crate::tools::mcp::auth::config::{ClientCredentials, ClientIdentity, McpAuth};
 use crate::tools::mcp::auth::redact::redact;
-use crate::tools::mcp::auth::{cross_app, discovery};
+use crate::tools::mcp::auth::{cross_app, discovery, workload};
 
 /// The authorized HTTP client, replaced on each new authorization.
 struct State {
@@ -207,6 +207,19 @@ impl AuthSession {
                 let config = self.client_credentials(credentials, scopes);
                 client_credentials_flow(OAuthState::Unauthorized(manager), config).await
             }
+            McpAuth::WorkloadIdentity {
+                identity, scopes, ..
+            } => {
+                workload::authorize(
+                    manager,
+                    &self.url,
+                    challenge,
+                    identity,
+                    scopes,
+                    self.auth.store(),
+                )
+                .await
+            }
             McpAuth::CrossAppAccess { config, scopes, .. } => {
                 cross_app::authorize(
                     manager,
@@ -260,7 +273,7 @@ impl AuthSession {
 fn scope_union(granted: &[String], challenge: &str) -> Vec<String> {
     let mut scopes = granted.to_vec();
     for scope in challenged_scopes(challenge) {
-        if !scopes.iter().any(|known| *known == scope) {
+        if !scopes.contains(&scope) {
             scopes.push(scope);
         }
     }

@@ -56,9 +56,9 @@ async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
                         n => format!(" (after {n} attempts)"),
                     };
                     println!(
-                        "{name}: connected{retried}{}, {} tool(s){}",
-                        protocol(status),
+                        "{name}: connected{retried}, {} tool(s){}{}",
                         status.tools.len(),
+                        protocol(status),
                         cache(status)
                     );
                     for tool in &status.tools {
@@ -114,16 +114,16 @@ async fn call(args: McpCallArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// ` (MCP 2026-07-28, stateless)` / ` (MCP 2025-11-25)`: the negotiated protocol version.
+/// ` — MCP 2026-07-28 (stateless)` / ` — MCP 2025-11-25`: the negotiated protocol version.
 fn protocol(status: &McpServerStatus) -> String {
     let Some(info) = &status.info else {
         return String::new();
     };
     let version = escape_for_terminal(&info.protocol_version);
     if info.stateless {
-        format!(" (MCP {version}, stateless)")
+        format!(" — MCP {version} (stateless)")
     } else {
-        format!(" (MCP {version})")
+        format!(" — MCP {version}")
     }
 }
 

@@ -108,7 +108,7 @@ fn capabilities(settings: &Settings) -> ClientCapabilities {
     capabilities
 }
 
-/// The server's self-description from `initialize`.
+/// The server's self-description from `initialize` or `server/discover`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct McpServerInfo {
     /// `serverInfo.name`.

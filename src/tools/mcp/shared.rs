@@ -132,12 +132,11 @@ impl Shared {
         if result.is_error == Some(true) {
             trace::record_error_type(&span, "tool_error");
         }
-        if let Some(tool) = self
-            .cache
-            .get()
-            .and_then(|tools| tools.iter().find(|tool| tool.name == name).cloned())
+        if result.structured_content.is_some()
+            && let Some(tools) = self.cache.get()
+            && let Some(tool) = tools.iter().find(|tool| tool.name == name)
         {
-            check_structured_content(&tool, &result)?;
+            check_structured_content(tool, &result)?;
         }
         call_result_to_value(name, result)
     }

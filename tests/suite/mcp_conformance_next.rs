@@ -7,6 +7,8 @@
 //! extension scenarios; the extension scenarios outside both sets (SEP-2640 skills) at
 //! 2026-07-28, and the 2025-03-26 back-compat scenarios at theirs. One test per scenario and
 //! revision; [`requirement_sets_are_the_suites`] checks the lists against the suite's own.
+//! The scenarios agcore does not pass yet are in [`EXPECTED_FAILURES`], with the failing checks
+//! and the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
@@ -32,29 +34,121 @@ fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     Some((node22()?, suite))
 }
 
+/// Scenarios agcore does not pass yet, each with the checks that fail and why (the suite's own
+/// baseline idea): the test then asserts that exactly these checks fail, so a fix shows as a
+/// failing test until its entry is removed, and nothing else may break meanwhile.
+const EXPECTED_FAILURES: &[(&str, &[&str], &str)] = &[
+    (
+        "auth/dpop",
+        DPOP_CHECKS,
+        "DPoP (SEP-1932): rmcp 3.11 sends tokens only as Bearer and has no DPoP proofs",
+    ),
+    (
+        "auth/dpop-nonce",
+        DPOP_NONCE_CHECKS,
+        "DPoP (SEP-1932): as auth/dpop; the server nonce needs the DPoP-Nonce response header, \
+         which rmcp's 401 error does not keep",
+    ),
+    (
+        "sep-2322-client-request-state",
+        &[
+            "sep-2322-client-request-state-echoed",
+            "sep-2322-client-jsonrpc-id-different",
+            "sep-2322-client-no-state-omitted",
+            "sep-2322-client-parallel-isolation",
+            "sep-2322-default-result-type-complete",
+        ],
+        "multi-round-trip requests: McpClient::call_tool does not retry an InputRequiredResult \
+         yet (built in the run's call path separately)",
+    ),
+];
+
+const DPOP_CHECKS: &[&str] = &[
+    "sep-1932-client-token-request-proof",
+    "sep-1932-client-dpop-auth-scheme",
+    "sep-1932-client-fresh-proof",
+];
+
+const DPOP_NONCE_CHECKS: &[&str] = &[
+    "sep-1932-client-token-request-proof",
+    "sep-1932-client-dpop-auth-scheme",
+    "sep-1932-client-fresh-proof",
+    "sep-1932-client-as-nonce",
+    "sep-1932-client-rs-nonce",
+];
+
+/// The ids of the checks that failed, from the `checks.json` files under `dir`.
+fn failed_checks(dir: &std::path::Path) -> Vec<String> {
+    let mut failed = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|name| name == "checks.json") {
+                let checks: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+                for check in checks.as_array().unwrap() {
+                    if check["status"] == "FAILURE" {
+                        failed.push(check["id"].as_str().unwrap_or_default().to_owned());
+                    }
+                }
+            }
+        }
+    }
+    failed.sort();
+    failed.dedup();
+    failed
+}
+
 fn run_scenario(scenario: &str, revision: &str) {
     let Some((node, suite)) = suite() else {
         return;
     };
     let client = conformance_client();
+    let results = tempfile::tempdir().unwrap();
     // `--force`: an extension scenario runs at the revision even where the suite would not
     // pick it on its own (the requirement sets run them the same way).
     let output = std::process::Command::new(node)
         .arg(&suite)
         .args(["client", "--timeout", "30000", "--force"])
         .args(["--spec-version", revision, "--scenario", scenario])
+        .arg("--output-dir")
+        .arg(results.path())
         .arg("--command")
         .arg(&client)
         .output()
         .expect("run the conformance suite");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success()
-            && (stdout.contains("OVERALL: PASSED") || stderr.contains("OVERALL: PASSED")),
-        "scenario {scenario} at {revision} failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
+    let passed = output.status.success()
+        && (stdout.contains("OVERALL: PASSED") || stderr.contains("OVERALL: PASSED"));
+    match EXPECTED_FAILURES
+        .iter()
+        .find(|(name, _, _)| *name == scenario)
+    {
+        None => assert!(
+            passed,
+            "scenario {scenario} at {revision} failed ({}):\n{stdout}\n{stderr}",
+            output.status
+        ),
+        Some((_, checks, why)) => {
+            assert!(
+                !passed,
+                "scenario {scenario} at {revision} passes now: remove it from EXPECTED_FAILURES \
+                 ({why})"
+            );
+            let mut expected: Vec<String> = checks.iter().map(|id| (*id).to_owned()).collect();
+            expected.sort();
+            assert_eq!(
+                failed_checks(results.path()),
+                expected,
+                "scenario {scenario} at {revision}: other checks fail than the known ones \
+                 ({why}):\n{stdout}\n{stderr}"
+            );
+        }
+    }
 }
 
 /// One test per scenario and revision.

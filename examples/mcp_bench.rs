@@ -6,8 +6,15 @@
 //! ```text
 //! cargo run --release --example mcp_bench -- [--calls 2000] [--conc 32] [--warmup 50]
 //!     [--modes seq,spawn,join_all] [--runtime multi|current] [--label NAME] [--impl agcore|rmcp]
-//!     [--server-pid PID] (--url http://127.0.0.1:PORT/mcp | -- SERVER_CMD [ARGS...])
+//!     [--server-pid PID] [--lifecycle session|stateless]
+//!     (--url http://127.0.0.1:PORT/mcp | -- SERVER_CMD [ARGS...])
 //! ```
+//!
+//! `--lifecycle`: `session` (default) opens with the `initialize` handshake (2025-11-25) for
+//! both clients; `stateless` with `server/discover` (2026-07-28: no session, every request
+//! carries its version and capabilities) — agcore's `McpNegotiation::Stateless`, rmcp's
+//! `ClientLifecycleMode::Discover`. Against one rmcp server (`mcp-demo-server --http ADDR`)
+//! both generations are served by the same process.
 //!
 //! `--server-pid` names the server process (tree) whose CPU is counted for an HTTP server that is
 //! not this process's child.
@@ -23,10 +30,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use agcore::tools::mcp::{McpClient, McpHandle, McpTransport};
-use rmcp::ServiceExt;
+use agcore::tools::mcp::{McpClient, McpHandle, McpNegotiation, McpTransport};
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService};
 use serde_json::{Value, json};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -82,6 +88,8 @@ struct Args {
     url: Option<String>,
     implementation: String,
     server_pid: Option<u32>,
+    /// `session` (the `initialize` handshake) or `stateless` (`server/discover`).
+    lifecycle: String,
 }
 
 fn parse_args() -> Result<Args, Error> {
@@ -96,6 +104,7 @@ fn parse_args() -> Result<Args, Error> {
         url: None,
         implementation: "agcore".into(),
         server_pid: None,
+        lifecycle: "session".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -110,6 +119,7 @@ fn parse_args() -> Result<Args, Error> {
             "--url" => args.url = Some(value()?),
             "--impl" => args.implementation = value()?,
             "--server-pid" => args.server_pid = Some(value()?.parse()?),
+            "--lifecycle" => args.lifecycle = value()?,
             "--" => {
                 args.server = it.collect();
                 break;
@@ -167,8 +177,30 @@ async fn echo(handle: &Caller, i: usize) -> Result<u64, Error> {
     Ok(ns)
 }
 
-/// A raw rmcp client (protocol pinned to 2025-11-25, as agcore asks), over HTTP or stdio.
+/// The lifecycle `--lifecycle` names, for rmcp.
+fn rmcp_lifecycle(args: &Args) -> Result<ClientLifecycleMode, Error> {
+    match args.lifecycle.as_str() {
+        "session" => Ok(ClientLifecycleMode::Initialize),
+        "stateless" => Ok(ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        }),
+        other => Err(format!("--lifecycle session|stateless, not {other}").into()),
+    }
+}
+
+/// The lifecycle `--lifecycle` names, for agcore.
+fn agcore_negotiation(args: &Args) -> Result<McpNegotiation, Error> {
+    match args.lifecycle.as_str() {
+        "session" => Ok(McpNegotiation::Initialize),
+        "stateless" => Ok(McpNegotiation::Stateless),
+        other => Err(format!("--lifecycle session|stateless, not {other}").into()),
+    }
+}
+
+/// A raw rmcp client (protocol pinned to 2025-11-25, as agcore asks, for a session), over HTTP
+/// or stdio.
 async fn raw_rmcp(args: &Args) -> Result<RunningService<RoleClient, ClientConfig>, Error> {
+    let lifecycle = rmcp_lifecycle(args)?;
     let version: ProtocolVersion = serde_json::from_value(json!("2025-11-25"))?;
     let config = ClientConfig::new(
         Default::default(),
@@ -178,16 +210,17 @@ async fn raw_rmcp(args: &Args) -> Result<RunningService<RoleClient, ClientConfig
     Ok(match &args.url {
         Some(url) => {
             config
-                .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
-                    url.as_str(),
-                ))
+                .serve_with_lifecycle(
+                    rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str()),
+                    lifecycle,
+                )
                 .await?
         }
         None => {
             let mut command = tokio::process::Command::new(&args.server[0]);
             command.args(&args.server[1..]);
             config
-                .serve(rmcp::transport::TokioChildProcess::new(command)?)
+                .serve_with_lifecycle(rmcp::transport::TokioChildProcess::new(command)?, lifecycle)
                 .await?
         }
     })
@@ -224,6 +257,7 @@ fn report(args: &Args, sample: Sample, init_ms: f64) {
         "impl": args.implementation,
         "transport": if args.url.is_some() { "http" } else { "stdio" },
         "runtime": args.runtime, "server": args.label, "mode": sample.mode,
+        "lifecycle": args.lifecycle,
         "conc": sample.conc, "calls": args.calls,
         "elapsed_s": (sample.elapsed * 1000.0).round() / 1000.0,
         "calls_per_s": (calls / sample.elapsed).round(),
@@ -252,7 +286,8 @@ async fn run(args: Args) -> Result<(), Error> {
     let mut raw = None;
     let handle = match args.implementation.as_str() {
         "agcore" => {
-            let mut agcore = McpClient::new("bench", transport);
+            let mut agcore =
+                McpClient::new("bench", transport).with_negotiation(agcore_negotiation(&args)?);
             agcore.connect().await?;
             let tools = agcore.list_tools().await?;
             if !tools.iter().any(|tool| tool.name() == "echo") {

@@ -11,7 +11,8 @@
 //! the tools and call each one with arguments made from its schema), `auth/*` (the same flow
 //! with [`McpAuth`]: client credentials when the scenario says so, else the authorization-code
 //! flow, pre-registered when the context (`MCP_CONFORMANCE_CONTEXT`) gives a client ID),
-//! cross-app access when the context names an IdP token endpoint and an ID token,
+//! cross-app access when the context names an IdP token endpoint and an ID token, workload
+//! identity (`auth/wif-jwt-bearer`) when it gives a workload JWT (`valid_jwt`),
 //! `elicitation-sep1034-client-defaults` (the same, with an elicitor that accepts every form
 //! empty, so agcore fills in the schema's defaults). Anything else runs the `tools_call` flow.
 //! Exit status 0 on success, 1 with the error on stderr otherwise.
@@ -21,7 +22,7 @@ use std::sync::Arc;
 
 use agcore::tools::mcp::auth::{
     ClientCredentials, ClientIdentity, CrossAppAccess, IdTokenSource, JwtAlgorithm, McpAuth,
-    OAuthClient,
+    OAuthClient, WorkloadIdentity,
 };
 use agcore::tools::mcp::{
     ElicitationRequest, ElicitationResponse, Elicitor, McpClient, McpTransport,
@@ -54,10 +55,7 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 
 /// The OAuth settings for an `auth/*` scenario, from its name and context.
 fn auth_for(scenario: &str) -> McpAuth {
-    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or(Value::Null);
+    let context = context();
     let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
     let client_id = field("client_id");
     // Cross-app access: the context names the enterprise IdP and the user's ID token.
@@ -76,6 +74,13 @@ fn auth_for(scenario: &str) -> McpAuth {
             idp_client,
             IdTokenSource::Value(id_token),
             client,
+        ));
+    }
+    // Workload identity: the context gives the workload's JWT.
+    if let (Some(jwt), Some(client_id)) = (field("valid_jwt"), client_id.clone()) {
+        return McpAuth::workload_identity(WorkloadIdentity::new(
+            OAuthClient::public(client_id),
+            IdTokenSource::Value(jwt),
         ));
     }
     match (scenario, client_id) {
@@ -120,6 +125,33 @@ impl Elicitor for AcceptDefaults {
     }
 }
 
+/// The scenario's context (`MCP_CONFORMANCE_CONTEXT`), `null` when there is none.
+fn context() -> Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The calls the context prescribes (`toolCalls: [{name, arguments}]`), if any.
+fn prescribed_calls(context: &Value) -> Option<Vec<(String, Value)>> {
+    let calls = context.get("toolCalls")?.as_array()?;
+    Some(
+        calls
+            .iter()
+            .filter_map(|call| {
+                let name = call.get("name")?.as_str()?.to_owned();
+                Some((name, call.get("arguments").cloned().unwrap_or(json!({}))))
+            })
+            .collect(),
+    )
+}
+
+/// The tool whose input schema `json-schema-2020-12-preservation` looks at, and the tool that
+/// echoes a schema back to it.
+const FOCAL_TOOL: &str = "json_schema_2020_12_tool";
+const ECHO_TOOL: &str = "json_schema_echo";
+
 async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError> {
     let client = McpClient::new("conformance", McpTransport::http(url)).with_timeout(20);
     let mut client = match scenario {
@@ -130,7 +162,23 @@ async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError
     client.connect().await?;
     let tools = client.list_tools().await?;
     eprintln!("scenario {scenario}: {} tool(s)", tools.len());
-    if scenario != "initialize" {
+    let context = context();
+    if let Some(calls) = prescribed_calls(&context) {
+        for (name, args) in calls {
+            let result = client.call_tool(&name, args).await;
+            eprintln!("{name} -> {result:?}");
+            result?;
+        }
+    } else if scenario == "json-schema-2020-12-preservation" {
+        // The schema as agcore holds it goes back verbatim: anything agcore stripped shows.
+        let focal = tools.iter().find(|tool| tool.name() == FOCAL_TOOL);
+        let schema = focal.map(|tool| tool.function.parameters.clone());
+        let result = client
+            .call_tool(ECHO_TOOL, json!({ "schema": schema }))
+            .await;
+        eprintln!("{ECHO_TOOL} -> {result:?}");
+        result?;
+    } else if scenario != "initialize" && scenario != "json-schema-ref-no-deref" {
         for tool in &tools {
             let args = arguments_for(&tool.function.parameters);
             let result = client.call_tool(tool.name(), args).await;

@@ -55,7 +55,12 @@ async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
                         0 | 1 => String::new(),
                         n => format!(" (after {n} attempts)"),
                     };
-                    println!("{name}: connected{retried}, {} tool(s)", status.tools.len());
+                    println!(
+                        "{name}: connected{retried}, {} tool(s){}{}",
+                        status.tools.len(),
+                        protocol(status),
+                        cache(status)
+                    );
                     for tool in &status.tools {
                         println!(
                             "  {:<28} {}",
@@ -107,6 +112,31 @@ async fn call(args: McpCallArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// ` — MCP 2026-07-28 (stateless)` / ` — MCP 2025-11-25`: the negotiated protocol version.
+fn protocol(status: &McpServerStatus) -> String {
+    let Some(info) = &status.info else {
+        return String::new();
+    };
+    let version = escape_for_terminal(&info.protocol_version);
+    if info.stateless {
+        format!(" — MCP {version} (stateless)")
+    } else {
+        format!(" — MCP {version}")
+    }
+}
+
+/// `; list fresh for 60s (shared)`: the listing's cache hint, when the server gave one.
+fn cache(status: &McpServerStatus) -> String {
+    let Some(hint) = &status.tools_cache else {
+        return String::new();
+    };
+    let scope = if hint.shared { "shared" } else { "private" };
+    match hint.ttl() {
+        Some(ttl) => format!("; list fresh for {:.3}s ({scope})", ttl.as_secs_f64()),
+        None => format!("; list cache scope {scope}"),
+    }
 }
 
 fn first_line(text: &str) -> &str {

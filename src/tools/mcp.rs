@@ -5,7 +5,8 @@
 //! bounded timeouts, typed errors, naming, permissions and process lifecycle:
 //!
 //! - [`McpTransport`]: how to reach the server (`Stdio { command, args }`, `Http { url, headers }`).
-//! - [`McpClient`]: connect (initialize → initialized, bounded by the connect timeout),
+//! - [`McpClient`]: connect (`server/discover` for a 2026-07-28 server over HTTP, else
+//!   initialize → initialized; [`McpNegotiation`]; bounded by the connect timeout),
 //!   [`list_tools`](McpClient::list_tools) (all pages, cached, refreshed on
 //!   `notifications/tools/list_changed`), [`call_tool`](McpClient::call_tool) (bounded by the
 //!   request timeout; a timed-out request is cancelled on the server), [`close`](McpClient::close).
@@ -107,6 +108,8 @@ mod lines;
 mod listing;
 mod media;
 mod naming;
+mod negotiation;
+mod output_schema;
 mod permissions;
 mod progress;
 mod prompt_tools;
@@ -143,9 +146,10 @@ pub use elicitation::{
 };
 pub use filter::McpToolFilter;
 pub use handle::McpHandle;
-pub use listing::McpListError;
+pub use listing::{McpCacheHint, McpListError};
 pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message, media_of};
 pub use naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
+pub use negotiation::{McpNegotiation, STATELESS_PROTOCOL_VERSION, is_stateless_version};
 pub use progress::{McpProgress, ProgressCallback};
 pub use prompt_tools::McpPromptTool;
 pub use recovery::McpRetry;
@@ -161,10 +165,10 @@ pub use subscriptions::McpResourceUpdate;
 pub use summary::{McpServerStatus, McpToolSummary};
 pub use transport::McpTransport;
 
-/// The protocol version agcore asks for unless told otherwise ([`McpClient::with_protocol_version`]).
-///
-/// rmcp 3.11 defaults to the draft `2026-07-28`, which released servers negotiate down but the
-/// official conformance suite rejects; `2025-11-25` is the latest released version.
+/// The protocol version agcore's `initialize` handshake offers unless told otherwise
+/// ([`McpClient::with_protocol_version`]): the newest with a handshake. A server that speaks
+/// the stateless 2026-07-28 protocol is found with `server/discover` first ([`McpNegotiation`]);
+/// this version is for the rest.
 pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// The default per-request timeout, in seconds.

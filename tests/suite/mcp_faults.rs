@@ -206,7 +206,7 @@ async fn paginated_tool_list_is_followed_to_the_end() {
     client.connect().await.unwrap();
     let tools = client.list_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
-    assert_eq!(names.len(), 13, "{names:?}");
+    assert_eq!(names.len(), 14, "{names:?}");
     assert_eq!(&names[..3], ["get_weather", "echo", "add"]);
     assert!(names.contains(&"open_world"));
 }

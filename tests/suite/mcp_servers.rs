@@ -303,17 +303,37 @@ fn the_installed_npm_servers_are_exactly_the_lockfiles() {
     let packages = lock["packages"].as_object().unwrap();
     let wanted = manifest["dependencies"].as_object().unwrap();
     assert!(wanted.contains_key(EVERYTHING) && wanted.contains_key(FILESYSTEM));
-    for (name, version) in wanted {
-        let version = version.as_str().unwrap();
+    for (name, spec) in wanted {
+        let spec = spec.as_str().unwrap();
+        // An npm alias (`npm:@scope/pkg@1.2.3`) installs that package under `name`.
+        let (package, version) = match spec.strip_prefix("npm:") {
+            Some(aliased) => {
+                let at = aliased
+                    .rfind('@')
+                    .unwrap_or_else(|| panic!("{name}: {spec}"));
+                (Some(&aliased[..at]), &aliased[at + 1..])
+            }
+            None => (None, spec),
+        };
+        // Exact: digits and dots, with an optional pre-release tag (`0.2.0-alpha.12`).
+        let (release, pre) = version.split_once('-').unwrap_or((version, ""));
         assert!(
-            version.chars().all(|c| c.is_ascii_digit() || c == '.'),
-            "{name}@{version} is not an exact version"
+            !release.is_empty()
+                && release.chars().all(|c| c.is_ascii_digit() || c == '.')
+                && pre.chars().all(|c| c.is_ascii_alphanumeric() || c == '.'),
+            "{name}@{spec} is not an exact version"
         );
+        let installed = &packages[&format!("node_modules/{name}")];
         assert_eq!(
-            packages[&format!("node_modules/{name}")]["version"],
-            version,
+            installed["version"], version,
             "{name}: package.json and the lock disagree"
         );
+        if let Some(package) = package {
+            assert_eq!(
+                installed["name"], package,
+                "{name}: the alias names another package"
+            );
+        }
     }
     assert!(
         packages.len() > wanted.len(),

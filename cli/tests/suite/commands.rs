@@ -149,13 +149,103 @@ fn mcp_list_shows_the_demo_servers_tools() {
     );
     assert!(out.status.success(), "{out:?}");
     let stdout = text(&out.stdout);
-    assert!(stdout.starts_with("demo: connected, 3 tool(s)"), "{stdout}");
+    // A stdio server keeps the handshake: the version it negotiated is shown.
+    assert!(
+        stdout.starts_with("demo: connected, 3 tool(s) — MCP 2025-11-25\n"),
+        "{stdout}"
+    );
     for tool in ["get_weather", "echo", "add"] {
         assert!(
             stdout.lines().any(|l| l.trim_start().starts_with(tool)),
             "{stdout}"
         );
     }
+}
+
+/// The demo server over streamable HTTP (rmcp's server), killed on drop.
+struct HttpDemo(std::process::Child, String);
+
+impl HttpDemo {
+    fn start(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agcore"))
+            .args(["mcp-demo-server", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_owned();
+        HttpDemo(child, url)
+    }
+}
+
+impl Drop for HttpDemo {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn mcp_list_shows_each_servers_protocol_generation_and_cache_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let modern = HttpDemo::start(&["--ttl-ms", "60000"]);
+    let legacy = HttpDemo::start(&["--max-protocol", "2025-11-25"]);
+    let file = dir.path().join("mcp.json");
+    let json = serde_json::json!({"mcpServers": {
+        "new": {"type": "http", "url": modern.1},
+        "old": {"type": "http", "url": legacy.1},
+    }});
+    std::fs::write(&file, json.to_string()).unwrap();
+    let config = file.to_str().unwrap();
+    let out = output(dir.path(), &["mcp", "list", "--mcp-config", config]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "new: connected, 3 tool(s) — MCP 2026-07-28 (stateless); list fresh for 60.000s (shared)\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("old: connected, 3 tool(s) — MCP 2025-11-25\n"),
+        "{stdout}"
+    );
+    let out = output(
+        dir.path(),
+        &["mcp", "list", "--json", "--mcp-config", config],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_name = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|server| server["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let new = by_name("new");
+    assert_eq!(new["info"]["protocol_version"], "2026-07-28");
+    assert_eq!(new["info"]["stateless"], true);
+    assert_eq!(
+        new["tools_cache"],
+        serde_json::json!({"ttl_ms": 60000, "shared": true})
+    );
+    let old = by_name("old");
+    assert_eq!(old["info"]["protocol_version"], "2025-11-25");
+    assert_eq!(old["info"]["stateless"], false);
+    assert!(old.get("tools_cache").is_none(), "{old}");
 }
 
 #[test]

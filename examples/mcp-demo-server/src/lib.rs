@@ -6,16 +6,23 @@
 //! For agcore's test suite it can misbehave on purpose:
 //! - `--test-tools` adds tools that fail on call: `crash` (exits mid-call), `hang` (never
 //!   answers), `big {bytes}` (a huge text), `fail` (an `isError` result), `image` (image content),
-//!   `multi_text` (two text blocks), `change_tools` (adds a tool, changes its own description and
-//!   sends `tools/list_changed`),
+//!   `multi_text` (two text blocks), `change_tools {quiet}` (adds a tool, changes its own description and
+//!   sends `tools/list_changed` unless `quiet`),
 //!   `slow {ms}` (answers after a delay), `open_world` (annotated `openWorldHint: true`), `env
 //!   {name}` (structured `{"name", "value"}`: the server's environment variable, `null` when
-//!   unset — to check what a client withholds).
+//!   unset — to check what a client withholds), `numbers {bad}` (structured content `[1, 2, 3]`
+//!   under an array outputSchema; with `bad`, `[1, "two", 3]`, which breaks it).
 //! - `--page-size N`: `tools/list` answers in pages of N tools.
 //! - `--image-resource`: offers resources: `demo://pixel.png`, a PNG blob.
 //! - `--ended-file FILE`: when the client closes stdin (a graceful close), take 300 ms (a
 //!   server saving its state) and write `stdin closed` to FILE before exiting; a server killed
 //!   instead writes nothing.
+//! - `--http ADDR` (e.g. `127.0.0.1:0`): serve streamable HTTP on ADDR instead of stdio
+//!   (rmcp's service: a 2026-07-28 client is served statelessly, an earlier one in a session)
+//!   and print `listening on http://HOST:PORT/mcp` on stdout.
+//! - `--max-protocol VERSION`: speak no protocol newer than VERSION (`2025-11-25`: a server of
+//!   the previous generation, which answers `server/discover` with an error).
+//! - `--ttl-ms N`: `tools/list` says it stays fresh N ms (`ttlMs`, `cacheScope: public`).
 //! - `--fault MODE` (or env `MCP_DEMO_FAULT`): `exit-during-init` (exits with code 7 when the
 //!   `initialize` request arrives), `hang-init` (never answers `initialize`), `slow-init=MS`
 //!   (sleeps before serving), `garbage` (writes non-JSON lines to stdout before serving),
@@ -45,6 +52,10 @@ struct Demo {
     extra_tool: Arc<AtomicBool>,
     /// `--image-resource`: offer resources, one of them a PNG blob.
     image_resource: bool,
+    /// `--max-protocol`: the newest protocol version spoken (none: every version rmcp knows).
+    max_protocol: Option<rmcp::model::ProtocolVersion>,
+    /// `--ttl-ms`: the `tools/list` cache hint.
+    ttl_ms: Option<u64>,
 }
 
 /// The URI of the `--image-resource` resource.
@@ -122,13 +133,21 @@ impl Demo {
                     } else {
                         "Add the tool `extra` and send tools/list_changed"
                     },
-                    empty(),
+                    object_schema(json!({"quiet": {"type": "boolean"}}), &[]),
                 ),
                 Tool::new(
                     "slow",
                     "Answer after a delay",
                     object_schema(json!({"ms": {"type": "integer"}}), &["ms"]),
                 ),
+                Tool::new(
+                    "numbers",
+                    "Structured content that is an array of integers (`bad`: with a string in it)",
+                    object_schema(json!({"bad": {"type": "boolean"}}), &[]),
+                )
+                .with_raw_output_schema(schema(
+                    json!({"type": "array", "items": {"type": "integer"}}),
+                )),
                 Tool::new("open_world", "A tool that reaches the internet", empty())
                     .with_annotations(ToolAnnotations::new().open_world(true)),
                 Tool::new(
@@ -161,6 +180,15 @@ const PIXEL_PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
 impl ServerHandler for Demo {
+    fn supported_protocol_versions(
+        &self,
+    ) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        match &self.max_protocol {
+            Some(max) => std::borrow::Cow::Borrowed(rmcp::model::ProtocolVersion::known_up_to(max)),
+            None => std::borrow::Cow::Borrowed(rmcp::model::ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
@@ -211,8 +239,16 @@ impl ServerHandler for Demo {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let tools = self.tools();
+        let hinted = |mut page: ListToolsResult| {
+            if let Some(ttl_ms) = self.ttl_ms {
+                page = page
+                    .with_ttl_ms(ttl_ms)
+                    .with_cache_scope(rmcp::model::CacheScope::Public);
+            }
+            page
+        };
         if self.page_size == 0 {
-            return Ok(ListToolsResult::with_all_items(tools));
+            return Ok(hinted(ListToolsResult::with_all_items(tools)));
         }
         let start: usize = request
             .and_then(|params| params.cursor)
@@ -223,7 +259,7 @@ impl ServerHandler for Demo {
         if end < tools.len() {
             page.next_cursor = Some(end.to_string());
         }
-        Ok(page)
+        Ok(hinted(page))
     }
 
     async fn call_tool(
@@ -238,6 +274,17 @@ impl ServerHandler for Demo {
                 let weather = json!({"city": city, "temperature_c": 21.5, "conditions": "sunny"});
                 Ok(CallToolResponse::Complete(CallToolResult::structured(
                     weather,
+                )))
+            }
+            "numbers" if self.test_tools => {
+                let bad = arg(args, "bad").and_then(Value::as_bool).unwrap_or(false);
+                let numbers = if bad {
+                    json!([1, "two", 3])
+                } else {
+                    json!([1, 2, 3])
+                };
+                Ok(CallToolResponse::Complete(CallToolResult::structured(
+                    numbers,
                 )))
             }
             "echo" => {
@@ -282,7 +329,10 @@ impl ServerHandler for Demo {
             }
             "change_tools" if self.test_tools => {
                 self.extra_tool.store(true, Ordering::SeqCst);
-                let _ = context.peer.notify_tool_list_changed().await;
+                // `quiet`: change without telling (only a cache hint's expiry shows it).
+                if arg(args, "quiet").and_then(Value::as_bool) != Some(true) {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
                 text("tools changed")
             }
             "slow" if self.test_tools => {
@@ -311,6 +361,8 @@ struct Options {
     demo: Demo,
     fault: Option<String>,
     ended_file: Option<String>,
+    /// `--http ADDR`: serve streamable HTTP there instead of stdio.
+    http: Option<String>,
 }
 
 fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
@@ -319,7 +371,10 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
         page_size: 0,
         extra_tool: Arc::new(AtomicBool::new(false)),
         image_resource: false,
+        max_protocol: None,
+        ttl_ms: None,
     };
+    let mut http = None;
     let mut fault = std::env::var("MCP_DEMO_FAULT").ok();
     let mut ended_file = None;
     let mut args = cli_args.into_iter();
@@ -334,12 +389,26 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
                     .ok_or("--page-size needs a number")?;
             }
             "--fault" => fault = Some(args.next().ok_or("--fault needs a mode")?),
+            "--http" => http = Some(args.next().ok_or("--http needs an address")?),
+            "--max-protocol" => {
+                let version = args.next().ok_or("--max-protocol needs a version")?;
+                demo.max_protocol = Some(
+                    serde_json::from_value(Value::String(version)).map_err(|e| e.to_string())?,
+                );
+            }
+            "--ttl-ms" => {
+                demo.ttl_ms = Some(
+                    args.next()
+                        .and_then(|n| n.parse().ok())
+                        .ok_or("--ttl-ms needs a number")?,
+                );
+            }
             "--ended-file" => {
                 ended_file = Some(args.next().ok_or("--ended-file needs a path")?);
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: mcp-demo-server [--test-tools] [--image-resource] [--page-size N] [--fault MODE] [--ended-file FILE]"
+                    "usage: mcp-demo-server [--test-tools] [--image-resource] [--page-size N] [--fault MODE] [--ended-file FILE] [--http ADDR] [--max-protocol VERSION] [--ttl-ms N]"
                         .into(),
                 );
             }
@@ -350,6 +419,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
         demo,
         fault,
         ended_file,
+        http,
     })
 }
 
@@ -370,6 +440,7 @@ pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
         demo,
         fault,
         ended_file,
+        http,
     } = match parse_args(cli_args) {
         Ok(parsed) => parsed,
         Err(message) => {
@@ -426,6 +497,9 @@ pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
         }
         _ => {}
     }
+    if let Some(addr) = http {
+        return serve_http(demo, &addr).await;
+    }
     let service = demo.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     if let Some(file) = ended_file {
@@ -433,4 +507,35 @@ pub async fn serve(cli_args: Vec<String>) -> anyhow::Result<()> {
         std::fs::write(file, "stdin closed")?;
     }
     Ok(())
+}
+
+/// Serve rmcp's streamable HTTP service at `addr` (`/mcp`) until killed: each connection on
+/// its own task, one `Demo` per session (stateless requests get a fresh one each).
+async fn serve_http(demo: Demo, addr: &str) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let service = StreamableHttpService::new(
+        move || Ok(demo.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    println!("listening on http://{local}/mcp");
+    std::io::stdout().flush()?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(error) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+            {
+                eprintln!("demo server: connection error: {error}");
+            }
+        });
+    }
 }

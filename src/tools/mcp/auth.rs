@@ -17,7 +17,9 @@
 //! Machine clients use [`McpAuth::client_credentials`] (`client_secret_basic` /
 //! `client_secret_post`, or `private_key_jwt`, RFC 7523). Enterprise users without a browser
 //! flow use [`McpAuth::cross_app_access`]: their IdP's ID token is exchanged for an ID-JAG
-//! (RFC 8693), which the authorization server redeems (RFC 7523 JWT bearer grant).
+//! (RFC 8693), which the authorization server redeems (RFC 7523 JWT bearer grant). A workload
+//! with a platform-issued JWT and no user uses [`McpAuth::workload_identity`] (the same grant,
+//! its JWT as the assertion).
 //!
 //! Tokens and secrets never appear in `Debug` output, logs or error texts ([`redact`]).
 
@@ -30,6 +32,7 @@ mod loopback;
 mod redact;
 mod session;
 mod store;
+mod workload;
 
 pub use authorizer::{Authorizer, RedirectAuthorizer};
 pub use config::{ClientCredentials, ClientIdentity, JwtAlgorithm, McpAuth};
@@ -38,6 +41,7 @@ pub use loopback::{LoopbackAuthorizer, ShowUrl};
 pub use redact::redact;
 pub use rmcp::transport::auth::{CredentialStore, StoredCredentials};
 pub use store::{FileCredentialStore, SharedCredentialStore};
+pub use workload::WorkloadIdentity;
 
 pub(crate) use http::OAuthHttpClient;
 

@@ -19,6 +19,7 @@ use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::handle::McpHandle;
 use crate::tools::mcp::naming::McpToolNaming;
+use crate::tools::mcp::negotiation::McpNegotiation;
 use crate::tools::mcp::permissions::PermissionRule;
 use crate::tools::mcp::progress::McpProgress;
 use crate::tools::mcp::recovery::McpRetry;
@@ -83,6 +84,7 @@ impl McpClient {
                 request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
                 connect_timeout: Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_SECS),
                 protocol_version: DEFAULT_PROTOCOL_VERSION.to_owned(),
+                negotiation: McpNegotiation::default(),
                 progress: None,
                 auth: None,
                 elicitor: None,
@@ -173,6 +175,20 @@ impl McpClient {
     /// Ask for another protocol version than [`DEFAULT_PROTOCOL_VERSION`] (e.g. `2025-06-18`).
     pub fn with_protocol_version(mut self, version: impl Into<String>) -> Self {
         self.settings.protocol_version = version.into();
+        self
+    }
+
+    /// The cache hint of the last `tools/list` (`None` when the server gave none, as servers
+    /// before 2026-07-28 do). A listing with a `ttlMs` is reused until it runs out.
+    pub fn tools_cache_hint(&self) -> Option<crate::tools::mcp::McpCacheHint> {
+        self.shared.cache.hint()
+    }
+
+    /// Which protocol generation to speak (default [`McpNegotiation::Auto`]: over HTTP
+    /// 2026-07-28 with a server that answers `server/discover`, the `initialize` handshake with
+    /// the rest; over stdio the handshake).
+    pub fn with_negotiation(mut self, negotiation: McpNegotiation) -> Self {
+        self.settings.negotiation = negotiation;
         self
     }
 

@@ -6,15 +6,18 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use rmcp::Peer;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
     Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, Tool,
     UrlElicitationCapability,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService,
+    ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{Peer, ServiceExt};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -23,7 +26,8 @@ use crate::tools::mcp::MAX_MESSAGE_BYTES;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
-use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::listing::{ListFailure, McpCacheHint, list_bounded_with_hint};
+use crate::tools::mcp::negotiation::McpNegotiation;
 use crate::tools::mcp::progress::ProgressCallback;
 use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::roots::Roots;
@@ -47,6 +51,8 @@ pub(crate) struct Settings {
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
     pub protocol_version: String,
+    /// Which protocol generation to speak (2026-07-28 when the server does).
+    pub negotiation: McpNegotiation,
     pub progress: Option<ProgressCallback>,
     /// OAuth for an HTTP server (none: only the configured headers).
     pub auth: Option<McpAuth>,
@@ -102,7 +108,7 @@ fn capabilities(settings: &Settings) -> ClientCapabilities {
     capabilities
 }
 
-/// The server's self-description from `initialize`.
+/// The server's self-description from `initialize` or `server/discover`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct McpServerInfo {
     /// `serverInfo.name`.
@@ -111,6 +117,8 @@ pub struct McpServerInfo {
     pub version: String,
     /// The negotiated protocol version.
     pub protocol_version: String,
+    /// Whether the session is stateless (2026-07-28: `server/discover`, no `initialize`).
+    pub stateless: bool,
     /// The server's `instructions`, if any.
     pub instructions: Option<String>,
     /// Whether the server offers tools.
@@ -159,7 +167,7 @@ impl Connection {
                 capabilities(settings),
                 Implementation::new("agcore", env!("CARGO_PKG_VERSION")),
             )
-            .with_protocol_version(protocol_version),
+            .with_protocol_version(protocol_version.clone()),
             server: server.clone(),
             cache,
             progress: settings.progress.clone(),
@@ -170,6 +178,9 @@ impl Connection {
             subscriptions: settings.subscriptions.clone(),
         };
         handler.info.meta = trace::meta(&span);
+        let stdio = matches!(settings.transport, McpTransport::Stdio { .. });
+        let lifecycle = settings.negotiation.lifecycle(&protocol_version, stdio);
+        let fallback = settings.negotiation.http_fallback(&protocol_version);
         let closed = CancellationToken::new();
         let opened = async {
             match &settings.transport {
@@ -181,13 +192,20 @@ impl Connection {
                         env_remove: settings.env_remove.clone(),
                         cwd: settings.cwd.clone(),
                     };
-                    let (service, child) = open_stdio(settings, &spec, handler, &closed).await?;
+                    let (service, child) =
+                        open_stdio(settings, &spec, handler, lifecycle, &closed).await?;
                     Ok((service, Some(child)))
                 }
-                McpTransport::Http { url, headers } => Ok((
-                    open_http(settings, url, headers, handler, &peer).await?,
-                    None,
-                )),
+                McpTransport::Http { url, headers } => {
+                    let lifecycles = Lifecycles {
+                        first: lifecycle,
+                        fallback,
+                    };
+                    Ok((
+                        open_http(settings, url, headers, handler, lifecycles, &peer).await?,
+                        None,
+                    ))
+                }
             }
         }
         .instrument(span.clone())
@@ -210,6 +228,7 @@ impl Connection {
                     .map(|i| i.version.clone())
                     .unwrap_or_default(),
                 protocol_version: init.protocol_version.to_string(),
+                stateless: !init.protocol_version.has_initialize(),
                 instructions: init.instructions.clone(),
                 has_tools: init.capabilities.tools.is_some(),
                 has_resources: init.capabilities.resources.is_some(),
@@ -225,6 +244,7 @@ impl Connection {
                 name: server.to_string(),
                 version: String::new(),
                 protocol_version: settings.protocol_version.clone(),
+                stateless: false,
                 instructions: None,
                 has_tools: true,
                 has_resources: false,
@@ -328,6 +348,13 @@ impl Connection {
     /// Every page of `tools/list`, within the request timeout and the listing bounds
     /// ([`McpListError`](crate::tools::mcp::McpListError)).
     pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, ToolError> {
+        self.list_tools_with_hint().await.map(|(tools, _)| tools)
+    }
+
+    /// [`Connection::list_tools`] with the listing's cache hint.
+    pub(crate) async fn list_tools_with_hint(
+        &self,
+    ) -> Result<(Vec<Tool>, Option<McpCacheHint>), ToolError> {
         // One span for the listing, all its pages.
         let span = self.span("tools/list", "");
         let meta = trace::meta(&span);
@@ -341,12 +368,12 @@ impl Connection {
     async fn list_pages(
         &self,
         meta: Option<rmcp::model::RequestMetaObject>,
-    ) -> Result<Vec<Tool>, ToolError> {
+    ) -> Result<(Vec<Tool>, Option<McpCacheHint>), ToolError> {
         if self.closed.is_cancelled() {
             return Err(self.failure("tools/list", "").await);
         }
         let limit = self.request_timeout;
-        let pages = list_bounded(&self.server, |params| {
+        let pages = list_bounded_with_hint(&self.server, |params| {
             let params = params.map(|mut params| {
                 params.meta.clone_from(&meta);
                 params
@@ -464,6 +491,7 @@ async fn open_stdio(
     settings: &Settings,
     spec: &StdioSpec,
     handler: Handler,
+    lifecycle: ClientLifecycleMode,
     closed: &CancellationToken,
 ) -> Result<(Service, ChildHandle), OpenFailure> {
     let server = &settings.server;
@@ -477,7 +505,7 @@ async fn open_stdio(
         })?;
     let limit = settings.connect_timeout;
     let outcome = tokio::select! {
-        outcome = tokio::time::timeout(limit, handler.serve(transport)) => outcome,
+        outcome = tokio::time::timeout(limit, handler.serve_with_lifecycle(transport, lifecycle)) => outcome,
         () = closed.cancelled() => return Err(ended(server, &child, "initialize").await.into()),
     };
     match outcome {
@@ -508,12 +536,21 @@ async fn open_stdio(
     }
 }
 
-/// Open a streamable HTTP session and run the handshake within the connect timeout.
+/// The lifecycle to open an HTTP session with, and the one to try over a fresh connection
+/// when that fails short of an authorization failure.
+struct Lifecycles {
+    first: ClientLifecycleMode,
+    fallback: Option<ClientLifecycleMode>,
+}
+
+/// Open a streamable HTTP session and run the handshake (`server/discover` or `initialize`)
+/// within the connect timeout, both attempts together.
 async fn open_http(
     settings: &Settings,
     url: &str,
     headers: &BTreeMap<String, String>,
     handler: Handler,
+    lifecycles: Lifecycles,
     peer: &trace::Peer,
 ) -> Result<Service, OpenFailure> {
     let server = &settings.server;
@@ -529,23 +566,51 @@ async fn open_http(
         .as_ref()
         .map(|auth| OAuthHttpClient::new(url, auth.clone(), http.clone()));
     let authorization = oauth.as_ref().map(OAuthHttpClient::session);
-    let serve = async {
-        match oauth {
-            Some(oauth) => {
-                let client = TraceHeaders::new(oauth, peer);
-                handler
-                    .serve(StreamableHttpClientTransport::with_client(client, config))
-                    .await
-            }
-            None => {
-                let client = TraceHeaders::new(http.clone(), peer);
-                handler
-                    .serve(StreamableHttpClientTransport::with_client(client, config))
-                    .await
+    let serve = |lifecycle: ClientLifecycleMode| {
+        let handler = handler.clone();
+        let config = config.clone();
+        let oauth = oauth.clone();
+        let http = http.clone();
+        async move {
+            match oauth {
+                Some(oauth) => {
+                    let client = TraceHeaders::new(oauth, peer);
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    handler.serve_with_lifecycle(transport, lifecycle).await
+                }
+                None => {
+                    let client = TraceHeaders::new(http, peer);
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    handler.serve_with_lifecycle(transport, lifecycle).await
+                }
             }
         }
     };
-    let outcome = tokio::time::timeout(limit, serve).await;
+    let attempts = async {
+        let first = serve(lifecycles.first).await;
+        match (first, lifecycles.fallback) {
+            // A legacy server can refuse `server/discover` at the HTTP level (no session):
+            // it gets the handshake it knows on a fresh connection. An authorization failure
+            // is not a generation mismatch.
+            (Err(error), Some(fallback))
+                if !error.is_authorization_required()
+                    && authorization
+                        .as_ref()
+                        .and_then(|session| session.failure())
+                        .is_none() =>
+            {
+                tracing::debug!(target: "agcore::mcp", %server, %error, "server/discover failed; trying initialize");
+                serve(fallback).await.map_err(|fallback| {
+                    ClientInitializeError::LegacyFallbackFailed {
+                        discover: Box::new(error),
+                        fallback: Box::new(fallback),
+                    }
+                })
+            }
+            (outcome, _) => outcome,
+        }
+    };
+    let outcome = tokio::time::timeout(limit, attempts).await;
     // A failed authorization is final: trying again would start a new one (a new browser
     // window to wait for) without the user asking.
     if let Ok(Err(_)) = &outcome

@@ -5,7 +5,7 @@
 #![allow(deprecated)]
 
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::ClientHandler;
 use rmcp::ErrorData;
@@ -23,7 +23,7 @@ use crate::tools::mcp::elicitation::{
     validate_elicited,
 };
 use crate::tools::mcp::filter::McpToolFilter;
-use crate::tools::mcp::listing::{ListFailure, list_bounded};
+use crate::tools::mcp::listing::{ListFailure, McpCacheHint, list_bounded};
 use crate::tools::mcp::progress::{McpProgress, ProgressCallback};
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::{Sampler, request_of};
@@ -39,6 +39,8 @@ pub(crate) struct ToolCache {
     /// The user's `include` / `exclude` lists.
     filter: RwLock<McpToolFilter>,
     generation: watch::Sender<u64>,
+    /// The last listing's cache hint and when it arrived (none: reused until invalidated).
+    hint: RwLock<Option<(McpCacheHint, Instant)>>,
 }
 
 impl ToolCache {
@@ -48,6 +50,7 @@ impl ToolCache {
             skipped: RwLock::new(Vec::new()),
             filter: RwLock::new(McpToolFilter::default()),
             generation: watch::Sender::new(0),
+            hint: RwLock::new(None),
         })
     }
 
@@ -94,6 +97,32 @@ impl ToolCache {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The cached list while its cache hint says it is fresh (`None`: never listed,
+    /// invalidated, or older than its `ttlMs`).
+    pub(crate) fn fresh(&self) -> Option<Arc<Vec<Tool>>> {
+        let expired = self
+            .hint
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .and_then(|(hint, at)| Some((hint.ttl()?, at)))
+            .is_some_and(|(ttl, at)| at.elapsed() >= ttl);
+        if expired { None } else { self.get() }
+    }
+
+    /// Record the cache hint of the listing just stored.
+    pub(crate) fn set_hint(&self, hint: Option<McpCacheHint>) {
+        *self.hint.write().unwrap_or_else(PoisonError::into_inner) =
+            hint.map(|hint| (hint, Instant::now()));
+    }
+
+    /// The last listing's cache hint.
+    pub(crate) fn hint(&self) -> Option<McpCacheHint> {
+        self.hint
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map(|(hint, _)| hint)
     }
 
     /// Forget the list (the next `list_tools` asks the server again).
@@ -167,6 +196,7 @@ impl Handler {
 }
 
 /// agcore's `ClientHandler`.
+#[derive(Clone)]
 pub(crate) struct Handler {
     pub(crate) info: ClientConfig,
     pub(crate) server: Arc<str>,

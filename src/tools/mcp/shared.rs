@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::connection::{Connection, OpenFailure, Settings};
 use crate::tools::mcp::handler::ToolCache;
+use crate::tools::mcp::output_schema::check_structured_content;
 use crate::tools::mcp::result::call_result_to_value;
 use crate::tools::mcp::subscriptions::Subscriptions;
 use crate::tools::mcp::trace;
@@ -131,17 +132,26 @@ impl Shared {
         if result.is_error == Some(true) {
             trace::record_error_type(&span, "tool_error");
         }
+        if result.structured_content.is_some()
+            && let Some(tools) = self.cache.get()
+            && let Some(tool) = tools.iter().find(|tool| tool.name == name)
+        {
+            check_structured_content(tool, &result)?;
+        }
         call_result_to_value(name, result)
     }
 
     /// The tool list: from the cache unless `refresh`, else all pages from the server.
     pub(crate) async fn list(&self, refresh: bool) -> Result<Arc<Vec<Tool>>, ToolError> {
-        if !refresh && let Some(tools) = self.cache.get() {
+        // A listing with a `ttlMs` is reused until it runs out, then asked for again.
+        if !refresh && let Some(tools) = self.cache.fresh() {
             return Ok(tools);
         }
         let conn = self.live().await?;
-        let tools = conn.list_tools().await?;
-        Ok(self.cache.store(&self.server, tools))
+        let (tools, hint) = conn.list_tools_with_hint().await?;
+        let tools = self.cache.store(&self.server, tools);
+        self.cache.set_hint(hint);
+        Ok(tools)
     }
 
     /// The connection for the next request: the current one while it lives; once the server

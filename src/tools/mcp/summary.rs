@@ -10,6 +10,7 @@ use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::mcp::client::McpClient;
 use crate::tools::mcp::connection::McpServerInfo;
+use crate::tools::mcp::listing::McpCacheHint;
 use crate::tools::mcp::naming::assign_names;
 use crate::tools::mcp::skipped::SkippedMcpTool;
 use crate::tools::permission::Permission;
@@ -49,6 +50,10 @@ pub struct McpServerStatus {
     pub info: Option<McpServerInfo>,
     /// Its tools (empty when not connected).
     pub tools: Vec<McpToolSummary>,
+    /// How long the server said its tool list stays fresh (2026-07-28 servers; omitted when
+    /// it said nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools_cache: Option<McpCacheHint>,
     /// The tools it listed that agcore left out, each with the reason (omitted when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedMcpTool>,
@@ -70,6 +75,7 @@ impl McpServerStatus {
                 error: None,
                 info: client.server_info(),
                 tools: client.tool_summaries(),
+                tools_cache: client.tools_cache_hint(),
                 skipped: client.skipped_tools(),
                 connect_attempts: client.connect_attempts(),
                 restarts: client.restarts(),
@@ -80,6 +86,7 @@ impl McpServerStatus {
                 error: Some(error.to_string()),
                 info: None,
                 tools: Vec::new(),
+                tools_cache: None,
                 skipped: Vec::new(),
                 connect_attempts: 0,
                 restarts: 0,

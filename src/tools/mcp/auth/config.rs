@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::tools::mcp::auth::authorizer::{Authorizer, RedirectAuthorizer};
 use crate::tools::mcp::auth::cross_app::CrossAppAccess;
 use crate::tools::mcp::auth::store::SharedCredentialStore;
+use crate::tools::mcp::auth::workload::WorkloadIdentity;
 
 /// How the client is known to the authorization server in the authorization-code flow.
 #[derive(Clone, PartialEq, Eq)]
@@ -185,6 +186,16 @@ pub enum McpAuth {
         /// Where tokens are kept between runs (none: in memory only).
         store: Option<SharedCredentialStore>,
     },
+    /// Workload identity federation: the workload's platform-issued JWT redeemed at the MCP
+    /// server's authorization server (RFC 7523 JWT bearer grant), once per challenge.
+    WorkloadIdentity {
+        /// The client and where its JWT is read.
+        identity: WorkloadIdentity,
+        /// Scopes to ask for; empty: from the challenge, else `scopes_supported`, else none.
+        scopes: Vec<String>,
+        /// Where tokens are kept between runs (none: in memory only).
+        store: Option<SharedCredentialStore>,
+    },
 }
 
 impl McpAuth {
@@ -223,6 +234,15 @@ impl McpAuth {
         }
     }
 
+    /// Workload identity federation with `identity`.
+    pub fn workload_identity(identity: WorkloadIdentity) -> Self {
+        McpAuth::WorkloadIdentity {
+            identity,
+            scopes: Vec::new(),
+            store: None,
+        }
+    }
+
     /// Set the client identity (authorization-code flow only).
     pub fn with_identity(mut self, new: ClientIdentity) -> Self {
         if let McpAuth::AuthorizationCode { identity, .. } = &mut self {
@@ -245,7 +265,8 @@ impl McpAuth {
         match &mut self {
             McpAuth::AuthorizationCode { store, .. }
             | McpAuth::ClientCredentials { store, .. }
-            | McpAuth::CrossAppAccess { store, .. } => {
+            | McpAuth::CrossAppAccess { store, .. }
+            | McpAuth::WorkloadIdentity { store, .. } => {
                 *store = Some(SharedCredentialStore(new));
             }
         }
@@ -257,7 +278,8 @@ impl McpAuth {
         match self {
             McpAuth::AuthorizationCode { store, .. }
             | McpAuth::ClientCredentials { store, .. }
-            | McpAuth::CrossAppAccess { store, .. } => store.as_ref(),
+            | McpAuth::CrossAppAccess { store, .. }
+            | McpAuth::WorkloadIdentity { store, .. } => store.as_ref(),
         }
     }
 
@@ -271,7 +293,8 @@ impl McpAuth {
         match &mut self {
             McpAuth::AuthorizationCode { scopes, .. }
             | McpAuth::ClientCredentials { scopes, .. }
-            | McpAuth::CrossAppAccess { scopes, .. } => {
+            | McpAuth::CrossAppAccess { scopes, .. }
+            | McpAuth::WorkloadIdentity { scopes, .. } => {
                 *scopes = new;
             }
         }

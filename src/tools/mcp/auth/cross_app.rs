@@ -54,7 +54,7 @@ impl fmt::Debug for IdTokenSource {
 }
 
 impl IdTokenSource {
-    async fn read(&self) -> Result<String, AuthError> {
+    pub(crate) async fn read(&self) -> Result<String, AuthError> {
         let failed = |what: String| AuthError::AuthorizationFailed(what);
         let token = match self {
             IdTokenSource::Value(token) => token.clone(),
@@ -196,11 +196,7 @@ pub(crate) async fn authorize(
         scopes.to_vec()
     };
     let scope = scopes.join(" ");
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(REQUEST_TIMEOUT)
-        .build()
-        .map_err(|e| AuthError::InternalError(e.to_string()))?;
+    let http = token_http()?;
 
     // RFC 8693 at the IdP: the ID token for an ID-JAG naming this authorization server and
     // this MCP server (RFC 8707 resource).
@@ -230,24 +226,68 @@ pub(crate) async fn authorize(
         .ok_or_else(|| AuthError::TokenExchangeFailed("the IdP answered no ID-JAG".into()))?;
 
     // RFC 7523 at the MCP server's authorization server: the ID-JAG for an access token.
+    let grant = JwtBearerGrant {
+        server_url,
+        metadata: &metadata,
+        issuer,
+        assertion: &grant,
+        client: &config.client,
+        scopes,
+    };
+    redeem(manager, &http, grant, store).await
+}
+
+/// An RFC 7523 JWT bearer grant at the MCP server's authorization server.
+pub(crate) struct JwtBearerGrant<'a> {
+    /// The MCP endpoint (the `resource`).
+    pub server_url: &'a str,
+    /// The authorization server's metadata.
+    pub metadata: &'a AuthorizationMetadata,
+    /// Its issuer identifier (kept with the token).
+    pub issuer: String,
+    /// The JWT to redeem.
+    pub assertion: &'a str,
+    /// This application's client there.
+    pub client: &'a OAuthClient,
+    /// The scopes to ask for (may be empty).
+    pub scopes: Vec<String>,
+}
+
+/// Redeem `grant` and return `manager` holding the access token (saved in `store`, or in
+/// memory).
+pub(crate) async fn redeem(
+    mut manager: AuthorizationManager,
+    http: &reqwest::Client,
+    grant: JwtBearerGrant<'_>,
+    store: Option<&SharedCredentialStore>,
+) -> Result<AuthorizationManager, AuthError> {
+    let JwtBearerGrant {
+        server_url,
+        metadata,
+        issuer,
+        assertion,
+        client,
+        scopes,
+    } = grant;
+    let scope = scopes.join(" ");
     let mut form = vec![
         ("grant_type", GRANT_JWT_BEARER),
-        ("assertion", grant.as_str()),
+        ("assertion", assertion),
         ("resource", server_url),
     ];
     if !scope.is_empty() {
         form.push(("scope", scope.as_str()));
     }
     let endpoint = checked_endpoint(&metadata.token_endpoint, "token endpoint")?;
-    let basic = uses_basic(&metadata);
-    let (token, granted) = post_for_token(&http, endpoint, form, &config.client, basic).await?;
+    let basic = uses_basic(metadata);
+    let (token, granted) = post_for_token(http, endpoint, form, client, basic).await?;
 
-    let mut client = OAuthClientConfig::new(config.client.client_id.clone(), UNUSED_REDIRECT_URI)
+    let mut config = OAuthClientConfig::new(client.client_id.clone(), UNUSED_REDIRECT_URI)
         .with_scopes(scopes.clone());
-    if let Some(secret) = &config.client.client_secret {
-        client = client.with_client_secret(secret.clone());
+    if let Some(secret) = &client.client_secret {
+        config = config.with_client_secret(secret.clone());
     }
-    manager.configure_client(client)?;
+    manager.configure_client(config)?;
     let store = store
         .cloned()
         .unwrap_or_else(|| SharedCredentialStore(Arc::new(InMemoryCredentialStore::new())));
@@ -259,16 +299,20 @@ pub(crate) async fn authorize(
         .ok();
     store
         .save(
-            StoredCredentials::new(
-                config.client.client_id.clone(),
-                Some(token),
-                granted,
-                received,
-            )
-            .with_issuer(Some(issuer)),
+            StoredCredentials::new(client.client_id.clone(), Some(token), granted, received)
+                .with_issuer(Some(issuer)),
         )
         .await?;
     Ok(manager)
+}
+
+/// The HTTP client for token requests: no redirects, bounded in time.
+pub(crate) fn token_http() -> Result<reqwest::Client, AuthError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| AuthError::InternalError(e.to_string()))
 }
 
 /// Whether the client authenticates with HTTP Basic: RFC 8414's default when the metadata

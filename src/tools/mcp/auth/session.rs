@@ -10,7 +10,7 @@ use tokio::sync::Mutex;
 
 use crate::tools::mcp::auth::config::{ClientCredentials, ClientIdentity, McpAuth};
 use crate::tools::mcp::auth::redact::redact;
-use crate::tools::mcp::auth::{cross_app, discovery};
+use crate::tools::mcp::auth::{cross_app, discovery, workload};
 
 /// The authorized HTTP client, replaced on each new authorization.
 struct State {
@@ -19,6 +19,9 @@ struct State {
     loaded: bool,
     /// Bumped by every authorization, so that requests refused at the same time authorize once.
     generation: u64,
+    /// The scopes the last authorization obtained: a step-up asks for them together with the
+    /// challenged ones (SEP-2350), so the new token does not lose what the old one could do.
+    granted_scopes: Vec<String>,
 }
 
 /// The authorization state of one server.
@@ -44,6 +47,7 @@ impl AuthSession {
                 client: None,
                 loaded: false,
                 generation: 0,
+                granted_scopes: Vec::new(),
             }),
             failure: std::sync::Mutex::new(None),
         }
@@ -104,7 +108,7 @@ impl AuthSession {
         if state.generation != seen {
             return Ok(());
         }
-        let manager = match self.run_flow(challenge).await {
+        let manager = match self.run_flow(challenge, &state.granted_scopes).await {
             Ok(manager) => manager,
             Err(error) => {
                 // The flow's texts may quote token-endpoint answers or redirect URLs.
@@ -114,13 +118,18 @@ impl AuthSession {
             }
         };
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        state.granted_scopes = manager.get_current_scopes().await;
         state.client = Some(AuthClient::new(self.http.clone(), manager));
         state.generation += 1;
         tracing::debug!(target: "agcore::mcp", url = %self.url, "authorized");
         Ok(())
     }
 
-    async fn run_flow(&self, challenge: &str) -> Result<AuthorizationManager, AuthError> {
+    async fn run_flow(
+        &self,
+        challenge: &str,
+        granted: &[String],
+    ) -> Result<AuthorizationManager, AuthError> {
         if let McpAuth::AuthorizationCode { authorizer, .. } = &self.auth
             && let Some(reason) = authorizer.declines()
         {
@@ -163,6 +172,8 @@ impl AuthSession {
                 }
                 if !scopes.is_empty() {
                     request = request.with_scopes(scopes.iter().cloned());
+                } else if !granted.is_empty() {
+                    request = request.with_scopes(scope_union(granted, challenge));
                 }
                 let metadata =
                     discovery::authorization_metadata(&manager, &self.url, challenge).await?;
@@ -195,6 +206,19 @@ impl AuthSession {
             } => {
                 let config = self.client_credentials(credentials, scopes);
                 client_credentials_flow(OAuthState::Unauthorized(manager), config).await
+            }
+            McpAuth::WorkloadIdentity {
+                identity, scopes, ..
+            } => {
+                workload::authorize(
+                    manager,
+                    &self.url,
+                    challenge,
+                    identity,
+                    scopes,
+                    self.auth.store(),
+                )
+                .await
             }
             McpAuth::CrossAppAccess { config, scopes, .. } => {
                 cross_app::authorize(
@@ -244,6 +268,43 @@ impl AuthSession {
     }
 }
 
+/// The scopes granted before followed by those `challenge` (a `WWW-Authenticate` value) names
+/// that are new, each once.
+fn scope_union(granted: &[String], challenge: &str) -> Vec<String> {
+    let mut scopes = granted.to_vec();
+    for scope in challenged_scopes(challenge) {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    scopes
+}
+
+/// The `scope="a b"` parameter of a `WWW-Authenticate` value, split (RFC 6750 §3).
+fn challenged_scopes(challenge: &str) -> Vec<String> {
+    let lower = challenge.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("scope=") {
+        let start = from + at;
+        from = start + "scope=".len();
+        // A parameter name starts the value or follows a separator (not `...-scope=`).
+        let boundary = lower[..start]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c == ' ' || c == ',');
+        if !boundary {
+            continue;
+        }
+        let rest = &challenge[from..];
+        let value = match rest.strip_prefix('"') {
+            Some(quoted) => quoted.split('"').next().unwrap_or_default(),
+            None => rest.split([',', ' ']).next().unwrap_or_default(),
+        };
+        return value.split_whitespace().map(str::to_owned).collect();
+    }
+    Vec::new()
+}
+
 /// Run rmcp's `client_credentials` grant. Its `private_key_jwt` future holds a non-`Send`
 /// form serializer across an await (rmcp 3.11), so it runs on a blocking thread driven by the
 /// current runtime instead of inside the transport's `Send` futures.
@@ -264,4 +325,20 @@ async fn client_credentials_flow(
     manager.ok_or_else(|| {
         AuthError::InternalError("the client credentials grant did not complete".into())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_up_keeps_the_granted_scopes_and_adds_the_challenged_ones() {
+        let challenge = r#"Bearer error="insufficient_scope", scope="mcp:write mcp:basic", resource_metadata="https://x/.well-known/oauth-protected-resource""#;
+        assert_eq!(
+            scope_union(&["mcp:basic".to_owned()], challenge),
+            ["mcp:basic", "mcp:write"]
+        );
+        assert_eq!(challenged_scopes("Bearer scope=read"), ["read"]);
+        assert!(challenged_scopes(r#"Bearer x-scope="no""#).is_empty());
+    }
 }

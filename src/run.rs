@@ -18,6 +18,7 @@ mod answer;
 mod budget;
 pub mod config;
 mod context_turn;
+mod continued;
 pub mod conversation;
 mod driver;
 pub mod error;

@@ -13,6 +13,7 @@ use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
 use crate::run::answer::AnswerPipeline;
 use crate::run::context_turn;
+use crate::run::continued;
 use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
 use crate::run::journal::{JournalEntry, RunJournal};
@@ -235,6 +236,7 @@ pub(crate) fn drive<'a>(
                 }
                 if let Some(registry) = registry {
                     rerun_idempotent(&mut state, |name| registry.get(name).is_some_and(|tool| tool.idempotent()));
+                    continued::rerun_continued(&mut state);
                     remember_grants(registry, state.pending_approvals(), &decisions);
                 }
                 // The saved run's history replaces the cycle's.
@@ -345,6 +347,7 @@ pub(crate) fn drive<'a>(
                         failure: std::sync::Mutex::new(None),
                         spans: std::sync::Mutex::new(tool_spans.clone()),
                         media: std::sync::Mutex::new(vec![None; positions.len()]),
+                        continuations: continued::of_batch(&run.state, &positions),
                     };
                     run.in_flight = Some((observer.started.clone(), positions.clone()));
                     let mut deferred = Vec::new();
@@ -454,6 +457,8 @@ struct BatchObserver<'a> {
     spans: std::sync::Mutex<Vec<tracing::Span>>,
     /// The media message of each finished call, by position, until the driver takes it.
     media: std::sync::Mutex<Vec<Option<OpenaiChatMessage>>>,
+    /// What an earlier attempt of each call recorded to be continued from, by position.
+    continuations: Vec<Option<Value>>,
 }
 
 impl BatchObserver<'_> {
@@ -526,6 +531,25 @@ impl CallObserver for BatchObserver<'_> {
                 *slot = message;
             }
         }
+    }
+
+    fn continuation(&self, position: usize) -> Option<Value> {
+        self.continuations.get(position).cloned().flatten()
+    }
+
+    async fn continues(&self, position: usize, continuation: Value) -> Result<(), String> {
+        let Some(id) = self.ids.get(position) else {
+            return Ok(());
+        };
+        let entry = JournalEntry::CallContinues {
+            call_id: id,
+            continuation: &continuation,
+        };
+        record(self.journal, entry).await.map_err(|error| {
+            let reason = error.to_string();
+            self.fail(error);
+            reason
+        })
     }
 
     fn span(&self, position: usize) -> tracing::Span {

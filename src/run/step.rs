@@ -592,6 +592,7 @@ fn turn_call(call: ToolCall) -> TurnCall {
         approved: false,
         approved_for: None,
         media: None,
+        continuation: None,
     }
 }
 

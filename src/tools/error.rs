@@ -33,6 +33,21 @@ pub enum ToolError {
     #[error("MCP error: {0}")]
     McpError(String),
 
+    /// An MCP server kept answering a `tools/call` with "input required" (a multi-round-trip
+    /// request): the call was given up after `rounds` rounds instead of going on forever.
+    #[error(
+        "tool '{tool}' did not finish: MCP server '{server}' still asked for input after {rounds} \
+         rounds, the most agcore answers; the call was given up. Do not retry it the same way"
+    )]
+    McpInputRounds {
+        /// The tool (its name on the server).
+        tool: String,
+        /// The server's name.
+        server: String,
+        /// The rounds answered.
+        rounds: usize,
+    },
+
     /// The MCP client is not connected (call `connect()` first).
     #[error("MCP client not initialized: {0}")]
     McpNotInitialized(String),
@@ -192,7 +207,8 @@ impl ToolError {
             | ToolError::ApprovalDenied { tool, .. }
             | ToolError::NotStarted { tool, .. }
             | ToolError::DeniedByRule { tool, .. }
-            | ToolError::ApprovalMismatch { tool, .. } => Some(tool),
+            | ToolError::ApprovalMismatch { tool, .. }
+            | ToolError::McpInputRounds { tool, .. } => Some(tool),
             ToolError::ApprovalDeferred { request } => Some(&request.tool),
             _ => None,
         }

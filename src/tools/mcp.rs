@@ -91,6 +91,7 @@
 //! `notifications/message`, at their level).
 
 mod adapter;
+mod answers;
 pub mod auth;
 mod catalog;
 mod client;
@@ -106,6 +107,7 @@ mod http_client;
 mod lines;
 mod listing;
 mod media;
+mod mrtr;
 mod naming;
 mod permissions;
 mod progress;
@@ -122,6 +124,7 @@ mod stderr;
 mod stdio;
 mod subscriptions;
 mod summary;
+mod tasks;
 mod trace;
 mod transport;
 
@@ -145,6 +148,7 @@ pub use filter::McpToolFilter;
 pub use handle::McpHandle;
 pub use listing::McpListError;
 pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message, media_of};
+pub use mrtr::{MAX_INPUT_ROUNDS, MAX_REQUEST_STATE_BYTES};
 pub use naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
 pub use progress::{McpProgress, ProgressCallback};
 pub use prompt_tools::McpPromptTool;
@@ -159,6 +163,7 @@ pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, Sampli
 pub use skipped::{McpSkipReason, SkippedMcpTool};
 pub use subscriptions::McpResourceUpdate;
 pub use summary::{McpServerStatus, McpToolSummary};
+pub use tasks::{MAX_POLL, MAX_TASK_WAIT, MIN_POLL};
 pub use transport::McpTransport;
 
 /// The protocol version agcore asks for unless told otherwise ([`McpClient::with_protocol_version`]).

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-    Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, Tool,
-    UrlElicitationCapability,
+    Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, TASKS_EXTENSION_ID,
+    Tool, UrlElicitationCapability,
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -20,6 +20,7 @@ use tracing::Instrument;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::MAX_MESSAGE_BYTES;
+use crate::tools::mcp::answers::Answers;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
@@ -99,6 +100,14 @@ fn capabilities(settings: &Settings) -> ClientCapabilities {
         roots.list_changed = Some(true);
         capabilities.roots = Some(roots);
     }
+    // A `tools/call` follows a task the server makes of it (see `tasks.rs`); tasks are an
+    // extension of the 2026 protocol (dates compare as text).
+    if settings.protocol_version.as_str() >= "2026-07-28" {
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
+    }
     capabilities
 }
 
@@ -135,6 +144,8 @@ pub(crate) struct Connection {
     pub(crate) info: McpServerInfo,
     /// Where the session's client spans go.
     pub(crate) trace: trace::Peer,
+    /// What answers the server's questions (also those of a multi-round-trip call).
+    pub(crate) answers: Arc<Answers>,
 }
 
 impl Connection {
@@ -154,6 +165,13 @@ impl Connection {
                 })?;
         let peer = trace::Peer::of(&settings.transport);
         let span = peer.span(&server, "initialize", "");
+        let answers = Arc::new(Answers {
+            server: server.clone(),
+            elicitor: settings.elicitor.clone(),
+            sampler: settings.sampler.clone(),
+            roots: settings.roots.clone(),
+            progress: settings.progress.clone(),
+        });
         let mut handler = Handler {
             info: ClientConfig::new(
                 capabilities(settings),
@@ -164,9 +182,7 @@ impl Connection {
             cache,
             progress: settings.progress.clone(),
             request_timeout: settings.request_timeout,
-            elicitor: settings.elicitor.clone(),
-            roots: settings.roots.clone(),
-            sampler: settings.sampler.clone(),
+            answers: answers.clone(),
             subscriptions: settings.subscriptions.clone(),
         };
         handler.info.meta = trace::meta(&span);
@@ -241,6 +257,7 @@ impl Connection {
             request_timeout: settings.request_timeout,
             info,
             trace: peer,
+            answers,
         })
     }
 

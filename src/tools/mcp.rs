@@ -104,6 +104,7 @@ mod filter;
 mod handle;
 mod handler;
 mod http_client;
+mod lifecycle;
 mod lines;
 mod listing;
 mod media;

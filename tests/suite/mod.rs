@@ -27,6 +27,7 @@ mod mcp_conformance;
 mod mcp_faults;
 mod mcp_features;
 mod mcp_hardening;
+mod mcp_mrtr;
 mod mcp_recovery;
 mod mcp_registry;
 mod mcp_servers;

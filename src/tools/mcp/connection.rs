@@ -14,7 +14,7 @@ use rmcp::model::{
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{Peer, ServiceExt};
+use rmcp::{ClientServiceExt, Peer};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -24,6 +24,7 @@ use crate::tools::mcp::answers::Answers;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
+use crate::tools::mcp::lifecycle;
 use crate::tools::mcp::listing::{ListFailure, list_bounded};
 use crate::tools::mcp::progress::ProgressCallback;
 use crate::tools::mcp::recovery::McpRetry;
@@ -101,8 +102,8 @@ fn capabilities(settings: &Settings) -> ClientCapabilities {
         capabilities.roots = Some(roots);
     }
     // A `tools/call` follows a task the server makes of it (see `tasks.rs`); tasks are an
-    // extension of the 2026 protocol (dates compare as text).
-    if settings.protocol_version.as_str() >= "2026-07-28" {
+    // extension of the 2026 protocol.
+    if lifecycle::is_stateless(&settings.protocol_version) {
         capabilities
             .extensions
             .get_or_insert_with(Default::default)
@@ -494,7 +495,7 @@ async fn open_stdio(
         })?;
     let limit = settings.connect_timeout;
     let outcome = tokio::select! {
-        outcome = tokio::time::timeout(limit, handler.serve(transport)) => outcome,
+        outcome = tokio::time::timeout(limit, handler.serve_with_lifecycle(transport, lifecycle::mode(&settings.protocol_version))) => outcome,
         () = closed.cancelled() => return Err(ended(server, &child, "initialize").await.into()),
     };
     match outcome {
@@ -551,13 +552,19 @@ async fn open_http(
             Some(oauth) => {
                 let client = TraceHeaders::new(oauth, peer);
                 handler
-                    .serve(StreamableHttpClientTransport::with_client(client, config))
+                    .serve_with_lifecycle(
+                        StreamableHttpClientTransport::with_client(client, config),
+                        lifecycle::mode(&settings.protocol_version),
+                    )
                     .await
             }
             None => {
                 let client = TraceHeaders::new(http.clone(), peer);
                 handler
-                    .serve(StreamableHttpClientTransport::with_client(client, config))
+                    .serve_with_lifecycle(
+                        StreamableHttpClientTransport::with_client(client, config),
+                        lifecycle::mode(&settings.protocol_version),
+                    )
                     .await
             }
         }

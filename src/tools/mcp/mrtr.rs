@@ -31,7 +31,7 @@ use crate::tools::mcp::answers::Answers;
 use crate::tools::mcp::connection::Connection;
 use crate::tools::mcp::tasks;
 
-/// The most "input required" rounds one `tools/call` is given.
+/// The most "input required" answers one `tools/call` is given (so at most one more request).
 pub const MAX_INPUT_ROUNDS: usize = 10;
 
 /// The largest `requestState` agcore keeps and sends back (bytes).
@@ -127,13 +127,6 @@ pub(crate) async fn call_tool(
     }
     let mut state_only = 0u32;
     loop {
-        if rounds >= MAX_INPUT_ROUNDS {
-            return Err(ToolError::McpInputRounds {
-                tool: name,
-                server,
-                rounds,
-            });
-        }
         let response = conn
             .request_in(
                 span.clone(),
@@ -162,6 +155,14 @@ pub(crate) async fn call_tool(
                 )));
             }
         };
+        if rounds >= MAX_INPUT_ROUNDS {
+            // Nobody is asked a question whose answer would not be sent.
+            return Err(ToolError::McpInputRounds {
+                tool: name,
+                server,
+                rounds,
+            });
+        }
         if required
             .request_state
             .as_ref()

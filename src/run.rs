@@ -36,6 +36,7 @@ mod typed_output;
 pub mod usage;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
+pub use continued::waiting_for_input;
 pub use conversation::{Conversation, EventStream};
 pub use error::LlmError;
 pub use hooks::{HookChain, HookRequest, Hooks, RequestPurpose, ToolCallDecision};

@@ -27,8 +27,7 @@ use crate::run::usage::UsageTally;
 use crate::run::{budget, hooks, telemetry};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
-use crate::tools::error::ToolError;
-use crate::tools::outcome::{CompletedCall, ToolOutcome};
+use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolCall, ToolDefinition,
@@ -348,6 +347,7 @@ pub(crate) fn drive<'a>(
                         spans: std::sync::Mutex::new(tool_spans.clone()),
                         media: std::sync::Mutex::new(vec![None; positions.len()]),
                         continuations: continued::of_batch(&run.state, &positions),
+                        recorded: std::sync::Mutex::new(vec![None; positions.len()]),
                     };
                     run.in_flight = Some((observer.started.clone(), positions.clone()));
                     let mut deferred = Vec::new();
@@ -357,8 +357,12 @@ pub(crate) fn drive<'a>(
                             let Some(&position) = positions.get(index) else {
                                 continue;
                             };
-                            if let Some(request) = deferred_request(&call).filter(|_| suspend) {
-                                deferred.push(request.clone());
+                            if suspend && let Some(request) = continued::waiting_request(&call, registry) {
+                                // A call waiting for input goes on from what it recorded.
+                                if let Some(continuation) = observer.take_continuation(index) {
+                                    run.state.record_continuation_id(&call.id, continuation);
+                                }
+                                deferred.push(request);
                                 continue;
                             }
                             let message = observer.take_media(index);
@@ -459,6 +463,8 @@ struct BatchObserver<'a> {
     media: std::sync::Mutex<Vec<Option<OpenaiChatMessage>>>,
     /// What an earlier attempt of each call recorded to be continued from, by position.
     continuations: Vec<Option<Value>>,
+    /// What each call recorded in this attempt, by position, until the driver takes it.
+    recorded: std::sync::Mutex<Vec<Option<Value>>>,
 }
 
 impl BatchObserver<'_> {
@@ -477,6 +483,11 @@ impl BatchObserver<'_> {
     fn take_media(&self, position: usize) -> Option<OpenaiChatMessage> {
         let mut media = self.media.lock().unwrap_or_else(|p| p.into_inner());
         media.get_mut(position).and_then(Option::take)
+    }
+
+    fn take_continuation(&self, position: usize) -> Option<Value> {
+        let mut recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
+        recorded.get_mut(position).and_then(Option::take)
     }
 
     fn take_failure(&self) -> Option<LlmError> {
@@ -506,7 +517,7 @@ impl CallObserver for BatchObserver<'_> {
     }
 
     async fn finished(&self, position: usize, call: &mut CompletedCall) {
-        if self.suspend && deferred_request(call).is_some() {
+        if self.suspend && continued::waits(call) {
             return;
         }
         // Shaped before it is recorded: the journal keeps what the model reads.
@@ -549,7 +560,12 @@ impl CallObserver for BatchObserver<'_> {
             let reason = error.to_string();
             self.fail(error);
             reason
-        })
+        })?;
+        let mut recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = recorded.get_mut(position) {
+            *slot = Some(continuation);
+        }
+        Ok(())
     }
 
     fn span(&self, position: usize) -> tracing::Span {
@@ -558,16 +574,6 @@ impl CallObserver for BatchObserver<'_> {
             .get_mut(position)
             .map(|span| std::mem::replace(span, tracing::Span::none()))
             .unwrap_or_else(tracing::Span::none)
-    }
-}
-
-/// What the approver was asked, for a call it deferred.
-fn deferred_request(call: &CompletedCall) -> Option<&ApprovalRequest> {
-    match &call.outcome {
-        ToolOutcome::Refused {
-            reason: ToolError::ApprovalDeferred { request },
-        } => Some(request),
-        _ => None,
     }
 }
 

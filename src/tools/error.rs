@@ -48,6 +48,22 @@ pub enum ToolError {
         rounds: usize,
     },
 
+    /// An MCP server needs a person's answer to go on with the call, and nobody can be asked
+    /// now ([`DeferElicitation`](crate::tools::mcp::DeferElicitation)): a run that can wait
+    /// suspends on it (the call's `requestState` kept), else the model reads this.
+    #[error(
+        "tool '{tool}' waits for input nobody can give now: MCP server '{server}' asks: {}",
+        questions.join(" / ")
+    )]
+    InputDeferred {
+        /// The tool (its name on the server).
+        tool: String,
+        /// The server's name.
+        server: String,
+        /// What the server asks (its text, cut and escaped).
+        questions: Vec<String>,
+    },
+
     /// The MCP client is not connected (call `connect()` first).
     #[error("MCP client not initialized: {0}")]
     McpNotInitialized(String),
@@ -208,7 +224,8 @@ impl ToolError {
             | ToolError::NotStarted { tool, .. }
             | ToolError::DeniedByRule { tool, .. }
             | ToolError::ApprovalMismatch { tool, .. }
-            | ToolError::McpInputRounds { tool, .. } => Some(tool),
+            | ToolError::McpInputRounds { tool, .. }
+            | ToolError::InputDeferred { tool, .. } => Some(tool),
             ToolError::ApprovalDeferred { request } => Some(&request.tool),
             _ => None,
         }

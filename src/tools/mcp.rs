@@ -142,8 +142,8 @@ pub use config_error::McpConfigError;
 pub use connection::McpServerInfo;
 pub use cross_app_config::{McpCrossAppConfig, McpIdTokenConfig};
 pub use elicitation::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
-    validate_elicited,
+    DeferElicitation, ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor,
+    apply_schema_defaults, validate_elicited,
 };
 pub use filter::McpToolFilter;
 pub use handle::McpHandle;

@@ -7,9 +7,11 @@
 //!   given up after `MAX_INPUT_ROUNDS` answers with a typed error;
 //! - a call that becomes a task is polled to its result (status messages as progress), a
 //!   task's own input request is answered with `tasks/update`, a dropped call cancels its task;
-//! - across processes, on SQLite and PostgreSQL: a run killed (SIGKILL) while a human is asked
-//!   resumes in another process from the stored `requestState`, and one killed while a task
-//!   works resumes polling the same task — neither calls the tool again.
+//! - across processes, on SQLite and PostgreSQL: a run whose question nobody can answer now
+//!   suspends, and resumes in another process from the stored `requestState` with the answer; a
+//!   run killed (SIGKILL) while a human is asked resumes in another process from the stored
+//!   `requestState`, and one killed while a task works resumes polling the same task — none
+//!   calls the tool again.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
@@ -20,13 +22,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
-use agcore::run::{RunOutcome, RunRequest};
+use agcore::run::{Decision, RunOutcome, RunRequest, waiting_for_input};
 use agcore::session::{PostgresStore, SessionJournal, SessionStore, SqliteStore};
 use agcore::tools::ToolRegistry;
 use agcore::tools::error::ToolError;
 use agcore::tools::mcp::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, MAX_INPUT_ROUNDS,
-    McpClient, McpProgress, McpTransport,
+    DeferElicitation, ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor,
+    MAX_INPUT_ROUNDS, McpClient, McpProgress, McpTransport,
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -37,6 +39,7 @@ const CHILD_STORE: &str = "AGCORE_MRTR_CHILD_STORE";
 const CHILD_MODEL: &str = "AGCORE_MRTR_CHILD_MODEL";
 const CHILD_STATE: &str = "AGCORE_MRTR_CHILD_STATE";
 const CHILD_TOOL: &str = "AGCORE_MRTR_CHILD_TOOL";
+const CHILD_ANSWER: &str = "AGCORE_MRTR_CHILD_ANSWER";
 
 /// The session all cross-process runs use.
 const SESSION: &str = "mrtr";
@@ -457,4 +460,163 @@ async fn postgres_a_run_killed_while_its_task_works_polls_the_same_task_elsewher
         return;
     };
     task_resumes_polling(&url).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Suspended on a question, answered in another process.
+
+/// The second process: the suspended run restored from the store, its waiting call allowed to
+/// go on, the question answered with `CHILD_ANSWER`. Runs only as the child of the suspension
+/// tests (their environment).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the second process of the suspension tests, run by them"]
+async fn answer_and_resume_in_this_process() {
+    let var = |name: &str| std::env::var(name).unwrap();
+    let (store_spec, model, state, answer) = (
+        var(CHILD_STORE),
+        var(CHILD_MODEL),
+        PathBuf::from(var(CHILD_STATE)),
+        var(CHILD_ANSWER),
+    );
+    let store = store(&store_spec).await;
+    let _lease = store
+        .lock(SESSION, agcore::session::LockMode::FailFast)
+        .await
+        .unwrap();
+    let (journal, restored) = SessionJournal::open(store.clone(), SESSION).await.unwrap();
+    let run = restored.run.expect("the suspended run");
+    let decisions: Vec<Decision> = waiting_for_input(&run)
+        .into_iter()
+        .map(|request| Decision::allow(&request.call_id))
+        .collect();
+    assert_eq!(decisions.len(), 1);
+    let elicitor = Answering::with("name", &answer);
+    let registry = registry(&state, elicitor.clone()).await;
+    let mut cycle = cycle(&model);
+    let outcome = cycle
+        .run_with(
+            RunRequest::from_state(run)
+                .with_decisions(decisions)
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "thanks"));
+    assert_eq!(elicitor.asked(), ["What is your name?"]);
+    println!("resumed and answered");
+}
+
+async fn suspend_here_answer_elsewhere(store_spec: &str) {
+    let state = tempfile::tempdir().unwrap();
+    let model = FakeModel::start(vec![
+        Reply::calls(&[("call_1", "greet", "{}")]),
+        Reply::text("thanks"),
+    ])
+    .await;
+    {
+        let store = store(store_spec).await;
+        let _lease = store
+            .lock(SESSION, agcore::session::LockMode::FailFast)
+            .await
+            .unwrap();
+        let (journal, _) = SessionJournal::open(store.clone(), SESSION).await.unwrap();
+        let registry = registry(state.path(), Arc::new(DeferElicitation)).await;
+        let mut cycle = model.cycle(CycleConfig::new("test-model"));
+        let outcome = cycle
+            .run_with(
+                RunRequest::prompt("greet me")
+                    .with_tools(&registry)
+                    .with_journal(&journal),
+            )
+            .await
+            .unwrap();
+        let RunOutcome::Suspended(suspension) = outcome else {
+            panic!("expected a suspension, got {outcome:?}");
+        };
+        // What the server asks, for which call.
+        let requests = suspension.requests();
+        assert_eq!(requests.len(), 1);
+        assert_eq!(
+            (requests[0].call_id.as_str(), requests[0].tool.as_str()),
+            ("call_1", "greet")
+        );
+        assert!(
+            requests[0]
+                .reason
+                .contains("MCP server 'jobs' asks: What is your name?"),
+            "{}",
+            requests[0].reason
+        );
+        assert_eq!(waiting_for_input(suspension.state()).len(), 1);
+    }
+    assert_eq!(count(state.path(), "greet.calls"), 1);
+    assert_eq!(count(state.path(), "greet.retries"), 0);
+
+    let (spec, base, dir) = (
+        store_spec.to_owned(),
+        model.server.uri(),
+        state.path().to_owned(),
+    );
+    // Waiting on a blocking thread: the fake model keeps serving on this runtime meanwhile.
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "suite::mcp_mrtr::answer_and_resume_in_this_process",
+                "--ignored",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(CHILD_STORE, spec)
+            .env(CHILD_MODEL, base)
+            .env(CHILD_STATE, dir)
+            .env(CHILD_ANSWER, "Ada")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}\n{stderr}");
+
+    assert_eq!(
+        count(state.path(), "greet.calls"),
+        1,
+        "the tool was not called from scratch"
+    );
+    assert_eq!(count(state.path(), "greet.retries"), 1);
+    let requests = model.received();
+    assert_eq!(requests.len(), 2);
+    let answer = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .expect("the call's answer")["content"]
+        .clone();
+    assert_eq!(answer, json!("Hello, Ada!"));
+    // The run is over: nothing waits in the store.
+    let (_, restored) = SessionJournal::open(store(store_spec).await, SESSION)
+        .await
+        .unwrap();
+    assert!(restored.run.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_question_nobody_can_answer_suspends_and_is_answered_in_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("sqlite:{}", dir.path().join("s.db").display());
+    suspend_here_answer_elsewhere(&spec).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_question_nobody_can_answer_suspends_and_is_answered_in_another_process() {
+    let Some(url) = support::session::fresh_db("mrtr_suspend").await else {
+        return;
+    };
+    suspend_here_answer_elsewhere(&url).await;
 }

@@ -120,7 +120,7 @@ pub(crate) async fn call_tool(
         }) => {
             tracing::info!(target: "agcore::mcp", server, tool = name, "resuming the call from its request state");
             rounds = before + 1;
-            params.input_responses = answer_all(&conn.answers, &name, input_requests).await?;
+            params.input_responses = answer_all(&conn.answers, &name, input_requests, true).await?;
             params.request_state = request_state;
         }
         None => {}
@@ -203,20 +203,40 @@ pub(crate) async fn call_tool(
         }
         .record(&name)
         .await?;
-        params.input_responses = answer_all(&conn.answers, &name, requests).await?;
+        params.input_responses = answer_all(&conn.answers, &name, requests, true).await?;
         params.request_state = required.request_state;
         rounds += 1;
     }
 }
 
-/// Answer every request, one at a time (a person may be asked), through `answers`.
+/// Answer every request, one at a time (a person may be asked), through `answers`. With
+/// `can_defer`, a question for an elicitor that [defers](crate::tools::mcp::Elicitor::defers)
+/// is not asked: [`ToolError::InputDeferred`] names it.
 pub(crate) async fn answer_all(
     answers: &Answers,
     tool: &str,
     requests: InputRequests,
+    can_defer: bool,
 ) -> Result<Option<InputResponses>, ToolError> {
     if requests.is_empty() {
         return Ok(None);
+    }
+    let defers = answers.elicitor.as_ref().is_some_and(|e| e.defers());
+    if can_defer && defers {
+        let questions: Vec<String> = requests
+            .values()
+            .filter_map(|request| match request {
+                InputRequest::Elicitation(request) => Some(question(&request.params)),
+                _ => None,
+            })
+            .collect();
+        if !questions.is_empty() {
+            return Err(ToolError::InputDeferred {
+                tool: tool.to_owned(),
+                server: answers.server.to_string(),
+                questions,
+            });
+        }
     }
     let mut responses = InputResponses::new();
     for (key, request) in requests {
@@ -248,4 +268,19 @@ pub(crate) async fn answer_all(
         responses.insert(key, response);
     }
     Ok(Some(responses))
+}
+
+/// The longest question kept for display (characters).
+const MAX_QUESTION_CHARS: usize = 500;
+
+/// What an elicitation asks, for a person to read later: the server's text, cut and escaped.
+fn question(params: &rmcp::model::ElicitRequestParams) -> String {
+    let message = match params {
+        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. }
+        | rmcp::model::ElicitRequestParams::UrlElicitationParams { message, .. } => message,
+        #[allow(unreachable_patterns)] // the enum is non-exhaustive
+        _ => return "(a question of an unknown kind)".to_owned(),
+    };
+    let cut: String = message.chars().take(MAX_QUESTION_CHARS).collect();
+    crate::display::escape_for_terminal(&cut).into_owned()
 }

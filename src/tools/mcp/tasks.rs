@@ -113,7 +113,8 @@ pub(crate) async fn follow(
                 ));
             }
             TaskPayload::InputRequired { input_requests } => {
-                let responses = answer_all(&conn.answers, tool, input_requests)
+                // A task keeps running while it waits: its questions cannot wait for a resume.
+                let responses = answer_all(&conn.answers, tool, input_requests, false)
                     .await?
                     .unwrap_or_default();
                 conn.request(

@@ -9,6 +9,7 @@ mod config;
 mod context_cli;
 mod demo;
 mod elicit;
+mod elicit_unattended;
 mod hooks;
 mod json_error;
 mod layers;

@@ -21,6 +21,7 @@ mod prompts_cli;
 mod rules_cli;
 mod run_cli;
 mod run_json_errors;
+mod run_mrtr;
 mod session_grants;
 mod sessions;
 mod traces_cli;

@@ -6,7 +6,8 @@
 //!   the echoed `requestState` (one original call, one retry); a server that keeps asking is
 //!   given up after `MAX_INPUT_ROUNDS` answers with a typed error;
 //! - a call that becomes a task is polled to its result (status messages as progress), a
-//!   task's own input request is answered with `tasks/update`, a dropped call cancels its task;
+//!   task's own input request is answered with `tasks/update`, a dropped call cancels its task,
+//!   and one that outlives the run's tool deadline is an answer the model reads (and cancelled);
 //! - across processes, on SQLite and PostgreSQL: a run whose question nobody can answer now
 //!   suspends, and resumes in another process from the stored `requestState` with the answer; a
 //!   run killed (SIGKILL) while a human is asked resumes in another process from the stored
@@ -238,6 +239,46 @@ async fn a_dropped_call_cancels_its_task() {
     assert_eq!(count(state.path(), "cancels"), 1);
     assert_eq!(count(state.path(), "slow_job.calls"), 1);
     client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_outlives_the_runs_deadline_is_an_answer_the_model_reads_and_is_cancelled() {
+    let state = tempfile::tempdir().unwrap();
+    let model = FakeModel::start(vec![
+        Reply::calls(&[("call_1", "slow_job", "{}")]),
+        Reply::text("thanks"),
+    ])
+    .await;
+    let mut client = client(state.path());
+    support::mcp::before_10s(client.connect()).await.unwrap();
+    // The run's deadline for a tool: the job is never released.
+    let mut registry = ToolRegistry::new().with_default_timeout(Duration::from_millis(500));
+    registry.register_all(client.into_tools()).unwrap();
+    let mut cycle = model.cycle(CycleConfig::new("test-model"));
+    let outcome = support::mcp::before_10s(
+        cycle.run_with(RunRequest::prompt("run the job").with_tools(&registry)),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "thanks"));
+    let requests = model.received();
+    let answer = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .expect("the call's answer")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(answer.contains("'slow_job' timed out"), "{answer}");
+    // The dropped call cancelled its task on the server.
+    let cancelled = state.path().join("slow_job-1.cancelled");
+    let reached = tokio::task::spawn_blocking(move || {
+        support::session::wait_for(&cancelled, Duration::from_secs(10))
+    });
+    assert!(reached.await.unwrap(), "tasks/cancel reached the server");
+    assert_eq!(count(state.path(), "slow_job.calls"), 1);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,8 +12,12 @@ use std::sync::Arc;
 use rmcp::ErrorData;
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ListRootsResult, Root, SamplingMessage,
+    ElicitationAction, InputRequest, InputRequests, InputResponses, ListRootsResult, Root,
+    SamplingMessage,
 };
+use serde_json::Value;
+
+use crate::tools::error::ToolError;
 
 use crate::tools::mcp::elicitation::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
@@ -139,4 +143,80 @@ impl Answers {
             .collect();
         ListRootsResult::new(roots)
     }
+
+    /// Answer every request, one at a time (a person may be asked), as above. With
+    /// `can_defer`, a question for an elicitor that [defers](crate::tools::mcp::Elicitor::defers)
+    /// is not asked: [`ToolError::InputDeferred`] names it.
+    pub(crate) async fn answer_all(
+        &self,
+        tool: &str,
+        requests: InputRequests,
+        can_defer: bool,
+    ) -> Result<Option<InputResponses>, ToolError> {
+        if requests.is_empty() {
+            return Ok(None);
+        }
+        let defers = self.elicitor.as_ref().is_some_and(|e| e.defers());
+        if can_defer && defers {
+            let questions: Vec<String> = requests
+                .values()
+                .filter_map(|request| match request {
+                    InputRequest::Elicitation(request) => Some(question(&request.params)),
+                    _ => None,
+                })
+                .collect();
+            if !questions.is_empty() {
+                return Err(ToolError::InputDeferred {
+                    tool: tool.to_owned(),
+                    server: self.server.to_string(),
+                    questions,
+                });
+            }
+        }
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let response = match request {
+                InputRequest::Elicitation(request) => {
+                    serde_json::to_value(self.elicit(request.params).await)
+                }
+                InputRequest::CreateMessage(request) => match self.sample(request.params).await {
+                    Ok(result) => serde_json::to_value(result),
+                    Err(error) => {
+                        return Err(ToolError::ExecutionFailed(
+                            tool.to_owned(),
+                            format!(
+                                "MCP server '{}' needs a model completion to go on, which was refused: {}",
+                                self.server, error.message
+                            ),
+                        ));
+                    }
+                },
+                InputRequest::ListRoots(_) => serde_json::to_value(self.roots()),
+                _ => {
+                    return Err(ToolError::McpError(format!(
+                        "MCP server '{}' asked for an input of a kind agcore does not know",
+                        self.server
+                    )));
+                }
+            };
+            let response = response.unwrap_or(Value::Null);
+            responses.insert(key, response);
+        }
+        Ok(Some(responses))
+    }
+}
+
+/// The longest question kept for display (characters).
+const MAX_QUESTION_CHARS: usize = 500;
+
+/// What an elicitation asks, for a person to read later: the server's text, cut and escaped.
+fn question(params: &rmcp::model::ElicitRequestParams) -> String {
+    let message = match params {
+        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. }
+        | rmcp::model::ElicitRequestParams::UrlElicitationParams { message, .. } => message,
+        #[allow(unreachable_patterns)] // the enum is non-exhaustive
+        _ => return "(a question of an unknown kind)".to_owned(),
+    };
+    let cut: String = message.chars().take(MAX_QUESTION_CHARS).collect();
+    crate::display::escape_for_terminal(&cut).into_owned()
 }

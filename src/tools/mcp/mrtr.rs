@@ -1,7 +1,7 @@
 //! Multi-round-trip `tools/call` (SEP-2322, protocol 2026-07-28): a server may answer a call
 //! with "input required" — elicitation, sampling or roots requests and an opaque
 //! `requestState` — instead of a result. agcore answers the requests through the same
-//! [`Answers`] as a server's own requests (the application's elicitor and sampler: the same
+//! answerers as a server's own requests (the application's elicitor and sampler: the same
 //! gates), then retries the call with `inputResponses` and the `requestState` echoed.
 //!
 //! - At most [`MAX_INPUT_ROUNDS`] rounds; past them the call fails with
@@ -18,16 +18,11 @@
 
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, InputRequest, InputRequests,
-    InputResponses,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputRequests};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::tools::continuation;
 use crate::tools::error::ToolError;
-use crate::tools::mcp::answers::Answers;
 use crate::tools::mcp::connection::Connection;
 use crate::tools::mcp::tasks;
 
@@ -120,7 +115,7 @@ pub(crate) async fn call_tool(
         }) => {
             tracing::info!(target: "agcore::mcp", server, tool = name, "resuming the call from its request state");
             rounds = before + 1;
-            params.input_responses = answer_all(&conn.answers, &name, input_requests, true).await?;
+            params.input_responses = conn.answers.answer_all(&name, input_requests, true).await?;
             params.request_state = request_state;
         }
         None => {}
@@ -203,84 +198,8 @@ pub(crate) async fn call_tool(
         }
         .record(&name)
         .await?;
-        params.input_responses = answer_all(&conn.answers, &name, requests, true).await?;
+        params.input_responses = conn.answers.answer_all(&name, requests, true).await?;
         params.request_state = required.request_state;
         rounds += 1;
     }
-}
-
-/// Answer every request, one at a time (a person may be asked), through `answers`. With
-/// `can_defer`, a question for an elicitor that [defers](crate::tools::mcp::Elicitor::defers)
-/// is not asked: [`ToolError::InputDeferred`] names it.
-pub(crate) async fn answer_all(
-    answers: &Answers,
-    tool: &str,
-    requests: InputRequests,
-    can_defer: bool,
-) -> Result<Option<InputResponses>, ToolError> {
-    if requests.is_empty() {
-        return Ok(None);
-    }
-    let defers = answers.elicitor.as_ref().is_some_and(|e| e.defers());
-    if can_defer && defers {
-        let questions: Vec<String> = requests
-            .values()
-            .filter_map(|request| match request {
-                InputRequest::Elicitation(request) => Some(question(&request.params)),
-                _ => None,
-            })
-            .collect();
-        if !questions.is_empty() {
-            return Err(ToolError::InputDeferred {
-                tool: tool.to_owned(),
-                server: answers.server.to_string(),
-                questions,
-            });
-        }
-    }
-    let mut responses = InputResponses::new();
-    for (key, request) in requests {
-        let response = match request {
-            InputRequest::Elicitation(request) => {
-                serde_json::to_value(answers.elicit(request.params).await)
-            }
-            InputRequest::CreateMessage(request) => match answers.sample(request.params).await {
-                Ok(result) => serde_json::to_value(result),
-                Err(error) => {
-                    return Err(ToolError::ExecutionFailed(
-                        tool.to_owned(),
-                        format!(
-                            "MCP server '{}' needs a model completion to go on, which was refused: {}",
-                            answers.server, error.message
-                        ),
-                    ));
-                }
-            },
-            InputRequest::ListRoots(_) => serde_json::to_value(answers.roots()),
-            _ => {
-                return Err(ToolError::McpError(format!(
-                    "MCP server '{}' asked for an input of a kind agcore does not know",
-                    answers.server
-                )));
-            }
-        };
-        let response = response.unwrap_or(Value::Null);
-        responses.insert(key, response);
-    }
-    Ok(Some(responses))
-}
-
-/// The longest question kept for display (characters).
-const MAX_QUESTION_CHARS: usize = 500;
-
-/// What an elicitation asks, for a person to read later: the server's text, cut and escaped.
-fn question(params: &rmcp::model::ElicitRequestParams) -> String {
-    let message = match params {
-        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. }
-        | rmcp::model::ElicitRequestParams::UrlElicitationParams { message, .. } => message,
-        #[allow(unreachable_patterns)] // the enum is non-exhaustive
-        _ => return "(a question of an unknown kind)".to_owned(),
-    };
-    let cut: String = message.chars().take(MAX_QUESTION_CHARS).collect();
-    crate::display::escape_for_terminal(&cut).into_owned()
 }

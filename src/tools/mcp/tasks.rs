@@ -6,7 +6,7 @@
 //!   the server asks;
 //! - reports each status message as progress ([`McpProgress`], the client's progress
 //!   callback);
-//! - answers a task's input requests (elicitation, sampling, roots: the same [`Answers`] as
+//! - answers a task's input requests (elicitation, sampling, roots: the same answerers as
 //!   everywhere) with `tasks/update`;
 //! - sends `tasks/cancel` when the call is dropped — the run was cancelled or its tool timeout
 //!   passed — so the server can stop the work;
@@ -23,7 +23,6 @@ use serde_json::Value;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::connection::Connection;
-use crate::tools::mcp::mrtr::answer_all;
 use crate::tools::mcp::progress::McpProgress;
 
 /// The shortest wait between two polls.
@@ -114,7 +113,9 @@ pub(crate) async fn follow(
             }
             TaskPayload::InputRequired { input_requests } => {
                 // A task keeps running while it waits: its questions cannot wait for a resume.
-                let responses = answer_all(&conn.answers, tool, input_requests, false)
+                let responses = conn
+                    .answers
+                    .answer_all(tool, input_requests, false)
                     .await?
                     .unwrap_or_default();
                 conn.request(

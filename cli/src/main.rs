@@ -19,6 +19,7 @@ mod mcp_cmd;
 mod mcp_connect;
 mod mcp_login;
 mod mcp_notes;
+mod mcp_progress;
 mod provider;
 mod render;
 mod run;

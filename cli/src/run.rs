@@ -65,7 +65,13 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     {
         anyhow::bail!("nothing in this session waits for input: --answer has nothing to answer");
     }
-    // Set before the servers start: who answers their questions when nobody can be asked.
+    // Set before the servers start: where their progress shows, and who answers their
+    // questions when nobody can be asked.
+    crate::mcp_progress::show(if args.json {
+        crate::mcp_progress::Shown::Json
+    } else {
+        crate::mcp_progress::Shown::Human
+    });
     if let Some(answer) = &args.answer {
         elicit_unattended::set(Unattended::Answer(elicit_unattended::parse_answer(answer)?));
     } else if session.is_some() {

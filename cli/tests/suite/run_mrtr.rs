@@ -162,3 +162,65 @@ async fn an_answer_for_a_session_that_waits_for_nothing_is_an_error() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_polled_to_its_result_with_progress_as_json_events() {
+    use std::io::BufRead;
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("server-state");
+    let server = fake_openai(vec![
+        Reply::tool("call_job", "slow_job", "{}"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let config = config(dir.path(), &state);
+    let mut command = agcore(dir.path());
+    command
+        .args([
+            "run",
+            "--json",
+            "--base-url",
+            &base_url(&server),
+            "--model",
+            "m",
+        ])
+        .args(["--mcp-config", config.to_str().unwrap()])
+        .arg("run the job")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let release = state.join("release");
+    // Read the events as they come; the job is released once its progress was seen.
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut lines = Vec::new();
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line.contains("\"mcp_progress\"") && !release.exists() {
+                std::fs::write(&release, "").unwrap();
+            }
+            lines.push(line);
+        }
+        lines
+    })
+    .await
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{lines:?}");
+    let events: Vec<Value> = lines
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "mcp_progress")
+        .collect();
+    assert!(!progress.is_empty(), "{lines:?}");
+    assert_eq!(progress[0]["server"], "jobs");
+    assert_eq!(progress[0]["message"], "poll 1");
+    assert_eq!(count(&state, "slow_job.calls"), 1);
+    let bodies = request_bodies(&server).await;
+    assert_eq!(last_content(&bodies[1]), "job done");
+}

@@ -7,6 +7,7 @@
 //! - `greet`: asks for a name (form elicitation, inside the `tools/call` result), then greets.
 //!   `greet.calls` counts original calls (no `requestState`), `greet.retries` the retries.
 //! - `loops`: asks for input forever (the client's round bound ends it).
+//! - `big_state`: asks with a 100 KiB `requestState` (more than a client keeps).
 //! - `slow_job`: becomes a task, working until the file `release` exists; each poll sets the
 //!   status message `poll N`. `slow_job.calls` counts `tools/call`s.
 //! - `ask_job`: becomes a task that asks for a colour (input_required, answered with
@@ -121,6 +122,7 @@ impl ServerHandler for Server {
         Ok(ListToolsResult::with_all_items(vec![
             tool("greet", "Greets whoever answers."),
             tool("loops", "Asks for input forever."),
+            tool("big_state", "Asks with a 100 KiB requestState."),
             tool("slow_job", "A long job that runs as a task."),
             tool("ask_job", "A task that asks for a colour."),
         ]))
@@ -161,6 +163,13 @@ impl ServerHandler for Server {
                     None,
                 )),
             },
+            "big_state" => {
+                // A requestState larger than any client should keep.
+                let mut requests = InputRequests::new();
+                requests.insert("who".into(), form("What is your name?", "name"));
+                let state = "x".repeat(100 * 1024);
+                Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+            }
             "loops" => {
                 self.bump("loops.calls");
                 let mut requests = InputRequests::new();

@@ -4,7 +4,8 @@
 //!
 //! - an "input required" answer is answered by the client's elicitor and the call retried with
 //!   the echoed `requestState` (one original call, one retry); a server that keeps asking is
-//!   given up after `MAX_INPUT_ROUNDS` answers with a typed error;
+//!   given up after `MAX_INPUT_ROUNDS` answers with a typed error, and one whose `requestState`
+//!   is too large at once;
 //! - a call that becomes a task is polled to its result (status messages as progress), a
 //!   task's own input request is answered with `tasks/update`, a dropped call cancels its task,
 //!   and one that outlives the run's tool deadline is an answer the model reads (and cancelled);
@@ -168,6 +169,23 @@ async fn a_server_that_keeps_asking_is_given_up_after_the_round_bound() {
     // Each round answered, then one more request whose question nobody was asked.
     assert_eq!(elicitor.asked().len(), MAX_INPUT_ROUNDS);
     assert_eq!(count(state.path(), "loops.calls"), MAX_INPUT_ROUNDS + 1);
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_request_state_ends_the_call_without_asking() {
+    let state = tempfile::tempdir().unwrap();
+    let elicitor = Answering::with("name", "Ada");
+    let mut client = client(state.path()).with_elicitor(elicitor.clone());
+    support::mcp::before_10s(client.connect()).await.unwrap();
+    let error = support::mcp::before_10s(client.call_tool("big_state", json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ToolError::McpError(text) if text.contains("requestState larger than 65536 bytes")),
+        "{error:?}"
+    );
+    assert!(elicitor.asked().is_empty(), "nobody was asked");
     client.close().await.unwrap();
 }
 

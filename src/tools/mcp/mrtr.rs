@@ -35,6 +35,9 @@ pub const MAX_REQUEST_STATE_BYTES: usize = 64 * 1024;
 /// The most input requests one round may carry.
 const MAX_INPUT_REQUESTS: usize = 16;
 
+/// The largest continuation (as JSON) a call records for its run's journal (bytes).
+const MAX_CONTINUATION_BYTES: usize = 256 * 1024;
+
 /// How a call of this server's tool goes on in another attempt (journaled as the call's
 /// continuation; its fields come from the server and are bounded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +86,14 @@ impl McpContinuation {
     pub(crate) async fn record(&self, tool: &str) -> Result<(), ToolError> {
         let value = serde_json::to_value(self)
             .map_err(|error| ToolError::ExecutionFailed(tool.to_owned(), error.to_string()))?;
+        // What the server sent is kept in the journal: bounded.
+        let size = value.to_string().len();
+        if size > MAX_CONTINUATION_BYTES {
+            return Err(ToolError::McpError(format!(
+                "tool '{tool}': what the MCP server asks is {size} bytes, more than the \
+                 {MAX_CONTINUATION_BYTES} agcore keeps to continue the call; the call was given up"
+            )));
+        }
         continuation::record(value)
             .await
             .map_err(|reason| ToolError::NotStarted {

@@ -48,6 +48,7 @@ pub mod owner_only;
 pub mod prompt;
 pub mod run;
 pub mod session;
+pub mod team;
 pub mod tools;
 pub mod vocab;
 

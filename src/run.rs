@@ -15,24 +15,24 @@
 //!   answer as a Rust value checked against its schema ([`OutputSchema`], [`OutputMode`]).
 
 mod answer;
-mod budget;
+pub(crate) mod budget;
 pub mod config;
 mod context_turn;
 mod continued;
 pub mod conversation;
-mod driver;
+pub(crate) mod driver;
 pub mod error;
 pub mod hooks;
 pub mod journal;
 mod metered;
-mod model_turn;
-mod output_schema;
+pub(crate) mod model_turn;
+pub(crate) mod output_schema;
 pub mod replay;
 mod request;
 pub mod state;
 pub mod step;
 pub mod telemetry;
-mod typed_output;
+pub(crate) mod typed_output;
 pub mod usage;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};

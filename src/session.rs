@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod child_steps;
 mod error;
 pub mod journal;
 mod outputs;

@@ -78,8 +78,13 @@ pub async fn interrupted_since(start: u64) {
 #[async_trait]
 impl Approver for TerminalApprover {
     async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        // A team's agent asks through the same approver: say which one (`main/researcher`).
+        let agent = agcore::team::current_agent_path();
         let _turn = self.one_at_a_time.lock().await;
-        let question = format!("\r\x1b[K{}", question(request, terminal_width()));
+        let question = format!(
+            "\r\x1b[K{}",
+            question_of(agent.as_deref(), request, terminal_width())
+        );
         let answer = tokio::task::spawn_blocking(move || {
             without_spinner(|| {
                 eprintln!("{question}");
@@ -120,9 +125,14 @@ const CONTINUATION: &str = "    ↳ ";
 /// control, bidi or invisible character is shown as `\x1b`, `\u{202e}`, a newline as `\n`),
 /// wrapped at `width` columns with each continuation line marked, a huge value as head + tail
 /// with its exact length — and why approval is needed.
-pub fn question(request: &ApprovalRequest, width: usize) -> String {
+///
+/// A call of a team's agent names the agent first (`? main/researcher › write_file wants ...`).
+pub fn question_of(agent: Option<&str>, request: &ApprovalRequest, width: usize) -> String {
+    let agent = agent.map_or_else(String::new, |agent| {
+        format!("{} › ", escape_for_terminal(agent))
+    });
     let mut lines = vec![format!(
-        "? {} wants to run: {}",
+        "? {agent}{} wants to run: {}",
         escape_for_terminal(&request.tool),
         escape_for_terminal(&request.title)
     )];
@@ -241,7 +251,8 @@ mod tests {
     #[test]
     fn the_question_shows_every_argument_in_full_and_escaped() {
         let command = format!("ls -la{}; touch x", " ".repeat(120));
-        let text = question(
+        let text = question_of(
+            None,
             &request(serde_json::json!({"command": command, "cwd": "\u{1b}[8m.\u{202e}"})),
             80,
         );
@@ -253,7 +264,11 @@ mod tests {
         assert!(text.contains("cwd: \\x1b[8m.\\u{202e}"), "{text}");
         assert!(text.lines().all(|line| line.width() <= 80), "{text}");
         // Wide characters count two columns.
-        let wide = question(&request(serde_json::json!({"c": "日".repeat(100)})), 60);
+        let wide = question_of(
+            None,
+            &request(serde_json::json!({"c": "日".repeat(100)})),
+            60,
+        );
         assert!(wide.lines().all(|line| line.width() <= 60), "{wide}");
         assert_eq!(wide.matches('日').count(), 100, "{wide}");
         assert!(
@@ -265,12 +280,31 @@ mod tests {
     #[test]
     fn a_huge_argument_shows_its_size_its_end_and_what_follows() {
         let huge = format!("{}THE END", "a".repeat(100_000));
-        let text = question(&request(serde_json::json!({"a": huge, "b": "after"})), 100);
+        let text = question_of(
+            None,
+            &request(serde_json::json!({"a": huge, "b": "after"})),
+            100,
+        );
         assert!(text.contains("a (100007 bytes, 100007 chars): "), "{text}");
         assert!(text.contains("… 97507 more chars …"), "{text}");
         let joined: String = text.lines().collect();
         assert!(joined.contains("THE END"), "{text}");
         assert!(text.contains("  b: after"), "{text}");
+    }
+
+    #[test]
+    fn a_team_s_call_names_its_agent_first() {
+        let text = question_of(
+            Some("main/researcher"),
+            &request(serde_json::json!({"command": "ls"})),
+            80,
+        );
+        assert!(
+            text.starts_with("? main/researcher › run_command wants to run: Run ls"),
+            "{text}"
+        );
+        let plain = question_of(None, &request(serde_json::json!({"command": "ls"})), 80);
+        assert!(plain.starts_with("? run_command wants to run"), "{plain}");
     }
 
     #[test]

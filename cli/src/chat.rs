@@ -12,6 +12,7 @@ use std::sync::Arc;
 use agcore::llm::{LlmCycle, StreamEvent};
 use agcore::run::{RunItem, RunRequest};
 use agcore::session::SessionJournal;
+use agcore::team::Team;
 use agcore::tools::ToolRegistry;
 use anyhow::Context;
 use futures::StreamExt;
@@ -76,9 +77,24 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         );
         registry = stored.keep_grants(registry);
     }
+    let team = match &args.agent {
+        Some(name) => Some((
+            crate::team_run::team_for(
+                name,
+                &args.model,
+                &loaded.config,
+                secrets,
+                cycle.config(),
+                &registry,
+            )?,
+            name.clone(),
+        )),
+        None => None,
+    };
     let mut session = Session {
         provider: target.provider.clone(),
         model: cycle.config().model.clone(),
+        team,
         registry,
         journal: stored.as_ref().map(|stored| stored.journal.clone()),
         show_reasoning: args.show_reasoning,
@@ -101,13 +117,18 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
             );
         }
     }
+    if let Some(name) = &args.agent {
+        println!("agent {}", escape_for_terminal(name));
+        crate::team_run::say_who_continues(name, cycle.messages());
+    }
     forward_ctrl_c()?;
 
     let mut history = Vec::new();
     loop {
         let prompt = format!(
-            "{} {PROMPT}",
-            crate::render::usage_label(cycle.context_usage())
+            "{}{} {PROMPT}",
+            crate::render::usage_label(cycle.context_usage()),
+            session.agent_label(&cycle)
         );
         let line = match read_line(&history, prompt).await? {
             Ok(line) => line,
@@ -227,6 +248,8 @@ enum Flow {
 struct Session {
     provider: String,
     model: String,
+    /// `--agent`: the team, and the agent the chat started with.
+    team: Option<(Team, String)>,
     registry: ToolRegistry,
     /// The stored session's journal: each run records its steps there.
     journal: Option<Arc<SessionJournal>>,
@@ -235,6 +258,16 @@ struct Session {
 }
 
 impl Session {
+    /// ` billing` in the prompt: the agent the conversation is with (after handoffs).
+    fn agent_label(&self, cycle: &LlmCycle) -> String {
+        let Some((_, start)) = &self.team else {
+            return String::new();
+        };
+        let current =
+            agcore::team::current_agent(cycle.messages()).unwrap_or_else(|| start.clone());
+        format!(" {}", escape_for_terminal(&current))
+    }
+
     fn banner(&self, base_url: &str) -> String {
         let report = self.registry.explain(&self.provider, &self.model);
         let profile = report.profile.as_deref().unwrap_or("default (all tools)");
@@ -306,6 +339,11 @@ impl Session {
                 }
                 if let Some(journal) = &self.journal {
                     request = request.with_journal(&**journal);
+                }
+                if let Some((team, name)) = &self.team {
+                    request = request
+                        .with_tools(&self.registry)
+                        .with_team(team, name.clone());
                 }
                 let mut items = cycle.run_with_stream(request);
                 while let Some(item) = items.next().await {

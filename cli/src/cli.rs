@@ -35,6 +35,9 @@ pub enum Command {
     /// Stored conversations (`run --session`, `chat --session`): list, show, rm.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// The team of agents of agcore.toml (`[agents.NAME]`, run with `run --agent NAME`).
+    #[command(subcommand)]
+    Agents(AgentsCommand),
     /// Serve agcore's demo MCP server on stdio (used by `agcore demo`).
     #[command(hide = true)]
     McpDemoServer {
@@ -181,6 +184,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "MODE", default_value = "auto", requires = "output_schema",
           value_parser = ["auto", "native", "tool", "prompted"])]
     pub output_mode: String,
+    /// Run as the agent NAME of the config's team (`[agents.NAME]`): its instructions, tools,
+    /// sub-agents and handoffs (default: a plain run). With --session, the next run continues
+    /// with the agent the last handoff left.
+    #[arg(long, value_name = "NAME", conflicts_with = "output_schema")]
+    pub agent: Option<String>,
     /// The prompt.
     #[arg(required_unless_present_any = ["resume", "print_system_prompt"])]
     pub prompt: Option<String>,
@@ -273,6 +281,35 @@ pub struct ChatArgs {
     /// stderr (default: not shown).
     #[arg(long)]
     pub show_reasoning: bool,
+    /// Chat with the agent NAME of the config's team (`[agents.NAME]`); a handoff switches
+    /// the agent for the following prompts (default: a plain chat).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+}
+
+/// `agcore agents ...`.
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Each agent: its tools, sub-agents and handoffs, and every hidden tool with its gate and
+    /// reason (like `agcore tools`).
+    List(AgentsListArgs),
+}
+
+/// `agcore agents list`.
+#[derive(Debug, Args)]
+pub struct AgentsListArgs {
+    /// Which tools.
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// Check provider support against this provider (default: config's, else `openai`).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Check provider support against this model.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `agcore tools`.

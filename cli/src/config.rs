@@ -93,6 +93,14 @@ pub enum ConfigError {
 /// max_total_tokens = 200000
 /// max_cost = 0.50                         # USD, at the price of the model below
 ///
+/// [agents.researcher]                     # a team of agents: see docs/14-teams.md
+/// description = "Finds facts in the workspace and cites the file."
+/// instructions = "You are a careful researcher."   # or instructions_file (a template)
+/// tools = ["read_file", "search_files"]   # profile entries (kind:read, mcp:NAME, ...)
+/// [agents.main]
+/// instructions = "You lead. Delegate research to the researcher."
+/// agents = ["researcher"]                 # offered as tools (`agcore run --agent main`)
+///
 /// [prices."gpt-4o-mini"]                  # USD per million tokens
 /// input = 0.15
 /// cached_input = 0.075
@@ -129,6 +137,9 @@ pub struct AgcoreConfig {
     /// Commands run at the points of a run (see `hooks.rs`); only from trusted files.
     #[serde(default)]
     pub hooks: crate::hooks::HooksSection,
+    /// A team of agents (`[agents.NAME]`, see `agents_config.rs`), run with `--agent NAME`.
+    #[serde(default)]
+    pub agents: BTreeMap<String, crate::agents_config::AgentSection>,
 }
 
 /// `[context]`: when the conversation is compacted to fit the model's window.

@@ -79,6 +79,17 @@ impl ConfigFile {
                 referenced = Some((PathBuf::from(&*value), text));
             }
         }
+        // An agent's instructions and schema files are the config file's, like `builtin.root`.
+        if let Some(toml::Value::Table(agents)) = table.get_mut("agents") {
+            for (_, agent) in agents.iter_mut() {
+                for key in ["instructions_file", "output_schema"] {
+                    if let Some(toml::Value::String(value)) = agent.get_mut(key) {
+                        let absolute = base.join(value.as_str());
+                        *value = absolute.to_string_lossy().into_owned();
+                    }
+                }
+            }
+        }
         // A relative SQLite store is the file's too, like `builtin.root`.
         if let Some(toml::Value::String(value)) = table
             .get_mut("session")

@@ -1,6 +1,9 @@
 //! `agcore`: the command-line face of the agcore library — one-shot runs, interactive chat,
 //! tool listings, MCP servers, and an offline demo.
 
+mod agent_events;
+mod agents_cmd;
+mod agents_config;
 mod approve;
 mod chat;
 mod chat_mcp;
@@ -30,6 +33,8 @@ mod settings;
 mod setup;
 mod store;
 mod system_prompt;
+mod team_build;
+mod team_run;
 mod telemetry;
 mod tools_cmd;
 mod trust;
@@ -40,7 +45,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, McpCommand, SessionsCommand};
+use crate::cli::{AgentsCommand, Cli, Command, McpCommand, SessionsCommand};
 use crate::layers::Loaded;
 use crate::secrets::Secrets;
 
@@ -130,6 +135,7 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Run(args) => settings::load_config(&args.tools),
         Command::Chat(args) => settings::load_config(&args.tools),
         Command::Tools(args) => settings::load_config(&args.tools),
+        Command::Agents(AgentsCommand::List(args)) => settings::load_config(&args.tools),
         Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Login(args)) => layers::load(args.source.config.as_deref(), false),
@@ -157,6 +163,7 @@ async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow:
         Command::Run(args) => run::run(args, loaded, &secrets).await,
         Command::Chat(args) => chat::chat(args, loaded, &secrets).await,
         Command::Tools(args) => tools_cmd::tools(args, loaded).await,
+        Command::Agents(command) => agents_cmd::agents(command, loaded).await,
         Command::Mcp(command) => mcp_cmd::mcp(command, loaded).await,
         Command::Demo(args) => demo::demo(args).await,
         Command::Trust(args) => trust::trust(args),

@@ -106,6 +106,7 @@ fn gate(reason: &HiddenBecause) -> &'static str {
         HiddenBecause::RestrictedMode { .. } => "restricted mode",
         HiddenBecause::FeatureFlags { .. } => "feature flags",
         HiddenBecause::Provider { .. } => "provider",
+        HiddenBecause::Agent { .. } => "agent",
         HiddenBecause::Permissions { .. } => "permission denied",
         HiddenBecause::NotRegistered { .. } => "not registered",
         _ => "hidden",

@@ -72,7 +72,32 @@ impl HumanRenderer {
 
     /// Render one event.
     pub fn event(&mut self, event: &StreamEvent) {
+        self.event_of(None, event);
+    }
+
+    /// Render one event of the run's agent (`None`) or of a sub-agent (its path): a
+    /// sub-agent's tool lines and errors carry its path; its text is its parent's tool answer,
+    /// shown in the parent's tool line rather than on stdout.
+    fn event_of(&mut self, agent: Option<&str>, event: &StreamEvent) {
         match event {
+            StreamEvent::FromAgent { agent, event } => self.event_of(Some(agent), event),
+            StreamEvent::Handoff { from, to } => {
+                self.end_reasoning();
+                self.newline();
+                eprintln!("{}", handoff_line(from, to));
+            }
+            StreamEvent::Error { message, .. } if agent.is_some() => {
+                let line = format!(
+                    "✗ {} failed: {}",
+                    agent_label(agent),
+                    one_line(&Value::from(message.as_str()), 160)
+                );
+                match &self.spinner {
+                    Some(spinner) => spinner.suspend(|| eprintln!("{line}")),
+                    None => eprintln!("{line}"),
+                }
+            }
+            _ if agent.is_some() && !is_tool_event(event) => {}
             StreamEvent::AssistantTextDelta { text } => {
                 self.end_reasoning();
                 print!("{}", answer_text(text, self.stdout_is_terminal));
@@ -94,14 +119,15 @@ impl HumanRenderer {
                 self.end_reasoning();
                 self.newline();
                 let label = format!(
-                    "{}({})",
+                    "{}{}({})",
+                    agent_label(agent),
                     escape_for_terminal(tool_name),
                     short_arguments(input)
                 );
                 if !self.interactive {
                     eprintln!("→ {label}");
                 }
-                self.running.insert(id.clone(), label);
+                self.running.insert(running_key(agent, id), label);
                 self.update_spinner();
             }
             StreamEvent::ToolExecutionCompleted {
@@ -113,8 +139,10 @@ impl HumanRenderer {
             } => {
                 let label = self
                     .running
-                    .remove(id)
-                    .unwrap_or_else(|| escape_for_terminal(tool_name).into_owned());
+                    .remove(&running_key(agent, id))
+                    .unwrap_or_else(|| {
+                        format!("{}{}", agent_label(agent), escape_for_terminal(tool_name))
+                    });
                 let line = if *is_error {
                     format!(
                         "✗ {label} failed in {duration_ms} ms: {}",
@@ -219,10 +247,40 @@ impl Drop for HumanRenderer {
     }
 }
 
+/// Whether a sub-agent's event is shown: its tool activity is, its text and reasoning are not.
+fn is_tool_event(event: &StreamEvent) -> bool {
+    matches!(
+        event,
+        StreamEvent::ToolExecutionStarted { .. } | StreamEvent::ToolExecutionCompleted { .. }
+    )
+}
+
+/// `main/researcher › ` before a sub-agent's tool line (nothing for the run's own agent).
+fn agent_label(agent: Option<&str>) -> String {
+    agent.map_or_else(String::new, |agent| {
+        format!("{} › ", escape_for_terminal(agent))
+    })
+}
+
+/// A running call's key: call ids are unique per run, not across a team's runs.
+fn running_key(agent: Option<&str>, id: &str) -> String {
+    format!("{}\u{0}{id}", agent.unwrap_or_default())
+}
+
+/// The line a handoff prints (stderr).
+pub fn handoff_line(from: &str, to: &str) -> String {
+    format!(
+        "⇢ handoff: {} → {} (the conversation goes on with {})",
+        escape_for_terminal(from),
+        escape_for_terminal(to),
+        escape_for_terminal(to)
+    )
+}
+
 /// `key=value, ...` of a call's arguments for a live tool line: each value escaped (see
 /// [`agcore::display::escape_for_terminal`]) and, when long, cut in the middle with the number
 /// of characters left out — never silently at the end. The approval question shows the whole
-/// call instead ([`crate::approve::question`]).
+/// call instead ([`crate::approve::question_of`]).
 pub fn short_arguments(input: &Value) -> String {
     match input {
         Value::Object(map) => map
@@ -411,6 +469,17 @@ mod tests {
             line.starts_with("⋯ model a failed — switching to b"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn team_lines_name_the_agent_escaped() {
+        assert_eq!(
+            handoff_line("main", "bill\u{1b}[2J"),
+            "⇢ handoff: main → bill\\x1b[2J (the conversation goes on with bill\\x1b[2J)"
+        );
+        assert_eq!(agent_label(Some("main/researcher")), "main/researcher › ");
+        assert_eq!(agent_label(None), "");
+        assert_ne!(running_key(Some("a"), "c1"), running_key(None, "c1"));
     }
 
     #[test]

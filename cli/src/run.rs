@@ -16,6 +16,7 @@ use agcore::tools::DeferAll;
 use anyhow::Context;
 use futures::StreamExt;
 
+use crate::agent_events::json_event;
 use crate::approve::interrupt_count;
 use crate::cli::RunArgs;
 use crate::elicit_unattended::{self, Unattended};
@@ -30,7 +31,10 @@ use crate::usage;
 /// Run `agcore run`.
 pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
     if args.print_system_prompt {
-        return crate::system_prompt::print(&args.model, &loaded.config);
+        return match &args.agent {
+            Some(name) => crate::team_run::print_instructions(name, &args.model, &loaded.config),
+            None => crate::system_prompt::print(&args.model, &loaded.config),
+        };
     }
     // The session is locked before anything runs, and stays locked until the end.
     let session = open_session(&args.session, &loaded.config).await?;
@@ -111,6 +115,27 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     if session.is_some() && !args.tools.yes && !interactive() {
         registry = registry.with_approver(Arc::new(DeferAll));
     }
+    // A team run: `--agent`, or the agent a stored run was with. Checked before anything runs.
+    let agent = args.agent.clone().or_else(|| {
+        pending_run
+            .as_ref()
+            .filter(|_| args.resume)
+            .and_then(|state| state.agent.clone())
+    });
+    let team = match &agent {
+        Some(name) => Some(crate::team_run::team_for(
+            name,
+            &args.model,
+            &loaded.config,
+            secrets,
+            cycle.config(),
+            &registry,
+        )?),
+        None => None,
+    };
+    if let Some(name) = &agent {
+        crate::team_run::say_who_continues(name, cycle.messages());
+    }
     // A stored typed run resumes typed: its schema is in its state.
     let typed = args.output_schema.is_some()
         || pending_run
@@ -136,6 +161,9 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
     }
     if let Some(session) = &session {
         request = request.with_journal(&*session.journal);
+    }
+    if let (Some(team), Some(name)) = (&team, &agent) {
+        request = request.with_tools(&registry).with_team(team, name.clone());
     }
     if let Some(schema) = &args.output_schema {
         // Typed output is a mode of this same run: stored, suspended and resumed like it.
@@ -236,7 +264,7 @@ pub(crate) fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Resu
         let event = serde_json::json!({
             "type": "suspended",
             "session": name,
-            "requests": suspension.requests(),
+            "requests": crate::team_run::requests_json(suspension, args)?,
         });
         println!("{}", json_for_terminal(serde_json::to_string(&event)?));
     }
@@ -247,8 +275,11 @@ pub(crate) fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Resu
         requests.len() - inputs,
     );
     for request in requests {
+        let agent = crate::team_run::agent_of(suspension, &request.call_id, args)
+            .map(|path| format!("  (agent {})", escape_for_terminal(&path)))
+            .unwrap_or_default();
         eprintln!(
-            "  {}  {}  {}",
+            "  {}  {}{agent}  {}",
             escape_for_terminal(&request.call_id),
             escape_for_terminal(&request.tool),
             escape_for_terminal(&request.reason)
@@ -280,7 +311,10 @@ fn print_json(event: &StreamEvent) -> anyhow::Result<()> {
             json_error::print(&json_error::for_stream_error(*kind, message));
             eprintln!("error: {}", escape_keeping_lines(message));
         }
-        _ => println!("{}", json_for_terminal(serde_json::to_string(event)?)),
+        _ => println!(
+            "{}",
+            json_for_terminal(serde_json::to_string(&json_event(event)?)?)
+        ),
     }
     Ok(())
 }

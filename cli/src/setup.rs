@@ -116,7 +116,7 @@ const MIB: usize = 1024 * 1024;
 
 /// The client of one model: its API's backend, with the `[model]` timeouts and the bounds
 /// every backend gets.
-fn client_for(
+pub(crate) fn client_for(
     target: &Target,
     section: &crate::config::ModelSection,
     secrets: &Secrets,

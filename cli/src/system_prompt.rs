@@ -44,6 +44,26 @@ impl Composed {
 /// Compose the system prompt of `args` and `config` (restricted mode and the workspace root
 /// come from the config, where `--restricted` and `--workspace` were folded in).
 pub fn compose(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<Composed> {
+    let user = match (&args.system, &args.system_file, &config.model.system) {
+        (Some(text), _, _) => Some((text.clone(), "--system".to_owned())),
+        (None, Some(file), _) => Some((
+            read_template(file)?,
+            format!("--system-file {}", file.display()),
+        )),
+        (None, None, Some(text)) => Some((text.clone(), "agcore.toml model.system".to_owned())),
+        (None, None, None) => None,
+    };
+    compose_with(args, config, user)
+}
+
+/// [`compose`] with `user` — a template and where it comes from (`[agents.main]
+/// instructions`) — in place of `--system`, `--system-file` and `model.system`: an agent's
+/// instructions.
+pub fn compose_with(
+    args: &ModelArgs,
+    config: &AgcoreConfig,
+    user: Option<(String, String)>,
+) -> anyhow::Result<Composed> {
     let mut prompt = SystemPrompt::new();
     if let Some(base) = &config.model.base_instructions {
         prompt = prompt.with_base(base.clone());
@@ -65,15 +85,6 @@ pub fn compose(args: &ModelArgs, config: &AgcoreConfig) -> anyhow::Result<Compos
             Err(error) => notes.push(format!("AGENTS.md not used: {error}")),
         }
     }
-    let user = match (&args.system, &args.system_file, &config.model.system) {
-        (Some(text), _, _) => Some((text.clone(), "--system".to_owned())),
-        (None, Some(file), _) => Some((
-            read_template(file)?,
-            format!("--system-file {}", file.display()),
-        )),
-        (None, None, Some(text)) => Some((text.clone(), "agcore.toml model.system".to_owned())),
-        (None, None, None) => None,
-    };
     if let Some((template, origin)) = user {
         prompt = prompt
             .with_user_template(template, origin)

@@ -247,6 +247,8 @@ pub enum ErrorKind {
     NotPending,
     /// `LlmError::UsageLimitExceeded`.
     UsageLimitExceeded,
+    /// `LlmError::GuardrailTripped`.
+    GuardrailTripped,
     /// `LlmError::Other`.
     Other,
 }

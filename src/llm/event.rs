@@ -131,6 +131,21 @@ pub enum StreamEvent {
         /// Why: the failure's message, or that the model's circuit breaker is open.
         reason: String,
     },
+    /// An event of a sub-agent (a team's agent called as a tool), inside its parent's call.
+    FromAgent {
+        /// The sub-agent's path in the team, e.g. `main/researcher`.
+        agent: String,
+        /// The child's event, as its own run streams it.
+        event: Box<StreamEvent>,
+    },
+    /// The conversation went to another agent of the team (a `transfer_to_<agent>` call):
+    /// from the next request on, that agent's instructions, tools and model answer.
+    Handoff {
+        /// The agent the conversation was with.
+        from: String,
+        /// The agent it is with now.
+        to: String,
+    },
     /// The call failed; this is the last event of the stream.
     Error {
         /// The kind of [`crate::llm::ProviderError`].

@@ -12,6 +12,7 @@ use tracing::Instrument;
 use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
 use crate::run::answer::AnswerPipeline;
+use crate::run::config::CycleConfig;
 use crate::run::context_turn;
 use crate::run::continued;
 use crate::run::conversation::Conversation;
@@ -25,6 +26,12 @@ use crate::run::step::{
 };
 use crate::run::usage::UsageTally;
 use crate::run::{budget, hooks, telemetry};
+use crate::team::child::{ChildCall, ChildItem};
+use crate::team::tools::{self as team_tools, TRANSFER_PREFIX, task_of};
+use crate::team::{
+    Agent, AgentCell, AgentScoped, GuardrailStage, Team, agent_registry, charge, check_guardrails,
+    child_limits, current_agent, handoff_filter,
+};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
 use crate::tools::outcome::CompletedCall;
@@ -69,6 +76,23 @@ pub(crate) struct Drive<'a> {
     pub output_tool: Option<ToolDefinition>,
     /// A typed run's schema and mode, kept in the state (see [`RunState::typed`]).
     pub typed: Option<TypedRun>,
+    /// A team's run: its agents, and where this run is in the tree.
+    pub team: Option<TeamRun<'a>>,
+}
+
+/// Where a run is in a team's tree of runs.
+#[derive(Clone)]
+pub(crate) struct TeamRun<'a> {
+    pub team: &'a Team,
+    /// The agent the run starts with, unless the state or the history's last handoff says
+    /// another.
+    pub entry: String,
+    /// The path of the agent that called this run (`None`: the root run).
+    pub parent_path: Option<String>,
+    /// How deep in the tree this run is (the root: 0).
+    pub depth: u32,
+    /// The parent's `execute_tool` span of the call that runs this one.
+    pub parent_span: Option<tracing::Span>,
 }
 
 impl<'a> Drive<'a> {
@@ -86,6 +110,7 @@ impl<'a> Drive<'a> {
             mode,
             output_tool: None,
             typed: None,
+            team: None,
         }
     }
 }
@@ -203,14 +228,14 @@ pub(crate) fn drive<'a>(
     drive: Drive<'a>,
 ) -> impl Stream<Item = LoopItem> + Send + 'a {
     let Conversation {
-        model,
+        model: cycle_model,
         config,
         messages,
         context,
         usage,
     } = cycle;
-    let model: &'a dyn ChatModel = &**model;
-    let config = &*config;
+    let cycle_model: &'a Arc<dyn ChatModel> = &*cycle_model;
+    let base_config: &'a CycleConfig = &*config;
     let Drive {
         start,
         registry,
@@ -219,9 +244,18 @@ pub(crate) fn drive<'a>(
         mode,
         output_tool,
         typed,
+        team,
     } = drive;
-    async_stream::stream! {
-        let (state, mut input) = match start {
+    let agent_cell = AgentCell::default();
+    let scope = Arc::clone(&agent_cell);
+    let stream = async_stream::stream! {
+        let mut model: &dyn ChatModel = &**cycle_model;
+        let mut model_arc: Arc<dyn ChatModel> = Arc::clone(cycle_model);
+        let mut config: &CycleConfig = base_config;
+        // A team's run always has a registry: its agents are tools.
+        let no_tools = ToolRegistry::new();
+        let registry = registry.or_else(|| team.as_ref().map(|_| &no_tools));
+        let (mut state, mut input) = match start {
             Start::Prompt(prompt) => {
                 let mut state = RunState::new(std::mem::take(messages), RunRules::of(config), registry.is_some());
                 state.output_tool = output_tool.as_ref().map(|tool| tool.name().to_owned());
@@ -234,7 +268,15 @@ pub(crate) fn drive<'a>(
                     state.typed = typed;
                 }
                 if let Some(registry) = registry {
-                    rerun_idempotent(&mut state, |name| registry.get(name).is_some_and(|tool| tool.idempotent()));
+                    let team_agent = team.as_ref().and_then(|team| {
+                        let name = state.agent.as_deref().unwrap_or(&team.entry);
+                        team.team.agent(name)
+                    });
+                    // A sub-agent's call continues its child: it is safe to run again.
+                    rerun_idempotent(&mut state, |name| {
+                        team_agent.is_some_and(|agent| agent.agents().iter().any(|a| a == name))
+                            || registry.get(name).is_some_and(|tool| tool.idempotent())
+                    });
                     continued::rerun_continued(&mut state);
                     remember_grants(registry, state.pending_approvals(), &decisions);
                 }
@@ -248,24 +290,78 @@ pub(crate) fn drive<'a>(
                 (state, input)
             }
         };
-        let mut run = Run { history: messages, usage, state, in_flight: None, suspended: false };
-        // Built once per run, not per turn: a registry's schemas can be large.
-        let mut tools = match registry {
-            Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
-            None => Vec::new(),
+        // The agent the run is with: as saved, else where the history's last handoff went,
+        // else the one the request names.
+        let mut agent: Option<&Agent> = None;
+        if let Some(team) = &team {
+            let name = state
+                .agent
+                .clone()
+                .or_else(|| current_agent(&state.messages).filter(|name| team.team.agent(name).is_some()))
+                .unwrap_or_else(|| team.entry.clone());
+            agent = team.team.agent(&name);
+            state.agent = Some(name);
+        }
+        let path_of = |name: &str| match team.as_ref().and_then(|team| team.parent_path.as_deref()) {
+            Some(parent) => format!("{parent}/{name}"),
+            None => name.to_owned(),
         };
-        tools.extend(output_tool);
-        let relaxed = relaxed_tool_choice(&config.options);
-        let agent_span = telemetry::agent_span(model.provider(), &config.model);
-        let server = telemetry::server_of(model);
+        let mut run = Run { history: messages, usage, state, in_flight: None, suspended: false };
+        let mut narrowed: Option<ToolRegistry> = None;
+        if let Some(agent) = agent {
+            (model, model_arc, config) = agent_model(agent, cycle_model, base_config);
+            narrowed = registry.and_then(|registry| agent_registry(registry, agent, &path_of(agent.name())));
+            set_system_prompt(&mut run.state, agent.instructions());
+            *agent_cell.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::from(path_of(agent.name())));
+        }
+        // Built once per run (and per handoff), not per turn: a registry's schemas can be large.
+        let mut tools = offered_tools(narrowed.as_ref().or(registry), agent, team.as_ref().map(|t| t.team), model, config, output_tool.as_ref());
+        let mut relaxed = relaxed_tool_choice(&config.options);
+        let agent_span = telemetry::agent_span(
+            team.as_ref().and_then(|team| team.parent_span.as_ref()),
+            model.provider(),
+            &config.model,
+            agent.map(Agent::name),
+        );
+        let mut server = telemetry::server_of(model);
         if let Input::Decisions(decisions) = &input {
             for decision in decisions {
                 hooks::caller_decision(&agent_span, &decision.call_id, &decision.answer);
             }
         }
+        // Input guardrails: before the model sees the prompt.
+        if let (Some(agent), Input::Start { prompt: Some(prompt) }) = (agent, &input)
+            && let Some(error) = check_guardrails(agent, &path_of(agent.name()), GuardrailStage::Input, prompt).await
+        {
+            yield LoopItem::Failed(error);
+            return;
+        }
+        // A handoff made in the last tool turn, applied before the next request.
+        let mut handoff: Option<String> = None;
         loop {
             match run.step(input) {
                 Effect::RequestModel(request) => {
+                    if let Some(to) = handoff.take()
+                        && let Some(team) = &team
+                        && let Some(next) = team.team.agent(&to)
+                    {
+                        let from = run.state.agent.clone().unwrap_or_default();
+                        run.state.agent = Some(to.clone());
+                        if run.state.committed == run.state.messages.len() {
+                            let history = std::mem::take(&mut run.state.messages);
+                            run.state.messages = handoff_filter(history, next.handoff_history());
+                            run.state.committed = run.state.messages.len();
+                        }
+                        agent = Some(next);
+                        (model, model_arc, config) = agent_model(next, cycle_model, base_config);
+                        narrowed = registry.and_then(|registry| agent_registry(registry, next, &path_of(next.name())));
+                        set_system_prompt(&mut run.state, next.instructions());
+                        tools = offered_tools(narrowed.as_ref().or(registry), agent, Some(team.team), model, config, output_tool.as_ref());
+                        relaxed = relaxed_tool_choice(&config.options);
+                        server = telemetry::server_of(model);
+                        *agent_cell.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::from(path_of(&to)));
+                        yield LoopItem::Event(StreamEvent::Handoff { from: path_of(&from), to: path_of(&to) });
+                    }
                     // The history (with the prompt) is recorded before the request: a crash
                     // during it can be resumed.
                     if let Err(error) = record(journal, JournalEntry::History(&run.state.messages)).await {
@@ -307,7 +403,10 @@ pub(crate) fn drive<'a>(
                     };
                 }
                 Effect::RunTools(batch) => {
-                    let Some(registry) = registry else {
+                    // Sub-agents narrow the run's tools for themselves: each agent's list
+                    // selects among what the run may use, under every gate of the run.
+                    let base_registry = registry;
+                    let Some(registry) = narrowed.as_ref().or(registry) else {
                         input = Input::ToolsDone;
                         continue;
                     };
@@ -324,7 +423,79 @@ pub(crate) fn drive<'a>(
                     }
                     // Run the calls concurrently; report each as it finishes, answer in call order.
                     let ToolBatch { calls, run: positions, approved, approved_for, .. } = batch;
-                    // An approved call carries the digest it was approved for (if known).
+                    // The team's own calls: a handoff is answered here, a sub-agent runs as a
+                    // child next to the registry's calls.
+                    let (team_positions, positions): (Vec<usize>, Vec<usize>) = positions
+                        .into_iter()
+                        .partition(|&p| calls.get(p).is_some_and(|call| team_call(agent, call).is_some()));
+                    let mut children = Vec::new();
+                    for &position in &team_positions {
+                        let Some(call) = calls.get(position) else { continue };
+                        match team_call(agent, call) {
+                            Some(TeamCall::Handoff(to)) => {
+                                let answer = if let Some(first) = &handoff {
+                                    ToolAnswer::error(format_args!(
+                                        "the conversation already goes to agent '{first}' in this turn: one handoff per turn"
+                                    ))
+                                } else {
+                                    handoff = Some(to.clone());
+                                    ToolAnswer::ok(format!("Transferred to agent '{to}'; it answers from now on."))
+                                };
+                                yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
+                                    id: call.id.clone(),
+                                    tool_name: call.function.name.clone(),
+                                    output: Value::String(answer.content.clone()),
+                                    is_error: answer.is_error,
+                                    duration_ms: 0,
+                                });
+                                run.state.set_answer(position, answer);
+                            }
+                            Some(TeamCall::Agent) => children.push(position),
+                            None => {}
+                        }
+                    }
+                    let mut team_failure = None;
+                    let mut child_streams = Vec::with_capacity(children.len());
+                    if let Some(team) = &team {
+                        let history = run.state.committed_messages().to_vec();
+                        let parent = path_of(agent.map_or("", Agent::name));
+                        for &position in &children {
+                            let Some(call) = calls.get(position) else { continue };
+                            let Some(child) = team.team.agent(&call.function.name) else { continue };
+                            if let Err(error) = record(journal, JournalEntry::CallStarted { call_id: &call.id }).await {
+                                team_failure = Some(error);
+                                break;
+                            }
+                            run.state.mark_started(position);
+                            let stored = run
+                                .state
+                                .turn_mut()
+                                .and_then(|turn| turn.calls.get_mut(position))
+                                .and_then(|turn_call| turn_call.child.take());
+                            let span = telemetry::tool_span(&agent_span, call);
+                            let stream = crate::team::child::run(ChildCall {
+                                team: team.team,
+                                agent: child,
+                                path: format!("{parent}/{}", child.name()),
+                                depth: team.depth + 1,
+                                parent_model: Arc::clone(&model_arc),
+                                parent_config: config,
+                                registry: base_registry,
+                                journal,
+                                call_id: call.id.clone(),
+                                task: task_of(child, &call.function.arguments),
+                                parent_history: history.clone(),
+                                stored,
+                                limits: child_limits(child.usage_limits(), &run.state),
+                                suspend,
+                                mode,
+                                span: span.clone(),
+                            });
+                            child_streams.push(stream.map(move |item| BatchItem::Child(position, item, span.clone())));
+                        }
+                    }
+                    let child_limit = registry.concurrency_limit().unwrap_or(child_streams.len()).max(1);
+                    let children_stream = futures::stream::iter(child_streams).flatten_unordered(child_limit);
                     let approval = |p: usize| approved.iter().position(|&a| a == p).map(|i| approved_for.get(i).cloned().flatten());
                     let requests: Vec<(ToolCallRequest, Option<Option<CallDigest>>)> = positions
                         .iter()
@@ -343,7 +514,7 @@ pub(crate) fn drive<'a>(
                         calls: positions.iter().filter_map(|&p| calls.get(p).cloned()).collect(),
                         started: StartedCalls::new(positions.len()),
                         suspend,
-                        failure: std::sync::Mutex::new(None),
+                        failure: std::sync::Mutex::new(team_failure),
                         spans: std::sync::Mutex::new(tool_spans.clone()),
                         media: std::sync::Mutex::new(vec![None; positions.len()]),
                         continuations: continued::of_batch(&run.state, &positions),
@@ -352,30 +523,64 @@ pub(crate) fn drive<'a>(
                     run.in_flight = Some((observer.started.clone(), positions.clone()));
                     let mut deferred = Vec::new();
                     {
-                        let mut completed = registry.run_stream_observed(requests, &observer);
-                        while let Some((index, call)) = completed.next().instrument(agent_span.clone()).await {
-                            let Some(&position) = positions.get(index) else {
-                                continue;
-                            };
-                            if suspend && let Some(request) = continued::waiting_request(&call, registry) {
-                                // A call waiting for input goes on from what it recorded.
-                                if let Some(continuation) = observer.take_continuation(index) {
-                                    run.state.record_continuation_id(&call.id, continuation);
+                        let completed = registry
+                            .run_stream_observed(requests, &observer)
+                            .map(|(index, call)| BatchItem::Tool(index, Box::new(call)));
+                        let mut completed = futures::stream::select(completed, children_stream);
+                        while let Some(item) = completed.next().instrument(agent_span.clone()).await {
+                            match item {
+                                BatchItem::Tool(index, call) => {
+                                    let call = *call;
+                                    let Some(&position) = positions.get(index) else {
+                                        continue;
+                                    };
+                                    if suspend && let Some(request) = continued::waiting_request(&call, registry) {
+                                        // A call waiting for input goes on from what it recorded.
+                                        if let Some(continuation) = observer.take_continuation(index) {
+                                            run.state.record_continuation_id(&call.id, continuation);
+                                        }
+                                        deferred.push(request);
+                                        continue;
+                                    }
+                                    let message = observer.take_media(index);
+                                    let (event, answer) = completed_event(call);
+                                    if let Some(span) = tool_spans.get_mut(index) {
+                                        telemetry::record_answer(span, &answer);
+                                        *span = tracing::Span::none();
+                                    }
+                                    run.state.set_answer(position, answer);
+                                    if let Some(message) = message {
+                                        run.state.record_media(position, message);
+                                    }
+                                    yield LoopItem::Event(event);
                                 }
-                                deferred.push(request);
-                                continue;
+                                BatchItem::Child(_, ChildItem::Event(event), _) => {
+                                    yield LoopItem::Event(event);
+                                }
+                                BatchItem::Child(position, ChildItem::Done { answer, usage, duration }, span) => {
+                                    charge(&mut run.state, usage);
+                                    let answer = crate::vocab::truncate_answer(answer, run.state.rules.tool_output_limit);
+                                    let Some(call) = calls.get(position) else { continue };
+                                    if let Err(error) = record(journal, JournalEntry::CallFinished { call_id: &call.id, answer: &answer, media: None }).await {
+                                        observer.fail(error);
+                                    }
+                                    telemetry::record_answer(&span, &answer);
+                                    yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
+                                        id: call.id.clone(),
+                                        tool_name: call.function.name.clone(),
+                                        output: Value::String(answer.content.clone()),
+                                        is_error: answer.is_error,
+                                        duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+                                    });
+                                    run.state.set_answer(position, answer);
+                                }
+                                BatchItem::Child(position, ChildItem::Suspended { child, requests }, _) => {
+                                    if let Some(turn_call) = run.state.turn_mut().and_then(|turn| turn.calls.get_mut(position)) {
+                                        turn_call.child = Some(child);
+                                    }
+                                    deferred.extend(requests);
+                                }
                             }
-                            let message = observer.take_media(index);
-                            let (event, answer) = completed_event(call);
-                            if let Some(span) = tool_spans.get_mut(index) {
-                                telemetry::record_answer(span, &answer);
-                                *span = tracing::Span::none();
-                            }
-                            run.state.set_answer(position, answer);
-                            if let Some(message) = message {
-                                run.state.record_media(position, message);
-                            }
-                            yield LoopItem::Event(event);
                         }
                     }
                     let failure = observer.take_failure();
@@ -390,7 +595,7 @@ pub(crate) fn drive<'a>(
                     // A suspended run resumed without decisions: its approver is asked now.
                     let mut decisions = Vec::with_capacity(requests.len());
                     for request in requests {
-                        let answer = match registry {
+                        let answer = match narrowed.as_ref().or(registry) {
                             Some(registry) => registry.ask_pending(&request).instrument(agent_span.clone()).await,
                             None => ApprovalDecision::Defer,
                         };
@@ -416,6 +621,23 @@ pub(crate) fn drive<'a>(
                     return;
                 }
                 Effect::Done(reply) => {
+                    // Output guardrails: before the caller sees the answer.
+                    if let Some(agent) = agent
+                        && let Some(error) = check_guardrails(agent, &path_of(agent.name()), GuardrailStage::Output, &reply.text()).await
+                    {
+                        // The answer never reaches the caller: it leaves the history too.
+                        if matches!(run.state.messages.last(), Some(OpenaiChatMessage::Assistant { .. })) {
+                            run.state.messages.pop();
+                        }
+                        run.state.committed = run.state.committed.min(run.state.messages.len());
+                        run.state.phase = Phase::Failed { error: error.to_string() };
+                        if let Err(journal_error) = record(journal, JournalEntry::History(run.state.committed_messages())).await {
+                            tracing::warn!(error = %journal_error, "could not record the history of a run its guardrail stopped");
+                        }
+                        telemetry::record_error(&agent_span, &error);
+                        yield LoopItem::Failed(error);
+                        return;
+                    }
                     if let Err(error) = record(journal, JournalEntry::History(run.state.committed_messages())).await {
                         yield LoopItem::Failed(error);
                         return;
@@ -439,7 +661,99 @@ pub(crate) fn drive<'a>(
                 }
             }
         }
+    };
+    AgentScoped::new(scope, stream)
+}
+
+/// One item of a tool batch: a registry call finished, or a sub-agent's call said something
+/// (with its `execute_tool` span).
+enum BatchItem {
+    Tool(usize, Box<CompletedCall>),
+    Child(usize, ChildItem, tracing::Span),
+}
+
+/// The model, its `Arc` and the configuration `agent` runs with: its own, else the cycle's.
+fn agent_model<'a>(
+    agent: &'a Agent,
+    cycle_model: &'a Arc<dyn ChatModel>,
+    base: &'a CycleConfig,
+) -> (&'a dyn ChatModel, Arc<dyn ChatModel>, &'a CycleConfig) {
+    match agent.model() {
+        Some((model, config)) => (&**model, Arc::clone(model), config),
+        None => (&**cycle_model, Arc::clone(cycle_model), base),
     }
+}
+
+/// What the model is offered: the registry's exposed tools, the agent's sub-agents and
+/// handoffs, and a typed run's final-answer tool.
+fn offered_tools(
+    registry: Option<&ToolRegistry>,
+    agent: Option<&Agent>,
+    team: Option<&Team>,
+    model: &dyn ChatModel,
+    config: &CycleConfig,
+    output_tool: Option<&ToolDefinition>,
+) -> Vec<ToolDefinition> {
+    let mut tools = match registry {
+        Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
+        None => Vec::new(),
+    };
+    if let (Some(agent), Some(team)) = (agent, team) {
+        tools.extend(
+            agent
+                .agents()
+                .iter()
+                .filter_map(|name| team.agent(name))
+                .map(team_tools::agent_tool),
+        );
+        tools.extend(
+            agent
+                .handoffs()
+                .iter()
+                .filter_map(|name| team.agent(name))
+                .map(team_tools::transfer_tool),
+        );
+    }
+    tools.extend(output_tool.cloned());
+    tools
+}
+
+/// Replace (or set) the history's system prompt with an agent's instructions; none: keep it.
+fn set_system_prompt(state: &mut RunState, instructions: &str) {
+    if instructions.is_empty() {
+        return;
+    }
+    let message = OpenaiChatMessage::system(instructions);
+    match state.messages.first_mut() {
+        Some(first @ OpenaiChatMessage::System { .. }) => *first = message,
+        _ => {
+            state.messages.insert(0, message);
+            state.committed = state.committed.saturating_add(1);
+        }
+    }
+}
+
+/// A call the team answers rather than the registry.
+enum TeamCall {
+    /// `transfer_to_<agent>`: the conversation goes to that agent.
+    Handoff(String),
+    /// A sub-agent.
+    Agent,
+}
+
+fn team_call(agent: Option<&Agent>, call: &ToolCall) -> Option<TeamCall> {
+    let agent = agent?;
+    let name = call.function.name.as_str();
+    if let Some(to) = name.strip_prefix(TRANSFER_PREFIX)
+        && agent.handoffs().iter().any(|h| h == to)
+    {
+        return Some(TeamCall::Handoff(to.to_owned()));
+    }
+    agent
+        .agents()
+        .iter()
+        .any(|a| a == name)
+        .then_some(TeamCall::Agent)
 }
 
 /// Watches a batch's calls from inside their futures: records each start (before the tool

@@ -10,7 +10,8 @@ use std::time::Duration;
 /// Why a call of a [`Conversation`](crate::run::Conversation) ended without an answer: a model
 /// request that failed (every [`ProviderError`] has a variant of the same name and fields here,
 /// converted by `From`), or one of the run's own reasons — `MaxTurnsExceeded`,
-/// `RepeatedToolCall`, `TruncatedToolCalls`, `Journal`, `NotPending`, `UsageLimitExceeded`.
+/// `RepeatedToolCall`, `TruncatedToolCalls`, `Journal`, `NotPending`, `UsageLimitExceeded`,
+/// `GuardrailTripped`.
 /// [`LlmError::from_provider`] tells which. Tool failures are *not* here: they are fed back to
 /// the model as tool messages and the loop goes on (see [`crate::tools::ToolError`]).
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +166,18 @@ pub enum LlmError {
         /// The conversation so far (also in `Conversation::messages()`), valid to continue from.
         history: Vec<OpenaiChatMessage>,
     },
+    /// A guardrail of a team's agent stopped the run: an input check before the model saw the
+    /// prompt, or an output check before the caller saw the answer (see
+    /// [`crate::team::Guardrail`]). The history holds the committed turns.
+    #[error("guardrail '{guardrail}' of agent '{agent}' stopped the run: {reason}")]
+    GuardrailTripped {
+        /// The agent's path in the team, e.g. `main/researcher`.
+        agent: String,
+        /// The guardrail's name.
+        guardrail: String,
+        /// Why it stopped the run.
+        reason: String,
+    },
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -261,6 +274,7 @@ impl LlmError {
             LlmError::Journal { .. } => ErrorKind::Journal,
             LlmError::NotPending { .. } => ErrorKind::NotPending,
             LlmError::UsageLimitExceeded { .. } => ErrorKind::UsageLimitExceeded,
+            LlmError::GuardrailTripped { .. } => ErrorKind::GuardrailTripped,
             LlmError::Other(_) => ErrorKind::Other,
         }
     }
@@ -291,6 +305,7 @@ impl LlmError {
                 | LlmError::Journal { .. }
                 | LlmError::NotPending { .. }
                 | LlmError::UsageLimitExceeded { .. }
+                | LlmError::GuardrailTripped { .. }
         )
     }
 }

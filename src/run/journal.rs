@@ -50,6 +50,17 @@ pub enum JournalEntry<'a> {
         /// shows the model the same parts.
         media: Option<&'a OpenaiChatMessage>,
     },
+    /// A record of a sub-agent's run, inside the parent's call `call_id` of the current tool
+    /// turn (a team's agent offered as a tool). Its `History` entries hold the child's whole
+    /// history; a child of a child nests one more `Child`.
+    Child {
+        /// The parent's call that runs the sub-agent.
+        call_id: &'a str,
+        /// The sub-agent's name.
+        agent: &'a str,
+        /// The child's own record.
+        entry: &'a JournalEntry<'a>,
+    },
 }
 
 /// Why a journal could not record an entry.

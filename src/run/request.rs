@@ -31,7 +31,7 @@ use futures::{Stream, StreamExt};
 
 use crate::llm::event::StreamEvent;
 use crate::run::conversation::Conversation;
-use crate::run::driver::{Drive, LoopItem, Start};
+use crate::run::driver::{Drive, LoopItem, Start, TeamRun};
 use crate::run::error::LlmError;
 use crate::run::journal::RunJournal;
 use crate::run::model_turn::Mode;
@@ -39,6 +39,7 @@ use crate::run::output_schema::OutputSchema;
 use crate::run::state::RunState;
 use crate::run::step::Decision;
 use crate::run::typed_output::TypedOutput;
+use crate::team::Team;
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::ChatResponse;
@@ -52,6 +53,8 @@ pub struct RunRequest<'a> {
     journal: Option<&'a dyn RunJournal>,
     /// A typed run's schema and options ([`RunRequest::with_output_schema`]).
     output: Option<(OutputSchema, TypedOutput)>,
+    /// A team and the agent to start with ([`RunRequest::with_team`]).
+    team: Option<(&'a Team, String)>,
 }
 
 enum RequestStart {
@@ -123,6 +126,16 @@ impl<'a> RunRequest<'a> {
         self
     }
 
+    /// Run with a team (see [`crate::team`]): starting with agent `agent` — or, when the
+    /// history's last handoff went to another agent of the team, with that one — whose
+    /// instructions become the system prompt, whose tool list narrows the request's tools,
+    /// and whose sub-agents and handoffs are offered as tools. Check the team first
+    /// ([`Team::check`]); an agent the team does not have runs as a plain run.
+    pub fn with_team(mut self, team: &'a Team, agent: impl Into<String>) -> Self {
+        self.team = Some((team, agent.into()));
+        self
+    }
+
     fn start(start: RequestStart) -> Self {
         RunRequest {
             start,
@@ -130,6 +143,7 @@ impl<'a> RunRequest<'a> {
             tools: None,
             journal: None,
             output: None,
+            team: None,
         }
     }
 
@@ -178,6 +192,13 @@ impl<'a> RunRequest<'a> {
             mode,
             output_tool: None,
             typed: None,
+            team: self.team.map(|(team, entry)| TeamRun {
+                team,
+                entry,
+                parent_path: None,
+                depth: 0,
+                parent_span: None,
+            }),
         })
     }
 }

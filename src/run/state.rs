@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::run::config::{CycleConfig, RepeatedCallGuard};
 use crate::run::output_schema::TypedRun;
 use crate::run::usage::{Prices, UsageLimits};
-use crate::tools::approval::ApprovalRequest;
+use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, Usage};
 
@@ -88,6 +88,10 @@ pub struct RunState {
     /// A typed run's schema and mode: a run resumed from this state is still typed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typed: Option<TypedRun>,
+    /// A team's run: the agent the run is with (its name; a handoff changes it). Absent for a
+    /// run without a team.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Where a run is.
@@ -157,12 +161,52 @@ pub struct TurnCall {
     /// (only when the model accepts images).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<OpenaiChatMessage>,
+    /// A call of a sub-agent (a team's agent offered as a tool) that did not finish: the
+    /// child's run as last recorded, to continue instead of starting it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<Box<ChildRun>>,
     /// How the call goes on if it is run again, as its tool recorded it while it ran (an MCP
     /// task's id, a multi-round-trip request's state; see [`crate::run::JournalEntry::CallContinues`]).
     /// A restored call that started with a continuation is continued, not answered as
     /// interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation: Option<serde_json::Value>,
+}
+
+/// The run of a sub-agent inside a call of its parent (see [`TurnCall::child`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildRun {
+    /// The sub-agent's name.
+    pub agent: String,
+    /// The child's history as last recorded (when `run` is absent, or holds no messages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<OpenaiChatMessage>,
+    /// The child's run in progress: a tool turn, or suspended for approvals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunState>,
+    /// Decisions given while the whole run was suspended, on the child's pending calls: the
+    /// child continues with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<ChildDecision>,
+}
+
+/// A decision on a call inside a sub-agent, kept until the child continues.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildDecision {
+    /// The child's call id.
+    pub call_id: String,
+    /// The decision.
+    pub answer: ApprovalDecision,
+    /// The digest of the request it was given for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<CallDigest>,
+}
+
+impl ChildRun {
+    /// The approvals the child (or a child of it) waits for.
+    pub fn pending_approvals(&self) -> &[ApprovalRequest] {
+        self.run.as_ref().map_or(&[], |run| run.pending_approvals())
+    }
 }
 
 /// The limits a run applies, taken from [`CycleConfig`] when it starts.
@@ -229,6 +273,7 @@ impl RunState {
             tool_calls: 0,
             extra_requests: 0,
             typed: None,
+            agent: None,
         }
     }
 
@@ -250,6 +295,7 @@ impl RunState {
             tool_calls: self.tool_calls,
             extra_requests: self.extra_requests,
             typed: self.typed.clone(),
+            agent: self.agent.clone(),
         }
     }
 
@@ -259,6 +305,32 @@ impl RunState {
             Phase::AwaitingApproval { requests, .. } => requests,
             _ => &[],
         }
+    }
+
+    /// The path of the agent whose call `call_id` waits for approval, e.g. `main/researcher`
+    /// (`root`: the name of the agent the run started with); `None` when no pending call has
+    /// that id, the run's own pending calls answer `root`.
+    pub fn agent_of(&self, call_id: &str, root: &str) -> Option<String> {
+        if !self
+            .pending_approvals()
+            .iter()
+            .any(|r| r.call_id == call_id)
+        {
+            return None;
+        }
+        let own = self.agent.as_deref().unwrap_or(root).to_owned();
+        let Phase::AwaitingApproval { turn, .. } = &self.phase else {
+            return Some(own);
+        };
+        for call in &turn.calls {
+            if let Some(child) = &call.child
+                && let Some(run) = &child.run
+                && let Some(inner) = run.agent_of(call_id, &child.agent)
+            {
+                return Some(format!("{own}/{inner}"));
+            }
+        }
+        Some(own)
     }
 
     /// Record that the call with `call_id` of the current tool turn started (a journal
@@ -303,7 +375,7 @@ impl RunState {
         }
     }
 
-    fn call_mut(&mut self, call_id: &str) -> Option<&mut TurnCall> {
+    pub(crate) fn call_mut(&mut self, call_id: &str) -> Option<&mut TurnCall> {
         self.turn_mut()?
             .calls
             .iter_mut()

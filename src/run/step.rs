@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::run::config::RepeatedCallAction;
 use crate::run::error::LlmError;
-use crate::run::state::{Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
+use crate::run::state::{ChildDecision, Phase, RepeatStreak, RunState, ToolTurn, TurnCall};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
 use crate::tools::error::ToolError;
@@ -228,8 +228,35 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
                 let Some(call) = turn
                     .calls
                     .iter_mut()
-                    .find(|call| call.call.id == request.call_id)
+                    .find(|call| call.call.id == request.call_id && call.child.is_none())
                 else {
+                    // A call inside a sub-agent: its decision waits for the child, whose
+                    // call in this turn runs again to continue it.
+                    if let Some(holder) = turn.calls.iter_mut().find(|call| {
+                        call.child.as_ref().is_some_and(|child| {
+                            child
+                                .pending_approvals()
+                                .iter()
+                                .any(|r| r.call_id == request.call_id)
+                        })
+                    }) {
+                        match decision {
+                            None
+                            | Some(Decision {
+                                answer: ApprovalDecision::Defer,
+                                ..
+                            }) => pending.push(request),
+                            Some(decision) => {
+                                if let Some(child) = holder.child.as_mut() {
+                                    child.decisions.push(ChildDecision {
+                                        call_id: decision.call_id.clone(),
+                                        answer: decision.answer.clone(),
+                                        digest: decision.digest.clone(),
+                                    });
+                                }
+                            }
+                        }
+                    }
                     continue;
                 };
                 match decision.map(|decision| &decision.answer) {
@@ -592,6 +619,7 @@ fn turn_call(call: ToolCall) -> TurnCall {
         approved: false,
         approved_for: None,
         media: None,
+        child: None,
         continuation: None,
     }
 }

@@ -30,21 +30,59 @@ fn capture_content() -> bool {
 }
 
 /// The span of a run.
-pub(crate) fn agent_span(provider: &str, model: &str) -> Span {
-    tracing::info_span!(
-        "invoke_agent",
-        otel.name = "invoke_agent",
-        otel.kind = "internal",
-        otel.status_code = Empty,
-        gen_ai.operation.name = "invoke_agent",
-        gen_ai.provider.name = provider,
-        gen_ai.request.model = model,
-        gen_ai.usage.input_tokens = Empty,
-        gen_ai.usage.output_tokens = Empty,
-        gen_ai.usage.cache_read.input_tokens = Empty,
-        gen_ai.usage.cache_creation.input_tokens = Empty,
-        error.type = Empty,
-    )
+pub(crate) fn agent_span(
+    parent: Option<&Span>,
+    provider: &str,
+    model: &str,
+    agent: Option<&str>,
+) -> Span {
+    // A sub-agent's run sits under its parent's `execute_tool` span.
+    let span = match parent {
+        Some(parent) => tracing::info_span!(
+            parent: parent,
+            "invoke_agent",
+            otel.name = Empty,
+            otel.kind = "internal",
+            otel.status_code = Empty,
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.provider.name = provider,
+            gen_ai.request.model = model,
+            gen_ai.agent.name = Empty,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
+            gen_ai.usage.cache_read.input_tokens = Empty,
+            gen_ai.usage.cache_creation.input_tokens = Empty,
+            error.type = Empty,
+        ),
+        None => tracing::info_span!(
+            "invoke_agent",
+            otel.name = Empty,
+            otel.kind = "internal",
+            otel.status_code = Empty,
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.provider.name = provider,
+            gen_ai.request.model = model,
+            gen_ai.agent.name = Empty,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
+            gen_ai.usage.cache_read.input_tokens = Empty,
+            gen_ai.usage.cache_creation.input_tokens = Empty,
+            error.type = Empty,
+        ),
+    };
+    match agent {
+        Some(agent) => {
+            span.record(
+                "otel.name",
+                format_args!("invoke_agent {agent}").to_string(),
+            );
+            span.record("gen_ai.agent.name", agent);
+        }
+        None => {
+            span.record("otel.name", "invoke_agent");
+        }
+    }
+    span
 }
 
 /// The host and port of the model's server (`server.address`, `server.port`), from its base

@@ -436,7 +436,7 @@ fn typed_run<'a, T: Send + 'a>(
 /// Attempts of the tool loop until an answer passes `schema` and `parse`: the first as `first`
 /// says (a prompt, or a saved typed run — `resumed` — with decisions), each retry a new prompt
 /// with what was wrong, all with `first`'s tools, journal and suspension.
-fn typed_drive<'a, T: Send + 'a>(
+pub(crate) fn typed_drive<'a, T: Send + 'a>(
     cycle: &'a mut Conversation,
     first: Drive<'a>,
     schema: OutputSchema,
@@ -447,6 +447,7 @@ fn typed_drive<'a, T: Send + 'a>(
     let options = options.clone();
     async_stream::stream! {
         let (registry, journal, suspend, mode) = (first.registry, first.journal, first.suspend, first.mode);
+        let team = first.team.clone();
         let taken = |tool: &str| registry.is_some_and(|registry| registry.get(tool).is_some());
         let tool = resumed.as_ref().map_or_else(|| options.tool_name.clone(), |typed| typed.tool.clone());
         let max_retries = resumed.as_ref().map_or(options.max_retries, |typed| typed.max_retries);
@@ -491,6 +492,7 @@ fn typed_drive<'a, T: Send + 'a>(
                     mode,
                     output_tool,
                     typed,
+                    team: team.clone(),
                 },
             };
             let mut result = None;

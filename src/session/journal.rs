@@ -11,6 +11,7 @@
 //! | `call_started` | `{"call_id": "..."}` | that call of the run in progress started |
 //! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}`, and `"media"` (the user message with its images or audio) when it had any for the model | its answer (and media) |
 //! | `call_continues` | `{"call_id": "...", "continuation": {...}}` | how that call goes on when run again (an MCP task's id, a multi-round-trip request's state): a restored run continues it |
+//! | `child` | `{"call_id", "agent", "step": {"kind", "payload"}}`: a sub-agent's own step inside the parent's call (see `session::child_steps`) | the child's history and run, on that call of the run in progress |
 //! | `grant` | a [`SessionGrant`]: `{"tool": "..."}`, or with `"arguments"` | an "allow for the session" answer, kept for the rest of the session ([`Restored::grants`]) |
 //!
 //! A `messages` or `truncate` step after a `run` step closes that run (its turn was committed,
@@ -134,6 +135,12 @@ pub fn replay(session: &Session) -> Result<Restored> {
                         state.record_media_id(call_id, media);
                     }
                 }
+            }
+            crate::session::child_steps::CHILD => {
+                let Some(state) = run.as_mut() else {
+                    return Err(bad("a child step outside a run".to_owned()));
+                };
+                crate::session::child_steps::replay(state, &step.payload).map_err(bad)?;
             }
             GRANT => {
                 let grant: SessionGrant = serde_json::from_value(step.payload.clone())
@@ -313,6 +320,12 @@ impl RunJournal for SessionJournal {
                     None => json!({ "call_id": call_id, "answer": answer }),
                 };
                 self.append(CALL_FINISHED, payload).await
+            }
+            child @ JournalEntry::Child { .. } => {
+                match crate::session::child_steps::encode(&child) {
+                    Ok((kind, payload)) => self.append(kind, payload).await,
+                    Err(error) => Err(self.encode_error(error)),
+                }
             }
         };
         written.map_err(|error| self.journal_error(error))

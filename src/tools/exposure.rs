@@ -61,6 +61,9 @@ pub struct ExposurePolicy {
     active: Option<String>,
     restricted: bool,
     flags: BTreeSet<String>,
+    /// The tool lists of the team's agents this registry runs for, outermost first: a tool
+    /// must be on every one (see [`ExposurePolicy::with_agent_tools`]).
+    agents: Vec<(String, Profile)>,
 }
 
 impl Default for ExposurePolicy {
@@ -70,6 +73,7 @@ impl Default for ExposurePolicy {
             active: None,
             restricted: false,
             flags: BTreeSet::new(),
+            agents: Vec::new(),
         }
     }
 }
@@ -123,6 +127,14 @@ impl ExposurePolicy {
         self
     }
 
+    /// Narrow the policy to the tools an agent lists (`agent`: its path in the team, shown
+    /// in the reason). Each call adds a gate: an agent inside another sees only tools both
+    /// list, so a sub-agent can never widen what its parent may use.
+    pub fn with_agent_tools(mut self, agent: impl Into<String>, tools: Profile) -> Self {
+        self.agents.push((agent.into(), tools));
+        self
+    }
+
     /// The defined profiles, in definition order.
     pub fn profiles(&self) -> impl Iterator<Item = (&str, &Profile)> {
         self.profiles
@@ -163,6 +175,13 @@ impl ExposurePolicy {
                 .filter(|p| matches!(p, Permission::Network | Permission::Shell))
                 .collect();
             reasons.push(HiddenBecause::RestrictedMode { permissions });
+        }
+        for (agent, tools) in &self.agents {
+            if !tools.allows(tool) {
+                reasons.push(HiddenBecause::Agent {
+                    agent: agent.clone(),
+                });
+            }
         }
         let missing: Vec<String> = tool
             .required_flags()

@@ -44,6 +44,12 @@ pub enum HiddenBecause {
         /// Every refused permission and why.
         refused: Vec<PermissionDenial>,
     },
+    /// The agent the run is in does not list it among its tools (a team's agent sees only
+    /// the tools of its run that its own list names: it can narrow, never widen).
+    Agent {
+        /// The agent's path in the team, e.g. `main/researcher`.
+        agent: String,
+    },
     /// Its source offers it but it was never registered: the source's own configuration leaves
     /// it out (an MCP server's `include` / `exclude` lists), or agcore cannot use it.
     NotRegistered {
@@ -67,6 +73,7 @@ impl fmt::Display for HiddenBecause {
             HiddenBecause::FeatureFlags { missing } => {
                 write!(f, "feature flag(s) not enabled: {}", missing.join(", "))
             }
+            HiddenBecause::Agent { agent } => write!(f, "not among agent '{agent}''s tools"),
             HiddenBecause::Provider { provider, model } => {
                 write!(
                     f,

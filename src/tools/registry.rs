@@ -27,6 +27,7 @@ use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposurePolicy, ExposureReport, ToolExposure};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
+use crate::tools::profile::Profile;
 use crate::tools::reasons::{ExposureCheckError, ExposureError, HiddenBecause};
 use crate::tools::recheck::{self, CallRules};
 use crate::tools::rules::{ArgumentRules, RuleAction};
@@ -34,10 +35,12 @@ use crate::tools::validate::{compile_schema, validate_arguments};
 use crate::vocab::{ToolAnswer, ToolDefinition};
 
 /// A registered tool and what registration computed for it once.
+#[derive(Clone)]
 struct Entry {
     tool: Arc<dyn BaseTool>,
-    /// The compiled parameters schema (`None`: the schema accepts anything).
-    validator: Option<jsonschema::Validator>,
+    /// The compiled parameters schema (`None`: the schema accepts anything); shared by the
+    /// registries narrowed from this one.
+    validator: Option<Arc<jsonschema::Validator>>,
 }
 
 /// What `prepare` hands to approval and execution.
@@ -91,7 +94,7 @@ pub struct ToolRegistry {
     exposure: Option<ExposurePolicy>,
     approval_policy: ApprovalPolicy,
     approver: Option<Arc<dyn Approver>>,
-    grants: SessionGrants,
+    grants: Arc<SessionGrants>,
     grant_recorder: Option<Arc<dyn GrantRecorder>>,
     rules: Arc<ArgumentRules>,
 }
@@ -154,7 +157,7 @@ impl ToolRegistry {
             exposure: None,
             approval_policy: ApprovalPolicy::default(),
             approver: None,
-            grants: SessionGrants::default(),
+            grants: Arc::new(SessionGrants::default()),
             grant_recorder: None,
             rules: Arc::new(ArgumentRules::default()),
         }
@@ -331,6 +334,35 @@ impl ToolRegistry {
         self
     }
 
+    /// This registry as an agent of a team sees it: the same tools, permissions, rules,
+    /// approver and session grants, with one more exposure gate — the agent's own list
+    /// (`agent`: its path in the team, named in the reason of every tool it hides). What the
+    /// agent may call is what both allow: narrowing never widens.
+    pub fn narrowed_for_agent(&self, agent: &str, tools: Profile) -> ToolRegistry {
+        let policy = self
+            .exposure
+            .clone()
+            .unwrap_or_default()
+            .with_agent_tools(agent, tools);
+        ToolRegistry {
+            tools: self.tools.clone(),
+            permission_checker: self.permission_checker.clone(),
+            default_timeout: self.default_timeout,
+            concurrency_limit: self.concurrency_limit,
+            exposure: Some(policy),
+            approval_policy: self.approval_policy.clone(),
+            approver: self.approver.clone(),
+            grants: Arc::clone(&self.grants),
+            grant_recorder: self.grant_recorder.clone(),
+            rules: Arc::clone(&self.rules),
+        }
+    }
+
+    /// The most calls run at once (`None`: no limit).
+    pub fn concurrency_limit(&self) -> Option<usize> {
+        self.concurrency_limit
+    }
+
     /// Run at most `limit` calls of one batch at a time (default: all at once; minimum 1).
     pub fn with_concurrency_limit(mut self, limit: usize) -> Self {
         self.concurrency_limit = Some(limit.max(1));
@@ -346,6 +378,7 @@ impl ToolRegistry {
             return Err(ToolError::DuplicateName(name));
         }
         let validator = compile_schema(&name, &tool.parameters())?;
+        let validator = validator.map(Arc::new);
         self.tools.insert(name, Entry { tool, validator });
         Ok(())
     }

@@ -46,6 +46,7 @@ mod session_grants;
 mod session_store;
 mod shell_rules;
 mod stream_retry;
+mod teams;
 mod tool_core;
 mod tool_loop;
 mod tool_loop_http;

@@ -84,7 +84,7 @@ impl Reply {
             .collect()
     }
 
-    fn json(&self) -> String {
+    pub fn json(&self) -> String {
         let mut message = json!({"role": "assistant", "content": self.text});
         if !self.calls.is_empty() {
             message["tool_calls"] = json!(self.wire_calls(false));
@@ -95,7 +95,7 @@ impl Reply {
         .to_string()
     }
 
-    fn sse(&self) -> String {
+    pub fn sse(&self) -> String {
         let chunk = |delta: Value, finish: Option<&str>| {
             json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
                 "model": "fake-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})

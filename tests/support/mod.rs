@@ -10,4 +10,5 @@ pub mod mcp;
 pub mod require;
 pub mod responses_fake;
 pub mod session;
+pub mod team_fake;
 pub mod trace;

@@ -1,5 +1,7 @@
 //! The test suite's modules, one per area (each was a test binary of its own before).
 
+mod agents_cli;
+mod agents_durable;
 mod api_key_environ;
 mod chat_mcp_pty;
 mod chat_pty;

@@ -8,6 +8,8 @@
 pub mod mcp;
 #[path = "../../../tests/support/require.rs"]
 pub mod require;
+pub mod team_cli;
+pub mod team_model;
 
 use std::process::Command;
 use std::sync::Mutex;
@@ -68,7 +70,8 @@ impl Respond for Script {
     }
 }
 
-fn render(reply: &Reply, streaming: bool) -> ResponseTemplate {
+/// `reply` as the server's response (SSE when the request asked to stream).
+pub fn render(reply: &Reply, streaming: bool) -> ResponseTemplate {
     match reply {
         Reply::Delayed(delay, inner) => render(inner, streaming).set_delay(*delay),
         Reply::Status(status, message) => ResponseTemplate::new(*status).set_body_json(

@@ -260,6 +260,28 @@ async fn a_dropped_call_cancels_its_task() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_client_right_after_a_call_was_dropped_still_cancels_its_task() {
+    let state = tempfile::tempdir().unwrap();
+    let (polled, first_poll) = tokio::sync::oneshot::channel::<()>();
+    let polled = Mutex::new(Some(polled));
+    let mut client = client(state.path()).with_progress_callback(move |_| {
+        if let Some(polled) = polled.lock().unwrap().take() {
+            let _ = polled.send(());
+        }
+    });
+    support::mcp::before_10s(client.connect()).await.unwrap();
+    let handle = client.handle();
+    tokio::select! {
+        result = handle.call_tool("slow_job", json!({})) => panic!("the job ended: {result:?}"),
+        _ = first_poll => {}
+    }
+    // As the CLI does after Ctrl-C: the servers are closed at once.
+    support::mcp::before_10s(client.close()).await.unwrap();
+    assert!(state.path().join("slow_job-1.cancelled").exists());
+    assert_eq!(count(state.path(), "cancels"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_that_outlives_the_runs_deadline_is_an_answer_the_model_reads_and_is_cancelled() {
     let state = tempfile::tempdir().unwrap();
     let model = FakeModel::start(vec![

@@ -32,6 +32,7 @@ use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
 use crate::tools::mcp::subscriptions::Subscriptions;
+use crate::tools::mcp::tasks::PendingCancels;
 use crate::tools::mcp::trace::{self, TraceHeaders};
 use crate::tools::mcp::transport::McpTransport;
 
@@ -147,6 +148,8 @@ pub(crate) struct Connection {
     pub(crate) trace: trace::Peer,
     /// What answers the server's questions (also those of a multi-round-trip call).
     pub(crate) answers: Arc<Answers>,
+    /// The `tasks/cancel` requests of dropped calls still in flight.
+    pub(crate) cancels: PendingCancels,
 }
 
 impl Connection {
@@ -259,6 +262,7 @@ impl Connection {
             info,
             trace: peer,
             answers,
+            cancels: PendingCancels::default(),
         })
     }
 
@@ -459,6 +463,8 @@ impl Connection {
     /// Close the session: stop rmcp's loop (which closes the server's stdin), then wait for
     /// the process to exit — SIGTERM, then SIGKILL, if it does not.
     pub(crate) async fn close(&self) {
+        // A task's `tasks/cancel` sent as its call was dropped goes out before the session ends.
+        self.cancels.settle().await;
         let service = self
             .service
             .lock()

@@ -9,12 +9,13 @@
 //! - answers a task's input requests (elicitation, sampling, roots: the same answerers as
 //!   everywhere) with `tasks/update`;
 //! - sends `tasks/cancel` when the call is dropped — the run was cancelled or its tool timeout
-//!   passed — so the server can stop the work;
+//!   passed — so the server can stop the work (closing the client waits for it, bounded);
 //! - gives up (and cancels) after [`MAX_TASK_WAIT`], with an answer the model can read.
 //!
 //! The task id is the call's continuation, journaled before the first poll: a run resumed in
 //! another process polls the same task instead of calling the tool again.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolResult, CancelTaskParams, GetTaskParams, TaskPayload, UpdateTaskParams};
@@ -47,6 +48,7 @@ pub(crate) async fn follow(
     let mut guard = CancelOnDrop {
         peer: Some(conn.peer.clone()),
         task_id: task_id.clone(),
+        pending: conn.cancels.clone(),
     };
     let started = Instant::now();
     let mut wait = interval(poll_interval_ms);
@@ -163,10 +165,36 @@ fn report(conn: &Connection, polls: u32, status: Option<&str>) {
     }
 }
 
+/// The `tasks/cancel` requests of dropped calls still in flight on one connection: closing
+/// the connection waits for them (bounded), so a run cancelled just before the CLI closes its
+/// servers still cancels its tasks.
+#[derive(Clone, Default)]
+pub(crate) struct PendingCancels(Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>);
+
+impl PendingCancels {
+    fn push(&self, handle: tokio::task::JoinHandle<()>) {
+        let mut pending = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.retain(|handle| !handle.is_finished());
+        pending.push(handle);
+    }
+
+    /// Wait for every cancel in flight (each bounded by [`CANCEL_WAIT`]).
+    pub(crate) async fn settle(&self) {
+        let pending = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        for handle in pending {
+            let _ = handle.await;
+        }
+    }
+}
+
+/// How long a dropped call's `tasks/cancel` may take.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
 /// Sends `tasks/cancel` when the call is dropped before the task ended.
 struct CancelOnDrop {
     peer: Option<rmcp::Peer<RoleClient>>,
     task_id: String,
+    pending: PendingCancels,
 }
 
 impl CancelOnDrop {
@@ -201,9 +229,9 @@ impl Drop for CancelOnDrop {
             return;
         };
         let task_id = std::mem::take(&mut self.task_id);
-        runtime.spawn(async move {
+        let handle = runtime.spawn(async move {
             let cancel = peer.cancel_task(CancelTaskParams::new(task_id.clone()));
-            match tokio::time::timeout(Duration::from_secs(10), cancel).await {
+            match tokio::time::timeout(CANCEL_WAIT, cancel).await {
                 Ok(Ok(())) => {
                     tracing::info!(target: "agcore::mcp", task_id, "cancelled the task of a dropped call");
                 }
@@ -215,5 +243,6 @@ impl Drop for CancelOnDrop {
                 }
             }
         });
+        self.pending.push(handle);
     }
 }

@@ -94,12 +94,15 @@ impl McpContinuation {
                  {MAX_CONTINUATION_BYTES} agcore keeps to continue the call; the call was given up"
             )));
         }
-        continuation::record(value)
-            .await
-            .map_err(|reason| ToolError::NotStarted {
-                tool: tool.to_owned(),
-                reason: format!("its continuation could not be recorded: {reason}"),
-            })
+        continuation::record(value).await.map_err(|reason| {
+            ToolError::ExecutionFailed(
+                tool.to_owned(),
+                format!(
+                    "the run's journal could not record how to continue the call ({reason}); \
+                         it was given up"
+                ),
+            )
+        })
     }
 }
 

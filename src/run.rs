@@ -18,6 +18,7 @@ mod answer;
 pub(crate) mod budget;
 pub mod config;
 mod context_turn;
+mod continued;
 pub mod conversation;
 pub(crate) mod driver;
 pub mod error;
@@ -36,6 +37,7 @@ pub(crate) mod typed_output;
 pub mod usage;
 
 pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
+pub use continued::waiting_for_input;
 pub use conversation::{Conversation, EventStream};
 pub use error::LlmError;
 pub use hooks::{HookChain, HookRequest, Hooks, RequestPurpose, ToolCallDecision};

@@ -41,6 +41,7 @@ pub mod validate;
 pub mod approval;
 pub(crate) mod approval_trace;
 pub mod base;
+pub(crate) mod continuation;
 pub mod exposure;
 pub mod permission;
 pub mod profile;

@@ -59,6 +59,8 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
     };
     let target = target(&args.model, &loaded.config)?;
     crate::context_cli::discover(&mut cycle, &args.model, &loaded.config, secrets).await;
+    // Servers' progress (a task being polled) shows between the turn's output.
+    crate::mcp_progress::show(crate::mcp_progress::Shown::Human);
     let (mut registry, statuses, mcp) =
         build_registry_with_mcp(&args.tools, Some(&args.model), &loaded, true).await?;
     crate::mcp_notes::print(

@@ -192,6 +192,11 @@ pub struct RunArgs {
     /// Deny a call the suspended run waits for (repeatable); the model is told it was denied.
     #[arg(long, value_name = "CALL_ID", requires = "resume")]
     pub deny: Vec<String>,
+    /// Answer the question an MCP server asks inside a call the suspended run waits for: a JSON
+    /// object of the form's fields, e.g. '{"name": "Ada"}'. The call goes on from the server's
+    /// stored state (it is not started again).
+    #[arg(long, value_name = "JSON", requires = "resume")]
+    pub answer: Option<String>,
     /// Print the composed system prompt and exit.
     #[arg(long)]
     pub print_system_prompt: bool,

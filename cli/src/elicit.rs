@@ -28,7 +28,10 @@ pub fn interactive(client: McpClient) -> McpClient {
         Ok(dir) => client.with_roots(vec![dir]),
         Err(_) => client,
     };
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if let Some(elicitor) = crate::elicit_unattended::elicitor(terminal) {
+        client.with_elicitor(elicitor)
+    } else if terminal {
         client.with_elicitor(Arc::new(TerminalElicitor::default()))
     } else {
         client

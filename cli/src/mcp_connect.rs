@@ -15,7 +15,7 @@ pub fn withholding(client: McpClient, withheld: &[String]) -> McpClient {
     let client = withheld
         .iter()
         .fold(client, |client, name| client.without_env(name.clone()));
-    crate::elicit::interactive(client)
+    crate::mcp_progress::attach(crate::elicit::interactive(client))
 }
 
 /// Start every enabled server of `servers` concurrently, none of them seeing `withheld`.

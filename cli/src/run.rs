@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use agcore::display::{escape_for_terminal, escape_keeping_lines};
 use agcore::llm::{LlmCycle, StreamEvent};
-use agcore::run::{Decision, RunItem, RunOutcome, RunRequest, RunRules, Suspension};
+use agcore::run::{
+    Decision, RunItem, RunOutcome, RunRequest, RunRules, RunState, Suspension, waiting_for_input,
+};
 use agcore::tools::DeferAll;
 use anyhow::Context;
 use futures::StreamExt;
@@ -17,6 +19,7 @@ use futures::StreamExt;
 use crate::agent_events::json_event;
 use crate::approve::interrupt_count;
 use crate::cli::RunArgs;
+use crate::elicit_unattended::{self, Unattended};
 use crate::json_error;
 use crate::layers::Loaded;
 use crate::render::{HumanRenderer, json_for_terminal};
@@ -58,6 +61,25 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         anyhow::bail!(
             "nothing in this session waits for approval: --approve and --deny have nothing to decide"
         );
+    }
+    if args.answer.is_some()
+        && pending_run
+            .as_ref()
+            .is_none_or(|state| waiting_for_input(state).is_empty())
+    {
+        anyhow::bail!("nothing in this session waits for input: --answer has nothing to answer");
+    }
+    // Set before the servers start: where their progress shows, and who answers their
+    // questions when nobody can be asked.
+    crate::mcp_progress::show(if args.json {
+        crate::mcp_progress::Shown::Json
+    } else {
+        crate::mcp_progress::Shown::Human
+    });
+    if let Some(answer) = &args.answer {
+        elicit_unattended::set(Unattended::Answer(elicit_unattended::parse_answer(answer)?));
+    } else if session.is_some() {
+        elicit_unattended::set(Unattended::Defer);
     }
     if args.resume && pending_run.is_none() && !needs_resume(cycle.messages()) {
         let name = args.session.session.as_deref().unwrap_or_default();
@@ -125,7 +147,8 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
             // started with: `--max-requests` and the like given on resume apply, counted over
             // the whole run.
             state.rules = RunRules::of(cycle.config());
-            RunRequest::from_state(state).with_decisions(decisions(&args))
+            let decisions = decisions(&args, &state);
+            RunRequest::from_state(state).with_decisions(decisions)
         }
         None => match &args.prompt {
             Some(prompt) if !args.resume => RunRequest::prompt(prompt.clone()),
@@ -202,14 +225,22 @@ fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// The decisions `--approve` and `--deny` give.
-fn decisions(args: &RunArgs) -> Vec<Decision> {
+/// The decisions `--approve` and `--deny` give; a call that waits for input (not for an
+/// approval) goes on unless denied: its question is answered by `--answer`, the terminal, or
+/// suspends the run again.
+fn decisions(args: &RunArgs, state: &RunState) -> Vec<Decision> {
     let approved = args.approve.iter().map(Decision::allow);
     let denied = args
         .deny
         .iter()
         .map(|id| Decision::deny(id, Some("the user denied this call".to_owned())));
-    approved.chain(denied).collect()
+    let decided = |id: &String| args.approve.contains(id) || args.deny.contains(id);
+    let inputs: Vec<Decision> = waiting_for_input(state)
+        .into_iter()
+        .filter(|request| !decided(&request.call_id))
+        .map(|request| Decision::allow(&request.call_id))
+        .collect();
+    approved.chain(denied).chain(inputs).collect()
 }
 
 /// How a run ended.
@@ -238,9 +269,10 @@ pub(crate) fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Resu
         println!("{}", json_for_terminal(serde_json::to_string(&event)?));
     }
     let requests = suspension.requests();
+    let inputs = waiting_for_input(suspension.state()).len();
     eprintln!(
-        "suspended: {} call(s) wait for approval (nobody could be asked: no terminal)",
-        requests.len()
+        "suspended: {} call(s) wait for approval, {inputs} for input (nobody could be asked: no terminal)",
+        requests.len() - inputs,
     );
     for request in requests {
         let agent = crate::team_run::agent_of(suspension, &request.call_id, args)
@@ -258,9 +290,16 @@ pub(crate) fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Resu
         );
     }
     let name = escape_for_terminal(name);
-    eprintln!(
-        "decide with: agcore run --session {name} --resume --approve ID | --deny ID (repeatable) | --yes"
-    );
+    if inputs < requests.len() {
+        eprintln!(
+            "decide with: agcore run --session {name} --resume --approve ID | --deny ID (repeatable) | --yes"
+        );
+    }
+    if inputs > 0 {
+        eprintln!(
+            "answer with: agcore run --session {name} --resume --answer '{{\"field\": \"value\"}}' (or at a terminal; --deny ID gives up the call)"
+        );
+    }
     Ok(Ended::Suspended(ExitCode::from(SUSPENDED)))
 }
 

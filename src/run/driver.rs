@@ -14,6 +14,7 @@ use crate::llm::model::ChatModel;
 use crate::run::answer::AnswerPipeline;
 use crate::run::config::CycleConfig;
 use crate::run::context_turn;
+use crate::run::continued;
 use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
 use crate::run::journal::{JournalEntry, RunJournal};
@@ -33,8 +34,7 @@ use crate::team::{
 };
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
-use crate::tools::error::ToolError;
-use crate::tools::outcome::{CompletedCall, ToolOutcome};
+use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolCall, ToolDefinition,
@@ -277,6 +277,7 @@ pub(crate) fn drive<'a>(
                         team_agent.is_some_and(|agent| agent.agents().iter().any(|a| a == name))
                             || registry.get(name).is_some_and(|tool| tool.idempotent())
                     });
+                    continued::rerun_continued(&mut state);
                     remember_grants(registry, state.pending_approvals(), &decisions);
                 }
                 // The saved run's history replaces the cycle's.
@@ -517,6 +518,8 @@ pub(crate) fn drive<'a>(
                         failure: std::sync::Mutex::new(team_failure),
                         spans: std::sync::Mutex::new(tool_spans.clone()),
                         media: std::sync::Mutex::new(vec![None; positions.len()]),
+                        continuations: continued::of_batch(&run.state, &positions),
+                        recorded: std::sync::Mutex::new(vec![None; positions.len()]),
                     };
                     run.in_flight = Some((observer.started.clone(), positions.clone()));
                     let mut deferred = Vec::new();
@@ -532,8 +535,12 @@ pub(crate) fn drive<'a>(
                                     let Some(&position) = positions.get(index) else {
                                         continue;
                                     };
-                                    if let Some(request) = deferred_request(&call).filter(|_| suspend) {
-                                        deferred.push(request.clone());
+                                    if suspend && let Some(request) = continued::waiting_request(&call, registry) {
+                                        // A call waiting for input goes on from what it recorded.
+                                        if let Some(continuation) = observer.take_continuation(index) {
+                                            run.state.record_continuation_id(&call.id, continuation);
+                                        }
+                                        deferred.push(request);
                                         continue;
                                     }
                                     let message = observer.take_media(index);
@@ -769,6 +776,10 @@ struct BatchObserver<'a> {
     spans: std::sync::Mutex<Vec<tracing::Span>>,
     /// The media message of each finished call, by position, until the driver takes it.
     media: std::sync::Mutex<Vec<Option<OpenaiChatMessage>>>,
+    /// What an earlier attempt of each call recorded to be continued from, by position.
+    continuations: Vec<Option<Value>>,
+    /// What each call recorded in this attempt, by position, until the driver takes it.
+    recorded: std::sync::Mutex<Vec<Option<Value>>>,
 }
 
 impl BatchObserver<'_> {
@@ -787,6 +798,11 @@ impl BatchObserver<'_> {
     fn take_media(&self, position: usize) -> Option<OpenaiChatMessage> {
         let mut media = self.media.lock().unwrap_or_else(|p| p.into_inner());
         media.get_mut(position).and_then(Option::take)
+    }
+
+    fn take_continuation(&self, position: usize) -> Option<Value> {
+        let mut recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
+        recorded.get_mut(position).and_then(Option::take)
     }
 
     fn take_failure(&self) -> Option<LlmError> {
@@ -816,7 +832,7 @@ impl CallObserver for BatchObserver<'_> {
     }
 
     async fn finished(&self, position: usize, call: &mut CompletedCall) {
-        if self.suspend && deferred_request(call).is_some() {
+        if self.suspend && continued::waits(call) {
             return;
         }
         // Shaped before it is recorded: the journal keeps what the model reads.
@@ -843,22 +859,36 @@ impl CallObserver for BatchObserver<'_> {
         }
     }
 
+    fn continuation(&self, position: usize) -> Option<Value> {
+        self.continuations.get(position).cloned().flatten()
+    }
+
+    async fn continues(&self, position: usize, continuation: Value) -> Result<(), String> {
+        let Some(id) = self.ids.get(position) else {
+            return Ok(());
+        };
+        let entry = JournalEntry::CallContinues {
+            call_id: id,
+            continuation: &continuation,
+        };
+        record(self.journal, entry).await.map_err(|error| {
+            let reason = error.to_string();
+            self.fail(error);
+            reason
+        })?;
+        let mut recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = recorded.get_mut(position) {
+            *slot = Some(continuation);
+        }
+        Ok(())
+    }
+
     fn span(&self, position: usize) -> tracing::Span {
         let mut spans = self.spans.lock().unwrap_or_else(|p| p.into_inner());
         spans
             .get_mut(position)
             .map(|span| std::mem::replace(span, tracing::Span::none()))
             .unwrap_or_else(tracing::Span::none)
-    }
-}
-
-/// What the approver was asked, for a call it deferred.
-fn deferred_request(call: &CompletedCall) -> Option<&ApprovalRequest> {
-    match &call.outcome {
-        ToolOutcome::Refused {
-            reason: ToolError::ApprovalDeferred { request },
-        } => Some(request),
-        _ => None,
     }
 }
 

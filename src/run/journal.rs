@@ -29,6 +29,16 @@ pub enum JournalEntry<'a> {
         /// The call id.
         call_id: &'a str,
     },
+    /// A call of the current tool turn recorded how it goes on if it is run again (an MCP
+    /// task's id, a multi-round-trip request's state), before it goes on: a run restored after
+    /// a crash or suspension continues the call from this instead of starting it again.
+    /// Opaque to the journal; bounded by the tool that records it.
+    CallContinues {
+        /// The call id.
+        call_id: &'a str,
+        /// The continuation (the latest replaces earlier ones).
+        continuation: &'a serde_json::Value,
+    },
     /// A call of the current tool turn finished with this answer.
     CallFinished {
         /// The call id.

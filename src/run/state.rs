@@ -21,6 +21,9 @@
 //! | `tool_calls` | tool calls run so far by this run (absent when none) |
 //! | `typed` | a typed run's output: `{"schema": {"name", "schema", ...}, "mode", "tool", "max_retries", "attempt"}`; absent when the run is not typed |
 //!
+//! A call of a tool turn may carry a `continuation` (absent when none): what its tool recorded
+//! to be continued from (e.g. `{"mcp": "task", "server", "tool", "task_id"}`).
+//!
 //! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
 //! `"is_error": true` (never sent to the model). Since version 2 an assistant message may carry
 //! `artifacts` (continuation state of its API, kept verbatim: see [`crate::vocab::artifact`]);
@@ -162,6 +165,12 @@ pub struct TurnCall {
     /// child's run as last recorded, to continue instead of starting it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child: Option<Box<ChildRun>>,
+    /// How the call goes on if it is run again, as its tool recorded it while it ran (an MCP
+    /// task's id, a multi-round-trip request's state; see [`crate::run::JournalEntry::CallContinues`]).
+    /// A restored call that started with a continuation is continued, not answered as
+    /// interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation: Option<serde_json::Value>,
 }
 
 /// The run of a sub-agent inside a call of its parent (see [`TurnCall::child`]).
@@ -345,6 +354,14 @@ impl RunState {
     pub fn record_media_id(&mut self, call_id: &str, message: OpenaiChatMessage) {
         if let Some(call) = self.call_mut(call_id) {
             call.media = Some(message);
+        }
+    }
+
+    /// Record the continuation of the call with `call_id` of the current tool turn (a journal
+    /// replaying its entries).
+    pub fn record_continuation_id(&mut self, call_id: &str, continuation: serde_json::Value) {
+        if let Some(call) = self.call_mut(call_id) {
+            call.continuation = Some(continuation);
         }
     }
 

@@ -620,6 +620,7 @@ fn turn_call(call: ToolCall) -> TurnCall {
         approved_for: None,
         media: None,
         child: None,
+        continuation: None,
     }
 }
 

@@ -3,14 +3,14 @@
 //!
 //! Payload: `{"call_id": PARENT_CALL, "agent": NAME, "step": {"kind": KIND, "payload": ...}}`,
 //! where `KIND` is `history` (`{"messages": [...]}`, the child's whole history), `run`,
-//! `call_started`, `call_finished` (as the session's own steps) or `child` (a child of the
-//! child). Replayed into [`crate::run::TurnCall::child`] of the parent's run in progress.
+//! `call_started`, `call_continues`, `call_finished` (as the session's own steps) or `child` (a
+//! child of the child). Replayed into [`crate::run::TurnCall::child`] of the parent's run in progress.
 
 use serde_json::{Value, json};
 
 use crate::run::journal::JournalEntry;
 use crate::run::state::{ChildRun, RunState};
-use crate::session::journal::{CALL_FINISHED, CALL_STARTED, RUN};
+use crate::session::journal::{CALL_CONTINUES, CALL_FINISHED, CALL_STARTED, RUN};
 use crate::vocab::{OpenaiChatMessage, ToolAnswer};
 
 /// The step kind holding a sub-agent's record.
@@ -25,6 +25,13 @@ pub(crate) fn encode(entry: &JournalEntry<'_>) -> Result<(&'static str, Value), 
         JournalEntry::History(messages) => (HISTORY, json!({ "messages": messages })),
         JournalEntry::Run(state) => (RUN, serde_json::to_value(state)?),
         JournalEntry::CallStarted { call_id } => (CALL_STARTED, json!({ "call_id": call_id })),
+        JournalEntry::CallContinues {
+            call_id,
+            continuation,
+        } => (
+            CALL_CONTINUES,
+            json!({ "call_id": call_id, "continuation": continuation }),
+        ),
         JournalEntry::CallFinished {
             call_id,
             answer,
@@ -100,12 +107,18 @@ pub(crate) fn replay(parent: &mut RunState, payload: &Value) -> Result<(), Strin
                 .map_err(|error| format!("invalid child run state: {error}"))?;
             child.run = Some(state);
         }
-        CALL_STARTED | CALL_FINISHED | CHILD => {
+        CALL_STARTED | CALL_CONTINUES | CALL_FINISHED | CHILD => {
             let Some(run) = child.run.as_mut() else {
                 return Err(format!("a child {kind} step outside a child run"));
             };
             match kind.as_str() {
                 CALL_STARTED => run.mark_started_id(&text(&inner, "call_id")?),
+                CALL_CONTINUES => {
+                    let continuation = inner.get("continuation").cloned().ok_or_else(|| {
+                        "a child call_continues step without \"continuation\"".to_owned()
+                    })?;
+                    run.record_continuation_id(&text(&inner, "call_id")?, continuation);
+                }
                 CALL_FINISHED => {
                     let answer: ToolAnswer =
                         serde_json::from_value(inner.get("answer").cloned().unwrap_or(Value::Null))

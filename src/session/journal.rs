@@ -10,6 +10,7 @@
 //! | `run` | a [`RunState`] without its `messages` | the run in progress (a tool turn, or suspended) |
 //! | `call_started` | `{"call_id": "..."}` | that call of the run in progress started |
 //! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}`, and `"media"` (the user message with its images or audio) when it had any for the model | its answer (and media) |
+//! | `call_continues` | `{"call_id": "...", "continuation": {...}}` | how that call goes on when run again (an MCP task's id, a multi-round-trip request's state): a restored run continues it |
 //! | `child` | `{"call_id", "agent", "step": {"kind", "payload"}}`: a sub-agent's own step inside the parent's call (see `session::child_steps`) | the child's history and run, on that call of the run in progress |
 //! | `grant` | a [`SessionGrant`]: `{"tool": "..."}`, or with `"arguments"` | an "allow for the session" answer, kept for the rest of the session ([`Restored::grants`]) |
 //!
@@ -42,6 +43,8 @@ pub const RUN: &str = "run";
 pub const CALL_STARTED: &str = "call_started";
 /// The step kind recording a call's answer.
 pub const CALL_FINISHED: &str = "call_finished";
+/// The step kind recording how a started call goes on ([`JournalEntry::CallContinues`]).
+pub const CALL_CONTINUES: &str = "call_continues";
 /// The step kind recording an "allow for the session" grant.
 pub const GRANT: &str = "grant";
 
@@ -100,6 +103,17 @@ pub fn replay(session: &Session) -> Result<Restored> {
                 let state: RunState = serde_json::from_value(step.payload.clone())
                     .map_err(|error| bad(format!("invalid run state: {error}")))?;
                 run = Some(state);
+            }
+            CALL_CONTINUES => {
+                let call_id = field("call_id")?;
+                let call_id = call_id
+                    .as_str()
+                    .ok_or_else(|| bad("\"call_id\" is not a string".to_owned()))?;
+                let continuation = field("continuation")?;
+                let Some(state) = run.as_mut() else {
+                    return Err(bad(format!("a {} step outside a run", step.kind)));
+                };
+                state.record_continuation_id(call_id, continuation);
             }
             CALL_STARTED | CALL_FINISHED => {
                 let call_id = field("call_id")?;
@@ -285,6 +299,16 @@ impl RunJournal for SessionJournal {
             JournalEntry::CallStarted { call_id } => {
                 self.append(CALL_STARTED, json!({ "call_id": call_id }))
                     .await
+            }
+            JournalEntry::CallContinues {
+                call_id,
+                continuation,
+            } => {
+                self.append(
+                    CALL_CONTINUES,
+                    json!({ "call_id": call_id, "continuation": continuation }),
+                )
+                .await
             }
             JournalEntry::CallFinished {
                 call_id,

@@ -33,6 +33,37 @@ pub enum ToolError {
     #[error("MCP error: {0}")]
     McpError(String),
 
+    /// An MCP server kept answering a `tools/call` with "input required" (a multi-round-trip
+    /// request): the call was given up after `rounds` rounds instead of going on forever.
+    #[error(
+        "tool '{tool}' did not finish: MCP server '{server}' still asked for input after {rounds} \
+         rounds, the most agcore answers; the call was given up. Do not retry it the same way"
+    )]
+    McpInputRounds {
+        /// The tool (its name on the server).
+        tool: String,
+        /// The server's name.
+        server: String,
+        /// The rounds answered.
+        rounds: usize,
+    },
+
+    /// An MCP server needs a person's answer to go on with the call, and nobody can be asked
+    /// now ([`DeferElicitation`](crate::tools::mcp::DeferElicitation)): a run that can wait
+    /// suspends on it (the call's `requestState` kept), else the model reads this.
+    #[error(
+        "tool '{tool}' waits for input nobody can give now: MCP server '{server}' asks: {}",
+        questions.join(" / ")
+    )]
+    InputDeferred {
+        /// The tool (its name on the server).
+        tool: String,
+        /// The server's name.
+        server: String,
+        /// What the server asks (its text, cut and escaped).
+        questions: Vec<String>,
+    },
+
     /// The MCP client is not connected (call `connect()` first).
     #[error("MCP client not initialized: {0}")]
     McpNotInitialized(String),
@@ -192,7 +223,9 @@ impl ToolError {
             | ToolError::ApprovalDenied { tool, .. }
             | ToolError::NotStarted { tool, .. }
             | ToolError::DeniedByRule { tool, .. }
-            | ToolError::ApprovalMismatch { tool, .. } => Some(tool),
+            | ToolError::ApprovalMismatch { tool, .. }
+            | ToolError::McpInputRounds { tool, .. }
+            | ToolError::InputDeferred { tool, .. } => Some(tool),
             ToolError::ApprovalDeferred { request } => Some(&request.tool),
             _ => None,
         }

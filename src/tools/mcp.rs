@@ -92,6 +92,7 @@
 //! `notifications/message`, at their level).
 
 mod adapter;
+mod answers;
 pub mod auth;
 mod catalog;
 mod client;
@@ -107,6 +108,7 @@ mod http_client;
 mod lines;
 mod listing;
 mod media;
+mod mrtr;
 mod naming;
 mod negotiation;
 mod output_schema;
@@ -125,6 +127,7 @@ mod stderr;
 mod stdio;
 mod subscriptions;
 mod summary;
+mod tasks;
 mod trace;
 mod transport;
 
@@ -141,13 +144,14 @@ pub use config_error::McpConfigError;
 pub use connection::McpServerInfo;
 pub use cross_app_config::{McpCrossAppConfig, McpIdTokenConfig};
 pub use elicitation::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
-    validate_elicited,
+    DeferElicitation, ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor,
+    apply_schema_defaults, validate_elicited,
 };
 pub use filter::McpToolFilter;
 pub use handle::McpHandle;
 pub use listing::{McpCacheHint, McpListError};
 pub use media::{MAX_MEDIA_BYTES, ModelMedia, media_for_model, media_message, media_of};
+pub use mrtr::{MAX_INPUT_ROUNDS, MAX_REQUEST_STATE_BYTES};
 pub use naming::{McpToolNaming, qualified_tool_name, sanitize_tool_name};
 pub use negotiation::{McpNegotiation, STATELESS_PROTOCOL_VERSION, is_stateless_version};
 pub use progress::{McpProgress, ProgressCallback};
@@ -163,6 +167,7 @@ pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, Sampli
 pub use skipped::{McpSkipReason, SkippedMcpTool};
 pub use subscriptions::McpResourceUpdate;
 pub use summary::{McpServerStatus, McpToolSummary};
+pub use tasks::{MAX_POLL, MAX_TASK_WAIT, MIN_POLL};
 pub use transport::McpTransport;
 
 /// The protocol version agcore's `initialize` handshake offers unless told otherwise

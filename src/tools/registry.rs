@@ -22,6 +22,7 @@ use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::call_digest::CallDigest;
+use crate::tools::continuation;
 use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposurePolicy, ExposureReport, ToolExposure};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
@@ -567,10 +568,13 @@ impl ToolRegistry {
                 // Inside the call's span: its approval events and an MCP request's span
                 // belong to it.
                 let span = observer.span(position);
+                let resume = observer.continuation(position);
                 async move {
-                    let mut completed = self
-                        .run_call(call, approved, || observer.started(position))
-                        .await;
+                    // A call that can be continued (an MCP task) records how, and picks up
+                    // where an earlier attempt left off.
+                    let run = self.run_call(call, approved, || observer.started(position));
+                    let keep = |value| observer.continues(position, value);
+                    let mut completed = continuation::scope(resume, keep, run).await;
                     observer.finished(position, &mut completed).await;
                     (position, completed)
                 }
@@ -981,6 +985,17 @@ pub(crate) trait CallObserver: Send + Sync {
     /// The span the call at `position` runs in (none: the stream's).
     fn span(&self, _position: usize) -> tracing::Span {
         tracing::Span::none()
+    }
+
+    /// What an earlier attempt of the call at `position` recorded to be continued from
+    /// ([`crate::tools::continuation`]), if anything.
+    fn continuation(&self, _position: usize) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// The call at `position` recorded how to continue it: keep it (durably) before it goes on.
+    async fn continues(&self, _position: usize, _value: serde_json::Value) -> Result<(), String> {
+        Ok(())
     }
 }
 

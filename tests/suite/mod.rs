@@ -29,6 +29,7 @@ mod mcp_faults;
 mod mcp_features;
 mod mcp_generations;
 mod mcp_hardening;
+mod mcp_mrtr;
 mod mcp_recovery;
 mod mcp_registry;
 mod mcp_servers;

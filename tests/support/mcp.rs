@@ -71,6 +71,19 @@ pub fn conformance_client() -> PathBuf {
     .clone()
 }
 
+/// The multi-round-trip and tasks test server (`examples/mcp_mrtr_server.rs`), built on first
+/// use.
+pub fn mrtr_server() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        cargo_build(
+            &["--example", "mcp_mrtr_server"],
+            "examples/mcp_mrtr_server",
+        )
+    })
+    .clone()
+}
+
 /// `<target>/<profile>`, from this test's path `<target>/<profile>/deps/<test>`.
 fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();

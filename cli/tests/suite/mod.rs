@@ -24,6 +24,7 @@ mod restate_server;
 mod rules_cli;
 mod run_cli;
 mod run_json_errors;
+mod run_mrtr;
 mod session_grants;
 mod sessions;
 mod traces_cli;

@@ -134,6 +134,11 @@ pub struct McpServerConfig {
     /// Cross-app access for an HTTP server (see [`McpCrossAppConfig`]).
     #[serde(default, alias = "cross_app_access")]
     pub cross_app_access: Option<McpCrossAppConfig>,
+    /// The protocol version to ask for (absent: [`DEFAULT_PROTOCOL_VERSION`](crate::tools::mcp::DEFAULT_PROTOCOL_VERSION));
+    /// `2026-07-28` starts the session with `server/discover` (see
+    /// [`McpClient::with_protocol_version`]).
+    #[serde(default, alias = "protocol_version")]
+    pub protocol_version: Option<String>,
 }
 
 /// Retries of a failed start for a configured server that does not say (`startupRetries`).
@@ -188,6 +193,9 @@ impl McpServerConfig {
         }
         if let Some(secs) = self.timeout {
             client = client.with_timeout(secs);
+        }
+        if let Some(version) = &self.protocol_version {
+            client = client.with_protocol_version(version.clone());
         }
         if let Some(secs) = self.connect_timeout {
             client = client.with_connect_timeout(Duration::from_secs(secs));

@@ -9,8 +9,8 @@ use std::time::Duration;
 use rmcp::Peer;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-    Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, Tool,
-    UrlElicitationCapability,
+    Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, TASKS_EXTENSION_ID,
+    Tool, UrlElicitationCapability,
 };
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService,
@@ -23,10 +23,12 @@ use tracing::Instrument;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::MAX_MESSAGE_BYTES;
+use crate::tools::mcp::answers::Answers;
 use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, McpCacheHint, list_bounded_with_hint};
+
 use crate::tools::mcp::negotiation::McpNegotiation;
 use crate::tools::mcp::progress::ProgressCallback;
 use crate::tools::mcp::recovery::McpRetry;
@@ -34,6 +36,7 @@ use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
 use crate::tools::mcp::subscriptions::Subscriptions;
+use crate::tools::mcp::tasks::PendingCancels;
 use crate::tools::mcp::trace::{self, TraceHeaders};
 use crate::tools::mcp::transport::McpTransport;
 
@@ -105,6 +108,16 @@ fn capabilities(settings: &Settings) -> ClientCapabilities {
         roots.list_changed = Some(true);
         capabilities.roots = Some(roots);
     }
+    // A `tools/call` follows a task the server makes of it (see `tasks.rs`); tasks are an
+    // extension of the 2026 protocol, declared when the session is sure to be one.
+    if crate::tools::mcp::negotiation::is_stateless_version(&settings.protocol_version)
+        || settings.negotiation == McpNegotiation::Stateless
+    {
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
+    }
     capabilities
 }
 
@@ -143,6 +156,10 @@ pub(crate) struct Connection {
     pub(crate) info: McpServerInfo,
     /// Where the session's client spans go.
     pub(crate) trace: trace::Peer,
+    /// What answers the server's questions (also those of a multi-round-trip call).
+    pub(crate) answers: Arc<Answers>,
+    /// The `tasks/cancel` requests of dropped calls still in flight.
+    pub(crate) cancels: PendingCancels,
 }
 
 impl Connection {
@@ -162,6 +179,13 @@ impl Connection {
                 })?;
         let peer = trace::Peer::of(&settings.transport);
         let span = peer.span(&server, "initialize", "");
+        let answers = Arc::new(Answers {
+            server: server.clone(),
+            elicitor: settings.elicitor.clone(),
+            sampler: settings.sampler.clone(),
+            roots: settings.roots.clone(),
+            progress: settings.progress.clone(),
+        });
         let mut handler = Handler {
             info: ClientConfig::new(
                 capabilities(settings),
@@ -172,9 +196,7 @@ impl Connection {
             cache,
             progress: settings.progress.clone(),
             request_timeout: settings.request_timeout,
-            elicitor: settings.elicitor.clone(),
-            roots: settings.roots.clone(),
-            sampler: settings.sampler.clone(),
+            answers: answers.clone(),
             subscriptions: settings.subscriptions.clone(),
         };
         handler.info.meta = trace::meta(&span);
@@ -261,6 +283,8 @@ impl Connection {
             request_timeout: settings.request_timeout,
             info,
             trace: peer,
+            answers,
+            cancels: PendingCancels::default(),
         })
     }
 
@@ -468,6 +492,8 @@ impl Connection {
     /// Close the session: stop rmcp's loop (which closes the server's stdin), then wait for
     /// the process to exit — SIGTERM, then SIGKILL, if it does not.
     pub(crate) async fn close(&self) {
+        // A task's `tasks/cancel` sent as its call was dropped goes out before the session ends.
+        self.cancels.settle().await;
         let service = self
             .service
             .lock()

@@ -80,6 +80,36 @@ pub trait Elicitor: Send + Sync {
     fn supports_url(&self) -> bool {
         true
     }
+
+    /// Whether this elicitor stands for a person who cannot be asked now but later: a question
+    /// inside a multi-round-trip `tools/call` is then not asked; the call fails with
+    /// [`ToolError::InputDeferred`](crate::tools::ToolError::InputDeferred), which suspends a
+    /// run that can wait (its state keeps the server's `requestState`, and the resumed run
+    /// asks the elicitor it has then). A question the server asks with a request of its own
+    /// (older protocols) cannot wait: [`Elicitor::elicit`] answers it.
+    fn defers(&self) -> bool {
+        false
+    }
+}
+
+/// Nobody can answer now, but a stored run can wait ([`Elicitor::defers`]): a question inside
+/// a `tools/call` suspends the run; one the server asks with a request of its own is declined.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeferElicitation;
+
+#[async_trait]
+impl Elicitor for DeferElicitation {
+    async fn elicit(&self, _request: &ElicitationRequest) -> ElicitationResponse {
+        ElicitationResponse::Decline
+    }
+
+    fn supports_url(&self) -> bool {
+        false
+    }
+
+    fn defers(&self) -> bool {
+        true
+    }
 }
 
 /// `content` with every schema property that has a `default` and is absent filled in.

@@ -11,22 +11,16 @@ use rmcp::ClientHandler;
 use rmcp::ErrorData;
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParam, ProgressNotificationParam, ResourceUpdatedNotificationParam,
-    Root, SamplingMessage, Tool,
+    ElicitResult, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ResourceUpdatedNotificationParam, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, ServiceError};
 use tokio::sync::watch;
 
-use crate::tools::mcp::elicitation::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor, apply_schema_defaults,
-    validate_elicited,
-};
+use crate::tools::mcp::answers::Answers;
 use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::listing::{ListFailure, McpCacheHint, list_bounded};
 use crate::tools::mcp::progress::{McpProgress, ProgressCallback};
-use crate::tools::mcp::roots::Roots;
-use crate::tools::mcp::sampling::{Sampler, request_of};
 use crate::tools::mcp::skipped::{SkippedMcpTool, partition};
 use crate::tools::mcp::subscriptions::{McpResourceUpdate, Subscriptions};
 
@@ -136,65 +130,6 @@ impl ToolCache {
     }
 }
 
-impl Handler {
-    /// Ask the elicitor (decline, logged, without one); complete and check an accepted form.
-    async fn elicit(&self, params: ElicitRequestParams) -> ElicitResult {
-        let server = &*self.server;
-        let (message, mode) = match params {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => {
-                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-                (message, ElicitationMode::Form { schema })
-            }
-            ElicitRequestParams::UrlElicitationParams {
-                message,
-                url,
-                elicitation_id,
-                ..
-            } => (
-                message,
-                ElicitationMode::Url {
-                    url,
-                    elicitation_id,
-                },
-            ),
-            #[allow(unreachable_patterns)] // the enum is non-exhaustive
-            _ => {
-                tracing::warn!(target: "agcore::mcp", server, "declined an elicitation of an unknown mode");
-                return ElicitResult::new(ElicitationAction::Decline);
-            }
-        };
-        let Some(elicitor) = &self.elicitor else {
-            tracing::warn!(target: "agcore::mcp", server, "declined an elicitation: no elicitor is configured (McpClient::with_elicitor)");
-            return ElicitResult::new(ElicitationAction::Decline);
-        };
-        let request = ElicitationRequest {
-            server: server.to_owned(),
-            message,
-            mode,
-        };
-        match elicitor.elicit(&request).await {
-            ElicitationResponse::Accept { mut content } => match &request.mode {
-                ElicitationMode::Form { schema } => {
-                    apply_schema_defaults(schema, &mut content);
-                    if let Err(problem) = validate_elicited(schema, &content) {
-                        tracing::warn!(target: "agcore::mcp", server, %problem, "declined an elicitation: the answer does not fit the requested schema");
-                        return ElicitResult::new(ElicitationAction::Decline);
-                    }
-                    ElicitResult::new(ElicitationAction::Accept)
-                        .with_content(serde_json::Value::Object(content))
-                }
-                ElicitationMode::Url { .. } => ElicitResult::new(ElicitationAction::Accept),
-            },
-            ElicitationResponse::Decline => ElicitResult::new(ElicitationAction::Decline),
-            ElicitationResponse::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-        }
-    }
-}
-
 /// agcore's `ClientHandler`.
 #[derive(Clone)]
 pub(crate) struct Handler {
@@ -203,9 +138,9 @@ pub(crate) struct Handler {
     pub(crate) cache: Arc<ToolCache>,
     pub(crate) progress: Option<ProgressCallback>,
     pub(crate) request_timeout: Duration,
-    pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
-    pub(crate) roots: Arc<Roots>,
-    pub(crate) sampler: Option<Arc<dyn Sampler>>,
+    /// Answers elicitation, sampling and roots requests (also those inside a multi-round-trip
+    /// `tools/call`).
+    pub(crate) answers: Arc<Answers>,
     pub(crate) subscriptions: Arc<Subscriptions>,
 }
 
@@ -219,7 +154,7 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.elicit(request).await)
+        Ok(self.answers.elicit(request).await)
     }
 
     async fn create_message(
@@ -227,50 +162,14 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let server = &*self.server;
-        let Some(sampler) = &self.sampler else {
-            tracing::warn!(target: "agcore::mcp", server, "refused a sampling request: no sampler is configured (McpClient::with_sampler)");
-            return Err(ErrorData::invalid_request(
-                "sampling is not enabled for this server",
-                None,
-            ));
-        };
-        let request = request_of(server, params);
-        match sampler.sample(&request).await {
-            Ok(reply) => {
-                let result = CreateMessageResult::new(
-                    SamplingMessage::assistant_text(reply.text),
-                    reply.model,
-                );
-                Ok(match reply.stop_reason {
-                    Some(reason) => result.with_stop_reason(reason),
-                    None => result,
-                })
-            }
-            Err(reason) => {
-                tracing::info!(target: "agcore::mcp", server, %reason, "refused a sampling request");
-                Err(ErrorData::invalid_request(reason, None))
-            }
-        }
+        self.answers.sample(params).await
     }
 
     async fn list_roots(
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let roots = self
-            .roots
-            .listed()
-            .into_iter()
-            .map(|(uri, name)| {
-                let root = Root::new(uri);
-                match name {
-                    Some(name) => root.with_name(name),
-                    None => root,
-                }
-            })
-            .collect();
-        Ok(ListRootsResult::new(roots))
+        Ok(self.answers.roots())
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {

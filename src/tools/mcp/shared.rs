@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::tools::error::ToolError;
 use crate::tools::mcp::connection::{Connection, OpenFailure, Settings};
 use crate::tools::mcp::handler::ToolCache;
+use crate::tools::mcp::mrtr;
 use crate::tools::mcp::output_schema::check_structured_content;
 use crate::tools::mcp::result::call_result_to_value;
 use crate::tools::mcp::subscriptions::Subscriptions;
@@ -121,14 +122,7 @@ impl Shared {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         params.meta = trace::meta(&span);
-        let result = conn
-            .request_in(
-                span.clone(),
-                "tools/call",
-                name,
-                conn.peer.call_tool(params),
-            )
-            .await?;
+        let result = mrtr::call_tool(&conn, span.clone(), params).await?;
         if result.is_error == Some(true) {
             trace::record_error_type(&span, "tool_error");
         }

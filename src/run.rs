@@ -22,6 +22,7 @@ pub mod conversation;
 mod driver;
 pub mod error;
 pub mod hooks;
+pub mod idempotency;
 pub mod journal;
 mod metered;
 mod model_turn;
@@ -38,6 +39,7 @@ pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
 pub use conversation::{Conversation, EventStream};
 pub use error::LlmError;
 pub use hooks::{HookChain, HookRequest, Hooks, RequestPurpose, ToolCallDecision};
+pub use idempotency::idempotency_key;
 pub use journal::{JournalEntry, JournalError, RunJournal};
 pub use output_schema::{
     OutputMode, OutputSchema, SavedSchema, SchemaError, TypedRun, extract_json, strict_schema,

@@ -23,9 +23,10 @@ use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
 };
 use crate::run::usage::UsageTally;
-use crate::run::{budget, hooks, telemetry};
+use crate::run::{budget, hooks, idempotency, telemetry};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
+use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
@@ -314,6 +315,9 @@ pub(crate) fn drive<'a>(
                     for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).instrument(agent_span.clone()).await {
                         run.state.set_answer(position, answer);
                     }
+                    // Keys before the state is journaled: the journal holds each call's key
+                    // before its tool can start, and a resumed call keeps it.
+                    idempotency::assign_keys(&mut run.state, journal.and_then(|journal| journal.session()));
                     if let Err(error) = record_run(journal, &run.state).await {
                         input = Input::Abort(error);
                         continue;
@@ -339,6 +343,7 @@ pub(crate) fn drive<'a>(
                             accepts_images: run.state.rules.accepts_images,
                         },
                         ids: requests.iter().map(|(call, _)| call.id.clone()).collect(),
+                        keys: idempotency::keys_of(&run.state, &positions),
                         calls: positions.iter().filter_map(|&p| calls.get(p).cloned()).collect(),
                         started: StartedCalls::new(positions.len()),
                         suspend,
@@ -443,6 +448,8 @@ struct BatchObserver<'a> {
     answers: AnswerPipeline<'a>,
     /// The call ids, by position in the batch.
     ids: Vec<String>,
+    /// The calls' idempotency keys, by position in the batch.
+    keys: Vec<Option<String>>,
     /// The calls, by position in the batch (for the hooks after each call).
     calls: Vec<ToolCall>,
     started: StartedCalls,
@@ -489,8 +496,14 @@ impl CallObserver for BatchObserver<'_> {
             return Err("the run's journal failed before this call".to_owned());
         }
         if let Some(id) = self.ids.get(position)
-            && let Err(error) =
-                record(self.journal, JournalEntry::CallStarted { call_id: id }).await
+            && let Err(error) = record(
+                self.journal,
+                JournalEntry::CallStarted {
+                    call_id: id,
+                    idempotency_key: self.keys.get(position).and_then(Option::as_deref),
+                },
+            )
+            .await
         {
             let reason = error.to_string();
             self.fail(error);
@@ -534,6 +547,11 @@ impl CallObserver for BatchObserver<'_> {
             .get_mut(position)
             .map(|span| std::mem::replace(span, tracing::Span::none()))
             .unwrap_or_else(tracing::Span::none)
+    }
+
+    fn context(&self, position: usize) -> Option<ToolContext> {
+        let key = self.keys.get(position)?.as_deref()?;
+        Some(ToolContext::new(self.ids.get(position)?.clone(), key))
     }
 }
 

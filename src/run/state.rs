@@ -20,6 +20,10 @@
 //! | `output_tool` | the final-answer tool's name (typed output, tool mode); absent when none |
 //! | `tool_calls` | tool calls run so far by this run (absent when none) |
 //! | `typed` | a typed run's output: `{"schema": {"name", "schema", ...}, "mode", "tool", "max_retries", "attempt"}`; absent when the run is not typed |
+//! | `run_id` | the run's random id, given at its first tool turn (absent before): part of its calls' [idempotency keys](crate::run::idempotency) |
+//!
+//! A call of a tool turn (`turn.calls[]`) is `{"call", "started", "answer"}`, with `approved`,
+//! `approved_for`, `media` and `idempotency_key` (see [`crate::run::idempotency`]) when set.
 //!
 //! Messages are [`OpenaiChatMessage`]s in their serde form; a failed tool message carries
 //! `"is_error": true` (never sent to the model). Since version 2 an assistant message may carry
@@ -85,6 +89,10 @@ pub struct RunState {
     /// A typed run's schema and mode: a run resumed from this state is still typed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typed: Option<TypedRun>,
+    /// The run's id, random, given at its first tool turn and kept across suspensions and
+    /// resumptions: its calls' idempotency keys derive from it ([`crate::run::idempotency`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 /// Where a run is.
@@ -154,6 +162,10 @@ pub struct TurnCall {
     /// (only when the model accepts images).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<OpenaiChatMessage>,
+    /// The call's idempotency key, given before its tool first starts and the same on every
+    /// retry and resumption ([`crate::run::idempotency`]). `None` until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// The limits a run applies, taken from [`CycleConfig`] when it starts.
@@ -220,6 +232,7 @@ impl RunState {
             tool_calls: 0,
             extra_requests: 0,
             typed: None,
+            run_id: None,
         }
     }
 
@@ -241,6 +254,7 @@ impl RunState {
             tool_calls: self.tool_calls,
             extra_requests: self.extra_requests,
             typed: self.typed.clone(),
+            run_id: self.run_id.clone(),
         }
     }
 

@@ -8,7 +8,7 @@
 //! | `messages` | `{"messages": [...]}` | appended to the history (each message as in `--transcript`) |
 //! | `truncate` | `{"len": N}` | the history cut to its first N messages |
 //! | `run` | a [`RunState`] without its `messages` | the run in progress (a tool turn, or suspended) |
-//! | `call_started` | `{"call_id": "..."}` | that call of the run in progress started |
+//! | `call_started` | `{"call_id": "...", "idempotency_key": "agk1_..."}` (no key in sessions of older versions) | that call of the run in progress started |
 //! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}`, and `"media"` (the user message with its images or audio) when it had any for the model | its answer (and media) |
 //! | `grant` | a [`SessionGrant`]: `{"tool": "..."}`, or with `"arguments"` | an "allow for the session" answer, kept for the rest of the session ([`Restored::grants`]) |
 //!
@@ -275,9 +275,15 @@ impl RunJournal for SessionJournal {
                 Ok(payload) => self.append(RUN, payload).await,
                 Err(error) => Err(self.encode_error(error)),
             },
-            JournalEntry::CallStarted { call_id } => {
-                self.append(CALL_STARTED, json!({ "call_id": call_id }))
-                    .await
+            JournalEntry::CallStarted {
+                call_id,
+                idempotency_key,
+            } => {
+                let payload = match idempotency_key {
+                    Some(key) => json!({ "call_id": call_id, "idempotency_key": key }),
+                    None => json!({ "call_id": call_id }),
+                };
+                self.append(CALL_STARTED, payload).await
             }
             JournalEntry::CallFinished {
                 call_id,
@@ -292,6 +298,10 @@ impl RunJournal for SessionJournal {
             }
         };
         written.map_err(|error| self.journal_error(error))
+    }
+
+    fn session(&self) -> Option<&str> {
+        Some(&self.name)
     }
 
     /// Kept in the store's outputs table (`SessionStore::put_output`), when it has one.

@@ -22,6 +22,7 @@ use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::call_digest::CallDigest;
+use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposurePolicy, ExposureReport, ToolExposure};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
@@ -534,10 +535,13 @@ impl ToolRegistry {
                 // Inside the call's span: its approval events and an MCP request's span
                 // belong to it.
                 let span = observer.span(position);
+                let context = observer.context(position);
                 async move {
-                    let mut completed = self
-                        .run_call(call, approved, || observer.started(position))
-                        .await;
+                    let run = self.run_call(call, approved, || observer.started(position));
+                    let mut completed = match context {
+                        Some(context) => context.scope(run).await,
+                        None => run.await,
+                    };
                     observer.finished(position, &mut completed).await;
                     (position, completed)
                 }
@@ -948,6 +952,11 @@ pub(crate) trait CallObserver: Send + Sync {
     /// The span the call at `position` runs in (none: the stream's).
     fn span(&self, _position: usize) -> tracing::Span {
         tracing::Span::none()
+    }
+
+    /// The context the call at `position` runs in ([`ToolContext::current`]); none by default.
+    fn context(&self, _position: usize) -> Option<ToolContext> {
+        None
     }
 }
 

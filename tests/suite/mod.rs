@@ -18,6 +18,7 @@ mod exposure;
 mod fallback;
 mod fetch_hardening;
 mod hooks;
+mod idempotency_keys;
 mod journal_media;
 mod layering;
 mod layers;

@@ -27,7 +27,7 @@ use crate::run::state::RunState;
 use crate::session::error::{Result, SessionError};
 use crate::session::outputs::SessionOutputs;
 use crate::session::record::{Session, Step};
-use crate::session::store::SessionStore;
+use crate::session::store::{LeaseFence, SessionLease, SessionStore};
 use crate::tools::approval::{GrantRecorder, SessionGrant};
 use crate::vocab::{OpenaiChatMessage, ToolAnswer};
 
@@ -152,6 +152,8 @@ pub fn replay(session: &Session) -> Result<Restored> {
 pub struct SessionJournal {
     store: Arc<dyn SessionStore>,
     name: String,
+    /// The lease its commits prove (`None`: unfenced).
+    fence: Option<LeaseFence>,
     stored: Mutex<Stored>,
 }
 
@@ -193,6 +195,7 @@ impl SessionJournal {
         let journal = SessionJournal {
             store,
             name: name.to_owned(),
+            fence: None,
             stored: Mutex::new(Stored {
                 messages: restored.history.clone(),
                 next_seq,
@@ -202,9 +205,34 @@ impl SessionJournal {
         Ok((journal, restored))
     }
 
+    /// This journal with its commits fenced by `lease` (taken on this session): once another
+    /// worker took the session over, a commit fails with [`SessionError::LeaseLost`] and
+    /// writes nothing — and the run, whose journal failed, stops before its next effect. A
+    /// lease without an epoch (a store without epochs) leaves the journal as it is.
+    pub fn with_lease(mut self, lease: &SessionLease) -> Self {
+        self.fence = lease.fence().filter(|fence| fence.session == self.name);
+        self
+    }
+
     /// The session's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// One commit of `steps`, fenced when the journal has a lease.
+    async fn commit(&self, expected_next_seq: u64, steps: &[Step]) -> Result<()> {
+        match &self.fence {
+            Some(fence) => {
+                self.store
+                    .append_fenced(fence, expected_next_seq, steps)
+                    .await
+            }
+            None => {
+                self.store
+                    .append(&self.name, expected_next_seq, steps)
+                    .await
+            }
+        }
     }
 
     /// Make the stored history equal to `messages`: one atomic append of the new messages,
@@ -243,9 +271,7 @@ impl SessionJournal {
             return Ok(());
         }
         let count = steps.len() as u64;
-        self.store
-            .append(&self.name, stored.next_seq, &steps)
-            .await?;
+        self.commit(stored.next_seq, &steps).await?;
         stored.next_seq += count;
         stored.run_open = false;
         stored.messages.truncate(common);
@@ -257,8 +283,7 @@ impl SessionJournal {
     async fn append(&self, kind: &str, payload: Value) -> Result<()> {
         let mut stored = self.stored.lock().await;
         let step = Step::new(stored.next_seq, kind, payload);
-        self.store
-            .append(&self.name, stored.next_seq, std::slice::from_ref(&step))
+        self.commit(stored.next_seq, std::slice::from_ref(&step))
             .await?;
         stored.next_seq += 1;
         stored.run_open |= kind == RUN;

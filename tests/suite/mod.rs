@@ -43,6 +43,7 @@ mod request_accounting;
 mod run_state;
 mod security_claims;
 mod session_grants;
+mod session_leases;
 mod session_store;
 mod shell_rules;
 mod stream_retry;

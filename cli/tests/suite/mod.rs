@@ -22,6 +22,7 @@ mod rules_cli;
 mod run_cli;
 mod run_json_errors;
 mod session_grants;
+mod session_leases;
 mod sessions;
 mod traces_cli;
 mod trust;

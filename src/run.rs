@@ -24,6 +24,7 @@ pub mod error;
 pub mod hooks;
 pub mod idempotency;
 pub mod journal;
+mod journal_batch;
 mod metered;
 mod model_turn;
 mod output_schema;

@@ -3,7 +3,7 @@
 //! [`StreamEvent`]s a streaming caller sees, in order.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures::{Stream, StreamExt};
 use serde_json::Value;
@@ -23,7 +23,7 @@ use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
 };
 use crate::run::usage::UsageTally;
-use crate::run::{budget, hooks, idempotency, telemetry};
+use crate::run::{budget, hooks, idempotency, journal_batch, telemetry};
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
 use crate::tools::context::ToolContext;
@@ -318,7 +318,13 @@ pub(crate) fn drive<'a>(
                     // Keys before the state is journaled: the journal holds each call's key
                     // before its tool can start, and a resumed call keeps it.
                     idempotency::assign_keys(&mut run.state, journal.and_then(|journal| journal.session()));
-                    if let Err(error) = record_run(journal, &run.state).await {
+                    // The starts of the calls that will not ask anyone ride with the run state.
+                    let ahead = journal_batch::starts_ahead(registry, &batch, journal.is_some());
+                    let recorded = match journal {
+                        Some(_) => record(journal, JournalEntry::Run(&journal_batch::state_with_starts(&run.state, &batch.run, &ahead))).await,
+                        None => Ok(()),
+                    };
+                    if let Err(error) = recorded {
                         input = Input::Abort(error);
                         continue;
                     }
@@ -344,6 +350,8 @@ pub(crate) fn drive<'a>(
                         },
                         ids: requests.iter().map(|(call, _)| call.id.clone()).collect(),
                         keys: idempotency::keys_of(&run.state, &positions),
+                        unfinished: AtomicUsize::new(positions.len()),
+                        ahead,
                         calls: positions.iter().filter_map(|&p| calls.get(p).cloned()).collect(),
                         started: StartedCalls::new(positions.len()),
                         suspend,
@@ -450,6 +458,10 @@ struct BatchObserver<'a> {
     ids: Vec<String>,
     /// The calls' idempotency keys, by position in the batch.
     keys: Vec<Option<String>>,
+    /// Whether each call's start was journaled ahead, with the run state (by position).
+    ahead: Vec<bool>,
+    /// Calls not finished yet: the last one's answer rides with the run's next record.
+    unfinished: AtomicUsize,
     /// The calls, by position in the batch (for the hooks after each call).
     calls: Vec<ToolCall>,
     started: StartedCalls,
@@ -495,6 +507,11 @@ impl CallObserver for BatchObserver<'_> {
         if self.failed() {
             return Err("the run's journal failed before this call".to_owned());
         }
+        if self.ahead.get(position).copied().unwrap_or(false) {
+            // Journaled with the run state before the batch.
+            self.started.mark(position);
+            return Ok(());
+        }
         if let Some(id) = self.ids.get(position)
             && let Err(error) = record(
                 self.journal,
@@ -514,12 +531,16 @@ impl CallObserver for BatchObserver<'_> {
     }
 
     async fn finished(&self, position: usize, call: &mut CompletedCall) {
+        let last = self.unfinished.fetch_sub(1, Ordering::AcqRel) == 1;
         if self.suspend && deferred_request(call).is_some() {
             return;
         }
         // Shaped before it is recorded: the journal keeps what the model reads.
         let message = self.answers.shape(self.calls.get(position), call).await;
-        if !self.failed()
+        // The batch's last answer is not a commit of its own: the run's next record (the
+        // history before the next request, or the suspended state) holds it.
+        if !last
+            && !self.failed()
             && let Some(id) = self.ids.get(position)
             && let Err(error) = record(
                 self.journal,

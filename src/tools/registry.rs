@@ -428,6 +428,14 @@ impl ToolRegistry {
             .into_invocation())
     }
 
+    /// Whether running `call` may ask the approver first (a permission configured as ask, or
+    /// a rule on its arguments, that no decision covers yet). A call refused before that (an
+    /// unknown tool, bad arguments) does not ask.
+    pub(crate) fn may_ask(&self, call: &ToolCallRequest) -> bool {
+        self.prepare(call)
+            .is_ok_and(|prepared| !prepared.ask.is_empty() || prepared.rule_ask.is_some())
+    }
+
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
         self.run_call(call, None, || std::future::ready(Ok(())))

@@ -162,22 +162,42 @@ impl BaseTool for Keyed {
     }
 }
 
-/// The `call_started` steps of session `name`: call id → recorded key.
+/// The starts session `name`'s journal holds, in the order they were first recorded: call id
+/// → the key recorded with it. A start rides with the run state written before its batch
+/// (`started: true` there), or — for a call that may ask the approver — is a `call_started`
+/// step of its own.
 async fn started_keys(store: &dyn SessionStore, name: &str) -> Vec<(String, Option<String>)> {
     let Some(session) = store.load(name).await.unwrap() else {
         return Vec::new();
     };
-    session
-        .steps
-        .iter()
-        .filter(|step| step.kind == "call_started")
-        .map(|step| {
-            (
-                step.payload["call_id"].as_str().unwrap().to_owned(),
-                step.payload["idempotency_key"].as_str().map(str::to_owned),
-            )
-        })
-        .collect()
+    let mut starts: Vec<(String, Option<String>)> = Vec::new();
+    let mut add = |id: &str, key: Option<&str>| {
+        if !starts.iter().any(|(seen, _)| seen == id) {
+            starts.push((id.to_owned(), key.map(str::to_owned)));
+        }
+    };
+    for step in &session.steps {
+        match step.kind.as_str() {
+            "call_started" => add(
+                step.payload["call_id"].as_str().unwrap(),
+                step.payload["idempotency_key"].as_str(),
+            ),
+            "run" => {
+                let calls = step.payload["phase"]["turn"]["calls"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                for call in calls.iter().filter(|c| c["started"] == true) {
+                    add(
+                        call["call"]["id"].as_str().unwrap(),
+                        call["idempotency_key"].as_str(),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    starts
 }
 
 /// The keys the state gives the calls of its tool turn, by call id.

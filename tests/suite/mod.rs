@@ -19,6 +19,7 @@ mod fallback;
 mod fetch_hardening;
 mod hooks;
 mod idempotency_keys;
+mod journal_cost;
 mod journal_media;
 mod layering;
 mod layers;

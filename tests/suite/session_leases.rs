@@ -268,11 +268,12 @@ async fn a_run_that_lost_its_lease_stops(
         panic!("expected a journal failure: {outcome:?}")
     };
     assert!(message.contains("lease"), "{message}");
-    // No further effect: the model was asked once, and the store holds nothing after the start.
+    // No further effect: the model was asked once, and the store holds nothing after the run
+    // state that holds the call's start.
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
     let session = store.load("lost").await.unwrap().unwrap();
     let kinds: Vec<&str> = session.steps.iter().map(|s| s.kind.as_str()).collect();
-    assert_eq!(kinds, ["messages", "run", "call_started"]);
+    assert_eq!(kinds, ["messages", "run"]);
 }
 
 #[tokio::test]

@@ -262,7 +262,10 @@ impl SessionJournal {
             .map(to_json)
             .collect::<Result<Vec<_>>>()?;
         if !added.is_empty() {
-            steps.push(Step::new(seq, MESSAGES, json!({ "messages": &added })));
+            // Moved in, not serialised again: `json!` would copy every message.
+            let mut payload = serde_json::Map::with_capacity(1);
+            payload.insert("messages".to_owned(), Value::Array(added));
+            steps.push(Step::new(seq, MESSAGES, Value::Object(payload)));
         }
         if steps.is_empty() && stored.run_open {
             steps.push(Step::new(seq, TRUNCATE, json!({ "len": common })));

@@ -377,7 +377,7 @@ fn append_blocking(
     path: &Path,
     name: &str,
     expected: u64,
-    steps: &[Step],
+    steps: &[EncodedStep],
     fence: Option<u64>,
 ) -> Result<()> {
     let err = map_err(path);
@@ -437,10 +437,9 @@ fn append_blocking(
                 "INSERT INTO agcore_steps (session, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)",
             )
             .map_err(&err)?;
-        for step in steps {
-            let payload = step.payload.to_string();
+        for (seq, kind, payload) in steps {
             insert
-                .execute(params![name, step.seq as i64, step.kind, payload])
+                .execute(params![name, *seq, kind, payload])
                 .map_err(&err)?;
         }
     }
@@ -452,6 +451,18 @@ fn append_blocking(
     .and_then(|mut s| s.execute(params![name, next, now, super::SESSION_FORMAT_VERSION]))
         .map_err(&err)?;
     tx.commit().map_err(&err)
+}
+
+/// A step as its row: sequence number, kind, payload as JSON text.
+type EncodedStep = (i64, String, String);
+
+/// The rows of `steps`, encoded before the blocking task: the payloads are written as text
+/// once, not cloned to be moved there.
+fn encode(steps: &[Step]) -> Vec<EncodedStep> {
+    steps
+        .iter()
+        .map(|step| (step.seq as i64, step.kind.clone(), step.payload.to_string()))
+        .collect()
 }
 
 fn list_blocking(conn: &mut Connection, path: &Path) -> Result<Vec<SessionSummary>> {
@@ -537,7 +548,7 @@ impl SessionStore for SqliteStore {
             return Ok(());
         }
         let name = name.to_string();
-        let steps = steps.to_vec();
+        let steps = encode(steps);
         self.with_conn(move |c, p| append_blocking(c, p, &name, expected_next_seq, &steps, None))
             .await
     }
@@ -554,7 +565,7 @@ impl SessionStore for SqliteStore {
             return Ok(());
         }
         let (name, epoch) = (fence.session.clone(), fence.epoch);
-        let steps = steps.to_vec();
+        let steps = encode(steps);
         self.with_conn(move |c, p| {
             append_blocking(c, p, &name, expected_next_seq, &steps, Some(epoch))
         })

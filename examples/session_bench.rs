@@ -47,6 +47,21 @@ async fn commit_latency(store: &dyn SessionStore, n: u64) -> (Duration, Duration
     (pct(&lat, 0.5), pct(&lat, 0.99))
 }
 
+/// [`commit_latency`] with every commit fenced by the session's lease (`append_fenced`).
+async fn fenced_commit_latency(store: &dyn SessionStore, n: u64) -> (Duration, Duration) {
+    let lease = store.lock("fenced", LockMode::FailFast).await.unwrap();
+    let fence = lease.fence().expect("a store with lease epochs");
+    let mut lat = Vec::with_capacity(n as usize);
+    for seq in 0..n {
+        let step = [Step::new(seq, "message", payload(seq))];
+        let t = Instant::now();
+        store.append_fenced(&fence, seq, &step).await.unwrap();
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    (pct(&lat, 0.5), pct(&lat, 0.99))
+}
+
 async fn load_1000(store: &dyn SessionStore) -> Duration {
     let steps: Vec<Step> = (0..1000)
         .map(|i| Step::new(i, "message", payload(i)))
@@ -175,6 +190,12 @@ async fn run(label: &str, store: Arc<dyn SessionStore>, commits: u64) {
     let (median, p99) = commit_latency(store.as_ref(), commits).await;
     println!(
         "{label:<10} commit/step  ({commits} commits): median {}  p99 {}",
+        ms(median),
+        ms(p99)
+    );
+    let (median, p99) = fenced_commit_latency(store.as_ref(), commits).await;
+    println!(
+        "{label:<10} fenced commit/step ({commits} commits): median {}  p99 {}",
         ms(median),
         ms(p99)
     );

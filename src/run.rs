@@ -24,7 +24,9 @@ pub(crate) mod driver;
 pub mod error;
 pub mod external;
 pub mod hooks;
+pub mod idempotency;
 pub mod journal;
+mod journal_batch;
 mod metered;
 pub(crate) mod model_turn;
 pub(crate) mod output_schema;
@@ -41,6 +43,7 @@ pub use continued::waiting_for_input;
 pub use conversation::{Conversation, EventStream};
 pub use error::LlmError;
 pub use hooks::{HookChain, HookRequest, Hooks, RequestPurpose, ToolCallDecision};
+pub use idempotency::idempotency_key;
 pub use journal::{JournalEntry, JournalError, RunJournal};
 pub use output_schema::{
     OutputMode, OutputSchema, SavedSchema, SchemaError, TypedRun, extract_json, strict_schema,

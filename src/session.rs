@@ -41,10 +41,12 @@ pub use record::{
     Step, validate_name,
 };
 pub use sqlite::SqliteStore;
-pub use store::{LockMode, SessionLease, SessionStore};
+pub use store::{LeaseFence, LockMode, SessionLease, SessionStore};
 
 /// The version of the stores' table layout, kept in the `agcore_schema_version` table.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 2 added `agcore_leases` (lease epochs, for fenced commits); a version-1 database
+/// is migrated when a store opens it.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Opens the store an address names: `sqlite:PATH` (also `sqlite://PATH`, or a bare path) or
 /// `postgres://…` / `postgresql://…`. Any other `scheme://` is [`SessionError::UnsupportedUrl`].
@@ -141,8 +143,8 @@ pub fn redact_address(address: &str) -> String {
     shown.join(" ")
 }
 
-/// The 64-bit key a session's lock uses (FNV-1a of the name): the advisory-lock key in
-/// PostgreSQL, the lock file's name in SQLite. Stable across builds and platforms.
+/// The 64-bit key a session's lock uses (FNV-1a of the name): the lock file's name in SQLite.
+/// Stable across builds and platforms.
 fn lock_key(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)

@@ -32,6 +32,7 @@ mod source;
 
 // The error and the records of a call.
 pub mod call;
+pub mod context;
 pub mod error;
 pub mod media;
 pub mod outcome;
@@ -64,6 +65,7 @@ pub use argument_kind::ArgumentKind;
 pub use base::{BaseTool, ToolSource};
 pub use call_digest::CallDigest;
 pub use config::ToolsConfig;
+pub use context::ToolContext;
 pub use error::ToolError;
 pub use exposure::{ExposurePolicy, ExposureReport, HiddenBecause};
 pub use kind::ToolKind;

@@ -83,6 +83,7 @@ pub enum ConfigError {
 /// [session]
 /// store = "sqlite:/home/me/agcore.db"      # or postgres://...; where --session conversations go
 /// statement_timeout = 30                  # seconds a PostgreSQL store waits (connect_timeout: 5)
+/// lease = 30                              # seconds a PostgreSQL session lease lasts unrenewed
 ///
 /// [context]                               # see docs/9-context.md
 /// threshold = 0.8                         # compact above 80 % of the window
@@ -179,6 +180,9 @@ pub struct SessionSection {
     /// Seconds a PostgreSQL store waits for one operation's statements (default 30): a frozen
     /// server fails the run with an error naming the operation instead of hanging it.
     pub statement_timeout: Option<f64>,
+    /// Seconds a PostgreSQL session lease lasts without renewal (default 30): a worker paused
+    /// longer loses the session to the next one, and its commits are refused from then on.
+    pub lease: Option<f64>,
 }
 
 /// `[model]`.

@@ -79,7 +79,8 @@ pub async fn open(
     Ok(store)
 }
 
-/// `[session] connect_timeout` / `statement_timeout` (seconds) over the library's defaults.
+/// `[session] connect_timeout` / `statement_timeout` / `lease` (seconds) over the library's
+/// defaults.
 fn timeouts(section: &crate::config::SessionSection) -> anyhow::Result<PostgresTimeouts> {
     let seconds = |name: &str, value: Option<f64>| -> anyhow::Result<Option<Duration>> {
         value
@@ -99,6 +100,9 @@ fn timeouts(section: &crate::config::SessionSection) -> anyhow::Result<PostgresT
     }
     if let Some(statement) = seconds("statement_timeout", section.statement_timeout)? {
         timeouts = timeouts.with_statement(statement);
+    }
+    if let Some(lease) = seconds("lease", section.lease)? {
+        timeouts = timeouts.with_lease(lease);
     }
     Ok(timeouts)
 }
@@ -212,6 +216,8 @@ pub async fn open_session(
             agcore::display::escape_for_terminal(name)
         )
     })?;
+    // Fenced: once another worker took the session over, this one's commits are refused.
+    let journal = journal.with_lease(&lease);
     Ok(Some(OpenSession {
         name: name.clone(),
         history: restored.history,

@@ -3,7 +3,7 @@
 //! [`StreamEvent`]s a streaming caller sees, in order.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures::{Stream, StreamExt};
 use serde_json::Value;
@@ -25,7 +25,7 @@ use crate::run::step::{
     Decision, Effect, Input, ToolBatch, relaxed_tool_choice, rerun_idempotent, step,
 };
 use crate::run::usage::UsageTally;
-use crate::run::{budget, hooks, telemetry};
+use crate::run::{budget, hooks, idempotency, journal_batch, telemetry};
 use crate::team::child::{ChildCall, ChildItem};
 use crate::team::tools::{self as team_tools, TRANSFER_PREFIX, task_of};
 use crate::team::{
@@ -34,6 +34,7 @@ use crate::team::{
 };
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
+use crate::tools::context::ToolContext;
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
 use crate::vocab::{
@@ -414,7 +415,23 @@ pub(crate) fn drive<'a>(
                     for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).instrument(agent_span.clone()).await {
                         run.state.set_answer(position, answer);
                     }
-                    if let Err(error) = record_run(journal, &run.state).await {
+                    // Keys before the state is journaled: the journal holds each call's key
+                    // before its tool can start, and a resumed call keeps it.
+                    idempotency::assign_keys(&mut run.state, journal.and_then(|journal| journal.session()));
+                    // The starts of the calls that will not ask anyone ride with the run state.
+                    let mut ahead = journal_batch::starts_ahead(registry, &batch, journal.is_some());
+                    // A handoff is answered by the run itself and never starts: one cut off by
+                    // a crash is made again, not answered as interrupted.
+                    for (flag, &position) in ahead.iter_mut().zip(&batch.run) {
+                        if batch.calls.get(position).is_some_and(|call| matches!(team_call(agent, call), Some(TeamCall::Handoff(_)))) {
+                            *flag = false;
+                        }
+                    }
+                    let recorded = match journal {
+                        Some(_) => record(journal, JournalEntry::Run(&journal_batch::state_with_starts(&run.state, &batch.run, &ahead))).await,
+                        None => Ok(()),
+                    };
+                    if let Err(error) = recorded {
                         input = Input::Abort(error);
                         continue;
                     }
@@ -463,7 +480,12 @@ pub(crate) fn drive<'a>(
                         for &position in &children {
                             let Some(call) = calls.get(position) else { continue };
                             let Some(child) = team.team.agent(&call.function.name) else { continue };
-                            if let Err(error) = record(journal, JournalEntry::CallStarted { call_id: &call.id }).await {
+                            let key = run
+                                .state
+                                .turn_mut()
+                                .and_then(|turn| turn.calls.get(position))
+                                .and_then(|turn_call| turn_call.idempotency_key.clone());
+                            if let Err(error) = record(journal, JournalEntry::CallStarted { call_id: &call.id, idempotency_key: key.as_deref() }).await {
                                 team_failure = Some(error);
                                 break;
                             }
@@ -512,6 +534,9 @@ pub(crate) fn drive<'a>(
                             accepts_images: run.state.rules.accepts_images,
                         },
                         ids: requests.iter().map(|(call, _)| call.id.clone()).collect(),
+                        keys: idempotency::keys_of(&run.state, &positions),
+                        unfinished: AtomicUsize::new(positions.len()),
+                        ahead,
                         calls: positions.iter().filter_map(|&p| calls.get(p).cloned()).collect(),
                         started: StartedCalls::new(positions.len()),
                         suspend,
@@ -765,6 +790,12 @@ struct BatchObserver<'a> {
     answers: AnswerPipeline<'a>,
     /// The call ids, by position in the batch.
     ids: Vec<String>,
+    /// The calls' idempotency keys, by position in the batch.
+    keys: Vec<Option<String>>,
+    /// Whether each call's start was journaled ahead, with the run state (by position).
+    ahead: Vec<bool>,
+    /// Calls not finished yet: the last one's answer rides with the run's next record.
+    unfinished: AtomicUsize,
     /// The calls, by position in the batch (for the hooks after each call).
     calls: Vec<ToolCall>,
     started: StartedCalls,
@@ -819,9 +850,20 @@ impl CallObserver for BatchObserver<'_> {
         if self.failed() {
             return Err("the run's journal failed before this call".to_owned());
         }
+        if self.ahead.get(position).copied().unwrap_or(false) {
+            // Journaled with the run state before the batch.
+            self.started.mark(position);
+            return Ok(());
+        }
         if let Some(id) = self.ids.get(position)
-            && let Err(error) =
-                record(self.journal, JournalEntry::CallStarted { call_id: id }).await
+            && let Err(error) = record(
+                self.journal,
+                JournalEntry::CallStarted {
+                    call_id: id,
+                    idempotency_key: self.keys.get(position).and_then(Option::as_deref),
+                },
+            )
+            .await
         {
             let reason = error.to_string();
             self.fail(error);
@@ -832,12 +874,16 @@ impl CallObserver for BatchObserver<'_> {
     }
 
     async fn finished(&self, position: usize, call: &mut CompletedCall) {
+        let last = self.unfinished.fetch_sub(1, Ordering::AcqRel) == 1;
         if self.suspend && continued::waits(call) {
             return;
         }
         // Shaped before it is recorded: the journal keeps what the model reads.
         let message = self.answers.shape(self.calls.get(position), call).await;
-        if !self.failed()
+        // The batch's last answer is not a commit of its own: the run's next record (the
+        // history before the next request, or the suspended state) holds it.
+        if !last
+            && !self.failed()
             && let Some(id) = self.ids.get(position)
             && let Err(error) = record(
                 self.journal,
@@ -889,6 +935,11 @@ impl CallObserver for BatchObserver<'_> {
             .get_mut(position)
             .map(|span| std::mem::replace(span, tracing::Span::none()))
             .unwrap_or_else(tracing::Span::none)
+    }
+
+    fn context(&self, position: usize) -> Option<ToolContext> {
+        let key = self.keys.get(position)?.as_deref()?;
+        Some(ToolContext::new(self.ids.get(position)?.clone(), key))
     }
 }
 

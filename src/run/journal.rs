@@ -28,6 +28,9 @@ pub enum JournalEntry<'a> {
     CallStarted {
         /// The call id.
         call_id: &'a str,
+        /// The call's idempotency key ([`crate::run::idempotency`]); `None` only for a call
+        /// of a run without keys (none are made without a tool turn).
+        idempotency_key: Option<&'a str>,
     },
     /// A call of the current tool turn recorded how it goes on if it is run again (an MCP
     /// task's id, a multi-round-trip request's state), before it goes on: a run restored after
@@ -99,6 +102,12 @@ impl JournalError {
 pub trait RunJournal: Send + Sync {
     /// Record `entry`.
     async fn record(&self, entry: JournalEntry<'_>) -> Result<(), JournalError>;
+
+    /// The session this journal records, when it records one: part of the run's calls'
+    /// idempotency keys ([`crate::run::idempotency`]). `None` by default.
+    fn session(&self) -> Option<&str> {
+        None
+    }
 
     /// Keep a large tool output whole as output `id` (the context engine cut it for the model;
     /// `tail_start` is where the tail the model has starts), durably, before returning.

@@ -20,6 +20,10 @@
 //! | `output_tool` | the final-answer tool's name (typed output, tool mode); absent when none |
 //! | `tool_calls` | tool calls run so far by this run (absent when none) |
 //! | `typed` | a typed run's output: `{"schema": {"name", "schema", ...}, "mode", "tool", "max_retries", "attempt"}`; absent when the run is not typed |
+//! | `run_id` | the run's random id, given at its first tool turn (absent before): part of its calls' [idempotency keys](crate::run::idempotency) |
+//!
+//! A call of a tool turn (`turn.calls[]`) is `{"call", "started", "answer"}`, with `approved`,
+//! `approved_for`, `media` and `idempotency_key` (see [`crate::run::idempotency`]) when set.
 //!
 //! A call of a tool turn may carry a `continuation` (absent when none): what its tool recorded
 //! to be continued from (e.g. `{"mcp": "task", "server", "tool", "task_id"}`).
@@ -92,6 +96,10 @@ pub struct RunState {
     /// run without a team.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The run's id, random, given at its first tool turn and kept across suspensions and
+    /// resumptions: its calls' idempotency keys derive from it ([`crate::run::idempotency`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 /// Where a run is.
@@ -171,6 +179,10 @@ pub struct TurnCall {
     /// interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation: Option<serde_json::Value>,
+    /// The call's idempotency key, given before its tool first starts and the same on every
+    /// retry and resumption ([`crate::run::idempotency`]). `None` until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// The run of a sub-agent inside a call of its parent (see [`TurnCall::child`]).
@@ -274,6 +286,7 @@ impl RunState {
             extra_requests: 0,
             typed: None,
             agent: None,
+            run_id: None,
         }
     }
 
@@ -296,6 +309,7 @@ impl RunState {
             extra_requests: self.extra_requests,
             typed: self.typed.clone(),
             agent: self.agent.clone(),
+            run_id: self.run_id.clone(),
         }
     }
 

@@ -158,6 +158,18 @@ const NOT_STARTED: &str = "cancelled before the tool started; it did not run.";
 const INTERRUPTED: &str =
     "interrupted: the run stopped while this tool ran; whether it had any effect is unknown.";
 
+/// The [`INTERRUPTED`] answer, naming the call's idempotency key when it has one: a tool that
+/// takes the key can tell whether that call had its effect.
+fn interrupted(key: Option<&str>) -> String {
+    match key {
+        Some(key) => format!(
+            "{INTERRUPTED} Its idempotency key was {key}: the tool (or the service it calls) can \
+             tell by that key whether it had its effect."
+        ),
+        None => INTERRUPTED.to_owned(),
+    }
+}
+
 /// The answer of a call still waiting for approval when the user sent a new message instead.
 const UNDECIDED: &str = "this call was never approved or denied: the user went on with a new \
 message instead. It did not run; do not retry it unless the user asks.";
@@ -190,7 +202,9 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
             // that declares itself idempotent, see [`rerun_idempotent`]).
             for call in &mut turn.calls {
                 if call.started && call.answer.is_none() {
-                    call.answer = Some(ToolAnswer::error(INTERRUPTED));
+                    call.answer = Some(ToolAnswer::error(interrupted(
+                        call.idempotency_key.as_deref(),
+                    )));
                 }
             }
             run_batch(state, turn, false, None)
@@ -621,6 +635,7 @@ fn turn_call(call: ToolCall) -> TurnCall {
         media: None,
         child: None,
         continuation: None,
+        idempotency_key: None,
     }
 }
 

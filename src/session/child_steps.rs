@@ -24,7 +24,16 @@ pub(crate) fn encode(entry: &JournalEntry<'_>) -> Result<(&'static str, Value), 
     Ok(match entry {
         JournalEntry::History(messages) => (HISTORY, json!({ "messages": messages })),
         JournalEntry::Run(state) => (RUN, serde_json::to_value(state)?),
-        JournalEntry::CallStarted { call_id } => (CALL_STARTED, json!({ "call_id": call_id })),
+        JournalEntry::CallStarted {
+            call_id,
+            idempotency_key,
+        } => match idempotency_key {
+            Some(key) => (
+                CALL_STARTED,
+                json!({ "call_id": call_id, "idempotency_key": key }),
+            ),
+            None => (CALL_STARTED, json!({ "call_id": call_id })),
+        },
         JournalEntry::CallContinues {
             call_id,
             continuation,

@@ -37,6 +37,22 @@ pub enum SessionError {
         /// The session's actual next sequence number (0 when the session does not exist).
         found: u64,
     },
+    /// Fencing: the writer's lease on the session is no longer the current one — it expired
+    /// and another worker took the session over (a worker paused past its lease), or the
+    /// session's lease was taken again. Nothing was written: stop, the session is someone
+    /// else's now.
+    #[error(
+        "session {session:?}: this worker's lease (epoch {epoch}) was lost — {}; nothing was written",
+        match current { Some(current) => format!("another worker holds epoch {current} now"), None => "the lease is gone".to_owned() }
+    )]
+    LeaseLost {
+        /// The session.
+        session: String,
+        /// The epoch this writer's lease had.
+        epoch: u64,
+        /// The session's current lease epoch (`None`: no lease row).
+        current: Option<u64>,
+    },
     /// Another holder has the session's lease (`LockMode::FailFast`), or the wait timed out.
     #[error("session {session:?} is busy: another worker holds it")]
     Busy {
@@ -166,6 +182,8 @@ pub enum StoreOperation {
     PutOutput,
     /// `SessionStore::get_output`.
     GetOutput,
+    /// `SessionStore::renew`.
+    Renew,
 }
 
 impl std::fmt::Display for StoreOperation {
@@ -180,6 +198,7 @@ impl std::fmt::Display for StoreOperation {
             StoreOperation::Lock => "lock",
             StoreOperation::PutOutput => "output write",
             StoreOperation::GetOutput => "output read",
+            StoreOperation::Renew => "lease renewal",
         })
     }
 }

@@ -8,7 +8,7 @@
 //! | `messages` | `{"messages": [...]}` | appended to the history (each message as in `--transcript`) |
 //! | `truncate` | `{"len": N}` | the history cut to its first N messages |
 //! | `run` | a [`RunState`] without its `messages` | the run in progress (a tool turn, or suspended) |
-//! | `call_started` | `{"call_id": "..."}` | that call of the run in progress started |
+//! | `call_started` | `{"call_id": "...", "idempotency_key": "agk1_..."}` (no key in sessions of older versions) | that call of the run in progress started |
 //! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}`, and `"media"` (the user message with its images or audio) when it had any for the model | its answer (and media) |
 //! | `call_continues` | `{"call_id": "...", "continuation": {...}}` | how that call goes on when run again (an MCP task's id, a multi-round-trip request's state): a restored run continues it |
 //! | `child` | `{"call_id", "agent", "step": {"kind", "payload"}}`: a sub-agent's own step inside the parent's call (see `session::child_steps`) | the child's history and run, on that call of the run in progress |
@@ -29,7 +29,7 @@ use crate::run::state::RunState;
 use crate::session::error::{Result, SessionError};
 use crate::session::outputs::SessionOutputs;
 use crate::session::record::{Session, Step};
-use crate::session::store::SessionStore;
+use crate::session::store::{LeaseFence, SessionLease, SessionStore};
 use crate::tools::approval::{GrantRecorder, SessionGrant};
 use crate::vocab::{OpenaiChatMessage, ToolAnswer};
 
@@ -173,6 +173,8 @@ pub fn replay(session: &Session) -> Result<Restored> {
 pub struct SessionJournal {
     store: Arc<dyn SessionStore>,
     name: String,
+    /// The lease its commits prove (`None`: unfenced).
+    fence: Option<LeaseFence>,
     stored: Mutex<Stored>,
 }
 
@@ -214,6 +216,7 @@ impl SessionJournal {
         let journal = SessionJournal {
             store,
             name: name.to_owned(),
+            fence: None,
             stored: Mutex::new(Stored {
                 messages: restored.history.clone(),
                 next_seq,
@@ -223,9 +226,34 @@ impl SessionJournal {
         Ok((journal, restored))
     }
 
+    /// This journal with its commits fenced by `lease` (taken on this session): once another
+    /// worker took the session over, a commit fails with [`SessionError::LeaseLost`] and
+    /// writes nothing — and the run, whose journal failed, stops before its next effect. A
+    /// lease without an epoch (a store without epochs) leaves the journal as it is.
+    pub fn with_lease(mut self, lease: &SessionLease) -> Self {
+        self.fence = lease.fence().filter(|fence| fence.session == self.name);
+        self
+    }
+
     /// The session's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// One commit of `steps`, fenced when the journal has a lease.
+    async fn commit(&self, expected_next_seq: u64, steps: &[Step]) -> Result<()> {
+        match &self.fence {
+            Some(fence) => {
+                self.store
+                    .append_fenced(fence, expected_next_seq, steps)
+                    .await
+            }
+            None => {
+                self.store
+                    .append(&self.name, expected_next_seq, steps)
+                    .await
+            }
+        }
     }
 
     /// Make the stored history equal to `messages`: one atomic append of the new messages,
@@ -255,7 +283,10 @@ impl SessionJournal {
             .map(to_json)
             .collect::<Result<Vec<_>>>()?;
         if !added.is_empty() {
-            steps.push(Step::new(seq, MESSAGES, json!({ "messages": &added })));
+            // Moved in, not serialised again: `json!` would copy every message.
+            let mut payload = serde_json::Map::with_capacity(1);
+            payload.insert("messages".to_owned(), Value::Array(added));
+            steps.push(Step::new(seq, MESSAGES, Value::Object(payload)));
         }
         if steps.is_empty() && stored.run_open {
             steps.push(Step::new(seq, TRUNCATE, json!({ "len": common })));
@@ -264,9 +295,7 @@ impl SessionJournal {
             return Ok(());
         }
         let count = steps.len() as u64;
-        self.store
-            .append(&self.name, stored.next_seq, &steps)
-            .await?;
+        self.commit(stored.next_seq, &steps).await?;
         stored.next_seq += count;
         stored.run_open = false;
         stored.messages.truncate(common);
@@ -278,8 +307,7 @@ impl SessionJournal {
     async fn append(&self, kind: &str, payload: Value) -> Result<()> {
         let mut stored = self.stored.lock().await;
         let step = Step::new(stored.next_seq, kind, payload);
-        self.store
-            .append(&self.name, stored.next_seq, std::slice::from_ref(&step))
+        self.commit(stored.next_seq, std::slice::from_ref(&step))
             .await?;
         stored.next_seq += 1;
         stored.run_open |= kind == RUN;
@@ -296,9 +324,15 @@ impl RunJournal for SessionJournal {
                 Ok(payload) => self.append(RUN, payload).await,
                 Err(error) => Err(self.encode_error(error)),
             },
-            JournalEntry::CallStarted { call_id } => {
-                self.append(CALL_STARTED, json!({ "call_id": call_id }))
-                    .await
+            JournalEntry::CallStarted {
+                call_id,
+                idempotency_key,
+            } => {
+                let payload = match idempotency_key {
+                    Some(key) => json!({ "call_id": call_id, "idempotency_key": key }),
+                    None => json!({ "call_id": call_id }),
+                };
+                self.append(CALL_STARTED, payload).await
             }
             JournalEntry::CallContinues {
                 call_id,
@@ -329,6 +363,10 @@ impl RunJournal for SessionJournal {
             }
         };
         written.map_err(|error| self.journal_error(error))
+    }
+
+    fn session(&self) -> Option<&str> {
+        Some(&self.name)
     }
 
     /// Kept in the store's outputs table (`SessionStore::put_output`), when it has one.

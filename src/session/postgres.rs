@@ -1,7 +1,9 @@
 //! [`PostgresStore`]: sessions in PostgreSQL, for many processes and machines on one database.
 //! Appends are one atomic statement (or one transaction when a session is created); a
-//! session's lease is a `pg_advisory_lock` held by a dedicated connection, which the server
-//! releases when that connection ends — drop, or the holder's death.
+//! session's lease is a row of `agcore_leases` with an epoch, naming the backend of a dedicated
+//! connection of its holder (gone: the holder died, the lease is free at once) and an expiry
+//! the store renews while the holder runs (a paused holder loses it). Fenced commits check the
+//! epoch in their own statement.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,8 +21,8 @@ use super::record::{
     Session, SessionSummary, Step, check_version, decode_step, from_ms, now_ms, validate_name,
     validate_steps,
 };
-use super::store::{LockMode, SessionLease, SessionStore};
-use super::{SCHEMA_VERSION, SESSION_FORMAT_VERSION, lock_key};
+use super::store::{LeaseFence, LockMode, SessionLease, SessionStore};
+use super::{SCHEMA_VERSION, SESSION_FORMAT_VERSION};
 use crate::context::spill::KeptOutput;
 
 /// How long [`PostgresStore`] waits for the server, per operation: a dead or frozen server is a
@@ -35,6 +37,13 @@ pub struct PostgresTimeouts {
     /// One operation's statements (a load, an append, a schema check…), and releasing a
     /// lease. A lease wait (`LockMode::Wait`) gets its own timeout plus this. Default 30 s.
     pub statement: Duration,
+    /// How long a session's lease lasts without renewal. The store renews the leases it hands
+    /// out every third of this while their holder runs; a holder that stops renewing (paused,
+    /// partitioned from the server) loses the session when it expires: another worker may
+    /// take it, and the paused holder's commits are refused from then on
+    /// ([`SessionError::LeaseLost`]). A holder whose connection ends (it died) loses it at
+    /// once. Default 30 s.
+    pub lease: Duration,
 }
 
 impl Default for PostgresTimeouts {
@@ -42,6 +51,7 @@ impl Default for PostgresTimeouts {
         PostgresTimeouts {
             connect: Duration::from_secs(5),
             statement: Duration::from_secs(30),
+            lease: Duration::from_secs(30),
         }
     }
 }
@@ -56,6 +66,12 @@ impl PostgresTimeouts {
     /// With `statement` as the bound of one operation.
     pub fn with_statement(mut self, statement: Duration) -> Self {
         self.statement = statement;
+        self
+    }
+
+    /// With `lease` as the lease period (see [`PostgresTimeouts::lease`]; at least 100 ms).
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(100));
         self
     }
 }
@@ -86,6 +102,20 @@ CREATE TABLE agcore_steps (
 );
 ";
 
+/// Schema version 2: each session's lease — its epoch (raised by every taking), the backend
+/// of the holder's lease connection (gone: the holder died) and its expiry (server clock, ms).
+const SCHEMA_V2: &str = "
+CREATE TABLE agcore_leases (
+    name       TEXT    PRIMARY KEY,
+    epoch      BIGINT  NOT NULL,
+    holder_pid INTEGER,
+    expires_ms BIGINT  NOT NULL
+);
+";
+
+/// The server's clock in ms: every worker's lease is timed by the same clock.
+const SERVER_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
 /// Large tool outputs (the context engine's, paged by `read_output`): added to layout 1
 /// without a version change — older readers never look at it.
 const OUTPUTS: &str = "
@@ -102,11 +132,16 @@ CREATE TABLE IF NOT EXISTS agcore_outputs (
 // The commit of an existing session: bump next_seq only where it is still the expected one,
 // and insert the steps only if that update matched — one statement, so atomic in autocommit.
 // The steps are of this build's format, so an older session is marked with it from now on.
+// Fenced ($8 an epoch, not NULL): the lease row is read FOR SHARE in the same statement, so a
+// taking-over (an UPDATE of that row) waits for this commit or this commit sees its new epoch.
 const APPEND: &str = "
-WITH s AS (
+WITH l AS (
+    SELECT 1 FROM agcore_leases WHERE name = $1 AND epoch = $8 FOR SHARE
+), s AS (
     UPDATE agcore_sessions
     SET next_seq = $2 + cardinality($3::bigint[]), updated_ms = $6, format_version = $7
     WHERE name = $1 AND next_seq = $2 AND format_version <= $7
+      AND ($8::bigint IS NULL OR EXISTS (SELECT 1 FROM l))
     RETURNING name
 )
 INSERT INTO agcore_steps (session, seq, kind, payload)
@@ -294,7 +329,7 @@ impl PostgresStore {
             });
         }
         // Versioned migrations: each runs once, in order, recorded in agcore_schema_version.
-        let migrations: [(i32, &str); 1] = [(1, SCHEMA_V1)];
+        let migrations: [(i32, &str); 2] = [(1, SCHEMA_V1), (2, SCHEMA_V2)];
         for (version, sql) in migrations {
             if version > found {
                 tx.batch_execute(sql).await.map_err(|e| self.err(e))?;
@@ -308,6 +343,15 @@ impl PostgresStore {
         }
         tx.batch_execute(OUTPUTS).await.map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// The session's current lease epoch (`None`: no lease was ever taken).
+    async fn lease_epoch(&self, client: &Client, name: &str) -> Result<Option<u64>> {
+        let row = client
+            .query_opt("SELECT epoch FROM agcore_leases WHERE name = $1", &[&name])
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(row.and_then(|row| u64::try_from(row.get::<_, i64>(0)).ok()))
     }
 
     /// Why an append matched no row: missing session, stale sequence, or a newer format.
@@ -364,17 +408,44 @@ fn map_pg(location: &str, e: tokio_postgres::Error) -> SessionError {
     }
 }
 
-/// Holds the lease's connection, which holds the advisory lock. On drop the lock is released:
-/// `pg_advisory_unlock_all` on a task, then the connection goes back to the idle list; without
-/// a runtime, or if that fails, the connection is closed, and the server drops the lock with it.
+/// How often a waiting `lock` tries again.
+const LOCK_POLL: Duration = Duration::from_millis(50);
+
+/// Takes session `$1`'s lease for this connection's backend, for `$2` ms: when nobody holds
+/// it, its holder let it go, its holder's connection is gone (the holder died), or it expired
+/// (the holder stopped renewing: paused, or cut off). The epoch goes up on every taking; no
+/// row back means another live holder has it. Timed by the server's clock.
+fn acquire_sql() -> String {
+    format!(
+        "INSERT INTO agcore_leases AS l (name, epoch, holder_pid, expires_ms)
+         VALUES ($1, 1, pg_backend_pid(), {SERVER_NOW_MS} + $2)
+         ON CONFLICT (name) DO UPDATE
+         SET epoch = l.epoch + 1, holder_pid = EXCLUDED.holder_pid, expires_ms = EXCLUDED.expires_ms
+         WHERE l.holder_pid IS NULL
+            OR l.expires_ms <= {SERVER_NOW_MS}
+            OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.holder_pid)
+         RETURNING epoch"
+    )
+}
+
+/// A held lease: its connection (whose backend the lease row names: while it lives the holder
+/// lives) and the task that renews it. On drop the renewal stops and the lease is let go on a
+/// task (the row released, then the connection back to the idle list); without a runtime, or
+/// if that fails, the connection is closed, and the next taker sees its holder gone.
 struct PgLease {
     client: Option<Client>,
     idle: Arc<Mutex<Vec<Client>>>,
     limit: Duration,
+    session: String,
+    epoch: i64,
+    renewal: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for PgLease {
     fn drop(&mut self) {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.abort();
+        }
         let Some(client) = self.client.take() else {
             return;
         };
@@ -383,14 +454,20 @@ impl Drop for PgLease {
         };
         let idle = Arc::clone(&self.idle);
         let limit = self.limit;
+        let (session, epoch) = (std::mem::take(&mut self.session), self.epoch);
         rt.spawn(async move {
             // Bounded: a frozen server must not keep this task (and its connection) forever;
-            // closing the connection releases the lock just the same.
-            let unlock = timeout(
+            // closing the connection lets the lease go just the same.
+            let release = timeout(
                 limit,
-                client.batch_execute("SELECT pg_advisory_unlock_all()"),
-            );
-            if unlock.await.is_ok_and(|r| r.is_ok())
+                client.execute(
+                    "UPDATE agcore_leases SET holder_pid = NULL, expires_ms = 0
+                     WHERE name = $1 AND epoch = $2",
+                    &[&session, &epoch],
+                ),
+            )
+            .await;
+            if release.is_ok_and(|r| r.is_ok())
                 && let Ok(mut idle) = idle.lock()
                 && idle.len() < IDLE_LOCKS
             {
@@ -445,10 +522,64 @@ impl SessionStore for PostgresStore {
         let mut client = self.client().await?;
         let appended = timeout(
             self.timeouts.statement,
-            self.append_on(&mut client, name, expected_next_seq, steps),
+            self.append_on(&mut client, name, expected_next_seq, steps, None),
         )
         .await;
         self.finish(StoreOperation::Append, client, appended)
+    }
+
+    async fn append_fenced(
+        &self,
+        fence: &LeaseFence,
+        expected_next_seq: u64,
+        steps: &[Step],
+    ) -> Result<()> {
+        let name = fence.session.as_str();
+        validate_name(name)?;
+        validate_steps(name, expected_next_seq, steps)?;
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let mut client = self.client().await?;
+        let appended = timeout(
+            self.timeouts.statement,
+            self.append_on(
+                &mut client,
+                name,
+                expected_next_seq,
+                steps,
+                Some(fence.epoch),
+            ),
+        )
+        .await;
+        self.finish(StoreOperation::Append, client, appended)
+    }
+
+    async fn renew(&self, fence: &LeaseFence) -> Result<()> {
+        let client = self.client().await?;
+        let renewed = timeout(self.timeouts.statement, async {
+            let row = client
+                .query_opt(
+                    &format!(
+                        "UPDATE agcore_leases SET expires_ms = {SERVER_NOW_MS} + $3
+                         WHERE name = $1 AND epoch = $2 RETURNING epoch"
+                    ),
+                    &[&fence.session, &(fence.epoch as i64), &self.lease_ms()],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+            if row.is_some() {
+                return Ok(());
+            }
+            let current = self.lease_epoch(&client, &fence.session).await?;
+            Err(SessionError::LeaseLost {
+                session: fence.session.clone(),
+                epoch: fence.epoch,
+                current,
+            })
+        })
+        .await;
+        self.finish(StoreOperation::Renew, client, renewed)
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
@@ -541,61 +672,81 @@ impl SessionStore for PostgresStore {
 
     async fn lock(&self, name: &str, mode: LockMode) -> Result<SessionLease> {
         validate_name(name)?;
-        // A connection of its own, not the pool's: the lock lives as long as it, or until the
-        // lease unlocks it.
+        // A connection of its own, not the pool's: the lease row names its backend, so the
+        // lease goes with it when the holder dies.
         let client = self.lock_client().await?;
-        let key = lock_key(name) as i64;
-        let busy = || SessionError::Busy {
-            session: name.to_string(),
-        };
         let statement = self.timeouts.statement;
-        // On a timeout `client` is dropped here, which closes the connection: the server
-        // drops whatever it took for it when it wakes.
-        let frozen = |after| self.timed_out(StoreOperation::Lock, after);
-        let held = match mode {
-            LockMode::Wait { timeout: wait } if !wait.is_zero() => {
-                // The server wakes us the moment the holder lets go; lock_timeout bounds it.
-                let ms = wait.as_millis().clamp(1, i32::MAX as u128);
-                timeout(
-                    statement,
-                    client.batch_execute(&format!("SET lock_timeout = {ms}")),
-                )
-                .await
-                .map_err(|_| frozen(statement))?
-                .map_err(|e| self.err(e))?;
-                let waited = timeout(
-                    wait + statement,
-                    client.execute("SELECT pg_advisory_lock($1)", &[&key]),
-                )
-                .await
-                .map_err(|_| frozen(wait + statement))?;
-                match waited {
-                    Ok(_) => true,
-                    Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => false,
-                    Err(e) => return Err(self.err(e)),
-                }
-            }
-            _ => timeout(
+        let deadline = match mode {
+            LockMode::Wait { timeout } => Some(tokio::time::Instant::now() + timeout),
+            LockMode::FailFast => None,
+        };
+        let acquire = acquire_sql();
+        loop {
+            // On a timeout `client` is dropped, which closes the connection.
+            let taken = timeout(
                 statement,
-                client.query_one("SELECT pg_try_advisory_lock($1)", &[&key]),
+                client.query_opt(&acquire, &[&name, &self.lease_ms()]),
             )
             .await
-            .map_err(|_| frozen(statement))?
-            .map_err(|e| self.err(e))?
-            .get(0),
-        };
-        if held {
-            Ok(SessionLease::new(
-                name,
-                Box::new(PgLease {
-                    client: Some(client),
-                    idle: Arc::clone(&self.idle_locks),
-                    limit: statement,
-                }),
-            ))
-        } else {
-            Err(busy())
+            .map_err(|_| self.timed_out(StoreOperation::Lock, statement))?
+            .map_err(|e| self.err(e))?;
+            if let Some(row) = taken {
+                let epoch: i64 = row.get(0);
+                let fence = LeaseFence {
+                    session: name.to_owned(),
+                    epoch: u64::try_from(epoch).unwrap_or(0),
+                };
+                let renewal = self.renew_while_held(fence.clone());
+                return Ok(SessionLease::with_epoch(
+                    name,
+                    fence.epoch,
+                    Box::new(PgLease {
+                        client: Some(client),
+                        idle: Arc::clone(&self.idle_locks),
+                        limit: statement,
+                        session: name.to_owned(),
+                        epoch,
+                        renewal: Some(renewal),
+                    }),
+                ));
+            }
+            match deadline {
+                Some(d) if tokio::time::Instant::now() < d => tokio::time::sleep(LOCK_POLL).await,
+                _ => {
+                    return Err(SessionError::Busy {
+                        session: name.to_string(),
+                    });
+                }
+            }
         }
+    }
+}
+
+impl PostgresStore {
+    /// The lease period in ms.
+    fn lease_ms(&self) -> i64 {
+        i64::try_from(self.timeouts.lease.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Renews the lease `fence` proves every third of the lease period until it is lost (or
+    /// the task is aborted: the lease was dropped). A failed renewal is tried again at the
+    /// next tick; a lost lease ends the task — the holder's next commit is refused.
+    fn renew_while_held(&self, fence: LeaseFence) -> tokio::task::JoinHandle<()> {
+        let store = self.clone();
+        let every = self.timeouts.lease / 3;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                match store.renew(&fence).await {
+                    Ok(()) => {}
+                    Err(error @ SessionError::LeaseLost { .. }) => {
+                        tracing::warn!(%error, "session lease lost");
+                        return;
+                    }
+                    Err(error) => tracing::warn!(%error, "could not renew a session lease"),
+                }
+            }
+        })
     }
 }
 
@@ -654,7 +805,9 @@ impl PostgresStore {
         name: &str,
         expected_next_seq: u64,
         steps: &[Step],
+        fence: Option<u64>,
     ) -> Result<()> {
+        let epoch: Option<i64> = fence.map(|e| e as i64);
         let seqs: Vec<i64> = steps.iter().map(|s| s.seq as i64).collect();
         let kinds: Vec<&str> = steps.iter().map(|s| s.kind.as_str()).collect();
         let payloads: Vec<String> = steps.iter().map(|s| s.payload.to_string()).collect();
@@ -675,7 +828,9 @@ impl PostgresStore {
             let n = tx
                 .execute(
                     &stmt,
-                    &[&name, &expected, &seqs, &kinds, &payloads, &now, &supported],
+                    &[
+                        &name, &expected, &seqs, &kinds, &payloads, &now, &supported, &epoch,
+                    ],
                 )
                 .await
                 .map_err(|e| self.err(e))?;
@@ -691,15 +846,29 @@ impl PostgresStore {
             client
                 .execute(
                     &stmt,
-                    &[&name, &expected, &seqs, &kinds, &payloads, &now, &supported],
+                    &[
+                        &name, &expected, &seqs, &kinds, &payloads, &now, &supported, &epoch,
+                    ],
                 )
                 .await
                 .map_err(|e| self.err(e))?
         };
         if inserted == steps.len() as u64 {
-            Ok(())
-        } else {
-            Err(self.diagnose(client, name, expected_next_seq).await)
+            return Ok(());
         }
+        if let Some(epoch) = fence {
+            match self.lease_epoch(client, name).await {
+                Ok(current) if current != Some(epoch) => {
+                    return Err(SessionError::LeaseLost {
+                        session: name.to_string(),
+                        epoch,
+                        current,
+                    });
+                }
+                Ok(_) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Err(self.diagnose(client, name, expected_next_seq).await)
     }
 }

@@ -15,7 +15,7 @@ use super::record::{
     Session, SessionSummary, Step, check_version, decode_step, from_ms, now_ms, validate_name,
     validate_steps,
 };
-use super::store::{LockMode, SessionLease, SessionStore};
+use super::store::{LeaseFence, LockMode, SessionLease, SessionStore};
 use super::{SCHEMA_VERSION, lock_key};
 use crate::context::spill::KeptOutput;
 use crate::owner_only::{self, Tightened};
@@ -54,6 +54,16 @@ CREATE TABLE IF NOT EXISTS agcore_outputs (
     tail_start INTEGER,
     created_ms INTEGER NOT NULL,
     PRIMARY KEY (session, id)
+) WITHOUT ROWID;
+";
+
+/// Schema version 2: each session's lease epoch, raised by every `lock` and checked by every
+/// fenced commit in its transaction.
+const LEASES: &str = "
+CREATE TABLE IF NOT EXISTS agcore_leases (
+    name        TEXT    PRIMARY KEY,
+    epoch       INTEGER NOT NULL,
+    acquired_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 ";
 
@@ -287,8 +297,20 @@ fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
                 reason: format!("agcore_schema_version says {found} but the tables are {tables:?}"),
             });
         }
+        let mut changed = false;
         if !has("agcore_outputs") {
             tx.execute_batch(OUTPUTS).map_err(&err)?;
+            changed = true;
+        }
+        if found < 2 {
+            // Version 1 → 2: the lease epochs (a version-1 build refuses the file from now on,
+            // rather than write to it unfenced).
+            tx.execute_batch(LEASES).map_err(&err)?;
+            tx.execute("INSERT INTO agcore_schema_version (version) VALUES (2)", [])
+                .map_err(&err)?;
+            changed = true;
+        }
+        if changed {
             return tx.commit().map_err(&err);
         }
         return Ok(());
@@ -298,6 +320,7 @@ fn init_schema(conn: &mut Connection, path: &Path) -> Result<()> {
     }
     tx.execute_batch(SCHEMA).map_err(&err)?;
     tx.execute_batch(OUTPUTS).map_err(&err)?;
+    tx.execute_batch(LEASES).map_err(&err)?;
     tx.execute(
         "INSERT INTO agcore_schema_version (version) VALUES (?1)",
         [SCHEMA_VERSION],
@@ -354,7 +377,8 @@ fn append_blocking(
     path: &Path,
     name: &str,
     expected: u64,
-    steps: &[Step],
+    steps: &[EncodedStep],
+    fence: Option<u64>,
 ) -> Result<()> {
     let err = map_err(path);
     // IMMEDIATE: take the write lock before reading next_seq, so the check and the write are
@@ -362,6 +386,21 @@ fn append_blocking(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(&err)?;
+    if let Some(epoch) = fence {
+        // In the commit's transaction: a lease taken since (a higher epoch) refuses it.
+        let current: Option<i64> = tx
+            .prepare_cached("SELECT epoch FROM agcore_leases WHERE name = ?1")
+            .and_then(|mut s| s.query_row([name], |r| r.get(0)).optional())
+            .map_err(&err)?;
+        let current = current.and_then(|c| u64::try_from(c).ok());
+        if current != Some(epoch) {
+            return Err(SessionError::LeaseLost {
+                session: name.to_string(),
+                epoch,
+                current,
+            });
+        }
+    }
     let row: Option<(i64, i64)> = tx
         .prepare_cached("SELECT next_seq, format_version FROM agcore_sessions WHERE name = ?1")
         .and_then(|mut s| {
@@ -398,10 +437,9 @@ fn append_blocking(
                 "INSERT INTO agcore_steps (session, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)",
             )
             .map_err(&err)?;
-        for step in steps {
-            let payload = step.payload.to_string();
+        for (seq, kind, payload) in steps {
             insert
-                .execute(params![name, step.seq as i64, step.kind, payload])
+                .execute(params![name, *seq, kind, payload])
                 .map_err(&err)?;
         }
     }
@@ -413,6 +451,18 @@ fn append_blocking(
     .and_then(|mut s| s.execute(params![name, next, now, super::SESSION_FORMAT_VERSION]))
         .map_err(&err)?;
     tx.commit().map_err(&err)
+}
+
+/// A step as its row: sequence number, kind, payload as JSON text.
+type EncodedStep = (i64, String, String);
+
+/// The rows of `steps`, encoded before the blocking task: the payloads are written as text
+/// once, not cloned to be moved there.
+fn encode(steps: &[Step]) -> Vec<EncodedStep> {
+    steps
+        .iter()
+        .map(|step| (step.seq as i64, step.kind.clone(), step.payload.to_string()))
+        .collect()
 }
 
 fn list_blocking(conn: &mut Connection, path: &Path) -> Result<Vec<SessionSummary>> {
@@ -498,9 +548,54 @@ impl SessionStore for SqliteStore {
             return Ok(());
         }
         let name = name.to_string();
-        let steps = steps.to_vec();
-        self.with_conn(move |c, p| append_blocking(c, p, &name, expected_next_seq, &steps))
+        let steps = encode(steps);
+        self.with_conn(move |c, p| append_blocking(c, p, &name, expected_next_seq, &steps, None))
             .await
+    }
+
+    async fn append_fenced(
+        &self,
+        fence: &LeaseFence,
+        expected_next_seq: u64,
+        steps: &[Step],
+    ) -> Result<()> {
+        validate_name(&fence.session)?;
+        validate_steps(&fence.session, expected_next_seq, steps)?;
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let (name, epoch) = (fence.session.clone(), fence.epoch);
+        let steps = encode(steps);
+        self.with_conn(move |c, p| {
+            append_blocking(c, p, &name, expected_next_seq, &steps, Some(epoch))
+        })
+        .await
+    }
+
+    async fn renew(&self, fence: &LeaseFence) -> Result<()> {
+        // The flock does not expire: renewing only checks that the lease is still current.
+        let (name, epoch) = (fence.session.clone(), fence.epoch);
+        let current = self
+            .with_conn(move |conn, path| {
+                conn.query_row(
+                    "SELECT epoch FROM agcore_leases WHERE name = ?1",
+                    [&name],
+                    |r| r.get::<_, i64>(0),
+                )
+                .optional()
+                .map_err(map_err(path))
+            })
+            .await?
+            .and_then(|c| u64::try_from(c).ok());
+        if current == Some(epoch) {
+            Ok(())
+        } else {
+            Err(SessionError::LeaseLost {
+                session: fence.session.clone(),
+                epoch,
+                current,
+            })
+        }
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
@@ -574,7 +669,27 @@ impl SessionStore for SqliteStore {
         };
         loop {
             if let Some(file) = lock_file(&file_path)? {
-                return Ok(SessionLease::new(name, Box::new(FileLease { _file: file })));
+                // Held: a new epoch, which fences out every earlier holder's commits.
+                let session = name.to_owned();
+                let epoch = self
+                    .with_conn(move |conn, path| {
+                        conn.query_row(
+                            "INSERT INTO agcore_leases (name, epoch, acquired_ms) VALUES (?1, 1, ?2)
+                             ON CONFLICT (name) DO UPDATE
+                             SET epoch = epoch + 1, acquired_ms = excluded.acquired_ms
+                             RETURNING epoch",
+                            params![session, now_ms()],
+                            |r| r.get::<_, i64>(0),
+                        )
+                        .map_err(map_err(path))
+                    })
+                    .await?;
+                let epoch = u64::try_from(epoch).unwrap_or(0);
+                return Ok(SessionLease::with_epoch(
+                    name,
+                    epoch,
+                    Box::new(FileLease { _file: file }),
+                ));
             }
             match deadline {
                 Some(d) if tokio::time::Instant::now() < d => tokio::time::sleep(LOCK_POLL).await,

@@ -22,21 +22,49 @@ pub enum LockMode {
     FailFast,
 }
 
+/// What a commit shows to prove that its writer still holds the session's lease: the
+/// session and the lease's epoch. Each taking of a lease gets a higher epoch than every lease
+/// of that session before; a store refuses a commit whose epoch is not the current one
+/// ([`SessionError::LeaseLost`](super::SessionError::LeaseLost)), in the same transaction as
+/// the commit, so a worker paused past its lease cannot write after another took over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseFence {
+    /// The session.
+    pub session: String,
+    /// The lease's epoch.
+    pub epoch: u64,
+}
+
 /// A held session lock. Dropping it releases the lock; so does the death of the holding
 /// process (the operating system closes the lock file or the database connection), so a
 /// `kill -9`ed worker never blocks a session forever.
+///
+/// A lease of a store with epochs ([`SessionLease::fence`]) fences the commits made with it
+/// ([`SessionStore::append_fenced`], [`crate::session::SessionJournal::with_lease`]).
 pub struct SessionLease {
     session: String,
+    epoch: Option<u64>,
     // The store-specific holder (a locked file, a database connection); releasing is dropping it.
     _guard: Box<dyn Send + Sync>,
 }
 
 impl SessionLease {
-    /// Wraps a store's lock holder. For implementations of [`SessionStore`]: the lock must be
-    /// released when `guard` is dropped.
+    /// Wraps a store's lock holder, without an epoch (its commits are not fenced). For
+    /// implementations of [`SessionStore`]: the lock must be released when `guard` is dropped.
     pub fn new(session: impl Into<String>, guard: Box<dyn Send + Sync>) -> Self {
         Self {
             session: session.into(),
+            epoch: None,
+            _guard: guard,
+        }
+    }
+
+    /// [`SessionLease::new`] for a lease with this epoch: commits made with its
+    /// [`fence`](SessionLease::fence) are refused once another lease of the session was taken.
+    pub fn with_epoch(session: impl Into<String>, epoch: u64, guard: Box<dyn Send + Sync>) -> Self {
+        Self {
+            session: session.into(),
+            epoch: Some(epoch),
             _guard: guard,
         }
     }
@@ -45,12 +73,27 @@ impl SessionLease {
     pub fn session(&self) -> &str {
         &self.session
     }
+
+    /// The lease's epoch (`None`: a store without epochs).
+    pub fn epoch(&self) -> Option<u64> {
+        self.epoch
+    }
+
+    /// What a commit under this lease shows ([`SessionStore::append_fenced`]); `None` for a
+    /// store without epochs.
+    pub fn fence(&self) -> Option<LeaseFence> {
+        self.epoch.map(|epoch| LeaseFence {
+            session: self.session.clone(),
+            epoch,
+        })
+    }
 }
 
 impl std::fmt::Debug for SessionLease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionLease")
             .field("session", &self.session)
+            .field("epoch", &self.epoch)
             .finish_non_exhaustive()
     }
 }
@@ -72,6 +115,29 @@ pub trait SessionStore: Send + Sync {
     /// [`SessionError::Conflict`](super::SessionError::Conflict). A missing session is created
     /// only when `expected_next_seq` is 0. An empty `steps` writes nothing.
     async fn append(&self, name: &str, expected_next_seq: u64, steps: &[Step]) -> Result<()>;
+
+    /// [`SessionStore::append`] under the lease `fence` proves: in the same transaction, the
+    /// commit is refused with [`SessionError::LeaseLost`](super::SessionError::LeaseLost)
+    /// (nothing written) when the session's lease is no longer `fence.epoch`. A store without
+    /// epochs (the default) appends unfenced.
+    async fn append_fenced(
+        &self,
+        fence: &LeaseFence,
+        expected_next_seq: u64,
+        steps: &[Step],
+    ) -> Result<()> {
+        self.append(&fence.session, expected_next_seq, steps).await
+    }
+
+    /// Renews the lease `fence` proves, now: its expiry moves to a full lease period from now.
+    /// [`SessionError::LeaseLost`](super::SessionError::LeaseLost) when it is no longer the
+    /// session's lease. A store whose leases do not expire (the default) has nothing to do. A
+    /// store whose leases expire renews the leases it hands out by itself too, while their
+    /// holder runs; this is for a holder that wants to know now.
+    async fn renew(&self, fence: &LeaseFence) -> Result<()> {
+        let _ = fence;
+        Ok(())
+    }
 
     /// Every session, by name.
     async fn list(&self) -> Result<Vec<SessionSummary>>;

@@ -91,6 +91,10 @@ impl RunJournal for ChildJournal<'_> {
             .await
     }
 
+    fn session(&self) -> Option<&str> {
+        self.parent.session()
+    }
+
     async fn keep_output(
         &self,
         id: &str,

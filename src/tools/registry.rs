@@ -22,6 +22,7 @@ use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::call_digest::CallDigest;
+use crate::tools::context::ToolContext;
 use crate::tools::continuation;
 use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposurePolicy, ExposureReport, ToolExposure};
@@ -461,6 +462,14 @@ impl ToolRegistry {
             .into_invocation())
     }
 
+    /// Whether running `call` may ask the approver first (a permission configured as ask, or
+    /// a rule on its arguments, that no decision covers yet). A call refused before that (an
+    /// unknown tool, bad arguments) does not ask.
+    pub(crate) fn may_ask(&self, call: &ToolCallRequest) -> bool {
+        self.prepare(call)
+            .is_ok_and(|prepared| !prepared.ask.is_empty() || prepared.rule_ask.is_some())
+    }
+
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
         self.run_call(call, None, || std::future::ready(Ok(())))
@@ -569,12 +578,17 @@ impl ToolRegistry {
                 // belong to it.
                 let span = observer.span(position);
                 let resume = observer.continuation(position);
+                let context = observer.context(position);
                 async move {
                     // A call that can be continued (an MCP task) records how, and picks up
-                    // where an earlier attempt left off.
+                    // where an earlier attempt left off; a call of a run has its context.
                     let run = self.run_call(call, approved, || observer.started(position));
                     let keep = |value| observer.continues(position, value);
-                    let mut completed = continuation::scope(resume, keep, run).await;
+                    let continued = continuation::scope(resume, keep, run);
+                    let mut completed = match context {
+                        Some(context) => context.scope(continued).await,
+                        None => continued.await,
+                    };
                     observer.finished(position, &mut completed).await;
                     (position, completed)
                 }
@@ -996,6 +1010,11 @@ pub(crate) trait CallObserver: Send + Sync {
     /// The call at `position` recorded how to continue it: keep it (durably) before it goes on.
     async fn continues(&self, _position: usize, _value: serde_json::Value) -> Result<(), String> {
         Ok(())
+    }
+
+    /// The context the call at `position` runs in ([`ToolContext::current`]); none by default.
+    fn context(&self, _position: usize) -> Option<ToolContext> {
+        None
     }
 }
 

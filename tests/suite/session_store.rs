@@ -497,7 +497,7 @@ async fn sqlite_corrupt_and_foreign_files() {
             err,
             SessionError::UnsupportedSchema {
                 found: 7,
-                supported: 1,
+                supported: agcore::session::SCHEMA_VERSION,
                 ..
             }
         ),

@@ -26,6 +26,7 @@ mod run_cli;
 mod run_json_errors;
 mod run_mrtr;
 mod session_grants;
+mod session_leases;
 mod sessions;
 mod traces_cli;
 mod trust;

@@ -249,8 +249,11 @@ async fn resume_after_kill_9(store: &str) {
     let counter = dir.path().join("counter");
     let slow = dir.path().join("slow");
     let count = format!(r#"{{"command":"echo run >> '{}'"}}"#, counter.display());
+    let key_file = dir.path().join("key");
+    // The command writes down its call's idempotency key, which the resumed run must name.
     let sleep = format!(
-        r#"{{"command":"echo run >> '{}'; sleep 20"}}"#,
+        r#"{{"command":"printf %s $AGCORE_IDEMPOTENCY_KEY > '{}'; echo run >> '{}'; sleep 20"}}"#,
+        key_file.display(),
         slow.display()
     );
     let server = fake_openai(vec![
@@ -351,6 +354,10 @@ async fn resume_after_kill_9(store: &str) {
             && interrupted.contains("whether it had any effect is unknown"),
         "{interrupted}"
     );
+    // The key the killed process gave the command is the one the resumed process names.
+    let key = std::fs::read_to_string(&key_file).unwrap();
+    assert!(key.starts_with("agk1_"), "{key:?}");
+    assert!(interrupted.contains(&key), "{interrupted}");
     let history = shown(dir.path(), &store_flags, &name);
     assert_history_valid(&history);
     assert_eq!(

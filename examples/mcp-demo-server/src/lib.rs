@@ -12,6 +12,9 @@
 //!   {name}` (structured `{"name", "value"}`: the server's environment variable, `null` when
 //!   unset — to check what a client withholds), `numbers {bad}` (structured content `[1, 2, 3]`
 //!   under an array outputSchema; with `bad`, `[1, "two", 3]`, which breaks it).
+//! - `--echo-meta`: adds `meta` (idempotent, read-only), which answers with the `_meta` object of
+//!   its own `tools/call` request as structured content (`{"meta": {...}}`) — to check what a
+//!   client sends there.
 //! - `--page-size N`: `tools/list` answers in pages of N tools.
 //! - `--image-resource`: offers resources: `demo://pixel.png`, a PNG blob.
 //! - `--ended-file FILE`: when the client closes stdin (a graceful close), take 300 ms (a
@@ -56,6 +59,8 @@ struct Demo {
     max_protocol: Option<rmcp::model::ProtocolVersion>,
     /// `--ttl-ms`: the `tools/list` cache hint.
     ttl_ms: Option<u64>,
+    /// `--echo-meta`: offer `meta`, which answers with its request's `_meta`.
+    echo_meta: bool,
 }
 
 /// The URI of the `--image-resource` resource.
@@ -160,6 +165,16 @@ impl Demo {
             if self.extra_tool.load(Ordering::SeqCst) {
                 tools.push(Tool::new("extra", "Appeared after change_tools", empty()));
             }
+        }
+        if self.echo_meta {
+            tools.push(
+                Tool::new(
+                    "meta",
+                    "Answer with the _meta of this tools/call request",
+                    object_schema(json!({}), &[]),
+                )
+                .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true)),
+            );
         }
         tools
     }
@@ -348,6 +363,16 @@ impl ServerHandler for Demo {
                 )))
             }
             "open_world" | "extra" if self.test_tools => text("ok"),
+            "meta" if self.echo_meta => {
+                // rmcp may move the request's `_meta` into the context: both, merged.
+                let mut meta = context.meta.0.0.clone();
+                if let Some(own) = &request.meta {
+                    meta.extend(own.0.0.clone());
+                }
+                Ok(CallToolResponse::Complete(CallToolResult::structured(
+                    json!({ "meta": meta }),
+                )))
+            }
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool '{other}'"),
                 None,
@@ -373,6 +398,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
         image_resource: false,
         max_protocol: None,
         ttl_ms: None,
+        echo_meta: false,
     };
     let mut http = None;
     let mut fault = std::env::var("MCP_DEMO_FAULT").ok();
@@ -382,6 +408,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
         match arg.as_str() {
             "--test-tools" => demo.test_tools = true,
             "--image-resource" => demo.image_resource = true,
+            "--echo-meta" => demo.echo_meta = true,
             "--page-size" => {
                 demo.page_size = args
                     .next()
@@ -408,7 +435,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: mcp-demo-server [--test-tools] [--image-resource] [--page-size N] [--fault MODE] [--ended-file FILE] [--http ADDR] [--max-protocol VERSION] [--ttl-ms N]"
+                    "usage: mcp-demo-server [--test-tools] [--image-resource] [--echo-meta] [--page-size N] [--fault MODE] [--ended-file FILE] [--http ADDR] [--max-protocol VERSION] [--ttl-ms N]"
                         .into(),
                 );
             }

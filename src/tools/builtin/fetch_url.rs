@@ -18,6 +18,7 @@ use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_head};
 use crate::tools::builtin::net_guard::{self, GuardedResolver, PrivateAddress};
 
+use crate::tools::context::{IDEMPOTENCY_HEADER, ToolContext};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::recheck;
@@ -100,6 +101,8 @@ pub struct FetchUrl {
     public_port: Option<u16>,
     lookup: Option<Arc<dyn HostLookup>>,
     dial_check: Option<Arc<dyn DialCheck>>,
+    /// Send the call's idempotency key as `Idempotency-Key`.
+    send_idempotency_key: bool,
     client: OnceLock<Result<reqwest::Client, String>>,
 }
 
@@ -145,6 +148,7 @@ impl FetchUrl {
             public_port: None,
             lookup: None,
             dial_check: None,
+            send_idempotency_key: false,
             client: OnceLock::new(),
         }
     }
@@ -211,6 +215,15 @@ impl FetchUrl {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self.client = OnceLock::new();
+        self
+    }
+
+    /// Send (`true`) or not (`false`, the default) the call's idempotency key
+    /// ([`ToolContext::idempotency_key`]) as the `Idempotency-Key` request header, so that a
+    /// server can recognise a GET repeated after a crash (a GET is meant to be safe, but some
+    /// endpoints are not). Outside a run there is no key and no header.
+    pub fn with_idempotency_key(mut self, send: bool) -> Self {
+        self.send_idempotency_key = send;
         self
     }
 
@@ -303,13 +316,16 @@ impl FetchUrl {
         }
         self.check_literal(&url)
             .map_err(|refusal| refused(&refusal))?;
-        let mut response = self
-            .client()?
-            .get(url.clone())
-            .header(
-                reqwest::header::ACCEPT,
-                "text/html, text/plain, application/json;q=0.9, */*;q=0.5",
-            )
+        let mut request = self.client()?.get(url.clone()).header(
+            reqwest::header::ACCEPT,
+            "text/html, text/plain, application/json;q=0.9, */*;q=0.5",
+        );
+        if self.send_idempotency_key
+            && let Some(context) = ToolContext::current()
+        {
+            request = request.header(IDEMPOTENCY_HEADER, context.idempotency_key());
+        }
+        let mut response = request
             .send()
             .await
             .map_err(|error| errors::describe(&url, &error, self.connect_timeout()))?;

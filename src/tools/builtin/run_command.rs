@@ -18,6 +18,7 @@ use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_parts};
 use crate::tools::builtin::process_tree::{CommandTree, MARKER_ENV, new_marker};
 use crate::tools::builtin::workspace::Workspace;
+use crate::tools::context::{IDEMPOTENCY_ENV, ToolContext};
 use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
@@ -226,6 +227,12 @@ impl Tool for RunCommand {
         for name in &self.removed_env {
             command.env_remove(name);
         }
+        // A command can hand its call's key on (to an API, a lock file) and so tell, after a
+        // crash, whether it already ran.
+        match ToolContext::current() {
+            Some(context) => command.env(IDEMPOTENCY_ENV, context.idempotency_key()),
+            None => command.env_remove(IDEMPOTENCY_ENV),
+        };
         // Its own process group, so a timeout kills everything the command started.
         #[cfg(unix)]
         command.process_group(0);

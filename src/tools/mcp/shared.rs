@@ -13,6 +13,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use rmcp::model::{CallToolRequestParams, SubscribeRequestParams, Tool};
 use serde_json::Value;
 
+use crate::tools::context::{MCP_META_KEY, ToolContext};
 use crate::tools::error::ToolError;
 use crate::tools::mcp::connection::{Connection, OpenFailure, Settings};
 use crate::tools::mcp::handler::ToolCache;
@@ -122,6 +123,13 @@ impl Shared {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         params.meta = trace::meta(&span);
+        if let Some(context) = ToolContext::current() {
+            // The server (or what it calls) can recognise a call repeated after a crash.
+            params.meta.get_or_insert_with(Default::default).0.0.insert(
+                MCP_META_KEY.to_owned(),
+                Value::String(context.idempotency_key().to_owned()),
+            );
+        }
         let result = mrtr::call_tool(&conn, span.clone(), params).await?;
         if result.is_error == Some(true) {
             trace::record_error_type(&span, "tool_error");

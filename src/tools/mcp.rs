@@ -112,6 +112,7 @@ mod mrtr;
 mod naming;
 mod negotiation;
 mod output_schema;
+mod pending_cancels;
 mod permissions;
 mod progress;
 mod prompt_tools;

@@ -49,18 +49,6 @@ const EXPECTED_FAILURES: &[(&str, &[&str], &str)] = &[
         "DPoP (SEP-1932): as auth/dpop; the server nonce needs the DPoP-Nonce response header, \
          which rmcp's 401 error does not keep",
     ),
-    (
-        "sep-2322-client-request-state",
-        &[
-            "sep-2322-client-request-state-echoed",
-            "sep-2322-client-jsonrpc-id-different",
-            "sep-2322-client-no-state-omitted",
-            "sep-2322-client-parallel-isolation",
-            "sep-2322-default-result-type-complete",
-        ],
-        "multi-round-trip requests: McpClient::call_tool does not retry an InputRequiredResult \
-         yet (built in the run's call path separately)",
-    ),
 ];
 
 const DPOP_CHECKS: &[&str] = &[

@@ -527,10 +527,10 @@ handoff_history = "last_user_message"
     let main = model.requests_of("main");
     let system = support::team_model::system_prompt(&main[0]);
     assert!(system.contains("Lead the Blue team."), "{system}");
-    // parent_history = 1: the parent's last committed message, then the task.
+    // parent_history = 1: the parent's last message — its current prompt — then the task.
     let child = conversation(&model.requests_of("researcher")[0]);
-    assert_eq!(roles(&child), ["assistant", "user"], "{child:?}");
-    assert_eq!(child[0]["content"], "Hello Ada.");
+    assert_eq!(roles(&child), ["user", "user"], "{child:?}");
+    assert_eq!(child[0]["content"], "Where is it?");
     assert_eq!(child[1]["content"], "which file?");
     // The typed answer reaches the parent as JSON.
     let answer: Value = serde_json::from_str(&answer_to(&main[2], "call_r")).unwrap();

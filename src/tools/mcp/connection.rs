@@ -28,15 +28,14 @@ use crate::tools::mcp::auth::{McpAuth, OAuthHttpClient};
 use crate::tools::mcp::elicitation::Elicitor;
 use crate::tools::mcp::handler::{Handler, ToolCache};
 use crate::tools::mcp::listing::{ListFailure, McpCacheHint, list_bounded_with_hint};
-
 use crate::tools::mcp::negotiation::McpNegotiation;
+use crate::tools::mcp::pending_cancels::PendingCancels;
 use crate::tools::mcp::progress::ProgressCallback;
 use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::roots::Roots;
 use crate::tools::mcp::sampling::Sampler;
 use crate::tools::mcp::stdio::{self, ChildHandle, StdioSpec};
 use crate::tools::mcp::subscriptions::Subscriptions;
-use crate::tools::mcp::tasks::PendingCancels;
 use crate::tools::mcp::trace::{self, TraceHeaders};
 use crate::tools::mcp::transport::McpTransport;
 

@@ -15,7 +15,6 @@
 //! The task id is the call's continuation, journaled before the first poll: a run resumed in
 //! another process polls the same task instead of calling the tool again.
 
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolResult, CancelTaskParams, GetTaskParams, TaskPayload, UpdateTaskParams};
@@ -24,6 +23,7 @@ use serde_json::Value;
 
 use crate::tools::error::ToolError;
 use crate::tools::mcp::connection::Connection;
+use crate::tools::mcp::pending_cancels::PendingCancels;
 use crate::tools::mcp::progress::McpProgress;
 
 /// The shortest wait between two polls.
@@ -162,28 +162,6 @@ fn report(conn: &Connection, polls: u32, status: Option<&str>) {
             total: None,
             message,
         });
-    }
-}
-
-/// The `tasks/cancel` requests of dropped calls still in flight on one connection: closing
-/// the connection waits for them (bounded), so a run cancelled just before the CLI closes its
-/// servers still cancels its tasks.
-#[derive(Clone, Default)]
-pub(crate) struct PendingCancels(Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>);
-
-impl PendingCancels {
-    fn push(&self, handle: tokio::task::JoinHandle<()>) {
-        let mut pending = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        pending.retain(|handle| !handle.is_finished());
-        pending.push(handle);
-    }
-
-    /// Wait for every cancel in flight (each bounded by [`CANCEL_WAIT`]).
-    pub(crate) async fn settle(&self) {
-        let pending = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
-        for handle in pending {
-            let _ = handle.await;
-        }
     }
 }
 

@@ -479,7 +479,19 @@ pub(crate) fn drive<'a>(
                         let parent = path_of(agent.map_or("", Agent::name));
                         for &position in &children {
                             let Some(call) = calls.get(position) else { continue };
-                            let Some(child) = team.team.agent(&call.function.name) else { continue };
+                            let Some(child) = team.team.agent(&call.function.name) else {
+                                // A team that was not checked names an agent it does not have.
+                                let answer = ToolAnswer::error(format_args!("no agent named '{}' in the team", call.function.name));
+                                yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
+                                    id: call.id.clone(),
+                                    tool_name: call.function.name.clone(),
+                                    output: Value::String(answer.content.clone()),
+                                    is_error: true,
+                                    duration_ms: 0,
+                                });
+                                run.state.set_answer(position, answer);
+                                continue;
+                            };
                             let key = run
                                 .state
                                 .turn_mut()

@@ -889,8 +889,37 @@ impl BaseTool for Probe {
     }
 }
 
+/// Runs `traced_in_a_process_of_its_own` alone in a child process of this test binary: the
+/// spans of tests running at the same time on other threads (with no subscriber of their own)
+/// can make `tracing` skip this test's spans.
 #[tokio::test]
 async fn a_child_run_is_traced_under_its_parent_call_and_knows_its_agent() {
+    let output = tokio::task::spawn_blocking(|| {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "suite::teams::traced_in_a_process_of_its_own",
+                "--ignored",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}\n{stderr}");
+}
+
+/// The traced run: the child's `invoke_agent` under the parent's `execute_tool`, and
+/// `current_agent_path` in tools. Run by `a_child_run_is_traced_under_its_parent_call_and_knows_its_agent`.
+#[tokio::test]
+#[ignore = "a child-process entry point, run alone by its parent test"]
+async fn traced_in_a_process_of_its_own() {
     let (subscriber, recorded) = crate::support::trace::recording();
     let _guard = tracing::subscriber::set_default(subscriber);
     let probe = Arc::new(Probe(std::sync::Mutex::new(Vec::new())));
@@ -1006,4 +1035,39 @@ async fn an_agent_whose_typed_answer_decides_can_be_a_guardrail() {
     .await
     .unwrap();
     assert!(matches!(outcome, RunOutcome::Finished(ref r) if r.text() == "Paris."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchecked_team_s_missing_agent_is_an_error_answer() {
+    // Not checked: `main` names an agent the team does not have.
+    let team = Team::new().with_agent(agent("main").with_agents(vec!["ghost".into()]));
+    let registry = ToolRegistry::new();
+    let fake = TeamFake::start(vec![(
+        "main",
+        vec![
+            Reply::calls(&[("g_1", "ghost", &task("boo"))]),
+            Reply::text("no ghost"),
+        ],
+    )])
+    .await;
+    let mut cycle = fake.cycle();
+    let outcome = within(
+        cycle.run_with(
+            RunRequest::prompt("go")
+                .with_tools(&registry)
+                .with_team(&team, "main"),
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(_)));
+    let main = fake.of("main");
+    assert!(!tools_offered(&main[0]).contains(&"ghost".to_owned()));
+    assert_eq!(
+        tool_answers(&main[1]),
+        [(
+            "g_1".to_owned(),
+            "Error: no agent named 'ghost' in the team".to_owned()
+        )]
+    );
 }

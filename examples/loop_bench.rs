@@ -6,7 +6,9 @@
 //!                                           # chat completions); all: each in turn, same server
 //!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
 //!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
-//!     [--journal]                           # also with every step journaled to SQLite
+//!     [--journal]                           # also through `run_with`: without a journal, with a
+//!                                           # journal that writes nothing, and with every step
+//!                                           # journaled to SQLite
 //!     [--context on|off|both|tiktoken|all]  # the context engine (estimate before each request); default on
 //!                                           # on: the calibrated ratio ("fake-model"); tiktoken: the model is
 //!                                           # called "gpt-4o", so the engine counts with tiktoken o200k_base;
@@ -274,14 +276,57 @@ fn client(provider: &str, origin: &str) -> Arc<dyn ChatModel> {
     }
 }
 
+/// How a `--journal` run records its steps.
+#[derive(Clone)]
+enum Journal {
+    /// Through `run_with`, without a journal: the baseline of the two below.
+    None,
+    /// A journal that takes every record and writes nothing: the run's own journaling work.
+    Discard,
+    /// Every step into a new session of this store.
+    Store(Arc<dyn agcore::session::SessionStore>),
+}
+
+impl Journal {
+    fn label(&self) -> &'static str {
+        match self {
+            Journal::None => "run_with, no journal",
+            Journal::Discard => "journal that writes nothing",
+            Journal::Store(_) => "sqlite session journal",
+        }
+    }
+}
+
+/// Takes every record, writes nothing.
+struct Discard;
+
+#[async_trait::async_trait]
+impl agcore::run::RunJournal for Discard {
+    async fn record(
+        &self,
+        entry: agcore::run::JournalEntry<'_>,
+    ) -> Result<(), agcore::run::JournalError> {
+        // Encoded as a store would, so the figure includes the serialisation.
+        let encoded = match entry {
+            agcore::run::JournalEntry::Run(state) => serde_json::to_string(state).map(|s| s.len()),
+            agcore::run::JournalEntry::History(messages) => {
+                serde_json::to_string(messages.last().unwrap()).map(|s| s.len())
+            }
+            _ => Ok(0),
+        };
+        std::hint::black_box(encoded.unwrap());
+        Ok(())
+    }
+}
+
 /// CPU per turn of one whole tool-loop call; with `journal`, the run goes through
-/// `run_with` and records every step into a new session of that store.
+/// `run_with` and records its steps as the [`Journal`] says.
 async fn one_call(
     client: &Arc<dyn ChatModel>,
     registry: &ToolRegistry,
     turns: usize,
     streaming: bool,
-    journal: Option<&Arc<dyn agcore::session::SessionStore>>,
+    journal: Option<&Journal>,
     context: Engine,
 ) -> Vec<Duration> {
     let starts = Arc::new(Mutex::new(Vec::new()));
@@ -305,18 +350,27 @@ async fn one_call(
     }
     let mut cycle = LlmCycle::new(model, config).with_system_prompt("You are a benchmark.");
     let begin = cpu_now();
-    if let Some(store) = journal {
+    if let Some(journal) = journal {
         static SESSION: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let name = format!(
             "bench-{}",
             SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
-        let (journal, _) = agcore::session::SessionJournal::open(store.clone(), &name)
-            .await
-            .unwrap();
-        let request = agcore::run::RunRequest::prompt("Go")
-            .with_tools(registry)
-            .with_journal(&journal);
+        let session = match journal {
+            Journal::Store(store) => Some(
+                agcore::session::SessionJournal::open(store.clone(), &name)
+                    .await
+                    .unwrap()
+                    .0,
+            ),
+            _ => None,
+        };
+        let mut request = agcore::run::RunRequest::prompt("Go").with_tools(registry);
+        match (journal, &session) {
+            (Journal::Discard, _) => request = request.with_journal(&Discard),
+            (_, Some(session)) => request = request.with_journal(session),
+            _ => {}
+        }
         if streaming {
             let mut items = cycle.run_with_stream(request);
             while let Some(item) = items.next().await {
@@ -369,7 +423,7 @@ async fn bench(
     turns: usize,
     streaming: bool,
     runtime: &str,
-    journal: Option<&Arc<dyn agcore::session::SessionStore>>,
+    journal: Option<&Journal>,
     context: Engine,
 ) {
     let client = client(provider, origin);
@@ -396,7 +450,7 @@ async fn bench(
             "client": format!("agcore ({runtime}-thread runtime)"),
             "provider": provider,
             "mode": if streaming { "stream" } else { "blocking" },
-            "journal": journal.map(|_| "sqlite session journal"),
+            "journal": journal.map(Journal::label),
             "context_engine": context.label(),
             "tool_output_bytes": OUTPUT.get().map_or(2, String::len),
             "runs": runs, "tool_turns": turns,
@@ -506,17 +560,19 @@ fn main() {
             rt.block_on(agcore::session::SqliteStore::open(dir.join("sessions.db")))
                 .unwrap(),
         );
-        for streaming in [false, true] {
-            rt.block_on(bench(
-                providers[0],
-                &origin,
-                runs,
-                turns,
-                streaming,
-                &runtime,
-                Some(&store),
-                contexts[0],
-            ));
+        for journal in [Journal::None, Journal::Discard, Journal::Store(store)] {
+            for streaming in [false, true] {
+                rt.block_on(bench(
+                    providers[0],
+                    &origin,
+                    runs,
+                    turns,
+                    streaming,
+                    &runtime,
+                    Some(&journal),
+                    contexts[0],
+                ));
+            }
         }
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -35,16 +35,24 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
-async fn commit_latency(store: &dyn SessionStore, n: u64) -> (Duration, Duration) {
+/// Process CPU time (all threads): what a commit costs the client, whatever thread runs it.
+fn cpu_now() -> Duration {
+    Duration::from(nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID).unwrap())
+}
+
+/// Median and p99 wall time per commit, and the mean process CPU per commit.
+async fn commit_latency(store: &dyn SessionStore, n: u64) -> (Duration, Duration, Duration) {
     let mut lat = Vec::with_capacity(n as usize);
+    let cpu = cpu_now();
     for seq in 0..n {
         let step = [Step::new(seq, "message", payload(seq))];
         let t = Instant::now();
         store.append("latency", seq, &step).await.unwrap();
         lat.push(t.elapsed());
     }
+    let cpu = (cpu_now() - cpu) / u32::try_from(n).unwrap();
     lat.sort();
-    (pct(&lat, 0.5), pct(&lat, 0.99))
+    (pct(&lat, 0.5), pct(&lat, 0.99), cpu)
 }
 
 /// [`commit_latency`] with every commit fenced by the session's lease (`append_fenced`).
@@ -187,11 +195,12 @@ async fn resume_1000(store: Arc<dyn SessionStore>) -> Duration {
 }
 
 async fn run(label: &str, store: Arc<dyn SessionStore>, commits: u64) {
-    let (median, p99) = commit_latency(store.as_ref(), commits).await;
+    let (median, p99, cpu) = commit_latency(store.as_ref(), commits).await;
     println!(
-        "{label:<10} commit/step  ({commits} commits): median {}  p99 {}",
+        "{label:<10} commit/step  ({commits} commits): median {}  p99 {}  client CPU {}",
         ms(median),
-        ms(p99)
+        ms(p99),
+        ms(cpu)
     );
     let (median, p99) = fenced_commit_latency(store.as_ref(), commits).await;
     println!(

@@ -4,6 +4,7 @@
 
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +23,10 @@ use crate::owner_only::{self, Tightened};
 
 /// How long a write waits for another process's write transaction on the same file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Commits between two WAL checkpoints of this connection (SQLite's automatic checkpoint
+/// comes at 1,000 pages; a tool turn's commit writes a few).
+const CHECKPOINT_EVERY: u64 = 256;
 
 /// How often a waiting `lock` retries.
 const LOCK_POLL: Duration = Duration::from_millis(20);
@@ -68,7 +73,8 @@ CREATE TABLE IF NOT EXISTS agcore_leases (
 ";
 
 /// A [`SessionStore`] in one SQLite file. Cheap to clone; clones share one connection
-/// (SQLite has one writer at a time anyway). Blocking calls run on tokio's blocking pool.
+/// (SQLite has one writer at a time anyway). Reads and whatever may wait run on tokio's
+/// blocking pool; a commit that can take the write lock at once runs on the caller's thread.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -79,6 +85,8 @@ struct Inner {
     lock_dir: PathBuf,
     conn: Mutex<Connection>,
     tightened: Vec<Tightened>,
+    /// Commits through [`SqliteStore::write`], for [`SqliteStore::checkpoint_later`].
+    commits: AtomicU64,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -114,6 +122,67 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Runs a short write `f` on the caller's thread when it need not wait, else on the
+    /// blocking pool ([`Self::with_conn`]).
+    ///
+    /// Why: a commit that takes the write lock at once costs tens of microseconds, and the
+    /// two thread hand-offs of the blocking pool cost more CPU than the commit itself — on a
+    /// journaled tool turn they were most of the journal's cost. What may wait stays off the
+    /// executor: a connection in use by another task, another process's write transaction
+    /// (the busy handler gives up at once here, the transaction rolls back, and the blocking
+    /// pool runs it again with the full timeout), and the WAL checkpoint's `fsync`
+    /// (automatic checkpoints are off on this connection; [`Self::checkpoint_later`] runs
+    /// them on the blocking pool).
+    async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&mut Connection, &Path) -> Result<T> + Send + 'static,
+    {
+        if let Ok(mut conn) = self.inner.conn.try_lock() {
+            let busy = Arc::new(AtomicBool::new(false));
+            let seen = Arc::clone(&busy);
+            let inline = conn
+                .busy_handler(Some(move |_| {
+                    seen.store(true, Ordering::Relaxed);
+                    false
+                }))
+                .map_err(map_err(&self.inner.path));
+            let result = inline.and_then(|()| f(&mut conn, &self.inner.path));
+            // Back to waiting for other writers, for everything else on this connection.
+            conn.busy_timeout(BUSY_TIMEOUT)
+                .map_err(map_err(&self.inner.path))?;
+            drop(conn);
+            if !busy.load(Ordering::Relaxed) {
+                self.checkpoint_later();
+                return result;
+            }
+        }
+        let written = self.with_conn(move |c, p| f(c, p)).await;
+        self.checkpoint_later();
+        written
+    }
+
+    /// Counts a commit; every [`CHECKPOINT_EVERY`] commits, checkpoints the WAL on the
+    /// blocking pool, so its `fsync` never runs on the executor. On the store's own
+    /// connection, holding it: commits of this store made meanwhile wait on the blocking pool
+    /// behind it, so the checkpoint catches up with the WAL and the next commit starts the WAL
+    /// over (a checkpoint on the side, racing a stream of commits, never caught up: the WAL
+    /// grew without bound).
+    fn checkpoint_later(&self) {
+        let commits = self.inner.commits.fetch_add(1, Ordering::Relaxed) + 1;
+        if !commits.is_multiple_of(CHECKPOINT_EVERY) {
+            return;
+        }
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            // Best effort: a checkpoint that fails now is done by the next one (or by SQLite
+            // when the connection closes). Passive: it never waits for other processes.
+            if let Ok(conn) = inner.conn.lock() {
+                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            }
+        });
     }
 
     /// Runs `f` on the connection on the blocking pool.
@@ -193,6 +262,10 @@ fn open_blocking(path: PathBuf) -> Result<Inner> {
     // commits but never corrupts the file.
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(&err)?;
+    // Checkpoints (an `fsync`) run on the blocking pool, never inside a commit made on the
+    // caller's thread: `SqliteStore::checkpoint_later`.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)
+        .map_err(&err)?;
     init_schema(&mut conn, &path)?;
     tightened.extend(owner_only::tighten(&path)?);
     // An older agcore left these to the umask (0644): the database's mode was copied to them.
@@ -214,6 +287,7 @@ fn open_blocking(path: PathBuf) -> Result<Inner> {
         lock_dir,
         conn: Mutex::new(conn),
         tightened,
+        commits: AtomicU64::new(0),
     })
 }
 
@@ -549,7 +623,7 @@ impl SessionStore for SqliteStore {
         }
         let name = name.to_string();
         let steps = encode(steps);
-        self.with_conn(move |c, p| append_blocking(c, p, &name, expected_next_seq, &steps, None))
+        self.write(move |c, p| append_blocking(c, p, &name, expected_next_seq, &steps, None))
             .await
     }
 
@@ -566,10 +640,8 @@ impl SessionStore for SqliteStore {
         }
         let (name, epoch) = (fence.session.clone(), fence.epoch);
         let steps = encode(steps);
-        self.with_conn(move |c, p| {
-            append_blocking(c, p, &name, expected_next_seq, &steps, Some(epoch))
-        })
-        .await
+        self.write(move |c, p| append_blocking(c, p, &name, expected_next_seq, &steps, Some(epoch)))
+            .await
     }
 
     async fn renew(&self, fence: &LeaseFence) -> Result<()> {

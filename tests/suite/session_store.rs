@@ -864,3 +864,54 @@ async fn sqlite_reads_a_version_1_database() {
     );
     assert!(!err.to_string().contains("pw"), "{err}");
 }
+
+/// A commit made while another connection (another process, in life) holds SQLite's write
+/// lock: the store's quick path on the caller's thread gives up at once, and the commit waits
+/// on the blocking pool instead — on a one-thread runtime, the task that releases the lock
+/// still runs meanwhile, and the commit then lands whole.
+#[tokio::test(flavor = "current_thread")]
+async fn sqlite_commit_behind_another_writer_waits_off_the_executor() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    store.append("s", 0, &steps(0, 1, "first")).await.unwrap();
+
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move { store.append("s", 1, &steps(1, 2, "second")).await })
+    };
+    // Let the commit try; it cannot land while the other writer holds the lock.
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        !writer.is_finished(),
+        "committed through another writer's lock"
+    );
+    other.execute_batch("COMMIT").unwrap();
+
+    timeout(BOUND, writer).await.unwrap().unwrap().unwrap();
+    let session = store.load("s").await.unwrap().unwrap();
+    let seqs: Vec<u64> = session.steps.iter().map(|s| s.seq).collect();
+    assert_eq!(seqs, [0, 1, 2]);
+}
+
+/// Many commits in a row: the WAL is checkpointed on the side (the quick path turns SQLite's
+/// automatic checkpoint off), so it does not grow without bound.
+#[tokio::test]
+async fn sqlite_wal_stays_bounded_over_many_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let wal = dir.path().join("sessions.db-wal");
+    let mut largest = 0;
+    for seq in 0..3_000 {
+        store.append("s", seq, &steps(seq, 1, "x")).await.unwrap();
+        largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+    }
+    // 3,000 commits of a few pages each would be tens of MiB of WAL unchecked.
+    assert!(largest < 16 * 1024 * 1024, "WAL grew to {largest} bytes");
+    assert_eq!(store.load("s").await.unwrap().unwrap().steps.len(), 3_000);
+}

@@ -1,5 +1,5 @@
 //! `agcore mcp list`, `agcore mcp call`, `agcore mcp resources` and `agcore mcp prompts`
-//! (`login` / `logout`: [`crate::mcp_login`]).
+//! (`login` / `logout`: [`crate::mcp_login`]; `skills` / `skill`: [`crate::mcp_skills`]).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -24,6 +24,8 @@ pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode
         McpCommand::Logout(args) => crate::mcp_login::logout(args).await,
         McpCommand::Resources(args) => crate::mcp_catalog::resources(args, &loaded).await,
         McpCommand::Prompts(args) => crate::mcp_catalog::prompts(args, &loaded).await,
+        McpCommand::Skills(args) => crate::mcp_skills::skills(args, &loaded).await,
+        McpCommand::Skill(args) => crate::mcp_skills::skill(args, &loaded).await,
     }
 }
 

@@ -12,6 +12,8 @@
 //!   status message `poll N`. `slow_job.calls` counts `tools/call`s.
 //! - `ask_job`: becomes a task that asks for a colour (input_required, answered with
 //!   `tasks/update`), then completes with it.
+//! - `sign_in`: asks the user to open a URL (URL-mode elicitation, inside the `tools/call`
+//!   result), then says whether they accepted. `sign_in.calls` / `sign_in.retries` count.
 //!
 //! `tasks/cancel` marks the task cancelled (`<id>.cancelled`) and appends to `cancels`.
 //!
@@ -261,6 +263,7 @@ impl ServerHandler for Server {
             tool("big_state", "Asks with a 100 KiB requestState."),
             tool("slow_job", "A long job that runs as a task."),
             tool("ask_job", "A task that asks for a colour."),
+            tool("sign_in", "Asks the user to sign in at a URL."),
         ]))
     }
 
@@ -298,6 +301,37 @@ impl ServerHandler for Server {
                     format!("unknown requestState {other:?}"),
                     None,
                 )),
+            },
+            "sign_in" => match request.request_state.as_deref() {
+                None => {
+                    self.bump("sign_in.calls");
+                    let mut requests = InputRequests::new();
+                    requests.insert(
+                        "login".into(),
+                        InputRequest::Elicitation(ElicitRequest::new(
+                            ElicitRequestParams::UrlElicitationParams {
+                                meta: None,
+                                message: "Sign in to the job board".into(),
+                                url: "https://jobs.example/sign-in?session=42".into(),
+                                elicitation_id: "login-42".into(),
+                            },
+                        )),
+                    );
+                    Ok(
+                        InputRequiredResult::new(Some(requests), Some("sign_in:asked".into()))
+                            .into(),
+                    )
+                }
+                Some(_) => {
+                    self.bump("sign_in.retries");
+                    let action = request
+                        .input_responses
+                        .as_ref()
+                        .and_then(|responses| responses.get("login"))
+                        .and_then(|answer| answer["action"].as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "none".into());
+                    Ok(text(format!("sign-in: {action}")).into())
+                }
             },
             "big_state" => {
                 // A requestState larger than any client should keep.

@@ -192,10 +192,12 @@ pub struct RunArgs {
     /// Deny a call the suspended run waits for (repeatable); the model is told it was denied.
     #[arg(long, value_name = "CALL_ID", requires = "resume")]
     pub deny: Vec<String>,
-    /// Answer the question an MCP server asks inside a call the suspended run waits for: a JSON
-    /// object of the form's fields, e.g. '{"name": "Ada"}'. The call goes on from the server's
-    /// stored state (it is not started again).
-    #[arg(long, value_name = "JSON", requires = "resume")]
+    /// Answer the question an MCP server asks inside a call (or a task) the suspended run waits
+    /// for: a JSON object of the form's fields, e.g. '{"name": "Ada"}'; for a question that asks
+    /// you to open a URL, `accept` once you opened it yourself (agcore never opens it) or
+    /// `decline`; `decline` refuses a form too. The call goes on from the server's stored state
+    /// (it is not started again).
+    #[arg(long, value_name = "JSON|accept|decline", requires = "resume")]
     pub answer: Option<String>,
     /// Print the composed system prompt and exit.
     #[arg(long)]

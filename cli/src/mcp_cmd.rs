@@ -58,10 +58,11 @@ async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
                         n => format!(" (after {n} attempts)"),
                     };
                     println!(
-                        "{name}: connected{retried}, {} tool(s){}{}",
+                        "{name}: connected{retried}, {} tool(s){}{}{}",
                         status.tools.len(),
                         protocol(status),
-                        cache(status)
+                        cache(status),
+                        skills(status)
                     );
                     for tool in &status.tools {
                         println!(
@@ -138,6 +139,15 @@ fn cache(status: &McpServerStatus) -> String {
     match hint.ttl() {
         Some(ttl) => format!("; list fresh for {:.3}s ({scope})", ttl.as_secs_f64()),
         None => format!("; list cache scope {scope}"),
+    }
+}
+
+/// `; offers skills`: the server declared the skills extension (`agcore mcp skills`).
+fn skills(status: &McpServerStatus) -> &'static str {
+    if status.info.as_ref().is_some_and(|info| info.has_skills) {
+        "; offers skills"
+    } else {
+        ""
     }
 }
 

@@ -53,6 +53,18 @@ fn skills_are_listed_without_reading_a_file() {
     let config = config(dir.path(), &state);
     let config = config.to_str().unwrap();
 
+    // `mcp list` says which server offers skills.
+    let (ok, out, err) = run(dir.path(), &["mcp", "list", "--mcp-config", config]);
+    assert!(ok, "{out}{err}");
+    let line = |name: &str| {
+        out.lines()
+            .find(|line| line.starts_with(&format!("{name}: connected")))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_owned()
+    };
+    assert!(line("skilled").ends_with("; offers skills"), "{out}");
+    assert!(!line("plain").contains("skills"), "{out}");
+
     // Every server: only the one that offers skills is listed.
     let (ok, out, err) = run(dir.path(), &["mcp", "skills", "--mcp-config", config]);
     assert!(ok, "{out}{err}");

@@ -169,6 +169,8 @@ async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError
             eprintln!("{name} -> {result:?}");
             result?;
         }
+    } else if let Some(case) = scenario.strip_prefix("sep-2640-client-") {
+        skills(&client, case).await?;
     } else if scenario == "json-schema-2020-12-preservation" {
         // The schema as agcore holds it goes back verbatim: anything agcore stripped shows.
         let focal = tools.iter().find(|tool| tool.name() == FOCAL_TOOL);
@@ -187,6 +189,32 @@ async fn run(url: String, scenario: &str) -> Result<(), agcore::tools::ToolError
         }
     }
     client.close().await
+}
+
+/// The skills scenarios (SEP-2640): list the skills (fetching nothing); then, except in
+/// `no-prefetch`, load each one — its `SKILL.md` verified against the listing — and read its
+/// other files as a model following it would. A skill that fails verification ends the run
+/// before any of its files is read.
+async fn skills(client: &McpClient, case: &str) -> Result<(), agcore::tools::ToolError> {
+    let skills = client.list_skills().await?;
+    eprintln!("skills/list: {} skill(s)", skills.len());
+    if case == "no-prefetch" {
+        return Ok(());
+    }
+    for skill in &skills {
+        let loaded = client.load_skill(skill).await?;
+        eprintln!("loaded {} ({} bytes)", skill.uri, loaded.text.len());
+        for file in skill
+            .files
+            .iter()
+            .flatten()
+            .filter(|file| file.uri != skill.uri)
+        {
+            let bytes = client.read_skill_file(skill, &file.uri).await?;
+            eprintln!("read {} ({} bytes)", file.uri, bytes.len());
+        }
+    }
+    Ok(())
 }
 
 #[tokio::main]

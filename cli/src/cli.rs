@@ -192,10 +192,12 @@ pub struct RunArgs {
     /// Deny a call the suspended run waits for (repeatable); the model is told it was denied.
     #[arg(long, value_name = "CALL_ID", requires = "resume")]
     pub deny: Vec<String>,
-    /// Answer the question an MCP server asks inside a call the suspended run waits for: a JSON
-    /// object of the form's fields, e.g. '{"name": "Ada"}'. The call goes on from the server's
-    /// stored state (it is not started again).
-    #[arg(long, value_name = "JSON", requires = "resume")]
+    /// Answer the question an MCP server asks inside a call (or a task) the suspended run waits
+    /// for: a JSON object of the form's fields, e.g. '{"name": "Ada"}'; for a question that asks
+    /// you to open a URL, `accept` once you opened it yourself (agcore never opens it) or
+    /// `decline`; `decline` refuses a form too. The call goes on from the server's stored state
+    /// (it is not started again).
+    #[arg(long, value_name = "JSON|accept|decline", requires = "resume")]
     pub answer: Option<String>,
     /// Print the composed system prompt and exit.
     #[arg(long)]
@@ -369,6 +371,10 @@ pub enum McpCommand {
     Resources(McpResourcesArgs),
     /// List a server's prompts, or render one (NAME, with --arg KEY=VALUE).
     Prompts(McpPromptsArgs),
+    /// List the skills (SEP-2640) of one server or of every server; no skill file is fetched.
+    Skills(McpSkillsArgs),
+    /// Fetch one skill's SKILL.md, verify it (size, digest, frontmatter) and print it.
+    Skill(McpSkillArgs),
 }
 
 /// Where the MCP servers are configured.
@@ -452,6 +458,29 @@ pub struct McpPromptsArgs {
     /// A prompt argument (repeatable).
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
+}
+
+/// `agcore mcp skills`.
+#[derive(Debug, Args)]
+pub struct McpSkillsArgs {
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
+    /// Only this server (default: every server that offers skills).
+    pub server: Option<String>,
+}
+
+/// `agcore mcp skill`.
+#[derive(Debug, Args)]
+pub struct McpSkillArgs {
+    /// Where the servers are configured.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
+    /// The server's name in the config.
+    pub server: String,
+    /// The skill's name, or the URI of its SKILL.md (for one the server does not list, or two
+    /// with one name).
+    pub name: String,
 }
 
 /// `agcore trust`.

@@ -23,6 +23,7 @@ mod mcp_connect;
 mod mcp_login;
 mod mcp_notes;
 mod mcp_progress;
+mod mcp_skills;
 mod provider;
 mod render;
 mod restate_cmd;
@@ -155,6 +156,10 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Mcp(McpCommand::Prompts(args)) => {
             layers::load(args.source.config.as_deref(), false)
         }
+        Command::Mcp(McpCommand::Skills(args)) => {
+            layers::load(args.source.config.as_deref(), false)
+        }
+        Command::Mcp(McpCommand::Skill(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Demo(_) | Command::Trust(_) | Command::McpDemoServer { .. } => {
             Ok(Loaded::default())
         }

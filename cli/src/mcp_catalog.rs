@@ -12,7 +12,7 @@ use crate::cli::{McpPromptsArgs, McpResourcesArgs, McpSourceArgs};
 use crate::layers::Loaded;
 use crate::mcp_connect::{servers, withholding};
 
-async fn connected(
+pub(crate) async fn connected(
     source: &McpSourceArgs,
     server: &str,
     loaded: &Loaded,
@@ -26,7 +26,7 @@ async fn connected(
     Ok(client)
 }
 
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     println!(
         "{}",
         crate::render::json_for_terminal(serde_json::to_string_pretty(value)?)

@@ -1,5 +1,5 @@
 //! `agcore mcp list`, `agcore mcp call`, `agcore mcp resources` and `agcore mcp prompts`
-//! (`login` / `logout`: [`crate::mcp_login`]).
+//! (`login` / `logout`: [`crate::mcp_login`]; `skills` / `skill`: [`crate::mcp_skills`]).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -24,6 +24,8 @@ pub async fn mcp(command: McpCommand, loaded: Loaded) -> anyhow::Result<ExitCode
         McpCommand::Logout(args) => crate::mcp_login::logout(args).await,
         McpCommand::Resources(args) => crate::mcp_catalog::resources(args, &loaded).await,
         McpCommand::Prompts(args) => crate::mcp_catalog::prompts(args, &loaded).await,
+        McpCommand::Skills(args) => crate::mcp_skills::skills(args, &loaded).await,
+        McpCommand::Skill(args) => crate::mcp_skills::skill(args, &loaded).await,
     }
 }
 
@@ -56,10 +58,11 @@ async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
                         n => format!(" (after {n} attempts)"),
                     };
                     println!(
-                        "{name}: connected{retried}, {} tool(s){}{}",
+                        "{name}: connected{retried}, {} tool(s){}{}{}",
                         status.tools.len(),
                         protocol(status),
-                        cache(status)
+                        cache(status),
+                        skills(status)
                     );
                     for tool in &status.tools {
                         println!(
@@ -136,6 +139,15 @@ fn cache(status: &McpServerStatus) -> String {
     match hint.ttl() {
         Some(ttl) => format!("; list fresh for {:.3}s ({scope})", ttl.as_secs_f64()),
         None => format!("; list cache scope {scope}"),
+    }
+}
+
+/// `; offers skills`: the server declared the skills extension (`agcore mcp skills`).
+fn skills(status: &McpServerStatus) -> &'static str {
+    if status.info.as_ref().is_some_and(|info| info.has_skills) {
+        "; offers skills"
+    } else {
+        ""
     }
 }
 

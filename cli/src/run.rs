@@ -299,6 +299,14 @@ pub(crate) fn suspended(suspension: &Suspension, args: &RunArgs) -> anyhow::Resu
         eprintln!(
             "answer with: agcore run --session {name} --resume --answer '{{\"field\": \"value\"}}' (or at a terminal; --deny ID gives up the call)"
         );
+        if requests
+            .iter()
+            .any(|request| request.reason.contains("(URL to open: "))
+        {
+            eprintln!(
+                "a question with a URL: open it yourself (agcore does not), then --answer accept (or --answer decline)"
+            );
+        }
     }
     Ok(Ended::Suspended(ExitCode::from(SUSPENDED)))
 }

@@ -23,8 +23,8 @@ use crate::tools::registry::ToolRegistry;
 const WAITS_FOR_INPUT: &str = "waits for input: ";
 
 /// The requests of a suspended run that wait for a person's input rather than an approval
-/// (their calls carry an MCP input continuation): allowing them lets the calls go on, with the
-/// answers the resumed run's elicitor gives.
+/// (their calls carry an MCP input continuation, or a task's whose question waits): allowing
+/// them lets the calls go on, with the answers the resumed run's elicitor gives.
 pub fn waiting_for_input(state: &RunState) -> Vec<&ApprovalRequest> {
     let crate::run::state::Phase::AwaitingApproval { turn, requests } = &state.phase else {
         return Vec::new();
@@ -33,11 +33,17 @@ pub fn waiting_for_input(state: &RunState) -> Vec<&ApprovalRequest> {
         .iter()
         .filter(|request| {
             turn.calls.iter().any(|call| {
+                let kind = call
+                    .continuation
+                    .as_ref()
+                    .and_then(|c| c.get("mcp").and_then(Value::as_str));
                 call.call.id == request.call_id
-                    && call
-                        .continuation
-                        .as_ref()
-                        .is_some_and(|c| c.get("mcp").and_then(Value::as_str) == Some("input"))
+                    && match kind {
+                        Some("input") => true,
+                        // A task asks while it runs; the call waits only when it said so.
+                        Some("task") => request.reason.starts_with(WAITS_FOR_INPUT),
+                        _ => false,
+                    }
             })
         })
         .collect()

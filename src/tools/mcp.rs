@@ -28,6 +28,8 @@
 //!   ([`McpClient::subscribe_resource`], [`McpResourceUpdate`]).
 //! - Prompts for the model, when the user asks for them (MCP prompts are user-controlled):
 //!   [`McpClient::prompt_tools`] (`<server>__list_prompts`, `<server>__get_prompt`).
+//! - Skills (SEP-2640, [`skills`]): [`McpClient::list_skills`] without fetching a file,
+//!   [`McpClient::load_skill`] verifying size, digest and frontmatter ([`McpSkillError`]).
 //! - Media for the model: the image and audio blocks of a tool output ([`media_of`]) reach
 //!   the run as generic [`ToolMedia`](crate::tools::media::ToolMedia) on the finished call
 //!   (shown when `CycleConfig::accepts_images` is set).
@@ -123,6 +125,10 @@ mod result;
 mod roots;
 mod sampling;
 mod shared;
+mod skill_error;
+mod skill_frontmatter;
+mod skill_verify;
+pub mod skills;
 mod skipped;
 mod stderr;
 mod stdio;
@@ -165,6 +171,8 @@ pub use registration::{
 pub use resource_tools::{MAX_RESOURCE_OUTPUT_BYTES, McpResourceTool};
 pub use result::{call_result_to_value, content_to_model_text};
 pub use sampling::{Sampler, SamplingReply, SamplingRequest, SamplingRole, SamplingTurn};
+pub use skill_error::McpSkillError;
+pub use skills::{MAX_SKILL_FILE_BYTES, MAX_SKILL_FILES, McpLoadedSkill, McpSkill, McpSkillFile};
 pub use skipped::{McpSkipReason, SkippedMcpTool};
 pub use subscriptions::McpResourceUpdate;
 pub use summary::{McpServerStatus, McpToolSummary};

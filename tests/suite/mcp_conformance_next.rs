@@ -67,6 +67,12 @@ const DPOP_NONCE_CHECKS: &[&str] = &[
 
 /// The ids of the checks that failed, from the `checks.json` files under `dir`.
 fn failed_checks(dir: &std::path::Path) -> Vec<String> {
+    checks_with(dir, "FAILURE")
+}
+
+/// The ids of the checks with `status` (`SUCCESS`, `FAILURE`, `SKIPPED`), from the
+/// `checks.json` files under `dir`.
+fn checks_with(dir: &std::path::Path, status: &str) -> Vec<String> {
     let mut failed = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -78,7 +84,7 @@ fn failed_checks(dir: &std::path::Path) -> Vec<String> {
                 let checks: serde_json::Value =
                     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
                 for check in checks.as_array().unwrap() {
-                    if check["status"] == "FAILURE" {
+                    if check["status"] == status {
                         failed.push(check["id"].as_str().unwrap_or_default().to_owned());
                     }
                 }
@@ -90,10 +96,10 @@ fn failed_checks(dir: &std::path::Path) -> Vec<String> {
     failed
 }
 
-fn run_scenario(scenario: &str, revision: &str) {
-    let Some((node, suite)) = suite() else {
-        return;
-    };
+/// Run one scenario and check its outcome; the directory of its results (`None` when the
+/// suite is not installed and the test skips).
+fn run_scenario(scenario: &str, revision: &str) -> Option<tempfile::TempDir> {
+    let (node, suite) = suite()?;
     let client = conformance_client();
     let results = tempfile::tempdir().unwrap();
     // `--force`: an extension scenario runs at the revision even where the suite would not
@@ -137,6 +143,7 @@ fn run_scenario(scenario: &str, revision: &str) {
             );
         }
     }
+    Some(results)
 }
 
 /// One test per scenario and revision.
@@ -146,6 +153,25 @@ macro_rules! scenarios {
             #[test]
             fn $test() {
                 run_scenario($scenario, $revision);
+            }
+        )*
+    };
+}
+
+/// One test per skills scenario: it must pass with every check observed (`SUCCESS`), not
+/// skipped — agcore lists the skills, and loads and verifies them where the scenario serves
+/// one to load.
+macro_rules! skills_scenarios {
+    ($revision:literal: $($test:ident => $scenario:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                let Some(results) = run_scenario($scenario, $revision) else {
+                    return;
+                };
+                let skipped = checks_with(results.path(), "SKIPPED");
+                assert!(skipped.is_empty(), "{} skipped {skipped:?}", $scenario);
+                assert!(!checks_with(results.path(), "SUCCESS").is_empty(), "{}", $scenario);
             }
         )*
     };
@@ -223,9 +249,9 @@ scenarios! { "2026-07-28":
     v2026_json_schema_2020_12_preservation => "json-schema-2020-12-preservation",
 }
 
-// Extension scenarios in neither set (the suite marks their checks SKIPPED until it can observe
-// a host's skill fetches, so a pass here says only that agcore did not break the flow).
-scenarios! { "2026-07-28":
+// Extension scenarios in neither set: the SEP-2640 skills scenarios, whose checks the suite
+// reports SKIPPED unless the client lists the skills and (except no-prefetch) loads one.
+skills_scenarios! { "2026-07-28":
     extension_sep_2640_client_no_prefetch => "sep-2640-client-no-prefetch",
     extension_sep_2640_client_verify_digest => "sep-2640-client-verify-digest",
     extension_sep_2640_client_verify_size => "sep-2640-client-verify-size",

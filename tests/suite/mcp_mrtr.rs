@@ -92,9 +92,14 @@ impl Answering {
 impl Elicitor for Answering {
     async fn elicit(&self, request: &ElicitationRequest) -> ElicitationResponse {
         self.asked.lock().unwrap().push(request.message.clone());
-        assert!(matches!(request.mode, ElicitationMode::Form { .. }));
-        ElicitationResponse::Accept {
-            content: self.values.clone(),
+        match request.mode {
+            ElicitationMode::Form { .. } => ElicitationResponse::Accept {
+                content: self.values.clone(),
+            },
+            // The person opened the URL themselves: nothing to send but the action.
+            ElicitationMode::Url { .. } => ElicitationResponse::Accept {
+                content: Map::new(),
+            },
         }
     }
 }
@@ -546,18 +551,73 @@ async fn postgres_a_run_killed_while_its_task_works_polls_the_same_task_elsewher
 // ---------------------------------------------------------------------------------------------
 // Suspended on a question, answered in another process.
 
+/// A question a tool of the test server asks, and how the suspension tests answer it.
+struct Asks {
+    /// The tool.
+    tool: &'static str,
+    /// What the server asks, as the elicitor sees it.
+    message: &'static str,
+    /// What the suspended run's request says the server asks.
+    reason: &'static str,
+    /// The form field answered (a URL question has none).
+    field: &'static str,
+    /// The tool's answer once the question is answered.
+    result: &'static str,
+    /// Whether the call retries with a `requestState` (a task is polled instead).
+    retries: bool,
+}
+
+/// A form inside the `tools/call` result (multi-round-trip).
+const GREET: Asks = Asks {
+    tool: "greet",
+    message: "What is your name?",
+    reason: "MCP server 'jobs' asks: What is your name?",
+    field: "name",
+    result: "Hello, Ada!",
+    retries: true,
+};
+
+/// A URL to open, inside the `tools/call` result: shown, never opened; answered "accept".
+const SIGN_IN: Asks = Asks {
+    tool: "sign_in",
+    message: "Sign in to the job board",
+    reason: "MCP server 'jobs' asks: Sign in to the job board (URL to open: \
+             https://jobs.example/sign-in?session=42)",
+    field: "",
+    result: "sign-in: accept",
+    retries: true,
+};
+
+/// A task's own question (`input_required` while the task runs).
+const ASK_JOB: Asks = Asks {
+    tool: "ask_job",
+    message: "Which colour?",
+    reason: "MCP server 'jobs' asks: Which colour?",
+    field: "colour",
+    result: "colour: Ada",
+    retries: false,
+};
+
+fn asks(tool: &str) -> &'static Asks {
+    [&GREET, &SIGN_IN, &ASK_JOB]
+        .into_iter()
+        .find(|asks| asks.tool == tool)
+        .unwrap()
+}
+
 /// The second process: the suspended run restored from the store, its waiting call allowed to
-/// go on, the question answered with `CHILD_ANSWER`. Runs only as the child of the suspension
-/// tests (their environment).
+/// go on, the question of `CHILD_TOOL` answered with `CHILD_ANSWER`. Runs only as the child of
+/// the suspension tests (their environment).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the second process of the suspension tests, run by them"]
 async fn answer_and_resume_in_this_process() {
     let var = |name: &str| std::env::var(name).unwrap();
-    let (store_spec, model, state, answer) = (
+    let (store_spec, model, state, answer, asks) = (
         var(CHILD_STORE),
         var(CHILD_MODEL),
         PathBuf::from(var(CHILD_STATE)),
         var(CHILD_ANSWER),
+        asks(&var(CHILD_TOOL)),
     );
     let store = store(&store_spec).await;
     let _lease = store
@@ -571,7 +631,7 @@ async fn answer_and_resume_in_this_process() {
         .map(|request| Decision::allow(&request.call_id))
         .collect();
     assert_eq!(decisions.len(), 1);
-    let elicitor = Answering::with("name", &answer);
+    let elicitor = Answering::with(asks.field, &answer);
     let registry = registry(&state, elicitor.clone()).await;
     let mut cycle = cycle(&model);
     let outcome = cycle
@@ -584,14 +644,14 @@ async fn answer_and_resume_in_this_process() {
         .await
         .unwrap();
     assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "thanks"));
-    assert_eq!(elicitor.asked(), ["What is your name?"]);
+    assert_eq!(elicitor.asked(), [asks.message]);
     println!("resumed and answered");
 }
 
-async fn suspend_here_answer_elsewhere(store_spec: &str) {
+async fn suspend_here_answer_elsewhere(store_spec: &str, asks: &Asks) {
     let state = tempfile::tempdir().unwrap();
     let model = FakeModel::start(vec![
-        Reply::calls(&[("call_1", "greet", "{}")]),
+        Reply::calls(&[("call_1", asks.tool, "{}")]),
         Reply::text("thanks"),
     ])
     .await;
@@ -620,24 +680,27 @@ async fn suspend_here_answer_elsewhere(store_spec: &str) {
         assert_eq!(requests.len(), 1);
         assert_eq!(
             (requests[0].call_id.as_str(), requests[0].tool.as_str()),
-            ("call_1", "greet")
+            ("call_1", asks.tool)
         );
         assert!(
-            requests[0]
-                .reason
-                .contains("MCP server 'jobs' asks: What is your name?"),
+            requests[0].reason.ends_with(asks.reason),
             "{}",
             requests[0].reason
         );
         assert_eq!(waiting_for_input(suspension.state()).len(), 1);
     }
-    assert_eq!(count(state.path(), "greet.calls"), 1);
-    assert_eq!(count(state.path(), "greet.retries"), 0);
+    let calls = format!("{}.calls", asks.tool);
+    let retries = format!("{}.retries", asks.tool);
+    assert_eq!(count(state.path(), &calls), 1);
+    assert_eq!(count(state.path(), &retries), 0);
+    // A task that asks is left waiting on the server, not cancelled.
+    assert_eq!(count(state.path(), "cancels"), 0);
 
-    let (spec, base, dir) = (
+    let (spec, base, dir, tool) = (
         store_spec.to_owned(),
         model.server.uri(),
         state.path().to_owned(),
+        asks.tool,
     );
     // Waiting on a blocking thread: the fake model keeps serving on this runtime meanwhile.
     let output = tokio::task::spawn_blocking(move || {
@@ -654,6 +717,7 @@ async fn suspend_here_answer_elsewhere(store_spec: &str) {
             .env(CHILD_MODEL, base)
             .env(CHILD_STATE, dir)
             .env(CHILD_ANSWER, "Ada")
+            .env(CHILD_TOOL, tool)
             .output()
             .unwrap()
     })
@@ -665,11 +729,13 @@ async fn suspend_here_answer_elsewhere(store_spec: &str) {
     assert!(stdout.contains("1 passed"), "{stdout}\n{stderr}");
 
     assert_eq!(
-        count(state.path(), "greet.calls"),
+        count(state.path(), &calls),
         1,
         "the tool was not called from scratch"
     );
-    assert_eq!(count(state.path(), "greet.retries"), 1);
+    assert_eq!(count(state.path(), &retries), usize::from(asks.retries));
+    assert_eq!(count(state.path(), "tasks"), usize::from(!asks.retries));
+    assert_eq!(count(state.path(), "cancels"), 0);
     let requests = model.received();
     assert_eq!(requests.len(), 2);
     let answer = requests[1]["messages"]
@@ -679,7 +745,7 @@ async fn suspend_here_answer_elsewhere(store_spec: &str) {
         .find(|message| message["role"] == "tool")
         .expect("the call's answer")["content"]
         .clone();
-    assert_eq!(answer, json!("Hello, Ada!"));
+    assert_eq!(answer, json!(asks.result));
     // The run is over: nothing waits in the store.
     let (_, restored) = SessionJournal::open(store(store_spec).await, SESSION)
         .await
@@ -687,11 +753,14 @@ async fn suspend_here_answer_elsewhere(store_spec: &str) {
     assert!(restored.run.is_none());
 }
 
+fn sqlite_spec(dir: &Path) -> String {
+    format!("sqlite:{}", dir.join("s.db").display())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_a_question_nobody_can_answer_suspends_and_is_answered_in_another_process() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = format!("sqlite:{}", dir.path().join("s.db").display());
-    suspend_here_answer_elsewhere(&spec).await;
+    suspend_here_answer_elsewhere(&sqlite_spec(dir.path()), &GREET).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -699,5 +768,33 @@ async fn postgres_a_question_nobody_can_answer_suspends_and_is_answered_in_anoth
     let Some(url) = support::session::fresh_db("mrtr_suspend").await else {
         return;
     };
-    suspend_here_answer_elsewhere(&url).await;
+    suspend_here_answer_elsewhere(&url, &GREET).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_url_question_suspends_showing_the_url_and_is_accepted_in_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    suspend_here_answer_elsewhere(&sqlite_spec(dir.path()), &SIGN_IN).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_url_question_suspends_showing_the_url_and_is_accepted_in_another_process() {
+    let Some(url) = support::session::fresh_db("mrtr_url").await else {
+        return;
+    };
+    suspend_here_answer_elsewhere(&url, &SIGN_IN).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_tasks_question_suspends_and_the_same_task_is_answered_in_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    suspend_here_answer_elsewhere(&sqlite_spec(dir.path()), &ASK_JOB).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_tasks_question_suspends_and_the_same_task_is_answered_in_another_process() {
+    let Some(url) = support::session::fresh_db("mrtr_task_question").await else {
+        return;
+    };
+    suspend_here_answer_elsewhere(&url, &ASK_JOB).await;
 }

@@ -35,6 +35,7 @@ mod mcp_mrtr;
 mod mcp_recovery;
 mod mcp_registry;
 mod mcp_servers;
+mod mcp_skills;
 mod openai_wire;
 mod path_rules;
 mod private_files;

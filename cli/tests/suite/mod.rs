@@ -17,6 +17,7 @@ mod mcp_catalog;
 mod mcp_complete;
 mod mcp_login;
 mod mcp_login_errors;
+mod mcp_skills_cli;
 mod model_timeouts;
 mod private_store;
 mod prompts_cli;

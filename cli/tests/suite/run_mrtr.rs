@@ -1,7 +1,9 @@
 //! `agcore run --session` and an MCP server (protocol 2026-07-28) that asks a question inside
 //! a `tools/call`: with no terminal the run suspends (exit code 3) naming the question and the
 //! call; `--resume --answer JSON` in another process answers it, and the call goes on from the
-//! server's stored `requestState` — the server sees one original call and one retry. Against
+//! server's stored `requestState` — the server sees one original call and one retry; a URL
+//! question shows its URL and `--answer accept` resumes it; a task's question suspends the run
+//! and the answer goes to the same task. Against
 //! the real rmcp test server `examples/mcp_mrtr_server.rs` (which counts calls in files) and a
 //! fake model on 127.0.0.1.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -134,6 +136,93 @@ async fn a_question_inside_a_call_suspends_the_run_and_answer_resumes_it_from_th
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 2);
     assert_eq!(last_content(&bodies[1]), "Hello, Ada!");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_question_suspends_showing_the_url_and_answer_accept_resumes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("server-state");
+    let server = fake_openai(vec![
+        Reply::tool("call_login", "sign_in", "{}"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let output = run(dir.path(), &state, &server, &["--session", "s", "sign in"]);
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let pending = stderr
+        .lines()
+        .find(|line| line.contains("call_login"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        pending.contains(
+            "asks: Sign in to the job board (URL to open: https://jobs.example/sign-in?session=42)"
+        ),
+        "{pending}"
+    );
+    assert!(stderr.contains("--answer accept"), "{stderr}");
+    assert_eq!(count(&state, "sign_in.calls"), 1);
+    assert_eq!(count(&state, "sign_in.retries"), 0);
+
+    let output = run(
+        dir.path(),
+        &state,
+        &server,
+        &["--session", "s", "--resume", "--answer", "accept"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(count(&state, "sign_in.calls"), 1, "not called from scratch");
+    assert_eq!(count(&state, "sign_in.retries"), 1);
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(last_content(&bodies[1]), "sign-in: accept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_question_suspends_and_answer_resumes_the_same_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("server-state");
+    let server = fake_openai(vec![
+        Reply::tool("call_job", "ask_job", "{}"),
+        Reply::text("Done."),
+    ])
+    .await;
+    let output = run(dir.path(), &state, &server, &["--session", "s", "run it"]);
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("0 call(s) wait for approval, 1 for input"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("MCP server 'jobs' asks: Which colour?"),
+        "{stderr}"
+    );
+    assert_eq!(count(&state, "ask_job.calls"), 1);
+    assert_eq!(
+        count(&state, "cancels"),
+        0,
+        "the waiting task was cancelled"
+    );
+
+    let output = run(
+        dir.path(),
+        &state,
+        &server,
+        &[
+            "--session",
+            "s",
+            "--resume",
+            "--answer",
+            r#"{"colour": "teal"}"#,
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(count(&state, "ask_job.calls"), 1, "not called again");
+    assert_eq!(count(&state, "tasks"), 1, "the same task");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(last_content(&bodies[1]), "colour: teal");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -209,14 +209,19 @@ impl Answers {
 /// The longest question kept for display (characters).
 const MAX_QUESTION_CHARS: usize = 500;
 
-/// What an elicitation asks, for a person to read later: the server's text, cut and escaped.
+/// What an elicitation asks, for a person to read later: the server's text — and for a URL
+/// question the URL to open by hand — cut and escaped.
 fn question(params: &rmcp::model::ElicitRequestParams) -> String {
-    let message = match params {
-        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. }
-        | rmcp::model::ElicitRequestParams::UrlElicitationParams { message, .. } => message,
-        #[allow(unreachable_patterns)] // the enum is non-exhaustive
-        _ => return "(a question of an unknown kind)".to_owned(),
+    let shown = |text: &str| {
+        let cut: String = text.chars().take(MAX_QUESTION_CHARS).collect();
+        crate::display::escape_for_terminal(&cut).into_owned()
     };
-    let cut: String = message.chars().take(MAX_QUESTION_CHARS).collect();
-    crate::display::escape_for_terminal(&cut).into_owned()
+    match params {
+        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => shown(message),
+        rmcp::model::ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+            format!("{} (URL to open: {})", shown(message), shown(url))
+        }
+        #[allow(unreachable_patterns)] // the enum is non-exhaustive
+        _ => "(a question of an unknown kind)".to_owned(),
+    }
 }

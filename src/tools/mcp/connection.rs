@@ -141,6 +141,9 @@ pub struct McpServerInfo {
     pub can_subscribe: bool,
     /// Whether the server offers prompts.
     pub has_prompts: bool,
+    /// Whether the server declared the skills extension (SEP-2640,
+    /// `io.modelcontextprotocol/skills`) — see [`skills`](crate::tools::mcp::skills).
+    pub has_skills: bool,
 }
 
 /// A live session.
@@ -260,6 +263,7 @@ impl Connection {
                     .and_then(|resources| resources.subscribe)
                     .unwrap_or(false),
                 has_prompts: init.capabilities.prompts.is_some(),
+                has_skills: init.capabilities.supports_skills(),
             },
             None => McpServerInfo {
                 name: server.to_string(),
@@ -271,6 +275,7 @@ impl Connection {
                 has_resources: false,
                 can_subscribe: false,
                 has_prompts: false,
+                has_skills: false,
             },
         };
         Ok(Connection {

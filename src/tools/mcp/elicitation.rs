@@ -82,7 +82,8 @@ pub trait Elicitor: Send + Sync {
     }
 
     /// Whether this elicitor stands for a person who cannot be asked now but later: a question
-    /// inside a multi-round-trip `tools/call` is then not asked; the call fails with
+    /// inside a multi-round-trip `tools/call`, or a task's own question, is then not asked (a
+    /// task is left waiting on the server); the call fails with
     /// [`ToolError::InputDeferred`](crate::tools::ToolError::InputDeferred), which suspends a
     /// run that can wait (its state keeps the server's `requestState`, and the resumed run
     /// asks the elicitor it has then). A question the server asks with a request of its own
@@ -103,8 +104,10 @@ impl Elicitor for DeferElicitation {
         ElicitationResponse::Decline
     }
 
+    /// A URL question inside a call waits like a form, its URL shown for a person to open by
+    /// hand later (nothing opens it); one the server asks with a request of its own is declined.
     fn supports_url(&self) -> bool {
-        false
+        true
     }
 
     fn defers(&self) -> bool {

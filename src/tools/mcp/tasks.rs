@@ -7,7 +7,9 @@
 //! - reports each status message as progress ([`McpProgress`], the client's progress
 //!   callback);
 //! - answers a task's input requests (elicitation, sampling, roots: the same answerers as
-//!   everywhere) with `tasks/update`;
+//!   everywhere) with `tasks/update` — or, when nobody can answer now (a deferring elicitor),
+//!   ends the call with `ToolError::InputDeferred`, leaving the task waiting on the server, so
+//!   the run suspends and its resumed run polls the same task and answers;
 //! - sends `tasks/cancel` when the call is dropped — the run was cancelled or its tool timeout
 //!   passed — so the server can stop the work (closing the client waits for it, bounded);
 //! - gives up (and cancels) after [`MAX_TASK_WAIT`], with an answer the model can read.
@@ -114,12 +116,17 @@ pub(crate) async fn follow(
                 ));
             }
             TaskPayload::InputRequired { input_requests } => {
-                // A task keeps running while it waits: its questions cannot wait for a resume.
-                let responses = conn
-                    .answers
-                    .answer_all(tool, input_requests, false)
-                    .await?
-                    .unwrap_or_default();
+                // A question nobody can answer now suspends the run: the task waits on the
+                // server (not cancelled), and the resumed run polls it again by its journaled id
+                // and answers then.
+                let responses = match conn.answers.answer_all(tool, input_requests, true).await {
+                    Ok(responses) => responses.unwrap_or_default(),
+                    Err(deferred @ ToolError::InputDeferred { .. }) => {
+                        guard.disarm();
+                        return Err(deferred);
+                    }
+                    Err(error) => return Err(error),
+                };
                 conn.request(
                     "tasks/update",
                     &task_id,

@@ -1,20 +1,35 @@
 //! [`AuthSession`]: the authorization state of one MCP server — runs a flow on a challenge and
 //! holds rmcp's [`AuthClient`] (which adds the token to requests and refreshes it).
+//!
+//! DPoP (RFC 9449): an authorization-code flow whose authorization server advertises ES256 in
+//! `dpop_signing_alg_values_supported` (or, advertising nothing, whose resource challenges
+//! with the `DPoP` scheme) runs with a [`DpopBinding`]: its token requests carry proofs
+//! ([`DpopTokenHttp`]) and its requests present a DPoP-bound token with proofs
+//! ([`DpopHttpClient`]). Servers without DPoP see exactly what they saw before.
+
+use std::sync::Arc;
 
 use rmcp::transport::AuthClient;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, OAuthState,
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, OAuthState,
 };
 use tokio::sync::Mutex;
 
 use crate::tools::mcp::auth::config::{ClientCredentials, ClientIdentity, McpAuth};
+use crate::tools::mcp::auth::dpop::{DPOP_ALGORITHM, DpopKey};
+use crate::tools::mcp::auth::dpop_binding::DpopBinding;
+use crate::tools::mcp::auth::dpop_client::DpopHttpClient;
+use crate::tools::mcp::auth::dpop_token_http::DpopTokenHttp;
 use crate::tools::mcp::auth::redact::redact;
 use crate::tools::mcp::auth::{cross_app, discovery, workload};
 
+/// The client rmcp's `AuthClient` sends with.
+type Authorized = AuthClient<DpopHttpClient>;
+
 /// The authorized HTTP client, replaced on each new authorization.
 struct State {
-    client: Option<AuthClient<reqwest::Client>>,
+    client: Option<Authorized>,
     /// Whether stored credentials were looked for (once, before the first request).
     loaded: bool,
     /// Bumped by every authorization, so that requests refused at the same time authorize once.
@@ -32,6 +47,9 @@ pub(crate) struct AuthSession {
     /// The HTTP client the authorized requests are sent with.
     http: reqwest::Client,
     state: Mutex<State>,
+    /// The DPoP key and nonces, from the first flow that used DPoP on (one key per server
+    /// and process, so re-authorizations bind to the same key).
+    dpop: std::sync::Mutex<Option<Arc<DpopBinding>>>,
     /// Why the last authorization failed (redacted), until one succeeds: a failed flow is
     /// final for the connection attempt, never retried behind the user's back.
     failure: std::sync::Mutex<Option<String>>,
@@ -49,6 +67,7 @@ impl AuthSession {
                 generation: 0,
                 granted_scopes: Vec::new(),
             }),
+            dpop: std::sync::Mutex::new(None),
             failure: std::sync::Mutex::new(None),
         }
     }
@@ -62,7 +81,7 @@ impl AuthSession {
     }
 
     /// The current authorized client (none before the first challenge) and its generation.
-    pub(crate) async fn current(&self) -> (Option<AuthClient<reqwest::Client>>, u64) {
+    pub(crate) async fn current(&self) -> (Option<Authorized>, u64) {
         let mut state = self.state.lock().await;
         if !state.loaded {
             state.loaded = true;
@@ -81,7 +100,7 @@ impl AuthSession {
     }
 
     /// An authorized client from the credential store, if it holds tokens.
-    async fn stored_client(&self) -> Result<Option<AuthClient<reqwest::Client>>, AuthError> {
+    async fn stored_client(&self) -> Result<Option<Authorized>, AuthError> {
         if self.auth.store().is_none() {
             return Ok(None);
         }
@@ -89,7 +108,41 @@ impl AuthSession {
         if !manager.initialize_from_store().await? {
             return Ok(None);
         }
-        Ok(Some(AuthClient::new(self.http.clone(), manager)))
+        // A DPoP-bound token needs the key it is bound to, which lives with this process
+        // only: without it the token is useless, and a new authorization is the way on.
+        if token_type(&manager).await.eq_ignore_ascii_case("dpop") {
+            return Ok(None);
+        }
+        let http = DpopHttpClient::new(self.http.clone(), None);
+        Ok(Some(AuthClient::new(http, manager)))
+    }
+
+    /// This server's DPoP state, made with a new key the first time.
+    fn dpop_binding(&self) -> Result<Arc<DpopBinding>, AuthError> {
+        let mut dpop = self.dpop.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(binding) = dpop.as_ref() {
+            return Ok(binding.clone());
+        }
+        let key = DpopKey::generate().map_err(|e| AuthError::InternalError(e.to_string()))?;
+        tracing::debug!(target: "agcore::mcp", url = %self.url, jkt = key.thumbprint(), "DPoP key made");
+        let binding = Arc::new(DpopBinding::new(key));
+        *dpop = Some(binding.clone());
+        Ok(binding)
+    }
+
+    /// An rmcp manager whose OAuth requests carry proofs made with `binding`.
+    async fn dpop_manager(
+        &self,
+        binding: Arc<DpopBinding>,
+    ) -> Result<AuthorizationManager, AuthError> {
+        let http = DpopTokenHttp::new(binding).map_err(AuthError::HttpError)?;
+        let mut manager =
+            AuthorizationManager::new_with_oauth_http_client(self.url.as_str(), Arc::new(http))
+                .await?;
+        if let Some(store) = self.auth.store() {
+            manager.set_credential_store(store.clone());
+        }
+        Ok(manager)
     }
 
     /// A fresh rmcp manager for this server, saving into the credential store if any.
@@ -108,8 +161,8 @@ impl AuthSession {
         if state.generation != seen {
             return Ok(());
         }
-        let manager = match self.run_flow(challenge, &state.granted_scopes).await {
-            Ok(manager) => manager,
+        let (manager, dpop) = match self.run_flow(challenge, &state.granted_scopes).await {
+            Ok(outcome) => outcome,
             Err(error) => {
                 // The flow's texts may quote token-endpoint answers or redirect URLs.
                 let reason = redact(&error.to_string());
@@ -119,17 +172,23 @@ impl AuthSession {
         };
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
         state.granted_scopes = manager.get_current_scopes().await;
-        state.client = Some(AuthClient::new(self.http.clone(), manager));
+        if let Some(binding) = &dpop {
+            // RFC 9449 §5: a server may still answer a proof with a bearer token.
+            binding.set_token_type(&token_type(&manager).await);
+        }
+        let http = DpopHttpClient::new(self.http.clone(), dpop);
+        state.client = Some(AuthClient::new(http, manager));
         state.generation += 1;
         tracing::debug!(target: "agcore::mcp", url = %self.url, "authorized");
         Ok(())
     }
 
+    /// Run the configured flow; the DPoP state when it used DPoP.
     async fn run_flow(
         &self,
         challenge: &str,
         granted: &[String],
-    ) -> Result<AuthorizationManager, AuthError> {
+    ) -> Result<(AuthorizationManager, Option<Arc<DpopBinding>>), AuthError> {
         if let McpAuth::AuthorizationCode { authorizer, .. } = &self.auth
             && let Some(reason) = authorizer.declines()
         {
@@ -177,7 +236,20 @@ impl AuthSession {
                 }
                 let metadata =
                     discovery::authorization_metadata(&manager, &self.url, challenge).await?;
-                manager.set_metadata(metadata);
+                let mut dpop = None;
+                if uses_dpop(&metadata, challenge) {
+                    // The discovery again on the manager whose token requests carry proofs,
+                    // which keeps what discovery found (resource, scopes) for the flow; the
+                    // first one ran on rmcp's client, which filters the addresses it reaches.
+                    let binding = self.dpop_binding()?;
+                    manager = self.dpop_manager(binding.clone()).await?;
+                    let metadata =
+                        discovery::authorization_metadata(&manager, &self.url, challenge).await?;
+                    manager.set_metadata(metadata);
+                    dpop = Some(binding);
+                } else {
+                    manager.set_metadata(metadata);
+                }
                 let session = AuthorizationSession::new(manager, request)
                     .await
                     .map_err(|(_, error)| error)?;
@@ -195,9 +267,10 @@ impl AuthSession {
                         callback.issuer.as_deref(),
                     )
                     .await?;
-                oauth.into_authorization_manager().ok_or_else(|| {
+                let manager = oauth.into_authorization_manager().ok_or_else(|| {
                     AuthError::InternalError("the authorization flow did not complete".into())
-                })
+                })?;
+                Ok((manager, dpop))
             }
             McpAuth::ClientCredentials {
                 credentials,
@@ -205,12 +278,14 @@ impl AuthSession {
                 ..
             } => {
                 let config = self.client_credentials(credentials, scopes);
-                client_credentials_flow(OAuthState::Unauthorized(manager), config).await
+                let manager =
+                    client_credentials_flow(OAuthState::Unauthorized(manager), config).await?;
+                Ok((manager, None))
             }
             McpAuth::WorkloadIdentity {
                 identity, scopes, ..
             } => {
-                workload::authorize(
+                let manager = workload::authorize(
                     manager,
                     &self.url,
                     challenge,
@@ -218,10 +293,11 @@ impl AuthSession {
                     scopes,
                     self.auth.store(),
                 )
-                .await
+                .await?;
+                Ok((manager, None))
             }
             McpAuth::CrossAppAccess { config, scopes, .. } => {
-                cross_app::authorize(
+                let manager = cross_app::authorize(
                     manager,
                     &self.url,
                     challenge,
@@ -229,7 +305,8 @@ impl AuthSession {
                     scopes,
                     self.auth.store(),
                 )
-                .await
+                .await?;
+                Ok((manager, None))
             }
         }
     }
@@ -266,6 +343,38 @@ impl AuthSession {
             },
         }
     }
+}
+
+/// Whether to use DPoP with an authorization server of `metadata` for a resource that
+/// challenged with `challenge`: when the server lists ES256 among its DPoP algorithms, or lists
+/// none and the resource asks for the `DPoP` scheme. A server listing only other algorithms
+/// gets bearer tokens requested (agcore signs ES256 only).
+fn uses_dpop(metadata: &AuthorizationMetadata, challenge: &str) -> bool {
+    match metadata
+        .additional_fields
+        .get("dpop_signing_alg_values_supported")
+        .and_then(serde_json::Value::as_array)
+    {
+        Some(algorithms) => algorithms
+            .iter()
+            .any(|algorithm| algorithm.as_str() == Some(DPOP_ALGORITHM)),
+        None => challenge
+            .trim_start()
+            .get(..5)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("dpop ")),
+    }
+}
+
+/// The `token_type` of the manager's current token (empty without one).
+async fn token_type(manager: &AuthorizationManager) -> String {
+    // Read from the serialized answer: rmcp does not re-export the `oauth2` accessor trait.
+    let Ok((_, Some(token))) = manager.get_credentials().await else {
+        return String::new();
+    };
+    serde_json::to_value(&token)
+        .ok()
+        .and_then(|answer| answer.get("token_type")?.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The scopes granted before followed by those `challenge` (a `WWW-Authenticate` value) names

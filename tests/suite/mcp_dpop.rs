@@ -5,8 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
-use agcore::tools::mcp::auth::{ClientIdentity, McpAuth};
+use agcore::tools::mcp::auth::{ClientIdentity, FileCredentialStore, McpAuth};
 use agcore::tools::mcp::{McpClient, McpTransport};
 use serde_json::json;
 
@@ -16,12 +17,20 @@ use crate::support::oauth_fake::{AS_NONCE, OAuthFake, Options, RS_NONCE, Seen, T
 /// Connect with the authorization-code flow (pre-registered public client), list the tools
 /// and call the one there is; its answer.
 async fn connect_and_call(fake: &OAuthFake) -> String {
-    let auth = McpAuth::authorization_code("http://127.0.0.1:8765/callback").with_identity(
+    connect_and_call_with(fake, None).await
+}
+
+/// [`connect_and_call`], keeping the credentials in `store`.
+async fn connect_and_call_with(fake: &OAuthFake, store: Option<&FileCredentialStore>) -> String {
+    let mut auth = McpAuth::authorization_code("http://127.0.0.1:8765/callback").with_identity(
         ClientIdentity::Preregistered {
             client_id: "client-1".into(),
             client_secret: None,
         },
     );
+    if let Some(store) = store {
+        auth = auth.with_store(Arc::new(store.clone()));
+    }
     let mut client = McpClient::new("dpop-fake", McpTransport::http(fake.url()))
         .with_protocol_version("2025-06-18")
         .with_auth(auth);
@@ -151,4 +160,36 @@ async fn a_bearer_token_from_a_dpop_server_is_presented_as_bearer() {
         );
         assert!(!post.had_proof, "{post:#?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_dpop_token_works_in_the_next_client_with_its_stored_key() {
+    let fake = OAuthFake::start(Options {
+        dpop: true,
+        rs_nonce: true,
+        ..Options::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileCredentialStore::new(dir.path().join("credentials.json"));
+    let first = connect_and_call_with(&fake, Some(&store)).await;
+    assert!(first.contains("authorized by DPoP"), "{first}");
+    let after_first = fake.seen().len();
+    assert_eq!(token_requests(&fake.seen()).len(), 1);
+
+    // A new client (a new authorization state, as in the next process) with the same store:
+    // no token request, and its proofs verify against the key the token was issued to (the
+    // fake refuses any other key).
+    let second = connect_and_call_with(&fake, Some(&store)).await;
+    assert!(second.contains("authorized by DPoP"), "{second}");
+    let seen = fake.seen();
+    assert_eq!(token_requests(&seen).len(), 1, "no second authorization");
+    let later = authorized_posts(&seen[after_first..]);
+    assert!(later.len() >= 3, "{later:#?}");
+    assert!(later.iter().all(|post| post.proof.is_some()));
+    assert!(
+        later
+            .iter()
+            .any(|post| post.rpc.as_deref() == Some("tools/call") && post.status == 200)
+    );
 }

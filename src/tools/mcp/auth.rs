@@ -30,6 +30,7 @@ mod discovery;
 mod dpop;
 mod dpop_binding;
 mod dpop_client;
+mod dpop_store;
 mod dpop_token_http;
 mod http;
 mod loopback;

@@ -5,14 +5,16 @@
 //! `dpop_signing_alg_values_supported` (or, advertising nothing, whose resource challenges
 //! with the `DPoP` scheme) runs with a [`DpopBinding`]: its token requests carry proofs
 //! ([`DpopTokenHttp`]) and its requests present a DPoP-bound token with proofs
-//! ([`DpopHttpClient`]). Servers without DPoP see exactly what they saw before.
+//! ([`DpopHttpClient`]). With a credential store, the key is kept with the tokens
+//! ([`DpopKeyStore`]). Servers without DPoP see exactly what they saw before.
 
 use std::sync::Arc;
 
 use rmcp::transport::AuthClient;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
-    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, OAuthState,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialStore,
+    OAuthState,
 };
 use tokio::sync::Mutex;
 
@@ -20,6 +22,7 @@ use crate::tools::mcp::auth::config::{ClientCredentials, ClientIdentity, McpAuth
 use crate::tools::mcp::auth::dpop::{DPOP_ALGORITHM, DpopKey};
 use crate::tools::mcp::auth::dpop_binding::DpopBinding;
 use crate::tools::mcp::auth::dpop_client::DpopHttpClient;
+use crate::tools::mcp::auth::dpop_store::{DpopKeyStore, stored_key};
 use crate::tools::mcp::auth::dpop_token_http::DpopTokenHttp;
 use crate::tools::mcp::auth::redact::redact;
 use crate::tools::mcp::auth::{cross_app, discovery, workload};
@@ -47,8 +50,8 @@ pub(crate) struct AuthSession {
     /// The HTTP client the authorized requests are sent with.
     http: reqwest::Client,
     state: Mutex<State>,
-    /// The DPoP key and nonces, from the first flow that used DPoP on (one key per server
-    /// and process, so re-authorizations bind to the same key).
+    /// The DPoP key and nonces, from the first flow that used DPoP (or the credential store)
+    /// on: one key per server, so re-authorizations bind to the same key.
     dpop: std::sync::Mutex<Option<Arc<DpopBinding>>>,
     /// Why the last authorization failed (redacted), until one succeeds: a failed flow is
     /// final for the connection attempt, never retried behind the user's back.
@@ -104,16 +107,32 @@ impl AuthSession {
         if self.auth.store().is_none() {
             return Ok(None);
         }
+        let Some(store) = self.auth.store() else {
+            return Ok(None);
+        };
         let mut manager = self.manager().await?;
         if !manager.initialize_from_store().await? {
             return Ok(None);
         }
-        // A DPoP-bound token needs the key it is bound to, which lives with this process
-        // only: without it the token is useless, and a new authorization is the way on.
-        if token_type(&manager).await.eq_ignore_ascii_case("dpop") {
+        if !token_type(&manager).await.eq_ignore_ascii_case("dpop") {
+            let http = DpopHttpClient::new(self.http.clone(), None);
+            return Ok(Some(AuthClient::new(http, manager)));
+        }
+        // A DPoP-bound token works only with the key kept next to it; without that key a new
+        // authorization is the way on.
+        let Some(key) = store.load().await?.as_ref().and_then(stored_key) else {
+            return Ok(None);
+        };
+        let binding = Arc::new(DpopBinding::new(key));
+        binding.set_token_type("DPoP");
+        *self.dpop.lock().unwrap_or_else(|p| p.into_inner()) = Some(binding.clone());
+        // Loaded again by the manager whose refreshes carry proofs (the first load ran the
+        // discovery on rmcp's client, which filters the addresses it reaches).
+        let mut manager = self.dpop_manager(binding.clone()).await?;
+        if !manager.initialize_from_store().await? {
             return Ok(None);
         }
-        let http = DpopHttpClient::new(self.http.clone(), None);
+        let http = DpopHttpClient::new(self.http.clone(), Some(binding));
         Ok(Some(AuthClient::new(http, manager)))
     }
 
@@ -135,12 +154,16 @@ impl AuthSession {
         &self,
         binding: Arc<DpopBinding>,
     ) -> Result<AuthorizationManager, AuthError> {
+        let store = match self.auth.store() {
+            Some(store) => Some(DpopKeyStore::new(store.clone(), binding.key())?),
+            None => None,
+        };
         let http = DpopTokenHttp::new(binding).map_err(AuthError::HttpError)?;
         let mut manager =
             AuthorizationManager::new_with_oauth_http_client(self.url.as_str(), Arc::new(http))
                 .await?;
-        if let Some(store) = self.auth.store() {
-            manager.set_credential_store(store.clone());
+        if let Some(store) = store {
+            manager.set_credential_store(store);
         }
         Ok(manager)
     }

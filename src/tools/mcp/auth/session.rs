@@ -104,9 +104,6 @@ impl AuthSession {
 
     /// An authorized client from the credential store, if it holds tokens.
     async fn stored_client(&self) -> Result<Option<Authorized>, AuthError> {
-        if self.auth.store().is_none() {
-            return Ok(None);
-        }
         let Some(store) = self.auth.store() else {
             return Ok(None);
         };

@@ -2,6 +2,11 @@
 //! DPoP. Token requests (a form with a `grant_type`: the code exchange, refreshes) get a proof
 //! in the `DPoP` header; a `400 use_dpop_nonce` with a `DPoP-Nonce` is answered once with a
 //! proof carrying that nonce (RFC 9449 §8). Every other request passes through unchanged.
+//!
+//! rmcp's own client filters the addresses discovered metadata may send it to; this one
+//! instead reaches only the origins that filtered discovery already found (the MCP server, its
+//! resource metadata, the authorization server's endpoints), redirects included — so a server
+//! answering differently the second time cannot point it anywhere new.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,21 +34,41 @@ enum TokenHttpError {
     TooLarge { url: String },
     #[error("cannot build the OAuth response: {0}")]
     Response(#[from] http::Error),
+    #[error("OAuth request to {url} refused: not an origin discovery found")]
+    NotAllowed { url: String },
 }
 
 /// rmcp's [`OAuthHttpClient`] with DPoP proofs on token requests.
 pub(crate) struct DpopTokenHttp {
     binding: Arc<DpopBinding>,
+    allowed: Arc<Vec<url::Origin>>,
     follow: reqwest::Client,
     stop: reqwest::Client,
 }
 
 impl DpopTokenHttp {
-    pub(crate) fn new(binding: Arc<DpopBinding>) -> Result<Self, reqwest::Error> {
+    /// A client making proofs with `binding`, reaching only the `allowed` origins.
+    pub(crate) fn new(
+        binding: Arc<DpopBinding>,
+        allowed: Vec<url::Origin>,
+    ) -> Result<Self, reqwest::Error> {
+        let allowed = Arc::new(allowed);
+        let within = allowed.clone();
+        let follow = reqwest::redirect::Policy::custom(move |attempt| {
+            if !within.contains(&attempt.url().origin()) {
+                let url = without_query(attempt.url());
+                attempt.error(TokenHttpError::NotAllowed { url })
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+            } else {
+                attempt.follow()
+            }
+        });
         let build = |policy| reqwest::Client::builder().redirect(policy).build();
         Ok(DpopTokenHttp {
             binding,
-            follow: build(reqwest::redirect::Policy::limited(MAX_REDIRECTS))?,
+            allowed,
+            follow: build(follow)?,
             stop: build(reqwest::redirect::Policy::none())?,
         })
     }
@@ -54,8 +79,11 @@ impl DpopTokenHttp {
         client: &reqwest::Client,
         timeout: Duration,
     ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
-        let url = request.uri().to_string();
         let mut request = reqwest::Request::try_from(request)?;
+        let url = without_query(request.url());
+        if !self.allowed.contains(&request.url().origin()) {
+            return Err(Box::new(TokenHttpError::NotAllowed { url }));
+        }
         *request.timeout_mut() = Some(timeout);
         let mut response = client.execute(request).await?;
         let mut answer = http::Response::builder()
@@ -129,6 +157,14 @@ impl OAuthHttpClient for DpopTokenHttp {
     }
 }
 
+/// `url` without query and fragment, for messages (a query may hold a code or a secret).
+fn without_query(url: &url::Url) -> String {
+    let mut url = url.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    url.into()
+}
+
 /// A POST of a form naming a `grant_type`: only token requests have one.
 fn is_token_request(request: &http::Request<Vec<u8>>) -> bool {
     let form = request
@@ -187,6 +223,25 @@ mod tests {
         )));
         assert!(!is_token_request(&request("POST", form, "my_grant_type=x")));
         assert!(!is_token_request(&request("GET", form, "grant_type=x")));
+    }
+
+    #[tokio::test]
+    async fn a_request_outside_the_discovered_origins_is_refused_unsent() {
+        use crate::tools::mcp::auth::dpop::DpopKey;
+        let binding = Arc::new(DpopBinding::new(DpopKey::generate().unwrap()));
+        let allowed = url::Url::parse("http://127.0.0.1:1/").unwrap().origin();
+        let http = DpopTokenHttp::new(binding, vec![allowed]).unwrap();
+        // Port 2 is another origin: refused before any connection (nothing listens there,
+        // so a sent request would fail differently).
+        let mut request = request("POST", "application/x-www-form-urlencoded", "grant_type=x");
+        *request.uri_mut() = "http://127.0.0.1:2/token?code=secret".parse().unwrap();
+        let error = http
+            .send(request, &http.stop, REQUEST_TIMEOUT)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not an origin discovery found"), "{error}");
+        assert!(!error.contains("secret"), "{error}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use rmcp::transport::AuthClient;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
     AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialStore,
-    OAuthState,
+    OAuthState, WWWAuthenticateParams,
 };
 use tokio::sync::Mutex;
 
@@ -107,7 +107,17 @@ impl AuthSession {
         let Some(store) = self.auth.store() else {
             return Ok(None);
         };
+        // No tokens, nothing to discover (as `initialize_from_store` does).
+        let Some(stored) = store.load().await? else {
+            return Ok(None);
+        };
+        if stored.token_response.is_none() {
+            return Ok(None);
+        }
         let mut manager = self.manager().await?;
+        // What `initialize_from_store` would discover, kept for a DPoP-bound token below.
+        let metadata = manager.resolve_metadata().await?.metadata;
+        manager.set_metadata(metadata.clone());
         if !manager.initialize_from_store().await? {
             return Ok(None);
         }
@@ -117,15 +127,17 @@ impl AuthSession {
         }
         // A DPoP-bound token works only with the key kept next to it; without that key a new
         // authorization is the way on.
-        let Some(key) = store.load().await?.as_ref().and_then(stored_key) else {
+        let Some(key) = stored_key(&stored) else {
             return Ok(None);
         };
         let binding = Arc::new(DpopBinding::new(key));
         binding.set_token_type("DPoP");
         *self.dpop.lock().unwrap_or_else(|p| p.into_inner()) = Some(binding.clone());
-        // Loaded again by the manager whose refreshes carry proofs (the first load ran the
-        // discovery on rmcp's client, which filters the addresses it reaches).
-        let mut manager = self.dpop_manager(binding.clone()).await?;
+        // Loaded again, without a second discovery, by the manager whose refreshes carry
+        // proofs.
+        let allowed = self.discovered_origins(&metadata, None);
+        let mut manager = self.dpop_manager(binding.clone(), allowed).await?;
+        manager.set_metadata(metadata);
         if !manager.initialize_from_store().await? {
             return Ok(None);
         }
@@ -150,12 +162,13 @@ impl AuthSession {
     async fn dpop_manager(
         &self,
         binding: Arc<DpopBinding>,
+        allowed: Vec<url::Origin>,
     ) -> Result<AuthorizationManager, AuthError> {
         let store = match self.auth.store() {
             Some(store) => Some(DpopKeyStore::new(store.clone(), binding.key())?),
             None => None,
         };
-        let http = DpopTokenHttp::new(binding).map_err(AuthError::HttpError)?;
+        let http = DpopTokenHttp::new(binding, allowed).map_err(AuthError::HttpError)?;
         let mut manager =
             AuthorizationManager::new_with_oauth_http_client(self.url.as_str(), Arc::new(http))
                 .await?;
@@ -163,6 +176,37 @@ impl AuthSession {
             manager.set_credential_store(store);
         }
         Ok(manager)
+    }
+
+    /// The origins a DPoP manager may reach: the MCP server's, the resource metadata named by
+    /// `challenge`, and those of the authorization server's endpoints in `metadata` — all
+    /// found by a discovery on rmcp's address-filtering client.
+    fn discovered_origins(
+        &self,
+        metadata: &AuthorizationMetadata,
+        challenge: Option<&str>,
+    ) -> Vec<url::Origin> {
+        let mut urls = vec![
+            Some(self.url.clone()),
+            Some(metadata.authorization_endpoint.clone()),
+            Some(metadata.token_endpoint.clone()),
+            metadata.registration_endpoint.clone(),
+            metadata.issuer.clone(),
+        ];
+        if let (Some(challenge), Ok(server)) = (challenge, url::Url::parse(&self.url)) {
+            let params = WWWAuthenticateParams::parse(challenge, &server);
+            urls.push(params.resource_metadata_url.map(String::from));
+        }
+        let mut origins = Vec::new();
+        for url in urls.into_iter().flatten() {
+            if let Ok(url) = url::Url::parse(&url)
+                && url.origin().is_tuple()
+                && !origins.contains(&url.origin())
+            {
+                origins.push(url.origin());
+            }
+        }
+        origins
     }
 
     /// A fresh rmcp manager for this server, saving into the credential store if any.
@@ -262,7 +306,8 @@ impl AuthSession {
                     // which keeps what discovery found (resource, scopes) for the flow; the
                     // first one ran on rmcp's client, which filters the addresses it reaches.
                     let binding = self.dpop_binding()?;
-                    manager = self.dpop_manager(binding.clone()).await?;
+                    let allowed = self.discovered_origins(&metadata, Some(challenge));
+                    manager = self.dpop_manager(binding.clone(), allowed).await?;
                     let metadata =
                         discovery::authorization_metadata(&manager, &self.url, challenge).await?;
                     manager.set_metadata(metadata);

@@ -276,7 +276,11 @@ mod tests {
         assert_eq!(again.thumbprint(), key.thumbprint());
         let (header, _) = verified(&again.proof("GET", "https://x/mcp", None, None).unwrap());
         assert_eq!(header["jwk"], jwk);
-        assert!(format!("{key:?}").contains(key.thumbprint()));
+        // The private key never shows: `Debug` is the public thumbprint only.
+        assert_eq!(
+            format!("{key:?}"),
+            format!("DpopKey {{ jkt: {:?}, .. }}", key.thumbprint())
+        );
         assert!(DpopKey::from_pkcs8(b"garbage").is_err());
     }
 }

@@ -1,13 +1,15 @@
 //! DPoP (RFC 9449, SEP-1932) against the local OAuth fake of `tests/support/oauth_fake.rs`:
 //! a server that advertises DPoP gets proofs on its token requests and on every MCP request,
 //! a DPoP-bound token presented as `DPoP`, and its nonces honoured after one challenge each
-//! (token endpoint and MCP endpoint); a server without DPoP still sees `Bearer` and no proof.
+//! (token endpoint and MCP endpoint), for the authorization-code flow and a machine client;
+//! a stored DPoP token works in the next client with its stored key; a server without DPoP
+//! still sees `Bearer` and no proof.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agcore::tools::mcp::auth::{ClientIdentity, FileCredentialStore, McpAuth};
+use agcore::tools::mcp::auth::{ClientCredentials, ClientIdentity, FileCredentialStore, McpAuth};
 use agcore::tools::mcp::{McpClient, McpTransport};
 use serde_json::json;
 
@@ -31,6 +33,11 @@ async fn connect_and_call_with(fake: &OAuthFake, store: Option<&FileCredentialSt
     if let Some(store) = store {
         auth = auth.with_store(Arc::new(store.clone()));
     }
+    connect_and_call_as(fake, auth).await
+}
+
+/// [`connect_and_call`] with `auth`.
+async fn connect_and_call_as(fake: &OAuthFake, auth: McpAuth) -> String {
     let mut client = McpClient::new("dpop-fake", McpTransport::http(fake.url()))
         .with_protocol_version("2025-06-18")
         .with_auth(auth);
@@ -189,6 +196,34 @@ async fn a_stored_dpop_token_works_in_the_next_client_with_its_stored_key() {
     assert!(later.iter().all(|post| post.proof.is_some()));
     assert!(
         later
+            .iter()
+            .any(|post| post.rpc.as_deref() == Some("tools/call") && post.status == 200)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_client_of_a_dpop_resource_gets_a_bound_token_too() {
+    let fake = OAuthFake::start(Options {
+        dpop: true,
+        as_nonce: true,
+        rs_nonce: true,
+        ..Options::default()
+    })
+    .await;
+    let auth = McpAuth::client_credentials(ClientCredentials::Secret {
+        client_id: "machine-1".into(),
+        client_secret: "s3cret".into(),
+    });
+    let answer = connect_and_call_as(&fake, auth).await;
+    assert!(answer.contains("authorized by DPoP"), "{answer}");
+    let seen = fake.seen();
+    let tokens = token_requests(&seen);
+    assert_eq!(tokens.len(), 2, "one nonce challenge: {tokens:#?}");
+    assert_eq!(tokens[1].proof.as_ref().unwrap()["nonce"], AS_NONCE);
+    let posts = authorized_posts(&seen);
+    assert!(posts.iter().all(|post| post.proof.is_some()), "{posts:#?}");
+    assert!(
+        posts
             .iter()
             .any(|post| post.rpc.as_deref() == Some("tools/call") && post.status == 200)
     );

@@ -3,7 +3,8 @@
 //!
 //! DPoP (RFC 9449): an authorization-code flow whose authorization server advertises ES256 in
 //! `dpop_signing_alg_values_supported` (or, advertising nothing, whose resource challenges
-//! with the `DPoP` scheme) runs with a [`DpopBinding`]: its token requests carry proofs
+//! with the `DPoP` scheme), and a `client_credentials` grant for a resource challenging with
+//! `DPoP` whose server takes ES256, run with a [`DpopBinding`]: its token requests carry proofs
 //! ([`DpopTokenHttp`]) and its requests present a DPoP-bound token with proofs
 //! ([`DpopHttpClient`]). With a credential store, the key is kept with the tokens
 //! ([`DpopKeyStore`]). Servers without DPoP see exactly what they saw before.
@@ -343,9 +344,10 @@ impl AuthSession {
                 ..
             } => {
                 let config = self.client_credentials(credentials, scopes);
+                let (manager, dpop) = self.dpop_if_demanded(manager, challenge).await?;
                 let manager =
                     client_credentials_flow(OAuthState::Unauthorized(manager), config).await?;
-                Ok((manager, None))
+                Ok((manager, dpop))
             }
             McpAuth::WorkloadIdentity {
                 identity, scopes, ..
@@ -374,6 +376,29 @@ impl AuthSession {
                 Ok((manager, None))
             }
         }
+    }
+
+    /// For the `client_credentials` grant (whose discovery rmcp runs itself): when the
+    /// resource challenges with the `DPoP` scheme and its authorization server takes ES256
+    /// proofs, a manager whose token requests carry them. Any other server keeps `manager`
+    /// untouched — not even a discovery more.
+    async fn dpop_if_demanded(
+        &self,
+        manager: AuthorizationManager,
+        challenge: &str,
+    ) -> Result<(AuthorizationManager, Option<Arc<DpopBinding>>), AuthError> {
+        if !is_dpop_challenge(challenge) {
+            return Ok((manager, None));
+        }
+        // The discovery rmcp's grant makes, first on rmcp's address-filtering client.
+        let metadata = manager.resolve_metadata().await?.metadata;
+        if !uses_dpop(&metadata, challenge) {
+            return Ok((manager, None));
+        }
+        let binding = self.dpop_binding()?;
+        let allowed = self.discovered_origins(&metadata, Some(challenge));
+        let manager = self.dpop_manager(binding.clone(), allowed).await?;
+        Ok((manager, Some(binding)))
     }
 
     /// rmcp's settings for the `client_credentials` grant.
@@ -423,11 +448,16 @@ fn uses_dpop(metadata: &AuthorizationMetadata, challenge: &str) -> bool {
         Some(algorithms) => algorithms
             .iter()
             .any(|algorithm| algorithm.as_str() == Some(DPOP_ALGORITHM)),
-        None => challenge
-            .trim_start()
-            .get(..5)
-            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("dpop ")),
+        None => is_dpop_challenge(challenge),
     }
+}
+
+/// Whether a `WWW-Authenticate` value challenges with the `DPoP` scheme.
+fn is_dpop_challenge(challenge: &str) -> bool {
+    challenge
+        .trim_start()
+        .get(..5)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("dpop "))
 }
 
 /// The `token_type` of the manager's current token (empty without one).

@@ -23,7 +23,8 @@
 //!
 //! An authorization server that advertises DPoP (RFC 9449, ES256 in
 //! `dpop_signing_alg_values_supported`) gets a proof with each token request of the
-//! authorization-code flow, and the MCP server the DPoP-bound token as `Authorization: DPoP`
+//! authorization-code flow (and of the `client_credentials` grant when the MCP server
+//! challenges with `DPoP`), and the MCP server the DPoP-bound token as `Authorization: DPoP`
 //! with a fresh proof per request; both may demand their nonce (answered once per challenge).
 //! The P-256 key is one per server, kept with the stored credentials when there is a store.
 //!

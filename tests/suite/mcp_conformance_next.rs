@@ -37,33 +37,7 @@ fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
 /// Scenarios agcore does not pass yet, each with the checks that fail and why (the suite's own
 /// baseline idea): the test then asserts that exactly these checks fail, so a fix shows as a
 /// failing test until its entry is removed, and nothing else may break meanwhile.
-const EXPECTED_FAILURES: &[(&str, &[&str], &str)] = &[
-    (
-        "auth/dpop",
-        DPOP_CHECKS,
-        "DPoP (SEP-1932): rmcp 3.11 sends tokens only as Bearer and has no DPoP proofs",
-    ),
-    (
-        "auth/dpop-nonce",
-        DPOP_NONCE_CHECKS,
-        "DPoP (SEP-1932): as auth/dpop; the server nonce needs the DPoP-Nonce response header, \
-         which rmcp's 401 error does not keep",
-    ),
-];
-
-const DPOP_CHECKS: &[&str] = &[
-    "sep-1932-client-token-request-proof",
-    "sep-1932-client-dpop-auth-scheme",
-    "sep-1932-client-fresh-proof",
-];
-
-const DPOP_NONCE_CHECKS: &[&str] = &[
-    "sep-1932-client-token-request-proof",
-    "sep-1932-client-dpop-auth-scheme",
-    "sep-1932-client-fresh-proof",
-    "sep-1932-client-as-nonce",
-    "sep-1932-client-rs-nonce",
-];
+const EXPECTED_FAILURES: &[(&str, &[&str], &str)] = &[];
 
 /// The ids of the checks that failed, from the `checks.json` files under `dir`.
 fn failed_checks(dir: &std::path::Path) -> Vec<String> {

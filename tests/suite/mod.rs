@@ -27,6 +27,7 @@ mod loop_hardening;
 mod mcp_complete;
 mod mcp_conformance;
 mod mcp_conformance_next;
+mod mcp_dpop;
 mod mcp_faults;
 mod mcp_features;
 mod mcp_generations;

@@ -21,12 +21,25 @@
 //! with a platform-issued JWT and no user uses [`McpAuth::workload_identity`] (the same grant,
 //! its JWT as the assertion).
 //!
-//! Tokens and secrets never appear in `Debug` output, logs or error texts ([`redact`]).
+//! An authorization server that advertises DPoP (RFC 9449, ES256 in
+//! `dpop_signing_alg_values_supported`) gets a proof with each token request of the
+//! authorization-code flow (and of the `client_credentials` grant when the MCP server
+//! challenges with `DPoP`), and the MCP server the DPoP-bound token as `Authorization: DPoP`
+//! with a fresh proof per request; both may demand their nonce (answered once per challenge).
+//! The P-256 key is one per server, kept with the stored credentials when there is a store.
+//!
+//! Tokens, secrets and DPoP keys never appear in `Debug` output, logs or error texts
+//! ([`redact`]).
 
 mod authorizer;
 mod config;
 mod cross_app;
 mod discovery;
+mod dpop;
+mod dpop_binding;
+mod dpop_client;
+mod dpop_store;
+mod dpop_token_http;
 mod http;
 mod loopback;
 mod redact;

@@ -16,10 +16,11 @@ use rmcp::transport::streamable_http_client::{
 
 use crate::tools::mcp::auth::MAX_AUTHORIZATIONS_PER_REQUEST;
 use crate::tools::mcp::auth::config::McpAuth;
+use crate::tools::mcp::auth::dpop_client::DpopHttpClient;
 use crate::tools::mcp::auth::session::AuthSession;
 
 type Error = StreamableHttpError<reqwest::Error>;
-type Authorized = Option<AuthClient<reqwest::Client>>;
+type Authorized = Option<AuthClient<DpopHttpClient>>;
 
 /// A [`StreamableHttpClient`] that authorizes on demand.
 #[derive(Clone)]

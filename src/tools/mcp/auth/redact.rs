@@ -2,7 +2,7 @@
 
 /// Names whose values are secret, as JSON keys (`"access_token":"..."`) or query/form
 /// parameters (`code=...`).
-const SECRET_NAMES: [&str; 7] = [
+const SECRET_NAMES: [&str; 8] = [
     "access_token",
     "refresh_token",
     "id_token",
@@ -10,14 +10,16 @@ const SECRET_NAMES: [&str; 7] = [
     "client_assertion",
     "code_verifier",
     "code",
+    // The DPoP private key, as kept with stored credentials.
+    "agcore_dpop_key",
 ];
 
 /// `text` with the values of secret fields (`access_token`, `refresh_token`, `client_secret`,
-/// `code`, ... as JSON members or `name=value` pairs) and `Bearer`/`Basic` credentials
-/// replaced by `<redacted>`.
+/// `code`, the stored DPoP key, ... as JSON members or `name=value` pairs) and
+/// `Bearer`/`DPoP`/`Basic` credentials replaced by `<redacted>`.
 pub fn redact(text: &str) -> String {
     let mut out = text.to_owned();
-    for scheme in ["Bearer ", "Basic "] {
+    for scheme in ["Bearer ", "DPoP ", "Basic "] {
         out = mask_after(&out, scheme, |c| c.is_whitespace() || c == '"' || c == ',');
     }
     for name in SECRET_NAMES {
@@ -82,9 +84,9 @@ mod tests {
 
     #[test]
     fn masks_tokens_codes_and_credentials() {
-        let text = r#"token endpoint said {"access_token":"tok-1","refresh_token": "ref-2","token_type":"Bearer"} for http://x/cb?code=abc&state=s and Authorization: Bearer tok-3, client_secret=shh"#;
+        let text = r#"token endpoint said {"access_token":"tok-1","refresh_token": "ref-2","token_type":"Bearer","agcore_dpop_key":"key-5"} for http://x/cb?code=abc&state=s and Authorization: Bearer tok-3, client_secret=shh, Authorization: DPoP tok-4"#;
         let out = redact(text);
-        for secret in ["tok-1", "ref-2", "abc", "tok-3", "shh"] {
+        for secret in ["tok-1", "ref-2", "abc", "tok-3", "shh", "tok-4", "key-5"] {
             assert!(!out.contains(secret), "{secret} leaked: {out}");
         }
         assert!(out.contains("state=s"), "{out}");

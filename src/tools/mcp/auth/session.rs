@@ -1,20 +1,39 @@
 //! [`AuthSession`]: the authorization state of one MCP server — runs a flow on a challenge and
 //! holds rmcp's [`AuthClient`] (which adds the token to requests and refreshes it).
+//!
+//! DPoP (RFC 9449): an authorization-code flow whose authorization server advertises ES256 in
+//! `dpop_signing_alg_values_supported` (or, advertising nothing, whose resource challenges
+//! with the `DPoP` scheme), and a `client_credentials` grant for a resource challenging with
+//! `DPoP` whose server takes ES256, run with a [`DpopBinding`]: its token requests carry proofs
+//! ([`DpopTokenHttp`]) and its requests present a DPoP-bound token with proofs
+//! ([`DpopHttpClient`]). With a credential store, the key is kept with the tokens
+//! ([`DpopKeyStore`]). Servers without DPoP see exactly what they saw before.
+
+use std::sync::Arc;
 
 use rmcp::transport::AuthClient;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, OAuthState,
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialStore,
+    OAuthState, WWWAuthenticateParams,
 };
 use tokio::sync::Mutex;
 
 use crate::tools::mcp::auth::config::{ClientCredentials, ClientIdentity, McpAuth};
+use crate::tools::mcp::auth::dpop::{DPOP_ALGORITHM, DpopKey};
+use crate::tools::mcp::auth::dpop_binding::DpopBinding;
+use crate::tools::mcp::auth::dpop_client::DpopHttpClient;
+use crate::tools::mcp::auth::dpop_store::{DpopKeyStore, stored_key};
+use crate::tools::mcp::auth::dpop_token_http::DpopTokenHttp;
 use crate::tools::mcp::auth::redact::redact;
 use crate::tools::mcp::auth::{cross_app, discovery, workload};
 
+/// The client rmcp's `AuthClient` sends with.
+type Authorized = AuthClient<DpopHttpClient>;
+
 /// The authorized HTTP client, replaced on each new authorization.
 struct State {
-    client: Option<AuthClient<reqwest::Client>>,
+    client: Option<Authorized>,
     /// Whether stored credentials were looked for (once, before the first request).
     loaded: bool,
     /// Bumped by every authorization, so that requests refused at the same time authorize once.
@@ -32,6 +51,9 @@ pub(crate) struct AuthSession {
     /// The HTTP client the authorized requests are sent with.
     http: reqwest::Client,
     state: Mutex<State>,
+    /// The DPoP key and nonces, from the first flow that used DPoP (or the credential store)
+    /// on: one key per server, so re-authorizations bind to the same key.
+    dpop: std::sync::Mutex<Option<Arc<DpopBinding>>>,
     /// Why the last authorization failed (redacted), until one succeeds: a failed flow is
     /// final for the connection attempt, never retried behind the user's back.
     failure: std::sync::Mutex<Option<String>>,
@@ -49,6 +71,7 @@ impl AuthSession {
                 generation: 0,
                 granted_scopes: Vec::new(),
             }),
+            dpop: std::sync::Mutex::new(None),
             failure: std::sync::Mutex::new(None),
         }
     }
@@ -62,7 +85,7 @@ impl AuthSession {
     }
 
     /// The current authorized client (none before the first challenge) and its generation.
-    pub(crate) async fn current(&self) -> (Option<AuthClient<reqwest::Client>>, u64) {
+    pub(crate) async fn current(&self) -> (Option<Authorized>, u64) {
         let mut state = self.state.lock().await;
         if !state.loaded {
             state.loaded = true;
@@ -81,15 +104,110 @@ impl AuthSession {
     }
 
     /// An authorized client from the credential store, if it holds tokens.
-    async fn stored_client(&self) -> Result<Option<AuthClient<reqwest::Client>>, AuthError> {
-        if self.auth.store().is_none() {
+    async fn stored_client(&self) -> Result<Option<Authorized>, AuthError> {
+        let Some(store) = self.auth.store() else {
+            return Ok(None);
+        };
+        // No tokens, nothing to discover (as `initialize_from_store` does).
+        let Some(stored) = store.load().await? else {
+            return Ok(None);
+        };
+        if stored.token_response.is_none() {
             return Ok(None);
         }
         let mut manager = self.manager().await?;
+        // What `initialize_from_store` would discover, kept for a DPoP-bound token below.
+        let metadata = manager.resolve_metadata().await?.metadata;
+        manager.set_metadata(metadata.clone());
         if !manager.initialize_from_store().await? {
             return Ok(None);
         }
-        Ok(Some(AuthClient::new(self.http.clone(), manager)))
+        if !token_type(&manager).await.eq_ignore_ascii_case("dpop") {
+            let http = DpopHttpClient::new(self.http.clone(), None);
+            return Ok(Some(AuthClient::new(http, manager)));
+        }
+        // A DPoP-bound token works only with the key kept next to it; without that key a new
+        // authorization is the way on.
+        let Some(key) = stored_key(&stored) else {
+            return Ok(None);
+        };
+        let binding = Arc::new(DpopBinding::new(key));
+        binding.set_token_type("DPoP");
+        *self.dpop.lock().unwrap_or_else(|p| p.into_inner()) = Some(binding.clone());
+        // Loaded again, without a second discovery, by the manager whose refreshes carry
+        // proofs.
+        let allowed = self.discovered_origins(&metadata, None);
+        let mut manager = self.dpop_manager(binding.clone(), allowed).await?;
+        manager.set_metadata(metadata);
+        if !manager.initialize_from_store().await? {
+            return Ok(None);
+        }
+        let http = DpopHttpClient::new(self.http.clone(), Some(binding));
+        Ok(Some(AuthClient::new(http, manager)))
+    }
+
+    /// This server's DPoP state, made with a new key the first time.
+    fn dpop_binding(&self) -> Result<Arc<DpopBinding>, AuthError> {
+        let mut dpop = self.dpop.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(binding) = dpop.as_ref() {
+            return Ok(binding.clone());
+        }
+        let key = DpopKey::generate().map_err(|e| AuthError::InternalError(e.to_string()))?;
+        tracing::debug!(target: "agcore::mcp", url = %self.url, jkt = key.thumbprint(), "DPoP key made");
+        let binding = Arc::new(DpopBinding::new(key));
+        *dpop = Some(binding.clone());
+        Ok(binding)
+    }
+
+    /// An rmcp manager whose OAuth requests carry proofs made with `binding`.
+    async fn dpop_manager(
+        &self,
+        binding: Arc<DpopBinding>,
+        allowed: Vec<url::Origin>,
+    ) -> Result<AuthorizationManager, AuthError> {
+        let store = match self.auth.store() {
+            Some(store) => Some(DpopKeyStore::new(store.clone(), binding.key())?),
+            None => None,
+        };
+        let http = DpopTokenHttp::new(binding, allowed).map_err(AuthError::HttpError)?;
+        let mut manager =
+            AuthorizationManager::new_with_oauth_http_client(self.url.as_str(), Arc::new(http))
+                .await?;
+        if let Some(store) = store {
+            manager.set_credential_store(store);
+        }
+        Ok(manager)
+    }
+
+    /// The origins a DPoP manager may reach: the MCP server's, the resource metadata named by
+    /// `challenge`, and those of the authorization server's endpoints in `metadata` — all
+    /// found by a discovery on rmcp's address-filtering client.
+    fn discovered_origins(
+        &self,
+        metadata: &AuthorizationMetadata,
+        challenge: Option<&str>,
+    ) -> Vec<url::Origin> {
+        let mut urls = vec![
+            Some(self.url.clone()),
+            Some(metadata.authorization_endpoint.clone()),
+            Some(metadata.token_endpoint.clone()),
+            metadata.registration_endpoint.clone(),
+            metadata.issuer.clone(),
+        ];
+        if let (Some(challenge), Ok(server)) = (challenge, url::Url::parse(&self.url)) {
+            let params = WWWAuthenticateParams::parse(challenge, &server);
+            urls.push(params.resource_metadata_url.map(String::from));
+        }
+        let mut origins = Vec::new();
+        for url in urls.into_iter().flatten() {
+            if let Ok(url) = url::Url::parse(&url)
+                && url.origin().is_tuple()
+                && !origins.contains(&url.origin())
+            {
+                origins.push(url.origin());
+            }
+        }
+        origins
     }
 
     /// A fresh rmcp manager for this server, saving into the credential store if any.
@@ -108,8 +226,8 @@ impl AuthSession {
         if state.generation != seen {
             return Ok(());
         }
-        let manager = match self.run_flow(challenge, &state.granted_scopes).await {
-            Ok(manager) => manager,
+        let (manager, dpop) = match self.run_flow(challenge, &state.granted_scopes).await {
+            Ok(outcome) => outcome,
             Err(error) => {
                 // The flow's texts may quote token-endpoint answers or redirect URLs.
                 let reason = redact(&error.to_string());
@@ -119,17 +237,23 @@ impl AuthSession {
         };
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
         state.granted_scopes = manager.get_current_scopes().await;
-        state.client = Some(AuthClient::new(self.http.clone(), manager));
+        if let Some(binding) = &dpop {
+            // RFC 9449 §5: a server may still answer a proof with a bearer token.
+            binding.set_token_type(&token_type(&manager).await);
+        }
+        let http = DpopHttpClient::new(self.http.clone(), dpop);
+        state.client = Some(AuthClient::new(http, manager));
         state.generation += 1;
         tracing::debug!(target: "agcore::mcp", url = %self.url, "authorized");
         Ok(())
     }
 
+    /// Run the configured flow; the DPoP state when it used DPoP.
     async fn run_flow(
         &self,
         challenge: &str,
         granted: &[String],
-    ) -> Result<AuthorizationManager, AuthError> {
+    ) -> Result<(AuthorizationManager, Option<Arc<DpopBinding>>), AuthError> {
         if let McpAuth::AuthorizationCode { authorizer, .. } = &self.auth
             && let Some(reason) = authorizer.declines()
         {
@@ -177,7 +301,21 @@ impl AuthSession {
                 }
                 let metadata =
                     discovery::authorization_metadata(&manager, &self.url, challenge).await?;
-                manager.set_metadata(metadata);
+                let mut dpop = None;
+                if uses_dpop(&metadata, challenge) {
+                    // The discovery again on the manager whose token requests carry proofs,
+                    // which keeps what discovery found (resource, scopes) for the flow; the
+                    // first one ran on rmcp's client, which filters the addresses it reaches.
+                    let binding = self.dpop_binding()?;
+                    let allowed = self.discovered_origins(&metadata, Some(challenge));
+                    manager = self.dpop_manager(binding.clone(), allowed).await?;
+                    let metadata =
+                        discovery::authorization_metadata(&manager, &self.url, challenge).await?;
+                    manager.set_metadata(metadata);
+                    dpop = Some(binding);
+                } else {
+                    manager.set_metadata(metadata);
+                }
                 let session = AuthorizationSession::new(manager, request)
                     .await
                     .map_err(|(_, error)| error)?;
@@ -195,9 +333,10 @@ impl AuthSession {
                         callback.issuer.as_deref(),
                     )
                     .await?;
-                oauth.into_authorization_manager().ok_or_else(|| {
+                let manager = oauth.into_authorization_manager().ok_or_else(|| {
                     AuthError::InternalError("the authorization flow did not complete".into())
-                })
+                })?;
+                Ok((manager, dpop))
             }
             McpAuth::ClientCredentials {
                 credentials,
@@ -205,12 +344,15 @@ impl AuthSession {
                 ..
             } => {
                 let config = self.client_credentials(credentials, scopes);
-                client_credentials_flow(OAuthState::Unauthorized(manager), config).await
+                let (manager, dpop) = self.dpop_if_demanded(manager, challenge).await?;
+                let manager =
+                    client_credentials_flow(OAuthState::Unauthorized(manager), config).await?;
+                Ok((manager, dpop))
             }
             McpAuth::WorkloadIdentity {
                 identity, scopes, ..
             } => {
-                workload::authorize(
+                let manager = workload::authorize(
                     manager,
                     &self.url,
                     challenge,
@@ -218,10 +360,11 @@ impl AuthSession {
                     scopes,
                     self.auth.store(),
                 )
-                .await
+                .await?;
+                Ok((manager, None))
             }
             McpAuth::CrossAppAccess { config, scopes, .. } => {
-                cross_app::authorize(
+                let manager = cross_app::authorize(
                     manager,
                     &self.url,
                     challenge,
@@ -229,9 +372,33 @@ impl AuthSession {
                     scopes,
                     self.auth.store(),
                 )
-                .await
+                .await?;
+                Ok((manager, None))
             }
         }
+    }
+
+    /// For the `client_credentials` grant (whose discovery rmcp runs itself): when the
+    /// resource challenges with the `DPoP` scheme and its authorization server takes ES256
+    /// proofs, a manager whose token requests carry them. Any other server keeps `manager`
+    /// untouched — not even a discovery more.
+    async fn dpop_if_demanded(
+        &self,
+        manager: AuthorizationManager,
+        challenge: &str,
+    ) -> Result<(AuthorizationManager, Option<Arc<DpopBinding>>), AuthError> {
+        if !is_dpop_challenge(challenge) {
+            return Ok((manager, None));
+        }
+        // The discovery rmcp's grant makes, first on rmcp's address-filtering client.
+        let metadata = manager.resolve_metadata().await?.metadata;
+        if !uses_dpop(&metadata, challenge) {
+            return Ok((manager, None));
+        }
+        let binding = self.dpop_binding()?;
+        let allowed = self.discovered_origins(&metadata, Some(challenge));
+        let manager = self.dpop_manager(binding.clone(), allowed).await?;
+        Ok((manager, Some(binding)))
     }
 
     /// rmcp's settings for the `client_credentials` grant.
@@ -266,6 +433,43 @@ impl AuthSession {
             },
         }
     }
+}
+
+/// Whether to use DPoP with an authorization server of `metadata` for a resource that
+/// challenged with `challenge`: when the server lists ES256 among its DPoP algorithms, or lists
+/// none and the resource asks for the `DPoP` scheme. A server listing only other algorithms
+/// gets bearer tokens requested (agcore signs ES256 only).
+fn uses_dpop(metadata: &AuthorizationMetadata, challenge: &str) -> bool {
+    match metadata
+        .additional_fields
+        .get("dpop_signing_alg_values_supported")
+        .and_then(serde_json::Value::as_array)
+    {
+        Some(algorithms) => algorithms
+            .iter()
+            .any(|algorithm| algorithm.as_str() == Some(DPOP_ALGORITHM)),
+        None => is_dpop_challenge(challenge),
+    }
+}
+
+/// Whether a `WWW-Authenticate` value challenges with the `DPoP` scheme.
+fn is_dpop_challenge(challenge: &str) -> bool {
+    challenge
+        .trim_start()
+        .get(..5)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("dpop "))
+}
+
+/// The `token_type` of the manager's current token (empty without one).
+async fn token_type(manager: &AuthorizationManager) -> String {
+    // Read from the serialized answer: rmcp does not re-export the `oauth2` accessor trait.
+    let Ok((_, Some(token))) = manager.get_credentials().await else {
+        return String::new();
+    };
+    serde_json::to_value(&token)
+        .ok()
+        .and_then(|answer| answer.get("token_type")?.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The scopes granted before followed by those `challenge` (a `WWW-Authenticate` value) names

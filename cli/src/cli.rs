@@ -55,7 +55,8 @@ pub enum Command {
 pub enum RestateCommand {
     /// Serve the AgentSession Virtual Object (handlers run, approve, state) over HTTP/2
     /// cleartext; register the endpoint with Restate (`restate deployments register URL`).
-    Serve(RestateServeArgs),
+    // Boxed: the model and tool flags make it far larger than `Register`.
+    Serve(Box<RestateServeArgs>),
     /// Register an endpoint with Restate through its admin API (`POST /deployments`): Restate
     /// dials the endpoint and discovers its services. Prints them.
     Register(RestateRegisterArgs),

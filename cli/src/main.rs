@@ -173,7 +173,7 @@ async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow:
         Command::Trust(args) => trust::trust(args),
         Command::Sessions(command) => sessions_cmd::sessions(command, loaded).await,
         Command::Restate(RestateCommand::Serve(args)) => {
-            restate_cmd::serve(args, loaded, &secrets).await
+            restate_cmd::serve(*args, loaded, &secrets).await
         }
         Command::Restate(RestateCommand::Register(args)) => restate_cmd::register(args).await,
         Command::McpDemoServer { args } => mcp_demo_server::serve(args)

@@ -230,6 +230,83 @@ mod tests {
         assert!(shown.chars().count() < 2_100, "{}", shown.len());
     }
 
+    use wiremock::matchers::{body_json, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    /// A fake admin API on 127.0.0.1 answering `POST /deployments` for `endpoint` with
+    /// `status` and `body` (Restate's shapes).
+    async fn admin(endpoint: &str, status: u16, body: Value) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/deployments"))
+            .and(body_json(json!({ "uri": endpoint })))
+            .respond_with(ResponseTemplate::new(status).set_body_json(body))
+            .mount(&server)
+            .await;
+        server
+    }
+
+    #[tokio::test]
+    async fn a_registration_lists_the_services_and_their_handlers() {
+        let server = admin(
+            "http://e:9080",
+            201,
+            json!({"id": "dp_1", "services": [{"name": "AgentSession", "ty": "VirtualObject",
+                "handlers": [{"name": "run"}, {"name": "approve"}, {"name": "state"}],
+                "revision": 1}]}),
+        )
+        .await;
+        let registered = register(
+            &server.uri(),
+            "http://e:9080",
+            false,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            registered,
+            Registered {
+                id: "dp_1".to_owned(),
+                services: vec![RegisteredService {
+                    name: "AgentSession".to_owned(),
+                    kind: "VirtualObject".to_owned(),
+                    handlers: vec!["run".to_owned(), "approve".to_owned(), "state".to_owned()],
+                }],
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_shows_restates_message_cut_and_escaped() {
+        let message = format!("[META0003] cannot reach\u{1b}[2K{}", "y".repeat(10_000));
+        let server = admin("http://e:9080", 500, json!({ "message": message })).await;
+        let error = register(
+            &server.uri(),
+            "http://e:9080",
+            false,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap_err();
+        let RegisterError::Refused {
+            endpoint,
+            status,
+            message,
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!((endpoint.as_str(), *status), ("http://e:9080", 500));
+        assert!(
+            message.starts_with("[META0003] cannot reach\\x1b[2K"),
+            "{message}"
+        );
+        assert!(message.contains("more chars"), "{message}");
+        assert!(message.chars().count() < 2_100);
+        assert!(!error.to_string().contains('\u{1b}'));
+    }
+
     #[tokio::test]
     async fn a_url_that_is_not_http_is_refused_before_any_request() {
         let error = register("127.0.0.1:9070", "http://e", false, Duration::from_secs(1))

@@ -310,14 +310,21 @@ fn a_turns_calls_run_concurrently_under_the_hooks_with_their_keys() {
             };
             let dir = tempfile::tempdir().unwrap();
             let dir = dir.path();
-            config(dir, false);
-            // A before_tool_call hook that denies any command mentioning "forbidden".
-            let mut toml = std::fs::read_to_string(dir.join("agcore.toml")).unwrap();
-            toml.push_str(
-                "[[hooks.before_tool_call]]\ncommand = [\"sh\", \"-c\", \"grep -q forbidden && \
-                 { echo 'no forbidden commands' >&2; exit 2; }; exit 0\"]\n",
-            );
-            std::fs::write(dir.join("agcore.toml"), toml).unwrap();
+            // Shell and network allowed (the MCP demo server's `meta` needs the network
+            // permission); a before_tool_call hook that denies any command mentioning
+            // "forbidden"; the demo MCP server answering `meta` with its request's `_meta`.
+            std::fs::write(
+                dir.join("agcore.toml"),
+                format!(
+                    "[tools]\n[tools.permissions]\nallowed = [\"read\", \"shell\", \"network\"]\n\
+                     denied = []\n\
+                     [[hooks.before_tool_call]]\ncommand = [\"sh\", \"-c\", \"grep -q forbidden && \
+                     {{ echo 'no forbidden commands' >&2; exit 2; }}; exit 0\"]\n\
+                     [mcp.servers.demo]\ncommand = {:?}\nargs = [\"mcp-demo-server\", \"--echo-meta\"]\n",
+                    env!("CARGO_BIN_EXE_agcore")
+                ),
+            )
+            .unwrap();
             let forbidden = dir.join("forbidden-ran");
             let model = fake_openai(vec![
                 Reply::Tools(vec![
@@ -329,6 +336,7 @@ fn a_turns_calls_run_concurrently_under_the_hooks_with_their_keys() {
                         json!({"command": format!("echo forbidden > {}", forbidden.display())})
                             .to_string(),
                     ),
+                    ("call-m".to_owned(), "meta".to_owned(), "{}".to_owned()),
                 ]),
                 Reply::text("finished"),
             ])
@@ -354,12 +362,22 @@ fn a_turns_calls_run_concurrently_under_the_hooks_with_their_keys() {
             let key_x = key_in(&lines(&dir.join("x-key")), "x");
             let key_y = key_in(&lines(&dir.join("y-key")), "y");
             assert_ne!(key_x, key_y);
+            // The MCP call carried its own key in `_meta`.
+            let meta = answer_in(&bodies[1], "call-m");
+            let key_m = meta
+                .split("io.agcore/idempotency-key")
+                .nth(1)
+                .and_then(|rest| rest.split("agk1_").nth(1))
+                .map(|rest| format!("agk1_{}", &rest[..32]))
+                .unwrap_or_else(|| panic!("no key in _meta: {meta}"));
+            assert!(key_m[5..].chars().all(|c| c.is_ascii_hexdigit()), "{meta}");
+            assert!(key_m != key_x && key_m != key_y, "{meta}");
 
             let (_, state) = call("s3", "state", None).await;
             let messages = state["messages"].as_array().unwrap();
             assert_history_valid(messages);
             let tools = messages.iter().filter(|m| m["role"] == "tool").count();
-            assert_eq!(tools, 3, "{messages:#?}");
+            assert_eq!(tools, 4, "{messages:#?}");
         },
     );
 }

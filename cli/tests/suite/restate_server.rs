@@ -546,6 +546,9 @@ async fn round_robin(listen: &str, backends: Vec<String>) -> Arc<Vec<AtomicUsize
             let backend = backends[index].clone();
             tokio::spawn(async move {
                 if let Ok(mut outbound) = TcpStream::connect(&backend).await {
+                    // As a load balancer would: small frames pass at once both ways.
+                    let _ = inbound.set_nodelay(true);
+                    let _ = outbound.set_nodelay(true);
                     let _ = copy_bidirectional(&mut inbound, &mut outbound).await;
                 }
             });

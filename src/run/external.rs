@@ -239,3 +239,88 @@ impl CallObserver for ShapeObserver<'_> {
         Some(ToolContext::new(self.call.id.clone(), key))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::llm::{CycleConfig, OpenAiClient, OpenAiConfig};
+    use crate::run::state::RunRules;
+    use crate::run::step::{Effect, Input, step};
+    use crate::tools::BaseTool;
+    use crate::vocab::{ChatResponse, FinishReason};
+
+    /// Writes down the key each of its runs sees.
+    struct Keyed(Mutex<Vec<Option<String>>>);
+
+    #[async_trait::async_trait]
+    impl BaseTool for Keyed {
+        fn name(&self) -> &str {
+            "keyed"
+        }
+        fn description(&self) -> &str {
+            "writes down its key"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {}})
+        }
+        async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
+            let key = ToolContext::current().map(|context| context.idempotency_key().to_owned());
+            self.0.lock().unwrap().push(key);
+            Ok(json!("done"))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_engines_call_sees_the_key_a_local_run_would_give_it() {
+        // Never asked: the model's replies are given to the step machine by hand.
+        let client = OpenAiClient::new(OpenAiConfig::new("http://127.0.0.1:9/v1")).unwrap();
+        let conversation = Conversation::new(client, CycleConfig::new("m"));
+        let tool = Arc::new(Keyed(Mutex::new(Vec::new())));
+        let mut registry = ToolRegistry::new();
+        registry.register(tool.clone()).unwrap();
+
+        let state = RunState::new(Vec::new(), RunRules::of(conversation.config()), true);
+        let (state, _) = step(
+            state,
+            Input::Start {
+                prompt: Some("q".to_owned()),
+            },
+        );
+        let reply = ChatResponse {
+            message: OpenaiChatMessage::assistant_tool_calls(
+                None,
+                vec![ToolCall::new("c1", "keyed", "{}")],
+            ),
+            stop_reason: Some(FinishReason::ToolCalls),
+            usage: None,
+            model: None,
+            id: None,
+        };
+        let (mut state, effect) = step(state, Input::ModelReplied(Box::new(reply)));
+        let Effect::RunTools(mut batch) = effect else {
+            panic!("expected a tool batch, got {effect:?}");
+        };
+        // No hooks: nothing changes.
+        assert!(before_tools(&conversation, &mut batch).await.is_empty());
+        assert_eq!(batch.run, [0]);
+
+        // The engine's deterministic run id: the keys derive from it, and stay.
+        state.run_id = Some("run_fixed".to_owned());
+        assign_keys(&mut state, Some("s"));
+        let expected = idempotency::idempotency_key(Some("s"), "run_fixed", state.turns, "c1");
+        assert_eq!(idempotency_key_of(&state, "c1"), Some(expected.clone()));
+        assign_keys(&mut state, Some("other"));
+        assert_eq!(idempotency_key_of(&state, "c1"), Some(expected.clone()));
+
+        let end = run_call(&conversation, &state, &registry, &batch.calls[0], None).await;
+        assert!(matches!(end, CallEnd::Answered { .. }), "{end:?}");
+        assert_eq!(*tool.0.lock().unwrap(), [Some(expected.clone())]);
+
+        let cut = interrupted(Some(&expected));
+        assert!(cut.is_error && cut.content.contains(&expected), "{cut:?}");
+    }
+}

@@ -54,7 +54,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum RestateCommand {
     /// Serve the AgentSession Virtual Object (handlers run, approve, state) over HTTP/2
-    /// cleartext; register the endpoint with Restate (`restate deployments register URL`).
+    /// cleartext; register the endpoint with Restate (`agcore restate register`).
     // Boxed: the model and tool flags make it far larger than `Register`.
     Serve(Box<RestateServeArgs>),
     /// Register an endpoint with Restate through its admin API (`POST /deployments`): Restate

@@ -38,7 +38,7 @@ pub enum Command {
     /// The team of agents of agcore.toml (`[agents.NAME]`, run with `run --agent NAME`).
     #[command(subcommand)]
     Agents(AgentsCommand),
-    /// Serve the agent as a Restate endpoint (the AgentSession Virtual Object).
+    /// Agent runs on Restate: serve the AgentSession endpoint, register it.
     #[command(subcommand)]
     Restate(RestateCommand),
     /// Serve agcore's demo MCP server on stdio (used by `agcore demo`).
@@ -54,8 +54,29 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum RestateCommand {
     /// Serve the AgentSession Virtual Object (handlers run, approve, state) over HTTP/2
-    /// cleartext; register the endpoint with Restate (`restate deployments register URL`).
-    Serve(RestateServeArgs),
+    /// cleartext; register the endpoint with Restate (`agcore restate register`).
+    // Boxed: the model and tool flags make it far larger than `Register`.
+    Serve(Box<RestateServeArgs>),
+    /// Register an endpoint with Restate through its admin API (`POST /deployments`): Restate
+    /// dials the endpoint and discovers its services. Prints them.
+    Register(RestateRegisterArgs),
+}
+
+/// `agcore restate register`.
+#[derive(Debug, Args)]
+pub struct RestateRegisterArgs {
+    /// Restate's admin API (`http://restate:9070`).
+    #[arg(long, value_name = "URL")]
+    pub admin: String,
+    /// The endpoint's URL as Restate reaches it (`http://agent-endpoints:9080`).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: String,
+    /// Replace an existing deployment at the same URL (its services may have changed).
+    #[arg(long)]
+    pub force: bool,
+    /// Give up after this many seconds (Restate dials the endpoint within it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
 }
 
 /// `agcore restate serve`.

@@ -140,6 +140,7 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Tools(args) => settings::load_config(&args.tools),
         Command::Agents(AgentsCommand::List(args)) => settings::load_config(&args.tools),
         Command::Restate(RestateCommand::Serve(args)) => settings::load_config(&args.tools),
+        Command::Restate(RestateCommand::Register(_)) => Ok(Loaded::default()),
         Command::Mcp(McpCommand::List(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Call(args)) => layers::load(args.source.config.as_deref(), false),
         Command::Mcp(McpCommand::Login(args)) => layers::load(args.source.config.as_deref(), false),
@@ -177,8 +178,9 @@ async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow:
         Command::Trust(args) => trust::trust(args),
         Command::Sessions(command) => sessions_cmd::sessions(command, loaded).await,
         Command::Restate(RestateCommand::Serve(args)) => {
-            restate_cmd::serve(args, loaded, &secrets).await
+            restate_cmd::serve(*args, loaded, &secrets).await
         }
+        Command::Restate(RestateCommand::Register(args)) => restate_cmd::register(args).await,
         Command::McpDemoServer { args } => mcp_demo_server::serve(args)
             .await
             .map(|()| ExitCode::SUCCESS),

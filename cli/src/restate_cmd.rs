@@ -1,14 +1,15 @@
 //! `agcore restate serve`: the agent of the usual model and tool flags and `agcore.toml`
 //! (model, provider, tools, MCP servers, gates), served as a Restate endpoint
 //! ([`agcore_restate`]). A call that needs approval waits for the `approve` handler (with
-//! `--yes`, it runs).
+//! `--yes`, it runs). `agcore restate register`: the endpoint registered with Restate.
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agcore::tools::DeferAll;
 
-use crate::cli::RestateServeArgs;
+use crate::cli::{RestateRegisterArgs, RestateServeArgs};
 use crate::layers::Loaded;
 use crate::secrets::Secrets;
 use crate::setup::{build_cycle, build_registry_with_mcp};
@@ -33,10 +34,34 @@ pub async fn serve(
     let address = listener.local_addr()?;
     eprintln!(
         "agcore restate endpoint on http://{address} (HTTP/2 cleartext); register it with \
-         Restate: restate deployments register http://{address}"
+         Restate: agcore restate register --admin http://RESTATE:9070 --endpoint http://{address}"
     );
     agcore_restate::serve(listener, agent, shutdown()).await;
     crate::mcp_close::close_servers(&servers).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run `agcore restate register`: print the deployment and its services.
+pub async fn register(args: RestateRegisterArgs) -> anyhow::Result<ExitCode> {
+    let timeout = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|timeout| !timeout.is_zero())
+        .ok_or_else(|| anyhow::anyhow!("--timeout takes a positive number of seconds"))?;
+    let registered =
+        agcore_restate::register(&args.admin, &args.endpoint, args.force, timeout).await?;
+    println!(
+        "registered {} as deployment {}",
+        agcore::display::escape_for_terminal(&args.endpoint),
+        registered.id
+    );
+    for service in &registered.services {
+        println!(
+            "  {} ({}): {}",
+            service.name,
+            service.kind,
+            service.handlers.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

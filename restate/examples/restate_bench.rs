@@ -4,6 +4,7 @@
 //!
 //!     bash .ci/install-mcp-servers.sh      # the pinned Restate server, into .ci/restate
 //!     cargo run --release -p agcore-restate --example restate_bench [-- --runs 50 --rounds 3]
+//!         [--server-config FILE]   # TOML appended to the server's config (durability settings)
 //!
 //! Runs as root: it re-executes itself in a fresh network namespace with only loopback (the
 //! Restate server looks up its latest release at every start), where the server, the three
@@ -88,6 +89,15 @@ fn arg(name: &str, default: usize) -> usize {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// `--NAME VALUE`, if given.
+fn arg_text(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
 }
 
 /// Echo of its text (the bench's tool: nothing slow, so what is measured is the engine).
@@ -189,7 +199,11 @@ async fn bench() -> Result<(), Error> {
 
     // The Restate server and three endpoints behind a round-robin proxy.
     let dir = tempfile::tempdir()?;
-    let server = Server::start(dir.path())?;
+    let extra = match arg_text("--server-config") {
+        Some(file) => std::fs::read_to_string(&file).map_err(|error| format!("{file}: {error}"))?,
+        None => String::new(),
+    };
+    let server = Server::start(dir.path(), &extra)?;
     let client = reqwest::Client::builder().timeout(LIMIT).build()?;
     wait_for(&client, &format!("{ADMIN}/health")).await?;
     wait_for(&client, &format!("{INGRESS}/restate/health")).await?;
@@ -296,6 +310,9 @@ async fn proxy(listener: TcpListener, backends: Vec<SocketAddr>) {
         next += 1;
         tokio::spawn(async move {
             if let Ok(mut outbound) = TcpStream::connect(backend).await {
+                // As a load balancer would: small frames pass at once both ways.
+                let _ = inbound.set_nodelay(true);
+                let _ = outbound.set_nodelay(true);
                 let _ = copy_bidirectional(&mut inbound, &mut outbound).await;
             }
         });
@@ -306,7 +323,7 @@ async fn proxy(listener: TcpListener, backends: Vec<SocketAddr>) {
 struct Server(Child);
 
 impl Server {
-    fn start(dir: &std::path::Path) -> Result<Server, Error> {
+    fn start(dir: &std::path::Path, extra: &str) -> Result<Server, Error> {
         let binary = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
             "../.ci/restate/node_modules/@restatedev/restate-server-linux-x64/bin/restate-server",
         );
@@ -319,7 +336,7 @@ impl Server {
                  disable-telemetry = true\ndefault-num-partitions = 4\n\
                  [admin]\nbind-address = \"127.0.0.1:9070\"\ndisable-web-ui = true\n\
                  [ingress]\nbind-address = \"127.0.0.1:8080\"\n\
-                 [worker.invoker]\nhttp2-streams-per-connection-limit = 4\n",
+                 [worker.invoker]\nhttp2-streams-per-connection-limit = 4\n{extra}\n",
                 dir.join("data").display()
             ),
         )?;

@@ -1,7 +1,7 @@
 //! agcore agent runs on [Restate](https://restate.dev): the [`AgentSession`] Virtual Object,
 //! keyed by session name, served over HTTP/2 cleartext with Restate's service protocol (the
-//! endpoint does not register itself: `restate deployments register URL` or the admin API
-//! does).
+//! endpoint does not register itself: [`register`] — `agcore restate register` — or
+//! `restate deployments register URL` does).
 //!
 //! Handlers (names and shapes are an interface; scripts depend on them):
 //! - `run` (exclusive): the prompt as a JSON string in, the final answer as a JSON string out.
@@ -15,12 +15,14 @@
 //! effects of [`agcore::run::external`].
 
 mod agent;
+mod register;
 mod run_handler;
 mod serve;
 mod session;
 mod wire;
 
 pub use agent::Agent;
+pub use register::{RegisterError, Registered, RegisteredService, register};
 pub use serve::{ServeError, bind, serve};
 pub use session::AgentSession;
 pub use wire::{ApproveInput, ApproveOutput, PendingCall, SessionState};

@@ -1,6 +1,7 @@
 //! The `run` handler: agcore's step machine driven inside the invocation. Every model request
 //! and every tool call is one journaled `ctx.run`: a replayed invocation (the endpoint
 //! restarted) takes their results from the journal instead of sending or running them again.
+//! A turn's calls run concurrently, each with the idempotency key a local run would give it.
 //! A call that needs approval waits on an awakeable that `approve` resolves.
 
 use std::sync::Arc;
@@ -8,19 +9,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agcore::run::external::{self, CallEnd};
 use agcore::run::{Decision, Effect, Input, LlmError, RunRules, RunState, ToolBatch, step};
+use agcore::tools::CallDigest;
 use agcore::tools::approval::{ApprovalDecision, ApprovalRequest};
-use agcore::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer};
+use agcore::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall};
+use futures::future::join_all;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
 
 use crate::agent::Agent;
 use crate::session::{MESSAGES, PENDING, RUN};
 use crate::wire::{PendingCall, StoredPending, WireDecision};
-
-/// The answer of a call that was running when the endpoint stopped, on a tool that does not
-/// declare itself idempotent: it is not run again.
-const INTERRUPTED: &str = "interrupted: the endpoint stopped while this tool ran; whether it had \
-any effect is unknown. It was not run again.";
 
 /// What a model request step journals: the state after the context engine prepared it, and
 /// the reply or the error.
@@ -33,7 +32,7 @@ struct ModelStep {
 /// Run `prompt` in the session `ctx` is keyed by.
 pub(crate) async fn run(
     agent: &Arc<Agent>,
-    ctx: ObjectContext<'_>,
+    mut ctx: ObjectContext<'_>,
     prompt: String,
 ) -> HandlerResult<String> {
     let history = match ctx.get::<Json<Vec<OpenaiChatMessage>>>(MESSAGES).await? {
@@ -42,6 +41,10 @@ pub(crate) async fn run(
     };
     let rules = RunRules::of(agent.template().config());
     let mut state = RunState::new(history, rules, !agent.registry().is_empty());
+    // Drawn from Restate's random source, seeded by the invocation id: the same on every
+    // replay and retry of this invocation, so the calls' idempotency keys are too; another
+    // `run` is another invocation, a new run id and new keys.
+    state.run_id = Some(format!("run_{}", ctx.rand_uuid().simple()));
     let mut saved = state.committed;
     let mut input = Input::Start {
         prompt: Some(prompt),
@@ -80,7 +83,6 @@ pub(crate) async fn run(
                 };
             }
             Effect::RunTools(batch) => {
-                ctx.set(RUN, Json(state.without_messages()));
                 input = run_tools(agent, &ctx, &mut state, batch).await?;
             }
             Effect::AskApproval(requests) | Effect::Suspend(requests) => {
@@ -105,59 +107,131 @@ pub(crate) async fn run(
     }
 }
 
-/// Run the calls of `batch`, one journaled step each, in call order; their answers go into
-/// `state`. Each call is preceded by a journaled start marker: found in the journal while the
-/// call's own step is not, it means an earlier attempt may have started the tool, which then
-/// runs again only if it declares itself idempotent.
+/// What the `before_tool_call` hooks decided about a batch, as journaled: the calls (with
+/// rewritten arguments), the positions still to run, and the denied calls' answers.
+#[derive(Serialize, Deserialize)]
+struct HookedBatch {
+    calls: Vec<ToolCall>,
+    run: Vec<usize>,
+    denied: Vec<(usize, ToolAnswer)>,
+}
+
+/// Run the calls of `batch` as the local driver does: the `before_tool_call` hooks first (one
+/// journaled step), each call's idempotency key, then the calls concurrently — at most the
+/// registry's concurrency limit at a time — each one journaled step; their answers go into
+/// `state` in call order.
+///
+/// Each call is preceded by a journaled start marker: found in the journal while the call's
+/// own step is not, it means an earlier attempt may have started the tool, which then runs
+/// again only if it declares itself idempotent, and is otherwise answered as interrupted,
+/// naming its key. The journal's order must be the same on every replay: all markers are
+/// created first, in call order, and awaited together; then all calls' steps, in call order
+/// (a step enters the journal when its future is first polled, and `join_all` polls in order);
+/// the concurrency limit is a semaphore inside the steps, so it never reorders them.
 async fn run_tools(
     agent: &Arc<Agent>,
     ctx: &ObjectContext<'_>,
     state: &mut RunState,
-    batch: ToolBatch,
+    mut batch: ToolBatch,
 ) -> Result<Input, HandlerError> {
-    let mut deferred = Vec::new();
-    for &position in &batch.run {
-        let Some(call) = batch.calls.get(position).cloned() else {
-            continue;
-        };
-        let approved = batch
-            .approved
-            .iter()
-            .position(|&p| p == position)
-            .map(|i| batch.approved_for.get(i).cloned().flatten());
-        let fresh = Arc::new(AtomicBool::new(false));
-        let marker = Arc::clone(&fresh);
+    if !agent.template().config().hooks.is_empty() && !batch.run.is_empty() {
+        let hook_agent = Arc::clone(agent);
+        let mut asked = batch.clone();
+        let Json(hooked) = ctx
+            .run(move || async move {
+                let denied = external::before_tools(hook_agent.template(), &mut asked).await;
+                Ok(Json(HookedBatch {
+                    calls: asked.calls,
+                    run: asked.run,
+                    denied,
+                }))
+            })
+            .name("before_tool_call")
+            .await?;
+        batch.calls = hooked.calls;
+        batch.run = hooked.run;
+        for (position, answer) in hooked.denied {
+            state.record_answer(position, answer.clone());
+            batch.answered.push((position, answer));
+        }
+    }
+    // The run id is the same on every replay (see `run`), so every key is too.
+    external::assign_keys(state, Some(ctx.key()));
+    ctx.set(RUN, Json(state.without_messages()));
+
+    let calls: Vec<(usize, ToolCall, Option<Option<CallDigest>>)> = batch
+        .run
+        .iter()
+        .filter_map(|&position| {
+            let call = batch.calls.get(position)?.clone();
+            let approved = batch
+                .approved
+                .iter()
+                .position(|&p| p == position)
+                .map(|i| batch.approved_for.get(i).cloned().flatten());
+            Some((position, call, approved))
+        })
+        .collect();
+    let fresh: Vec<Arc<AtomicBool>> = calls
+        .iter()
+        .map(|_| Arc::new(AtomicBool::new(false)))
+        .collect();
+    let markers = calls.iter().zip(&fresh).map(|((_, call, _), fresh)| {
+        let marker = Arc::clone(fresh);
         ctx.run(move || async move {
             marker.store(true, Ordering::SeqCst);
             Ok(())
         })
         .name(format!("start {}", call.id))
-        .await?;
-        let run_again = fresh.load(Ordering::SeqCst) || agent.idempotent(&call.function.name);
-        let call_agent = Arc::clone(agent);
-        let rules = state.without_messages();
-        let name = format!("call {} {}", call.function.name, call.id);
-        let Json(end) = ctx
-            .run(move || async move {
-                if !run_again {
-                    return Ok(Json(CallEnd::Answered {
-                        answer: ToolAnswer::error(INTERRUPTED),
-                        media: None,
-                    }));
-                }
-                let conversation = external::fork(call_agent.template());
-                let end = external::run_call(
-                    &conversation,
-                    &rules,
-                    call_agent.registry(),
-                    &call,
-                    approved,
-                )
-                .await;
-                Ok(Json(end))
-            })
-            .name(name)
-            .await?;
+    });
+    for marked in join_all(markers).await {
+        marked?;
+    }
+
+    let limit = agent
+        .registry()
+        .concurrency_limit()
+        .unwrap_or(calls.len())
+        .max(1);
+    let permits = Arc::new(Semaphore::new(limit));
+    let rules = state.without_messages();
+    let steps = calls
+        .into_iter()
+        .zip(fresh)
+        .map(|((position, call, approved), fresh)| {
+            let run_again = fresh.load(Ordering::SeqCst) || agent.idempotent(&call.function.name);
+            let call_agent = Arc::clone(agent);
+            let permits = Arc::clone(&permits);
+            let rules = rules.clone();
+            let name = format!("call {} {}", call.function.name, call.id);
+            let step = ctx
+                .run(move || async move {
+                    if !run_again {
+                        let key = external::idempotency_key_of(&rules, &call.id);
+                        return Ok(Json(CallEnd::Answered {
+                            answer: external::interrupted(key.as_deref()),
+                            media: None,
+                        }));
+                    }
+                    // Never closed: the permit is always given.
+                    let _permit = permits.acquire_owned().await.ok();
+                    let conversation = external::fork(call_agent.template());
+                    let end = external::run_call(
+                        &conversation,
+                        &rules,
+                        call_agent.registry(),
+                        &call,
+                        approved,
+                    )
+                    .await;
+                    Ok(Json(end))
+                })
+                .name(name);
+            async move { (position, step.await) }
+        });
+    let mut deferred = Vec::new();
+    for (position, end) in join_all(steps).await {
+        let Json(end) = end?;
         match end {
             CallEnd::Answered { answer, media } => {
                 state.mark_started(position);

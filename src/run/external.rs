@@ -3,6 +3,12 @@
 //! for the effects, one model request or one tool call at a time, made exactly as the
 //! built-in driver makes them (context engine, hooks, retries; permissions, approvals,
 //! timeouts and the answer pipeline).
+//!
+//! A tool turn, as the driver takes it: [`before_tools`] (the `before_tool_call` hooks; the
+//! engine journals what they decided), [`assign_keys`] (each call's idempotency key, from a
+//! run id the engine keeps deterministic across its replays), then [`run_call`] for each call
+//! (concurrently, at most [`ToolRegistry::concurrency_limit`] at a time); a call cut off by a
+//! crash that is not run again is answered with [`interrupted`].
 
 use std::sync::Mutex;
 
@@ -12,11 +18,14 @@ use crate::run::answer::AnswerPipeline;
 use crate::run::context_turn;
 use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
+use crate::run::hooks;
+use crate::run::idempotency;
 use crate::run::model_turn::{Mode, TurnItem};
-use crate::run::state::RunState;
-use crate::run::step::{ModelRequest, relaxed_tool_choice};
+use crate::run::state::{Phase, RunState};
+use crate::run::step::{ModelRequest, ToolBatch, relaxed_tool_choice};
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::call_digest::CallDigest;
+use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
@@ -88,6 +97,39 @@ pub async fn request_model(
     reply
 }
 
+/// Ask `conversation`'s `before_tool_call` hooks about every call of `batch` that is to run,
+/// as the driver does before a tool turn: a rewritten call's arguments change in
+/// `batch.calls`; a denied call moves from `batch.run` to `batch.answered`. Returns the denied
+/// calls' answers by position, for the run state ([`RunState::record_answer`]). Without hooks,
+/// nothing changes. Hooks may ask a person or a service: an engine journals their outcome.
+pub async fn before_tools(
+    conversation: &Conversation,
+    batch: &mut ToolBatch,
+) -> Vec<(usize, ToolAnswer)> {
+    hooks::before_tools(&conversation.config.hooks, batch).await
+}
+
+/// Give each call of `state`'s tool turn that has none its idempotency key, derived from
+/// `session`, `state.run_id`, the turn and the call id (see [`crate::run::idempotency`]);
+/// keys already given are kept. A state without a run id gets a random one first — an
+/// engine that replays its handler sets `state.run_id` itself beforehand, from a value that
+/// is the same on every replay, so the keys are too.
+pub fn assign_keys(state: &mut RunState, session: Option<&str>) {
+    idempotency::assign_keys(state, session);
+}
+
+/// The idempotency key given to the call `call_id` of `state`'s tool turn, if any.
+pub fn idempotency_key_of(state: &RunState, call_id: &str) -> Option<String> {
+    turn_key(state, call_id)
+}
+
+/// The answer of a call that was cut off by a crash and is not run again (a tool that does
+/// not declare itself idempotent): whether it had any effect is unknown, and it names `key`
+/// so the tool or its service can tell — the answer a local run gives.
+pub fn interrupted(key: Option<&str>) -> ToolAnswer {
+    ToolAnswer::error(crate::run::step::interrupted(key))
+}
+
 /// How one tool call ended.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum CallEnd {
@@ -106,7 +148,9 @@ pub enum CallEnd {
 /// Run one call of an [`Effect::RunTools`](crate::run::Effect::RunTools) batch through
 /// `registry` (permission, rules, approval, timeout), its answer shaped as the driver shapes
 /// it. `approved`: `Some(digest)` when a decision already allowed the call (the batch's
-/// `approved` / `approved_for`), so its approver is not asked again.
+/// `approved` / `approved_for`), so its approver is not asked again. The tool sees the call's
+/// idempotency key (given by [`assign_keys`] in `state`) through [`ToolContext::current`], an
+/// MCP server in `_meta`.
 pub async fn run_call(
     conversation: &Conversation,
     state: &RunState,
@@ -122,6 +166,7 @@ pub async fn run_call(
             accepts_images: state.rules.accepts_images,
         },
         call,
+        key: turn_key(state, &call.id),
         media: Mutex::new(None),
     };
     let mut completed =
@@ -150,10 +195,23 @@ pub async fn run_call(
     }
 }
 
-/// Shapes the answer of the one call it watches.
+/// The key of the call `call_id` in `state`'s tool turn.
+fn turn_key(state: &RunState, call_id: &str) -> Option<String> {
+    let turn = match &state.phase {
+        Phase::AwaitingTools { turn } | Phase::AwaitingApproval { turn, .. } => turn,
+        _ => return None,
+    };
+    turn.calls
+        .iter()
+        .find(|call| call.call.id == call_id)
+        .and_then(|call| call.idempotency_key.clone())
+}
+
+/// Shapes the answer of the one call it watches, and gives it its context.
 struct ShapeObserver<'a> {
     answers: AnswerPipeline<'a>,
     call: &'a ToolCall,
+    key: Option<String>,
     media: Mutex<Option<OpenaiChatMessage>>,
 }
 
@@ -174,5 +232,95 @@ impl CallObserver for ShapeObserver<'_> {
         }
         let message = self.answers.shape(Some(self.call), call).await;
         *self.media.lock().unwrap_or_else(|p| p.into_inner()) = message;
+    }
+
+    fn context(&self, _position: usize) -> Option<ToolContext> {
+        let key = self.key.as_deref()?;
+        Some(ToolContext::new(self.call.id.clone(), key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::llm::{CycleConfig, OpenAiClient, OpenAiConfig};
+    use crate::run::state::RunRules;
+    use crate::run::step::{Effect, Input, step};
+    use crate::tools::BaseTool;
+    use crate::vocab::{ChatResponse, FinishReason};
+
+    /// Writes down the key each of its runs sees.
+    struct Keyed(Mutex<Vec<Option<String>>>);
+
+    #[async_trait::async_trait]
+    impl BaseTool for Keyed {
+        fn name(&self) -> &str {
+            "keyed"
+        }
+        fn description(&self) -> &str {
+            "writes down its key"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {}})
+        }
+        async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
+            let key = ToolContext::current().map(|context| context.idempotency_key().to_owned());
+            self.0.lock().unwrap().push(key);
+            Ok(json!("done"))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_engines_call_sees_the_key_a_local_run_would_give_it() {
+        // Never asked: the model's replies are given to the step machine by hand.
+        let client = OpenAiClient::new(OpenAiConfig::new("http://127.0.0.1:9/v1")).unwrap();
+        let conversation = Conversation::new(client, CycleConfig::new("m"));
+        let tool = Arc::new(Keyed(Mutex::new(Vec::new())));
+        let mut registry = ToolRegistry::new();
+        registry.register(tool.clone()).unwrap();
+
+        let state = RunState::new(Vec::new(), RunRules::of(conversation.config()), true);
+        let (state, _) = step(
+            state,
+            Input::Start {
+                prompt: Some("q".to_owned()),
+            },
+        );
+        let reply = ChatResponse {
+            message: OpenaiChatMessage::assistant_tool_calls(
+                None,
+                vec![ToolCall::new("c1", "keyed", "{}")],
+            ),
+            stop_reason: Some(FinishReason::ToolCalls),
+            usage: None,
+            model: None,
+            id: None,
+        };
+        let (mut state, effect) = step(state, Input::ModelReplied(Box::new(reply)));
+        let Effect::RunTools(mut batch) = effect else {
+            panic!("expected a tool batch, got {effect:?}");
+        };
+        // No hooks: nothing changes.
+        assert!(before_tools(&conversation, &mut batch).await.is_empty());
+        assert_eq!(batch.run, [0]);
+
+        // The engine's deterministic run id: the keys derive from it, and stay.
+        state.run_id = Some("run_fixed".to_owned());
+        assign_keys(&mut state, Some("s"));
+        let expected = idempotency::idempotency_key(Some("s"), "run_fixed", state.turns, "c1");
+        assert_eq!(idempotency_key_of(&state, "c1"), Some(expected.clone()));
+        assign_keys(&mut state, Some("other"));
+        assert_eq!(idempotency_key_of(&state, "c1"), Some(expected.clone()));
+
+        let end = run_call(&conversation, &state, &registry, &batch.calls[0], None).await;
+        assert!(matches!(end, CallEnd::Answered { .. }), "{end:?}");
+        assert_eq!(*tool.0.lock().unwrap(), [Some(expected.clone())]);
+
+        let cut = interrupted(Some(&expected));
+        assert!(cut.is_error && cut.content.contains(&expected), "{cut:?}");
     }
 }

@@ -160,7 +160,7 @@ const INTERRUPTED: &str =
 
 /// The [`INTERRUPTED`] answer, naming the call's idempotency key when it has one: a tool that
 /// takes the key can tell whether that call had its effect.
-fn interrupted(key: Option<&str>) -> String {
+pub(crate) fn interrupted(key: Option<&str>) -> String {
     match key {
         Some(key) => format!(
             "{INTERRUPTED} Its idempotency key was {key}: the tool (or the service it calls) can \

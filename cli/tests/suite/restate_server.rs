@@ -17,7 +17,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::support::restate::{
-    Endpoint, PATIENCE, Restate, call, inside_netns, lines, server_binary, wait_until,
+    ADMIN, Endpoint, PATIENCE, Restate, call, inside_netns, lines, server_binary, wait_until,
 };
 use crate::support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
 
@@ -71,6 +71,24 @@ fn command(id: &str, command: &str) -> Reply {
     )
 }
 
+/// The idempotency key of the one line `TAG KEY` that `lines` must be (a key as
+/// `agcore::run::idempotency` derives it: `agk1_` and 32 hex digits).
+fn key_in(lines: &[String], tag: &str) -> String {
+    let [line] = lines else {
+        panic!("expected one line `{tag} KEY`, got {lines:?}");
+    };
+    let key = line
+        .strip_prefix(&format!("{tag} "))
+        .unwrap_or_else(|| panic!("{line:?} is not `{tag} KEY`"));
+    assert!(
+        key.len() == 37
+            && key.starts_with("agk1_")
+            && key[5..].chars().all(|c| c.is_ascii_hexdigit()),
+        "{key:?} is not an idempotency key"
+    );
+    key.to_owned()
+}
+
 /// The answer the model read for the call `id` (its `tool` message in `body`).
 fn answer_in(body: &Value, id: &str) -> String {
     body["messages"]
@@ -95,13 +113,17 @@ fn endpoint_killed_mid_tool_resumes_without_rerunning_finished_work() {
             config(dir, false);
             let runs_a = dir.join("runs-a");
             let runs_b = dir.join("runs-b");
+            // Each command writes the idempotency key it was given.
             let model = fake_openai(vec![
-                command("call-a", &format!("echo a >> {}", runs_a.display())),
+                command(
+                    "call-a",
+                    &format!("echo a $AGCORE_IDEMPOTENCY_KEY >> {}", runs_a.display()),
+                ),
                 // Killed while it runs: the second line is never written.
                 command(
                     "call-b",
                     &format!(
-                        "echo b >> {0}; sleep 30; echo late >> {0}",
+                        "echo b $AGCORE_IDEMPOTENCY_KEY >> {0}; sleep 30; echo late >> {0}",
                         runs_b.display()
                     ),
                 ),
@@ -123,14 +145,18 @@ fn endpoint_killed_mid_tool_resumes_without_rerunning_finished_work() {
 
             assert_eq!((status, answer), (200, json!("finished")));
             // The finished call did not run again, the cut-off one was not re-run.
-            assert_eq!(lines(&runs_a), ["a"]);
-            assert_eq!(lines(&runs_b), ["b"]);
+            let key_a = key_in(&lines(&runs_a), "a");
+            let key_b = key_in(&lines(&runs_b), "b");
+            assert_ne!(key_a, key_b);
             // The two finished model requests were not sent again: three in all.
             let bodies = request_bodies(&model).await;
             assert_eq!(bodies.len(), 3, "{bodies:#?}");
             assert!(answer_in(&bodies[2], "call-a").contains("Exit code: 0"));
+            // The restarted endpoint replayed the run and gave the cut-off call the key the
+            // killed one had given it: the interrupted answer names it.
             let cut = answer_in(&bodies[2], "call-b");
             assert!(cut.contains("interrupted"), "{cut}");
+            assert!(cut.contains(&key_b), "{cut} does not name {key_b}");
 
             let (status, state) = call("s1", "state", None).await;
             assert_eq!(status, 200);
@@ -252,6 +278,203 @@ fn approval_waits_across_endpoint_restart_and_is_decided_through_approve() {
     );
 }
 
+/// A `run_command` call that writes `NAME KEY` (its idempotency key) to `NAME-key`, marks
+/// itself started, and waits (bounded) for `other` to have started too: it answers
+/// `together` when both ran at the same time, `alone` otherwise.
+fn meets(dir: &Path, name: &str, other: &str) -> (String, String, String) {
+    let key = dir.join(format!("{name}-key"));
+    let mine = dir.join(format!("{name}-started"));
+    let theirs = dir.join(format!("{other}-started"));
+    let script = format!(
+        "echo {name} $AGCORE_IDEMPOTENCY_KEY > {key}; touch {mine}; i=0; \
+         while [ ! -e {theirs} ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; \
+         if [ -e {theirs} ]; then echo together; else echo alone; fi",
+        key = key.display(),
+        mine = mine.display(),
+        theirs = theirs.display(),
+    );
+    (
+        format!("call-{name}"),
+        "run_command".to_owned(),
+        json!({ "command": script }).to_string(),
+    )
+}
+
+#[test]
+fn a_turns_calls_run_concurrently_under_the_hooks_with_their_keys() {
+    in_netns(
+        "a_turns_calls_run_concurrently_under_the_hooks_with_their_keys",
+        || async {
+            let Some(binary) = server_binary() else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            // Shell and network allowed (the MCP demo server's `meta` needs the network
+            // permission); a before_tool_call hook that denies any command mentioning
+            // "forbidden"; the demo MCP server answering `meta` with its request's `_meta`.
+            std::fs::write(
+                dir.join("agcore.toml"),
+                format!(
+                    "[tools]\n[tools.permissions]\nallowed = [\"read\", \"shell\", \"network\"]\n\
+                     denied = []\n\
+                     [[hooks.before_tool_call]]\ncommand = [\"sh\", \"-c\", \"grep -q forbidden && \
+                     {{ echo 'no forbidden commands' >&2; exit 2; }}; exit 0\"]\n\
+                     [mcp.servers.demo]\ncommand = {:?}\nargs = [\"mcp-demo-server\", \"--echo-meta\"]\n",
+                    env!("CARGO_BIN_EXE_agcore")
+                ),
+            )
+            .unwrap();
+            let forbidden = dir.join("forbidden-ran");
+            let model = fake_openai(vec![
+                Reply::Tools(vec![
+                    meets(dir, "x", "y"),
+                    meets(dir, "y", "x"),
+                    (
+                        "call-z".to_owned(),
+                        "run_command".to_owned(),
+                        json!({"command": format!("echo forbidden > {}", forbidden.display())})
+                            .to_string(),
+                    ),
+                    ("call-m".to_owned(), "meta".to_owned(), "{}".to_owned()),
+                ]),
+                Reply::text("finished"),
+            ])
+            .await;
+            let restate = Restate::start(&binary, dir).await;
+            let endpoint = Endpoint::start(dir, "127.0.0.1:9080", &endpoint_args(&model)).await;
+            restate.register(&endpoint.uri()).await;
+
+            let (status, answer) = call("s3", "run", Some(&json!("go"))).await;
+            assert_eq!((status, answer), (200, json!("finished")));
+            let bodies = request_bodies(&model).await;
+            assert_eq!(bodies.len(), 2, "{bodies:#?}");
+            // The two calls ran at the same time (one after the other, each would wait alone).
+            for id in ["call-x", "call-y"] {
+                let answer = answer_in(&bodies[1], id);
+                assert!(answer.contains("together"), "{id}: {answer}");
+            }
+            // The hook denied the third: the model reads its reason, the command never ran.
+            let denied = answer_in(&bodies[1], "call-z");
+            assert!(denied.contains("no forbidden commands"), "{denied}");
+            assert!(!forbidden.exists());
+            // Each call had its own key.
+            let key_x = key_in(&lines(&dir.join("x-key")), "x");
+            let key_y = key_in(&lines(&dir.join("y-key")), "y");
+            assert_ne!(key_x, key_y);
+            // The MCP call carried its own key in `_meta`.
+            let meta = answer_in(&bodies[1], "call-m");
+            let key_m = meta
+                .split("io.agcore/idempotency-key")
+                .nth(1)
+                .and_then(|rest| rest.split("agk1_").nth(1))
+                .map(|rest| format!("agk1_{}", &rest[..32]))
+                .unwrap_or_else(|| panic!("no key in _meta: {meta}"));
+            assert!(key_m[5..].chars().all(|c| c.is_ascii_hexdigit()), "{meta}");
+            assert!(key_m != key_x && key_m != key_y, "{meta}");
+
+            let (_, state) = call("s3", "state", None).await;
+            let messages = state["messages"].as_array().unwrap();
+            assert_history_valid(messages);
+            let tools = messages.iter().filter(|m| m["role"] == "tool").count();
+            assert_eq!(tools, 4, "{messages:#?}");
+        },
+    );
+}
+
+/// Run `agcore restate register ARGS…` in `dir` (blocking, off the runtime's threads): its
+/// exit status, stdout and stderr.
+async fn register_cli(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let mut command = agcore(dir);
+    command.args(["restate", "register"]).args(args);
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_endpoint_started_before_restate_serves_once_registered() {
+    in_netns(
+        "an_endpoint_started_before_restate_serves_once_registered",
+        || async {
+            let Some(binary) = server_binary() else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            config(dir, false);
+            let model = fake_openai(vec![Reply::text("hello")]).await;
+            // The endpoint first: it never dials Restate, so it starts and waits.
+            let endpoint = Endpoint::start(dir, "127.0.0.1:9080", &endpoint_args(&model)).await;
+            let _restate = Restate::start(&binary, dir).await;
+
+            let (ok, stdout, stderr) =
+                register_cli(dir, &["--admin", ADMIN, "--endpoint", &endpoint.uri()]).await;
+            assert!(ok, "{stdout}\n{stderr}");
+            assert!(
+                stdout.contains(&format!("registered {} as deployment dp_", endpoint.uri())),
+                "{stdout}"
+            );
+            let service = stdout
+                .lines()
+                .find(|line| {
+                    line.trim_start()
+                        .starts_with("AgentSession (VirtualObject): ")
+                })
+                .unwrap_or_else(|| panic!("no AgentSession line in {stdout}"));
+            for handler in ["run", "approve", "state"] {
+                assert!(service.contains(handler), "{service}");
+            }
+            let (status, answer) = call("s4", "run", Some(&json!("hi"))).await;
+            assert_eq!((status, answer), (200, json!("hello")));
+
+            // An endpoint Restate cannot reach: Restate's own error, and a failure.
+            let (ok, stdout, stderr) = register_cli(
+                dir,
+                &["--admin", ADMIN, "--endpoint", "http://127.0.0.1:9099"],
+            )
+            .await;
+            assert!(!ok, "{stdout}");
+            assert!(
+                stderr.contains("Restate did not register http://127.0.0.1:9099 (HTTP "),
+                "{stderr}"
+            );
+        },
+    );
+}
+
+#[test]
+fn register_with_an_unreachable_admin_exits_at_once_naming_it() {
+    // A port nothing listens on: the listener is gone before the command runs.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let admin = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let output = agcore(dir.path())
+        .args([
+            "restate",
+            "register",
+            "--admin",
+            &admin,
+            "--endpoint",
+            "http://127.0.0.1:9080",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("could not reach Restate's admin API at {admin}")),
+        "{stderr}"
+    );
+}
+
 /// The calls `session`'s run waits on, once there are some.
 async fn wait_for_pending(session: &str) -> Vec<Value> {
     let deadline = Instant::now() + PATIENCE;
@@ -323,6 +546,9 @@ async fn round_robin(listen: &str, backends: Vec<String>) -> Arc<Vec<AtomicUsize
             let backend = backends[index].clone();
             tokio::spawn(async move {
                 if let Ok(mut outbound) = TcpStream::connect(&backend).await {
+                    // As a load balancer would: small frames pass at once both ways.
+                    let _ = inbound.set_nodelay(true);
+                    let _ = outbound.set_nodelay(true);
                     let _ = copy_bidirectional(&mut inbound, &mut outbound).await;
                 }
             });

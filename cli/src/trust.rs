@@ -224,7 +224,7 @@ fn summary(file: &ConfigFile) -> anyhow::Result<String> {
         )));
     }
     if file.table.contains_key("tools") {
-        lines.push("  sets permissions, approvals or profiles ([tools])".into());
+        lines.push("  sets permissions, approvals, profiles or idempotent tools ([tools])".into());
     }
     lines.push(format!(
         "--- {DEFAULT_CONFIG_FILE} ---\n{}",

@@ -58,8 +58,6 @@ impl Agent {
 
     /// Whether `tool` may run again after a crash cut it off.
     pub(crate) fn idempotent(&self, tool: &str) -> bool {
-        self.registry
-            .get(tool)
-            .is_some_and(|tool| tool.idempotent())
+        self.registry.is_idempotent(tool)
     }
 }

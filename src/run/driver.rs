@@ -276,7 +276,7 @@ pub(crate) fn drive<'a>(
                     // A sub-agent's call continues its child: it is safe to run again.
                     rerun_idempotent(&mut state, |name| {
                         team_agent.is_some_and(|agent| agent.agents().iter().any(|a| a == name))
-                            || registry.get(name).is_some_and(|tool| tool.idempotent())
+                            || registry.is_idempotent(name)
                     });
                     continued::rerun_continued(&mut state);
                     remember_grants(registry, state.pending_approvals(), &decisions);

@@ -20,6 +20,7 @@ use crate::tools::rules::{ArgumentRule, ArgumentRules};
 /// restricted = false         # untrusted workspace: no Network/Shell tools
 /// flags = ["lsp"]            # feature flags tools may require
 /// ask = ["write"]            # permissions that need approval instead of allow
+/// idempotent = ["run_command"] # also run again after a crash cut a call off (see below)
 /// unannotated = "ask"        # MCP tools without annotations: ask per call, or "hide"
 ///
 /// [tools.permissions]        # the design's PermissionConfig; default shown
@@ -67,6 +68,13 @@ pub struct ToolsConfig {
     /// Allow / ask / deny by a call's arguments ([`crate::tools::rules`]), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<ArgumentRule>,
+    /// Tools counted as idempotent besides those that declare it
+    /// ([`crate::tools::BaseTool::idempotent`]): a call of one that a crash cut off runs again,
+    /// with the same idempotency key, instead of being answered as interrupted
+    /// ([`ToolRegistry::with_idempotent_tools`]). Name only tools whose every call is safe to
+    /// repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idempotent: Vec<String>,
 }
 
 impl ToolsConfig {
@@ -99,13 +107,14 @@ impl ToolsConfig {
     }
 
     /// Configure `registry` with these settings (checker, approval policy, exposure policy,
-    /// rules on arguments). Check the profiles and rules against the registered tools
+    /// rules on arguments, idempotent tools). Check the profiles and rules against the registered tools
     /// afterwards with [`ToolRegistry::check_exposure`].
     pub fn apply(&self, registry: ToolRegistry) -> Result<ToolRegistry, ExposureError> {
         Ok(registry
             .with_permission_checker(self.permission_checker())
             .with_approval_policy(self.approval_policy())
             .with_exposure(self.exposure_policy()?)
-            .with_argument_rules(ArgumentRules::new(self.rules.iter().cloned())?))
+            .with_argument_rules(ArgumentRules::new(self.rules.iter().cloned())?)
+            .with_idempotent_tools(self.idempotent.iter().cloned()))
     }
 }

@@ -184,6 +184,13 @@ pub enum ExposureError {
         /// The arguments the tool declares.
         known: Vec<String>,
     },
+    /// The tools counted as idempotent (`[tools] idempotent`) name a tool that is not
+    /// registered.
+    #[error("idempotent tool '{tool}' is not registered")]
+    IdempotentUnknownTool {
+        /// The name.
+        tool: String,
+    },
 }
 
 /// Every problem [`crate::tools::ExposurePolicy::check`] found.

@@ -1,6 +1,7 @@
 //! [`ToolRegistry`]: registers tools, offers their definitions to the model, and runs calls —
 //! permission-checked, schema-validated, time-limited and panic-isolated.
 
+use std::collections::BTreeSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -98,6 +99,8 @@ pub struct ToolRegistry {
     grants: Arc<SessionGrants>,
     grant_recorder: Option<Arc<dyn GrantRecorder>>,
     rules: Arc<ArgumentRules>,
+    /// Tools counted as idempotent besides those that declare it themselves.
+    idempotent: Arc<BTreeSet<String>>,
 }
 
 impl Default for ToolRegistry {
@@ -161,6 +164,7 @@ impl ToolRegistry {
             grants: Arc::new(SessionGrants::default()),
             grant_recorder: None,
             rules: Arc::new(ArgumentRules::default()),
+            idempotent: Arc::new(BTreeSet::new()),
         }
     }
 
@@ -187,6 +191,33 @@ impl ToolRegistry {
     /// The rules on arguments.
     pub fn argument_rules(&self) -> &ArgumentRules {
         &self.rules
+    }
+
+    /// Count the tools named in `names` as idempotent too, as if they declared
+    /// [`BaseTool::idempotent`]: a call of one that a crash cut off runs again when the run
+    /// resumes, with the same idempotency key, instead of being answered as interrupted. For a
+    /// tool whose every call is safe to repeat in the deployment at hand (e.g. `run_command`
+    /// when the commands honour `AGCORE_IDEMPOTENCY_KEY`). Names that are not registered are
+    /// reported by [`ToolRegistry::check_exposure`].
+    pub fn with_idempotent_tools(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.idempotent = Arc::new(names.into_iter().collect());
+        self
+    }
+
+    /// Whether a call of `name` that a crash cut off may run again: the tool is registered and
+    /// declares itself idempotent or is named by [`ToolRegistry::with_idempotent_tools`].
+    pub fn is_idempotent(&self, name: &str) -> bool {
+        self.tools
+            .get(name)
+            .is_some_and(|entry| entry.tool.idempotent() || self.idempotent.contains(name))
+    }
+
+    /// Tools named idempotent that are not registered.
+    fn idempotent_problems(&self) -> impl Iterator<Item = ExposureError> + '_ {
+        self.idempotent
+            .iter()
+            .filter(|name| !self.tools.contains_key(name.as_str()))
+            .map(|name| ExposureError::IdempotentUnknownTool { tool: name.clone() })
     }
 
     /// Rules on arguments that name a tool that is not registered or an argument it does not
@@ -304,6 +335,7 @@ impl ToolRegistry {
             .unwrap_or_default()
             .into_iter()
             .chain(self.rule_problems())
+            .chain(self.idempotent_problems())
             .collect::<Vec<_>>();
         if problems.is_empty() {
             Ok(())
@@ -356,6 +388,7 @@ impl ToolRegistry {
             grants: Arc::clone(&self.grants),
             grant_recorder: self.grant_recorder.clone(),
             rules: Arc::clone(&self.rules),
+            idempotent: Arc::clone(&self.idempotent),
         }
     }
 

@@ -384,9 +384,10 @@ async fn the_designs_calls_cannot_wait_so_a_deferred_call_is_refused_with_a_reas
 /// Runs a two-call turn whose second call hangs, and drops the run once the first call is
 /// journaled as finished — from the store's point of view, the process died right then (a
 /// dropped run cannot write anything more). Then restores the run from the store in a new
-/// cycle: the finished call is not run again, the unfinished one is answered as interrupted,
-/// and the conversation completes.
-async fn crash_and_restore(store: Arc<dyn SessionStore>) {
+/// cycle: the finished call is not run again, the unfinished one is answered as interrupted —
+/// or, when `second_idempotent` counts its tool as idempotent, runs again — and the
+/// conversation completes.
+async fn crash_and_restore(store: Arc<dyn SessionStore>, second_idempotent: bool) {
     let (server, script) = server(vec![
         calls_reply(&[("call_a", "first"), ("call_b", "second")]),
         text_reply("recovered"),
@@ -399,9 +400,17 @@ async fn crash_and_restore(store: Arc<dyn SessionStore>) {
         runs: AtomicUsize::new(0),
         hang: true,
     });
-    let mut registry = ToolRegistry::new();
+    let idempotent = if second_idempotent {
+        vec!["second".to_owned()]
+    } else {
+        vec![]
+    };
+    let mut registry = ToolRegistry::new().with_idempotent_tools(idempotent);
     registry.register(first.clone()).unwrap();
     registry.register(second.clone()).unwrap();
+    registry.check_exposure().unwrap();
+    assert_eq!(registry.is_idempotent("second"), second_idempotent);
+    assert!(!registry.is_idempotent("first"));
 
     let _lease = store
         .lock("crash", agcore::session::LockMode::FailFast)
@@ -455,16 +464,25 @@ async fn crash_and_restore(store: Arc<dyn SessionStore>) {
         .await
         .unwrap();
     assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "recovered"));
-    assert_eq!((first.runs(), second.runs()), (1, 1), "no call ran again");
     let answers = tool_answers(&script.requests.lock().unwrap()[1]);
     assert_eq!(answers[0], ("call_a".to_owned(), "first done".to_owned()));
-    assert!(
-        answers[1].1.contains("interrupted")
-            && answers[1]
-                .1
-                .contains("whether it had any effect is unknown"),
-        "{answers:?}"
-    );
+    if second_idempotent {
+        assert_eq!(
+            (first.runs(), second.runs()),
+            (1, 2),
+            "only the cut-off call ran again"
+        );
+        assert_eq!(answers[1], ("call_b".to_owned(), "second done".to_owned()));
+    } else {
+        assert_eq!((first.runs(), second.runs()), (1, 1), "no call ran again");
+        assert!(
+            answers[1].1.contains("interrupted")
+                && answers[1]
+                    .1
+                    .contains("whether it had any effect is unknown"),
+            "{answers:?}"
+        );
+    }
     // What the store holds now is the finished conversation, and nothing in progress.
     let (_, stored) = SessionJournal::open(store, "crash").await.unwrap();
     assert!(stored.run.is_none());
@@ -475,9 +493,39 @@ async fn crash_and_restore(store: Arc<dyn SessionStore>) {
 async fn sqlite_a_crashed_run_resumes_without_running_a_finished_call_again() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("s.db")).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), crash_and_restore(Arc::new(store)))
-        .await
-        .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        crash_and_restore(Arc::new(store), false),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_call_of_a_tool_configured_idempotent_runs_again_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("s.db")).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        crash_and_restore(Arc::new(store), true),
+    )
+    .await
+    .unwrap();
+}
+
+#[test]
+fn an_unregistered_idempotent_tool_is_reported() {
+    let config: agcore::tools::ToolsConfig =
+        toml::from_str("idempotent = [\"first\", \"frist\"]").unwrap();
+    let mut registry = config.apply(ToolRegistry::new()).unwrap();
+    registry.register(Counting::new("first", vec![])).unwrap();
+    assert!(registry.is_idempotent("first"));
+    assert!(!registry.is_idempotent("frist"));
+    let error = registry.check_exposure().unwrap_err().to_string();
+    assert!(
+        error.contains("idempotent tool 'frist' is not registered") && !error.contains("'first'"),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -486,9 +534,12 @@ async fn postgres_a_crashed_run_resumes_without_running_a_finished_call_again() 
         return;
     };
     let store = PostgresStore::connect(&url).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), crash_and_restore(Arc::new(store)))
-        .await
-        .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        crash_and_restore(Arc::new(store), false),
+    )
+    .await
+    .unwrap();
 }
 
 /// A journal that fails from the `fail_at`-th record on, and remembers what it got.

@@ -181,6 +181,96 @@ fn endpoint_killed_mid_tool_resumes_without_rerunning_finished_work() {
 }
 
 #[test]
+fn endpoint_killed_mid_idempotent_tool_runs_it_again_with_the_same_key() {
+    in_netns(
+        "endpoint_killed_mid_idempotent_tool_runs_it_again_with_the_same_key",
+        || async {
+            let Some(binary) = server_binary() else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            // `run_command` counted as idempotent: a call cut off by a crash runs again.
+            std::fs::write(
+                dir.join("agcore.toml"),
+                "[tools]\nidempotent = [\"run_command\"]\n[tools.permissions]\n\
+                 allowed = [\"read\", \"shell\"]\ndenied = []\n",
+            )
+            .unwrap();
+            let runs_a = dir.join("runs-a");
+            let runs_i = dir.join("runs-i");
+            let model = fake_openai(vec![
+                command(
+                    "call-a",
+                    &format!("echo a $AGCORE_IDEMPOTENCY_KEY >> {}", runs_a.display()),
+                ),
+                // Its first run waits (and is killed); the second finishes, naming its run.
+                command(
+                    "call-i",
+                    &format!(
+                        "echo i $AGCORE_IDEMPOTENCY_KEY >> {0}; runs=$(wc -l < {0}); \
+                         if [ $runs -lt 2 ]; then sleep 30; fi; echo run $runs of call-i",
+                        runs_i.display()
+                    ),
+                ),
+                Reply::text("finished"),
+            ])
+            .await;
+            let restate = Restate::start(&binary, dir).await;
+            let mut endpoint = Endpoint::start(dir, "127.0.0.1:9080", &endpoint_args(&model)).await;
+            restate.register(&endpoint.uri()).await;
+
+            let run = tokio::spawn(async { call("s5", "run", Some(&json!("go"))).await });
+            wait_until("the idempotent tool runs", || async {
+                lines(&runs_i).len() == 1
+            })
+            .await;
+            endpoint.kill();
+            endpoint.restart().await;
+            let (status, answer) = run.await.unwrap();
+
+            assert_eq!((status, answer), (200, json!("finished")));
+            // The finished call did not run again (its tool is idempotent too); the cut-off
+            // one ran twice, both times with the key the run gave it.
+            let key_a = key_in(&lines(&runs_a), "a");
+            let runs = lines(&runs_i);
+            assert_eq!(runs.len(), 2, "{runs:?}");
+            let key_i = key_in(&runs[..1], "i");
+            assert_eq!(key_in(&runs[1..], "i"), key_i);
+            assert_ne!(key_a, key_i);
+            // The two finished model requests were not sent again: three in all; the model
+            // read the second run's result, not an interrupted answer.
+            let bodies = request_bodies(&model).await;
+            assert_eq!(bodies.len(), 3, "{bodies:#?}");
+            assert!(answer_in(&bodies[2], "call-a").contains("Exit code: 0"));
+            let rerun = answer_in(&bodies[2], "call-i");
+            assert!(rerun.contains("run 2 of call-i"), "{rerun}");
+            assert!(rerun.contains("Exit code: 0"), "{rerun}");
+            assert!(!rerun.contains("interrupted"), "{rerun}");
+
+            let (status, state) = call("s5", "state", None).await;
+            assert_eq!(status, 200);
+            let messages = state["messages"].as_array().unwrap();
+            assert_history_valid(messages);
+            let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+            assert_eq!(
+                roles,
+                [
+                    "system",
+                    "user",
+                    "assistant",
+                    "tool",
+                    "assistant",
+                    "tool",
+                    "assistant"
+                ]
+            );
+            assert_eq!(state["pending"], json!([]));
+        },
+    );
+}
+
+#[test]
 fn approval_waits_across_endpoint_restart_and_is_decided_through_approve() {
     in_netns(
         "approval_waits_across_endpoint_restart_and_is_decided_through_approve",

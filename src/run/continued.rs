@@ -12,9 +12,12 @@
 
 use serde_json::Value;
 
-use crate::run::state::RunState;
-use crate::tools::approval::ApprovalRequest;
+use crate::run::state::{Phase, RunState};
+use crate::run::step::Decision;
+use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
+use crate::tools::base::ToolSource;
 use crate::tools::call_digest::CallDigest;
+use crate::tools::continuation;
 use crate::tools::error::ToolError;
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::registry::ToolRegistry;
@@ -96,6 +99,50 @@ pub(crate) fn waiting_request(
             })
         }
         _ => None,
+    }
+}
+
+/// Give up the calls `decisions` deny that left a task running on their MCP server while they
+/// waited (a task whose question waits): each one's tool sends `tasks/cancel`
+/// ([`continuation::abandon`]) — only an MCP tool of the server that holds the task, so no
+/// other tool ever runs for a denied call. Bounded by the server's request timeout; a failure
+/// is logged and the denial stands either way.
+pub(crate) async fn give_up_denied(
+    state: &RunState,
+    decisions: &[Decision],
+    registry: &ToolRegistry,
+) {
+    let Phase::AwaitingApproval { turn, .. } = &state.phase else {
+        return;
+    };
+    let denied = decisions
+        .iter()
+        .filter(|decision| matches!(decision.answer, ApprovalDecision::Deny { .. }));
+    for decision in denied {
+        let Some(call) = turn
+            .calls
+            .iter()
+            .find(|call| call.call.id == decision.call_id && call.answer.is_none())
+        else {
+            continue;
+        };
+        let Some(task) = call
+            .continuation
+            .as_ref()
+            .filter(|c| c.get("mcp").and_then(Value::as_str) == Some("task"))
+        else {
+            continue;
+        };
+        let Some(tool) = registry.get(&call.call.function.name) else {
+            continue;
+        };
+        let holder = task.get("server").and_then(Value::as_str);
+        if !matches!(tool.source(), ToolSource::Mcp { server } if Some(server.as_str()) == holder) {
+            continue;
+        }
+        let arguments = serde_json::from_str(&call.call.function.arguments).unwrap_or(Value::Null);
+        // The tool answers that it was given up; the denial is the call's answer.
+        let _ = continuation::abandon(task.clone(), tool.execute(arguments)).await;
     }
 }
 

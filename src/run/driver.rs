@@ -280,6 +280,7 @@ pub(crate) fn drive<'a>(
                     });
                     continued::rerun_continued(&mut state);
                     remember_grants(registry, state.pending_approvals(), &decisions);
+                    continued::give_up_denied(&state, &decisions, registry).await;
                 }
                 // The saved run's history replaces the cycle's.
                 messages.clear();

@@ -20,6 +20,9 @@ struct CallContinuation {
     /// What an earlier attempt of this call recorded, if any.
     resume: Option<Value>,
     sink: mpsc::Sender<Record>,
+    /// The call is given up, not continued: the tool only ends what its earlier attempt left
+    /// running ([`abandon`]).
+    abandon: bool,
 }
 
 tokio::task_local! {
@@ -35,7 +38,14 @@ where
     R: Future<Output = Result<(), String>>,
 {
     let (sink, mut records) = mpsc::channel::<Record>(1);
-    let call = CALL.scope(CallContinuation { resume, sink }, call);
+    let call = CALL.scope(
+        CallContinuation {
+            resume,
+            sink,
+            abandon: false,
+        },
+        call,
+    );
     let mut call = std::pin::pin!(call);
     loop {
         tokio::select! {
@@ -46,6 +56,28 @@ where
             output = &mut call => return output,
         }
     }
+}
+
+/// Run `call` (one call's execution) to give up the earlier attempt that recorded `resume`:
+/// a tool that left something running (an MCP task) ends it and returns without doing the
+/// call's work; other tools are not run this way. Nothing is recorded.
+pub(crate) async fn abandon<F: Future>(resume: Value, call: F) -> F::Output {
+    // Nothing is kept: a closed sink makes `record` a no-op.
+    let (sink, _) = mpsc::channel::<Record>(1);
+    CALL.scope(
+        CallContinuation {
+            resume: Some(resume),
+            sink,
+            abandon: true,
+        },
+        call,
+    )
+    .await
+}
+
+/// Whether the running call is given up rather than continued ([`abandon`]).
+pub(crate) fn abandoning() -> bool {
+    CALL.try_with(|call| call.abandon).unwrap_or(false)
 }
 
 /// What an earlier attempt of the running call recorded (a resumed run), if anything.

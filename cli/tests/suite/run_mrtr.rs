@@ -225,6 +225,42 @@ async fn a_tasks_question_suspends_and_answer_resumes_the_same_task() {
     assert_eq!(last_content(&bodies[1]), "colour: teal");
 }
 
+/// `--deny` on a call whose task waits for an answer: the resumed process cancels that task
+/// on the server (`tasks/cancel`) instead of leaving it running, and the model reads the
+/// denial; the tool is not called again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn denying_a_tasks_question_cancels_the_task_on_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("server-state");
+    let server = fake_openai(vec![
+        Reply::tool("call_job", "ask_job", "{}"),
+        Reply::text("Understood."),
+    ])
+    .await;
+    let output = run(dir.path(), &state, &server, &["--session", "s", "run it"]);
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert_eq!(count(&state, "cancels"), 0);
+
+    let output = run(
+        dir.path(),
+        &state,
+        &server,
+        &["--session", "s", "--resume", "--deny", "call_job"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        count(&state, "cancels"),
+        1,
+        "the waiting task was left running"
+    );
+    assert_eq!(count(&state, "ask_job.calls"), 1, "not called again");
+    assert_eq!(count(&state, "tasks"), 1);
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    let answer = last_content(&bodies[1]);
+    assert!(answer.contains("was not approved"), "{answer}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_for_a_session_that_waits_for_nothing_is_an_error() {
     let dir = tempfile::tempdir().unwrap();

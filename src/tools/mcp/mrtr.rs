@@ -116,6 +116,18 @@ pub(crate) async fn call_tool(
     let name = params.name.to_string();
     let server = conn.server.to_string();
     let mut rounds = 0;
+    if continuation::abandoning() {
+        // The call was given up (its approval denied) while it waited: end the task it left
+        // running on the server; a multi-round-trip request left nothing there.
+        if let Some(McpContinuation::Task { task_id, .. }) =
+            McpContinuation::resumed(&server, &name)
+        {
+            tasks::cancel(conn, &task_id).await;
+        }
+        return Err(ToolError::McpError(format!(
+            "tool '{name}' was given up; nothing of it is left running on MCP server '{server}'"
+        )));
+    }
     match McpContinuation::resumed(&server, &name) {
         Some(McpContinuation::Task { task_id, .. }) => {
             tracing::info!(target: "agcore::mcp", server, tool = name, task_id, "resuming the call's task");

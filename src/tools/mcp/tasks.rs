@@ -172,6 +172,27 @@ fn report(conn: &Connection, polls: u32, status: Option<&str>) {
     }
 }
 
+/// Send `tasks/cancel` for `task_id` and wait for the server's acknowledgement (bounded by the
+/// request timeout): the task of a call given up while it waited. A failure is logged.
+pub(crate) async fn cancel(conn: &Connection, task_id: &str) {
+    let cancelled = conn
+        .request(
+            "tasks/cancel",
+            task_id,
+            conn.peer
+                .cancel_task(CancelTaskParams::new(task_id.to_owned())),
+        )
+        .await;
+    match cancelled {
+        Ok(()) => {
+            tracing::info!(target: "agcore::mcp", server = %conn.server, task_id, "cancelled the task of a call given up");
+        }
+        Err(error) => {
+            tracing::warn!(target: "agcore::mcp", server = %conn.server, task_id, %error, "could not cancel the task");
+        }
+    }
+}
+
 /// How long a dropped call's `tasks/cancel` may take.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 

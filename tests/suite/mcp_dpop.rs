@@ -1,20 +1,34 @@
 //! DPoP (RFC 9449, SEP-1932) against the local OAuth fake of `tests/support/oauth_fake.rs`:
 //! a server that advertises DPoP gets proofs on its token requests and on every MCP request,
 //! a DPoP-bound token presented as `DPoP`, and its nonces honoured after one challenge each
-//! (token endpoint and MCP endpoint), for the authorization-code flow and a machine client;
-//! a stored DPoP token works in the next client with its stored key; a server without DPoP
-//! still sees `Bearer` and no proof.
+//! (token endpoint and MCP endpoint), for the authorization-code flow, a machine client, a
+//! workload identity and cross-app access (whose IdP never sees a proof); a stored DPoP token
+//! works in the next client with its stored key; a server without DPoP still sees `Bearer`
+//! and no proof.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agcore::tools::mcp::auth::{ClientCredentials, ClientIdentity, FileCredentialStore, McpAuth};
+use agcore::tools::mcp::auth::{
+    ClientCredentials, ClientIdentity, CrossAppAccess, FileCredentialStore, IdTokenSource, McpAuth,
+    OAuthClient, WorkloadIdentity,
+};
 use agcore::tools::mcp::{McpClient, McpTransport};
 use serde_json::json;
 
 use crate::support::mcp::before_10s;
 use crate::support::oauth_fake::{AS_NONCE, OAuthFake, Options, RS_NONCE, Seen, TOKEN};
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// A workload presenting a platform JWT as the public client `workload-1`.
+fn workload() -> McpAuth {
+    McpAuth::workload_identity(WorkloadIdentity::new(
+        OAuthClient::public("workload-1"),
+        IdTokenSource::Value("eyJ.workload.jwt".into()),
+    ))
+}
 
 /// Connect with the authorization-code flow (pre-registered public client), list the tools
 /// and call the one there is; its answer.
@@ -224,6 +238,131 @@ async fn a_machine_client_of_a_dpop_resource_gets_a_bound_token_too() {
     assert!(posts.iter().all(|post| post.proof.is_some()), "{posts:#?}");
     assert!(
         posts
+            .iter()
+            .any(|post| post.rpc.as_deref() == Some("tools/call") && post.status == 200)
+    );
+}
+
+/// The token requests of a JWT bearer grant: a proof without a nonce refused with
+/// `use_dpop_nonce`, then one with the nonce, granted; the MCP requests present the bound
+/// token with verified proofs.
+fn assert_bound_jwt_bearer(seen: &[Seen]) {
+    let tokens = token_requests(seen);
+    assert_eq!(tokens.len(), 2, "one nonce challenge: {tokens:#?}");
+    for token in &tokens {
+        assert_eq!(token.grant_type.as_deref(), Some(JWT_BEARER));
+    }
+    assert_eq!(tokens[0].status, 400);
+    let first = tokens[0].proof.as_ref().expect("a verified proof");
+    assert!(first.get("nonce").is_none() && first.get("ath").is_none());
+    assert_eq!(tokens[1].status, 200);
+    assert_eq!(tokens[1].proof.as_ref().unwrap()["nonce"], AS_NONCE);
+    let posts = authorized_posts(seen);
+    assert!(posts.len() >= 4, "{posts:#?}");
+    for post in &posts {
+        assert_eq!(
+            post.authorization.as_deref(),
+            Some(format!("DPoP {TOKEN}").as_str())
+        );
+        assert!(post.proof.is_some(), "unverified proof: {post:#?}");
+    }
+    assert!(
+        posts
+            .iter()
+            .any(|post| post.rpc.as_deref() == Some("tools/call") && post.status == 200)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workload_identity_of_a_dpop_server_gets_a_bound_token_and_proofs() {
+    let fake = OAuthFake::start(Options {
+        dpop: true,
+        as_nonce: true,
+        rs_nonce: true,
+        ..Options::default()
+    })
+    .await;
+    let answer = connect_and_call_as(&fake, workload()).await;
+    assert!(answer.contains("authorized by DPoP"), "{answer}");
+    assert_bound_jwt_bearer(&fake.seen());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cross_app_client_of_a_dpop_server_gets_a_bound_token_and_the_idp_no_proof() {
+    let fake = OAuthFake::start(Options {
+        dpop: true,
+        as_nonce: true,
+        rs_nonce: true,
+        ..Options::default()
+    })
+    .await;
+    let auth = McpAuth::cross_app_access(CrossAppAccess::new(
+        format!("{}/idp/token", fake.server.uri()),
+        OAuthClient::confidential("idp-client", "idp-secret"),
+        IdTokenSource::Value("eyJ.id.token".into()),
+        OAuthClient::public("app-1"),
+    ));
+    let answer = connect_and_call_as(&fake, auth).await;
+    assert!(answer.contains("authorized by DPoP"), "{answer}");
+    let seen = fake.seen();
+    let idp: Vec<&Seen> = seen.iter().filter(|s| s.path == "/idp/token").collect();
+    assert_eq!(idp.len(), 1, "{idp:#?}");
+    assert_eq!(
+        idp[0].grant_type.as_deref(),
+        Some("urn:ietf:params:oauth:grant-type:token-exchange")
+    );
+    assert!(!idp[0].had_proof, "the IdP's exchange carries no proof");
+    assert_bound_jwt_bearer(&seen);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workload_identity_of_a_server_without_dpop_sends_no_proof() {
+    let fake = OAuthFake::start(Options::default()).await;
+    let answer = connect_and_call_as(&fake, workload()).await;
+    assert!(answer.contains("authorized by Bearer"), "{answer}");
+    let seen = fake.seen();
+    assert!(seen.iter().all(|s| !s.had_proof), "{seen:#?}");
+    let tokens = token_requests(&seen);
+    assert_eq!(tokens.len(), 1);
+    assert_eq!(tokens[0].grant_type.as_deref(), Some(JWT_BEARER));
+    // One discovery, as before DPoP: the authorization server's metadata is fetched once.
+    let metadata = seen
+        .iter()
+        .filter(|s| s.path == "/.well-known/oauth-authorization-server")
+        .count();
+    assert_eq!(metadata, 1, "{seen:#?}");
+    for post in authorized_posts(&seen) {
+        assert_eq!(
+            post.authorization.as_deref(),
+            Some(format!("Bearer {TOKEN}").as_str())
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_workload_dpop_token_works_in_the_next_client_with_its_stored_key() {
+    let fake = OAuthFake::start(Options {
+        dpop: true,
+        rs_nonce: true,
+        ..Options::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileCredentialStore::new(dir.path().join("credentials.json"));
+    let auth = || workload().with_store(Arc::new(store.clone()));
+    let first = connect_and_call_as(&fake, auth()).await;
+    assert!(first.contains("authorized by DPoP"), "{first}");
+    let after_first = fake.seen().len();
+    assert_eq!(token_requests(&fake.seen()).len(), 1);
+    let second = connect_and_call_as(&fake, auth()).await;
+    assert!(second.contains("authorized by DPoP"), "{second}");
+    let seen = fake.seen();
+    assert_eq!(token_requests(&seen).len(), 1, "no second authorization");
+    let later = authorized_posts(&seen[after_first..]);
+    assert!(later.len() >= 3, "{later:#?}");
+    assert!(later.iter().all(|post| post.proof.is_some()));
+    assert!(
+        later
             .iter()
             .any(|post| post.rpc.as_deref() == Some("tools/call") && post.status == 200)
     );

@@ -9,7 +9,8 @@
 //! `DPoP` (or `Bearer`) challenge without a token; with one, under DPoP, the proof must verify
 //! with its own `jwk`, name `POST` and this URL, carry `ath` of the token and the key the token
 //! was issued to, and, when [`Options::rs_nonce`], [`RS_NONCE`] — else `401 DPoP
-//! error="use_dpop_nonce"` with the nonce. Every request is recorded ([`Seen`]).
+//! error="use_dpop_nonce"` with the nonce. `/idp/token` plays the enterprise IdP of cross-app
+//! access (an [`ID_JAG`] for any token exchange). Every request is recorded ([`Seen`]).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
@@ -28,6 +29,8 @@ pub const AS_NONCE: &str = "as-nonce-1";
 pub const RS_NONCE: &str = "rs-nonce-1";
 /// The access token issued.
 pub const TOKEN: &str = "tok-dpop-1";
+/// The ID-JAG the IdP endpoint (`/idp/token`) issues.
+pub const ID_JAG: &str = "id-jag-1";
 
 /// What the fake demands.
 #[derive(Debug, Clone, Copy, Default)]
@@ -55,6 +58,8 @@ pub struct Seen {
     pub had_proof: bool,
     /// The JSON-RPC method of an `/mcp` POST.
     pub rpc: Option<String>,
+    /// The `grant_type` of a token request (`/token`, `/idp/token`).
+    pub grant_type: Option<String>,
     /// The status answered.
     pub status: u16,
 }
@@ -118,6 +123,11 @@ impl Respond for Responder {
         let rpc = (request.url.path() == "/mcp" && request.method.as_str() == "POST")
             .then(|| serde_json::from_slice::<Value>(&request.body).ok())
             .flatten();
+        let grant_type = request.url.path().ends_with("/token").then(|| {
+            url::form_urlencoded::parse(&request.body)
+                .find(|(name, _)| name == "grant_type")
+                .map(|(_, value)| value.into_owned())
+        });
         let response = self.route(request, proof.as_ref(), rpc.as_ref());
         self.state.lock().unwrap().seen.push(Seen {
             method: request.method.to_string(),
@@ -126,6 +136,7 @@ impl Respond for Responder {
             proof: proof.map(|(claims, _)| claims),
             had_proof: proof_header.is_some(),
             rpc: rpc.and_then(|body| body["method"].as_str().map(str::to_owned)),
+            grant_type: grant_type.flatten(),
             status: response.0,
         });
         response.1
@@ -153,7 +164,12 @@ impl Responder {
                     "authorization_endpoint": format!("{base}/authorize"),
                     "token_endpoint": format!("{base}/token"),
                     "response_types_supported": ["code"],
-                    "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+                    "grant_types_supported": [
+                        "authorization_code",
+                        "refresh_token",
+                        "client_credentials",
+                        "urn:ietf:params:oauth:grant-type:jwt-bearer",
+                    ],
                     "code_challenge_methods_supported": ["S256"],
                     "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
                 });
@@ -183,6 +199,15 @@ impl Responder {
                 )
             }
             ("POST", "/token") => self.token(proof),
+            // The enterprise IdP of cross-app access: any ID token for an ID-JAG.
+            ("POST", "/idp/token") => json(
+                200,
+                json!({
+                    "access_token": ID_JAG,
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "token_type": "N_A",
+                }),
+            ),
             ("POST", "/mcp") => self.mcp(request, proof, rpc),
             // No server-initiated stream, no sessions to end.
             ("GET" | "DELETE", "/mcp") => (405, ResponseTemplate::new(405)),

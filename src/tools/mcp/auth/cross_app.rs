@@ -16,7 +16,7 @@ use rmcp::transport::auth::{
 };
 use serde::Deserialize;
 
-use crate::tools::mcp::auth::discovery;
+use crate::tools::mcp::auth::dpop_token_http::DpopTokenHttp;
 use crate::tools::mcp::auth::store::SharedCredentialStore;
 
 const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -174,17 +174,20 @@ struct ExchangeAnswer {
     error_description: Option<String>,
 }
 
-/// Run cross-app access for the MCP endpoint `server_url` on `challenge`, and return a manager
-/// holding the access token (saved in `store`, or in memory).
+/// Run cross-app access for the MCP endpoint `server_url` with its authorization server's
+/// `metadata` (discovered on `manager`), and return a manager holding the access token (saved
+/// in `store`, or in memory). With `dpop`, the redemption at the MCP server's authorization
+/// server carries a proof; the IdP's token exchange never does (its token is not the MCP
+/// server's to bind).
 pub(crate) async fn authorize(
     mut manager: AuthorizationManager,
     server_url: &str,
-    challenge: &str,
+    metadata: AuthorizationMetadata,
     config: &CrossAppAccess,
     scopes: &[String],
     store: Option<&SharedCredentialStore>,
+    dpop: Option<&DpopTokenHttp>,
 ) -> Result<AuthorizationManager, AuthError> {
-    let metadata = discovery::authorization_metadata(&manager, server_url, challenge).await?;
     // The ID-JAG's audience is the authorization server, named by its issuer identifier.
     let issuer = metadata.issuer.clone().ok_or_else(|| {
         AuthError::MetadataError("cross-app access needs the authorization server's issuer".into())
@@ -213,7 +216,7 @@ pub(crate) async fn authorize(
         form.push(("scope", scope.as_str()));
     }
     let endpoint = checked_endpoint(&config.idp_token_endpoint, "IdP token endpoint")?;
-    let answer = post(&http, endpoint, form, &config.idp_client, true).await?;
+    let answer = post(&http, endpoint, form, &config.idp_client, true, None).await?;
     if let Some(issued) = &answer.issued_token_type
         && issued != TOKEN_TYPE_ID_JAG
     {
@@ -234,7 +237,7 @@ pub(crate) async fn authorize(
         client: &config.client,
         scopes,
     };
-    redeem(manager, &http, grant, store).await
+    redeem(manager, &http, grant, store, dpop).await
 }
 
 /// An RFC 7523 JWT bearer grant at the MCP server's authorization server.
@@ -254,12 +257,13 @@ pub(crate) struct JwtBearerGrant<'a> {
 }
 
 /// Redeem `grant` and return `manager` holding the access token (saved in `store`, or in
-/// memory).
+/// memory); with `dpop`, the token request carries a proof (and answers a nonce challenge).
 pub(crate) async fn redeem(
     mut manager: AuthorizationManager,
     http: &reqwest::Client,
     grant: JwtBearerGrant<'_>,
     store: Option<&SharedCredentialStore>,
+    dpop: Option<&DpopTokenHttp>,
 ) -> Result<AuthorizationManager, AuthError> {
     let JwtBearerGrant {
         server_url,
@@ -280,7 +284,7 @@ pub(crate) async fn redeem(
     }
     let endpoint = checked_endpoint(&metadata.token_endpoint, "token endpoint")?;
     let basic = uses_basic(metadata);
-    let (token, granted) = post_for_token(http, endpoint, form, client, basic).await?;
+    let (token, granted) = post_for_token(http, endpoint, form, client, basic, dpop).await?;
 
     let mut config = OAuthClientConfig::new(client.client_id.clone(), UNUSED_REDIRECT_URI)
         .with_scopes(scopes.clone());
@@ -361,14 +365,16 @@ fn basic_credentials(client: &OAuthClient, secret: &str) -> (String, String) {
     (encode(&client.client_id), encode(secret))
 }
 
-/// POST `form` to a token endpoint with the client's authentication, returning the raw body of
-/// a success or the error as [`AuthError::TokenExchangeFailed`].
+/// POST `form` to a token endpoint with the client's authentication (and, with `dpop`, a
+/// proof), returning the raw body of a success or the error as
+/// [`AuthError::TokenExchangeFailed`].
 async fn post_raw(
     http: &reqwest::Client,
     endpoint: Url,
     mut form: Vec<(&str, &str)>,
     client: &OAuthClient,
     basic: bool,
+    dpop: Option<&DpopTokenHttp>,
 ) -> Result<Vec<u8>, AuthError> {
     let mut request = http.post(endpoint.clone());
     match &client.client_secret {
@@ -385,30 +391,21 @@ async fn post_raw(
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form)
         .finish();
-    let mut response = request
+    let failed = |e: &dyn fmt::Display| AuthError::TokenExchangeFailed(format!("{endpoint}: {e}"));
+    let request = request
         .header(
             reqwest::header::CONTENT_TYPE,
             "application/x-www-form-urlencoded",
         )
         .header(reqwest::header::ACCEPT, "application/json")
         .body(body)
-        .send()
-        .await
-        .map_err(|e| AuthError::TokenExchangeFailed(format!("{endpoint}: {e}")))?;
-    let status = response.status();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| AuthError::TokenExchangeFailed(format!("{endpoint}: {e}")))?
-    {
-        if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(AuthError::TokenExchangeFailed(format!(
-                "{endpoint}: the answer is larger than {MAX_RESPONSE_BYTES} bytes"
-            )));
-        }
-        bytes.extend_from_slice(&chunk);
+        .build()
+        .map_err(|e| failed(&e))?;
+    let (status, bytes) = match dpop {
+        None => send_plain(http, request).await,
+        Some(dpop) => send_with_proof(dpop, request).await,
     }
+    .map_err(|e| failed(&e))?;
     if !status.is_success() {
         let answer: Option<ExchangeAnswer> = serde_json::from_slice(&bytes).ok();
         let reason = answer
@@ -429,14 +426,72 @@ async fn post_raw(
     Ok(bytes)
 }
 
+/// Why a token request got no complete answer.
+#[derive(Debug, thiserror::Error)]
+enum SendError {
+    #[error("{0}")]
+    Http(#[from] reqwest::Error),
+    #[error("{0}")]
+    Proof(rmcp::transport::auth::OAuthHttpClientError),
+    #[error("cannot build the request: {0}")]
+    Request(#[from] http::Error),
+    #[error("the answer is larger than {MAX_RESPONSE_BYTES} bytes")]
+    TooLarge,
+}
+
+/// Send `request` as it is; the status and the body (bounded).
+async fn send_plain(
+    http: &reqwest::Client,
+    request: reqwest::Request,
+) -> Result<(reqwest::StatusCode, Vec<u8>), SendError> {
+    let mut response = http.execute(request).await?;
+    let status = response.status();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(SendError::TooLarge);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok((status, bytes))
+}
+
+/// Send `request` with a DPoP proof (the same client that adds them to rmcp's token
+/// requests); the status and the body (bounded).
+async fn send_with_proof(
+    dpop: &DpopTokenHttp,
+    request: reqwest::Request,
+) -> Result<(reqwest::StatusCode, Vec<u8>), SendError> {
+    let mut builder = http::Request::builder()
+        .method(request.method().clone())
+        .uri(request.url().as_str());
+    for (name, value) in request.headers() {
+        builder = builder.header(name, value);
+    }
+    let body = request
+        .body()
+        .and_then(reqwest::Body::as_bytes)
+        .unwrap_or_default()
+        .to_vec();
+    let response = dpop
+        .token_request(builder.body(body)?)
+        .await
+        .map_err(SendError::Proof)?;
+    if response.body().len() > MAX_RESPONSE_BYTES {
+        return Err(SendError::TooLarge);
+    }
+    Ok((response.status(), response.into_body()))
+}
+
 async fn post(
     http: &reqwest::Client,
     endpoint: Url,
     form: Vec<(&str, &str)>,
     client: &OAuthClient,
     basic: bool,
+    dpop: Option<&DpopTokenHttp>,
 ) -> Result<ExchangeAnswer, AuthError> {
-    let body = post_raw(http, endpoint.clone(), form, client, basic).await?;
+    let body = post_raw(http, endpoint.clone(), form, client, basic, dpop).await?;
     serde_json::from_slice(&body).map_err(|e| {
         AuthError::TokenExchangeFailed(format!("{endpoint}: not a token response: {e}"))
     })
@@ -448,12 +503,13 @@ async fn post_for_token(
     form: Vec<(&str, &str)>,
     client: &OAuthClient,
     basic: bool,
+    dpop: Option<&DpopTokenHttp>,
 ) -> Result<(OAuthTokenResponse, Option<Vec<String>>), AuthError> {
     #[derive(Deserialize)]
     struct Scope {
         scope: Option<String>,
     }
-    let body = post_raw(http, endpoint.clone(), form, client, basic).await?;
+    let body = post_raw(http, endpoint.clone(), form, client, basic, dpop).await?;
     let not_token = |e: serde_json::Error| {
         AuthError::TokenExchangeFailed(format!("{endpoint}: not a token response: {e}"))
     };

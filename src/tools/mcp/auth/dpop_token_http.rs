@@ -134,6 +134,18 @@ impl DpopTokenHttp {
     }
 }
 
+impl DpopTokenHttp {
+    /// Send a token request agcore builds itself (the JWT bearer grant) with a proof and the
+    /// nonce retry, following no redirects.
+    pub(crate) async fn token_request(
+        &self,
+        request: http::Request<Vec<u8>>,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
+        self.send_token_request(request, &self.stop, REQUEST_TIMEOUT)
+            .await
+    }
+}
+
 impl OAuthHttpClient for DpopTokenHttp {
     fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
         Box::pin(async move {

@@ -6,7 +6,9 @@
 //! with the `DPoP` scheme), and a `client_credentials` grant for a resource challenging with
 //! `DPoP` whose server takes ES256, run with a [`DpopBinding`]: its token requests carry proofs
 //! ([`DpopTokenHttp`]) and its requests present a DPoP-bound token with proofs
-//! ([`DpopHttpClient`]). With a credential store, the key is kept with the tokens
+//! ([`DpopHttpClient`]). The cross-app and workload-identity grants, whose token requests
+//! agcore makes itself, decide as the authorization-code flow does and send theirs through
+//! the same [`DpopTokenHttp`]. With a credential store, the key is kept with the tokens
 //! ([`DpopKeyStore`]). Servers without DPoP see exactly what they saw before.
 
 use std::sync::Arc;
@@ -26,6 +28,7 @@ use crate::tools::mcp::auth::dpop_client::DpopHttpClient;
 use crate::tools::mcp::auth::dpop_store::{DpopKeyStore, stored_key};
 use crate::tools::mcp::auth::dpop_token_http::DpopTokenHttp;
 use crate::tools::mcp::auth::redact::redact;
+use crate::tools::mcp::auth::store::SharedCredentialStore;
 use crate::tools::mcp::auth::{cross_app, discovery, workload};
 
 /// The client rmcp's `AuthClient` sends with.
@@ -41,6 +44,18 @@ struct State {
     /// The scopes the last authorization obtained: a step-up asks for them together with the
     /// challenged ones (SEP-2350), so the new token does not lose what the old one could do.
     granted_scopes: Vec<String>,
+}
+
+/// What a JWT bearer grant (cross-app access, workload identity) runs with.
+struct JwtBearerSetup {
+    /// The manager to hold the token (its refreshes carry proofs under DPoP).
+    manager: AuthorizationManager,
+    /// The authorization server's metadata, discovered on `manager`.
+    metadata: AuthorizationMetadata,
+    /// Where the token is saved (with the DPoP key under DPoP); none: in memory.
+    store: Option<SharedCredentialStore>,
+    /// Under DPoP: the binding and the client sending the token request with a proof.
+    dpop: Option<(Arc<DpopBinding>, DpopTokenHttp)>,
 }
 
 /// The authorization state of one server.
@@ -352,30 +367,74 @@ impl AuthSession {
             McpAuth::WorkloadIdentity {
                 identity, scopes, ..
             } => {
+                let setup = self.jwt_bearer_setup(manager, challenge).await?;
                 let manager = workload::authorize(
-                    manager,
+                    setup.manager,
                     &self.url,
-                    challenge,
+                    setup.metadata,
                     identity,
                     scopes,
-                    self.auth.store(),
+                    setup.store.as_ref(),
+                    setup.dpop.as_ref().map(|(_, http)| http),
                 )
                 .await?;
-                Ok((manager, None))
+                Ok((manager, setup.dpop.map(|(binding, _)| binding)))
             }
             McpAuth::CrossAppAccess { config, scopes, .. } => {
+                let setup = self.jwt_bearer_setup(manager, challenge).await?;
                 let manager = cross_app::authorize(
-                    manager,
+                    setup.manager,
                     &self.url,
-                    challenge,
+                    setup.metadata,
                     config,
                     scopes,
-                    self.auth.store(),
+                    setup.store.as_ref(),
+                    setup.dpop.as_ref().map(|(_, http)| http),
                 )
                 .await?;
-                Ok((manager, None))
+                Ok((manager, setup.dpop.map(|(binding, _)| binding)))
             }
         }
+    }
+
+    /// For the grants whose token requests agcore makes (cross-app access, workload
+    /// identity): the authorization server's metadata, discovered on `manager`; and when that
+    /// server takes DPoP (decided as for the authorization-code flow), a manager whose
+    /// refreshes carry proofs (the discovery run again on it, as there), the client sending
+    /// the grant's token request with a proof, and a store keeping the key with the tokens.
+    /// Any other server keeps `manager` and the store, and sees no request more.
+    async fn jwt_bearer_setup(
+        &self,
+        manager: AuthorizationManager,
+        challenge: &str,
+    ) -> Result<JwtBearerSetup, AuthError> {
+        let metadata = discovery::authorization_metadata(&manager, &self.url, challenge).await?;
+        if !uses_dpop(&metadata, challenge) {
+            return Ok(JwtBearerSetup {
+                manager,
+                metadata,
+                store: self.auth.store().cloned(),
+                dpop: None,
+            });
+        }
+        let binding = self.dpop_binding()?;
+        let allowed = self.discovered_origins(&metadata, Some(challenge));
+        let manager = self.dpop_manager(binding.clone(), allowed.clone()).await?;
+        let metadata = discovery::authorization_metadata(&manager, &self.url, challenge).await?;
+        let http = DpopTokenHttp::new(binding.clone(), allowed).map_err(AuthError::HttpError)?;
+        let store = match self.auth.store() {
+            Some(store) => Some(SharedCredentialStore(Arc::new(DpopKeyStore::new(
+                store.clone(),
+                binding.key(),
+            )?))),
+            None => None,
+        };
+        Ok(JwtBearerSetup {
+            manager,
+            metadata,
+            store,
+            dpop: Some((binding, http)),
+        })
     }
 
     /// For the `client_credentials` grant (whose discovery rmcp runs itself): when the

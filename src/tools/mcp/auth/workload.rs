@@ -4,12 +4,12 @@
 //! with the RFC 7523 JWT bearer grant. One attempt per challenge: a refused assertion is an
 //! error, never retried and never traded for another grant type.
 
-use rmcp::transport::auth::{AuthError, AuthorizationManager};
+use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata};
 
 use crate::tools::mcp::auth::cross_app::{
     IdTokenSource, JwtBearerGrant, OAuthClient, redeem, token_http,
 };
-use crate::tools::mcp::auth::discovery;
+use crate::tools::mcp::auth::dpop_token_http::DpopTokenHttp;
 use crate::tools::mcp::auth::store::SharedCredentialStore;
 
 /// A workload's identity at the MCP server's authorization server.
@@ -29,17 +29,18 @@ impl WorkloadIdentity {
     }
 }
 
-/// Redeem the workload's JWT for an access token to the MCP endpoint `server_url`, after
-/// discovery from `challenge`.
+/// Redeem the workload's JWT for an access token to the MCP endpoint `server_url` at the
+/// authorization server of `metadata` (discovered on `manager`); with `dpop`, the token
+/// request carries a proof.
 pub(crate) async fn authorize(
     mut manager: AuthorizationManager,
     server_url: &str,
-    challenge: &str,
+    metadata: AuthorizationMetadata,
     identity: &WorkloadIdentity,
     scopes: &[String],
     store: Option<&SharedCredentialStore>,
+    dpop: Option<&DpopTokenHttp>,
 ) -> Result<AuthorizationManager, AuthError> {
-    let metadata = discovery::authorization_metadata(&manager, server_url, challenge).await?;
     let issuer = metadata.issuer.clone().unwrap_or_default();
     manager.set_metadata(metadata.clone());
     let scopes = if scopes.is_empty() {
@@ -56,5 +57,5 @@ pub(crate) async fn authorize(
         client: &identity.client,
         scopes,
     };
-    redeem(manager, &token_http()?, grant, store).await
+    redeem(manager, &token_http()?, grant, store, dpop).await
 }

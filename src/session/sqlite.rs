@@ -159,7 +159,7 @@ impl SqliteStore {
                 return result;
             }
         }
-        let written = self.with_conn(move |c, p| f(c, p)).await;
+        let written = self.with_conn(f).await;
         self.checkpoint_later();
         written
     }

@@ -28,6 +28,7 @@ pub mod hooks;
 pub mod idempotency;
 pub mod journal;
 mod journal_batch;
+pub(crate) mod handle;
 mod metered;
 pub(crate) mod model_turn;
 pub(crate) mod output_schema;

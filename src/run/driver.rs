@@ -13,15 +13,16 @@ use crate::run::error::LlmError;
 use crate::run::event::StreamEvent;
 use crate::run::handle::live::Run;
 use crate::run::handle::start::{self, Opening};
+pub(crate) use crate::run::handle::start::{Start, TeamRun};
 use crate::run::handle::{self, EventSink, RunContext, approval, finish};
 use crate::run::hooks;
 use crate::run::journal::RunJournal;
 use crate::run::model_turn::Mode;
 use crate::run::output_schema::TypedRun;
 use crate::run::state::RunState;
-use crate::run::step::{Decision, Effect, Input};
+use crate::run::step::{Effect, Input};
 use crate::run::telemetry;
-use crate::team::{Agent, AgentCell, AgentScoped, Team};
+use crate::team::{Agent, AgentCell, AgentScoped};
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::{ChatResponse, FinishReason, ToolDefinition};
 
@@ -32,17 +33,6 @@ pub(crate) enum LoopItem {
     Done(Box<ChatResponse>),
     Suspended(Box<RunState>),
     Failed(LlmError),
-}
-
-/// Where a run starts.
-pub(crate) enum Start {
-    /// A new run over the cycle's history: this prompt, or none (continue the history).
-    Prompt(Option<String>),
-    /// A saved run (suspended, or stopped mid-turn), with decisions on its pending approvals.
-    State {
-        state: Box<RunState>,
-        decisions: Vec<Decision>,
-    },
 }
 
 /// How to drive a run.
@@ -63,21 +53,6 @@ pub(crate) struct Drive<'a> {
     pub typed: Option<TypedRun>,
     /// A team's run: its agents, and where this run is in the tree.
     pub team: Option<TeamRun<'a>>,
-}
-
-/// Where a run is in a team's tree of runs.
-#[derive(Clone)]
-pub(crate) struct TeamRun<'a> {
-    pub team: &'a Team,
-    /// The agent the run starts with, unless the state or the history's last handoff says
-    /// another.
-    pub entry: String,
-    /// The path of the agent that called this run (`None`: the root run).
-    pub parent_path: Option<String>,
-    /// How deep in the tree this run is (the root: 0).
-    pub depth: u32,
-    /// The parent's `execute_tool` span of the call that runs this one.
-    pub parent_span: Option<tracing::Span>,
 }
 
 impl<'a> Drive<'a> {

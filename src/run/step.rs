@@ -359,7 +359,6 @@ fn decided(
     } else {
         suspend(state, turn, pending)
     }
-
 }
 
 /// The first step: calls left unanswered by an earlier call, then the prompt.

@@ -237,7 +237,12 @@ pub(crate) fn run<'a>(call: ChildCall<'a>) -> Pin<Box<dyn Stream<Item = ChildIte
 }
 
 /// What a child's run that ended with `outcome` yields to its parent.
-fn ended(name: String, outcome: Option<Outcome>, usage: RunUsage, duration: std::time::Duration) -> ChildItem {
+fn ended(
+    name: String,
+    outcome: Option<Outcome>,
+    usage: RunUsage,
+    duration: std::time::Duration,
+) -> ChildItem {
     let answer = match outcome {
         Some(Outcome::Answer(text)) if text.trim().is_empty() => {
             ToolAnswer::ok(format!("(agent '{name}' finished without an answer)"))
@@ -258,7 +263,11 @@ fn ended(name: String, outcome: Option<Outcome>, usage: RunUsage, duration: std:
         )),
         None => ToolAnswer::error(format!("agent '{name}' ended without an answer")),
     };
-    ChildItem::Done { answer, usage, duration }
+    ChildItem::Done {
+        answer,
+        usage,
+        duration,
+    }
 }
 
 enum Outcome {

@@ -12,7 +12,12 @@ pub(crate) async fn ask(cx: &RunContext<'_>, requests: Vec<ApprovalRequest>) -> 
     let mut decisions = Vec::with_capacity(requests.len());
     for request in requests {
         let answer = match cx.tools() {
-            Some(registry) => registry.ask_pending(&request).instrument(cx.agent_span.clone()).await,
+            Some(registry) => {
+                registry
+                    .ask_pending(&request)
+                    .instrument(cx.agent_span.clone())
+                    .await
+            }
             None => ApprovalDecision::Defer,
         };
         decisions.push(Decision::for_request(&request, answer));

@@ -46,7 +46,9 @@ pub(crate) async fn request_model(
     let mut reply = None;
     {
         // The hooks may edit what is sent (not the history).
-        let turn = context_turn::request(state, context, cx.model, config, &cx.tools, options, cx.mode);
+        let turn = context_turn::request(
+            state, context, cx.model, config, &cx.tools, options, cx.mode,
+        );
         let mut items = std::pin::pin!(turn);
         while let Some(item) = items.next().instrument(chat_span.clone()).await {
             match item {

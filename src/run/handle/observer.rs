@@ -243,4 +243,3 @@ impl CallObserver for BatchObserver<'_> {
         Some(ToolContext::new(self.ids.get(position)?.clone(), key))
     }
 }
-

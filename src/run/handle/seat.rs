@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use crate::llm::model::ChatModel;
 use crate::run::config::CycleConfig;
-use crate::run::driver::TeamRun;
 use crate::run::event::StreamEvent;
+use crate::run::handle::start::TeamRun;
 use crate::run::journal::RunJournal;
 use crate::run::model_turn::Mode;
 use crate::run::state::RunState;
@@ -95,7 +95,11 @@ impl<'r> RunContext<'r> {
 
     /// `name`'s path in the team's tree (`parent/name`; the root's agents: `name`).
     pub(crate) fn path_of(&self, name: &str) -> String {
-        match self.team.as_ref().and_then(|team| team.parent_path.as_deref()) {
+        match self
+            .team
+            .as_ref()
+            .and_then(|team| team.parent_path.as_deref())
+        {
             Some(parent) => format!("{parent}/{name}"),
             None => name.to_owned(),
         }
@@ -148,7 +152,9 @@ impl<'r> RunContext<'r> {
     /// run's final-answer tool.
     fn offered_tools(&self) -> Vec<ToolDefinition> {
         let mut tools = match self.tools() {
-            Some(registry) => registry.exposed_definitions(self.model.provider(), &self.config.model),
+            Some(registry) => {
+                registry.exposed_definitions(self.model.provider(), &self.config.model)
+            }
             None => Vec::new(),
         };
         if let (Some(agent), Some(team)) = (self.agent, self.team()) {

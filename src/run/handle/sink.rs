@@ -60,7 +60,10 @@ impl EventSink {
 
     /// Poll `handler` until it finishes (its output) or waits with events made (`None`):
     /// the caller yields [`EventSink::take`] and polls again.
-    pub(crate) async fn until_events<F: Future>(&self, mut handler: Pin<&mut F>) -> Option<F::Output> {
+    pub(crate) async fn until_events<F: Future>(
+        &self,
+        mut handler: Pin<&mut F>,
+    ) -> Option<F::Output> {
         poll_fn(|cx| match handler.as_mut().poll(cx) {
             Poll::Ready(output) => Poll::Ready(Some(output)),
             Poll::Pending if !self.is_empty() => Poll::Ready(None),

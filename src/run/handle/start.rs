@@ -3,16 +3,41 @@
 
 use crate::run::config::CycleConfig;
 use crate::run::continued;
-use crate::run::driver::{Start, TeamRun};
 use crate::run::error::LlmError;
 use crate::run::handle::RunContext;
 use crate::run::output_schema::TypedRun;
 use crate::run::state::{RunRules, RunState};
 use crate::run::step::{Decision, Input, rerun_idempotent};
-use crate::team::{Agent, GuardrailStage, check_guardrails, current_agent};
+use crate::team::{Agent, GuardrailStage, Team, check_guardrails, current_agent};
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::{OpenaiChatMessage, ToolDefinition};
+
+/// Where a run starts.
+pub(crate) enum Start {
+    /// A new run over the cycle's history: this prompt, or none (continue the history).
+    Prompt(Option<String>),
+    /// A saved run (suspended, or stopped mid-turn), with decisions on its pending approvals.
+    State {
+        state: Box<RunState>,
+        decisions: Vec<Decision>,
+    },
+}
+
+/// Where a run is in a team's tree of runs.
+#[derive(Clone)]
+pub(crate) struct TeamRun<'a> {
+    pub team: &'a Team,
+    /// The agent the run starts with, unless the state or the history's last handoff says
+    /// another.
+    pub entry: String,
+    /// The path of the agent that called this run (`None`: the root run).
+    pub parent_path: Option<String>,
+    /// How deep in the tree this run is (the root: 0).
+    pub depth: u32,
+    /// The parent's `execute_tool` span of the call that runs this one.
+    pub parent_span: Option<tracing::Span>,
+}
 
 /// What a run starts from, besides where ([`Start`]).
 pub(crate) struct Opening<'r> {
@@ -75,7 +100,10 @@ pub(crate) async fn first_state(start: Start, opening: Opening<'_>) -> (RunState
 
 /// The agent the run is with: as saved, else where the history's last handoff went, else the
 /// one the request names (and the state says so).
-pub(crate) fn entry_agent<'t>(team: Option<&TeamRun<'t>>, state: &mut RunState) -> Option<&'t Agent> {
+pub(crate) fn entry_agent<'t>(
+    team: Option<&TeamRun<'t>>,
+    state: &mut RunState,
+) -> Option<&'t Agent> {
     let team = team?;
     let name = state
         .agent
@@ -90,10 +118,22 @@ pub(crate) fn entry_agent<'t>(team: Option<&TeamRun<'t>>, state: &mut RunState) 
 /// The agent's input guardrails on a new prompt, before the model sees it: the error that
 /// stops the run, if one trips.
 pub(crate) async fn input_guardrails(cx: &RunContext<'_>, input: &Input) -> Option<LlmError> {
-    let (Some(agent), Input::Start { prompt: Some(prompt) }) = (cx.agent, input) else {
+    let (
+        Some(agent),
+        Input::Start {
+            prompt: Some(prompt),
+        },
+    ) = (cx.agent, input)
+    else {
         return None;
     };
-    check_guardrails(agent, &cx.path_of(agent.name()), GuardrailStage::Input, prompt).await
+    check_guardrails(
+        agent,
+        &cx.path_of(agent.name()),
+        GuardrailStage::Input,
+        prompt,
+    )
+    .await
 }
 
 /// Remember the session-wide grants among `decisions` (on `pending`'s calls) in the registry.

@@ -56,7 +56,9 @@ pub(crate) async fn start<'a>(
 ) -> (Vec<BoxStream<'a, BatchItem>>, Option<LlmError>) {
     let mut children = Vec::new();
     for &position in positions {
-        let Some(call) = calls.get(position) else { continue };
+        let Some(call) = calls.get(position) else {
+            continue;
+        };
         match team_call(cx.agent, call) {
             Some(TeamCall::Handoff(to)) => {
                 let answer = if let Some(first) = handoff.as_ref() {
@@ -64,7 +66,9 @@ pub(crate) async fn start<'a>(
                         "the conversation already goes to agent '{first}' in this turn: one handoff per turn"
                     ))
                 } else {
-                    let answer = ToolAnswer::ok(format!("Transferred to agent '{to}'; it answers from now on."));
+                    let answer = ToolAnswer::ok(format!(
+                        "Transferred to agent '{to}'; it answers from now on."
+                    ));
                     *handoff = Some(to);
                     answer
                 };
@@ -83,17 +87,28 @@ pub(crate) async fn start<'a>(
     let history = run.state.messages.clone();
     let parent = cx.path_of(cx.agent.map_or("", Agent::name));
     for position in children {
-        let Some(call) = calls.get(position) else { continue };
+        let Some(call) = calls.get(position) else {
+            continue;
+        };
         let Some(child) = team.team.agent(&call.function.name) else {
             // A team that was not checked names an agent it does not have.
-            let answer = ToolAnswer::error(format_args!("no agent named '{}' in the team", call.function.name));
+            let answer = ToolAnswer::error(format_args!(
+                "no agent named '{}' in the team",
+                call.function.name
+            ));
             sink.send(answered_event(call, &answer, 0)).await;
             run.state.set_answer(position, answer);
             continue;
         };
-        let turn_call = run.state.turn_mut().and_then(|turn| turn.calls.get_mut(position));
+        let turn_call = run
+            .state
+            .turn_mut()
+            .and_then(|turn| turn.calls.get_mut(position));
         let key = turn_call.and_then(|turn_call| turn_call.idempotency_key.clone());
-        let started = JournalEntry::CallStarted { call_id: &call.id, idempotency_key: key.as_deref() };
+        let started = JournalEntry::CallStarted {
+            call_id: &call.id,
+            idempotency_key: key.as_deref(),
+        };
         if let Err(error) = record(cx.journal, started).await {
             return (streams, Some(error));
         }
@@ -122,7 +137,11 @@ pub(crate) async fn start<'a>(
             mode: cx.mode,
             span: span.clone(),
         });
-        streams.push(stream.map(move |item| BatchItem::Child(position, item, span.clone())).boxed());
+        streams.push(
+            stream
+                .map(move |item| BatchItem::Child(position, item, span.clone()))
+                .boxed(),
+        );
     }
     (streams, None)
 }
@@ -138,12 +157,21 @@ pub(crate) async fn child_done(
     span: &tracing::Span,
     sink: &EventSink,
 ) -> Result<(), LlmError> {
-    let ChildItem::Done { answer, usage, duration } = done else {
+    let ChildItem::Done {
+        answer,
+        usage,
+        duration,
+    } = done
+    else {
         return Ok(());
     };
     charge(&mut run.state, usage);
     let answer = crate::vocab::truncate_answer(answer, run.state.rules.tool_output_limit);
-    let finished = JournalEntry::CallFinished { call_id: &call.id, answer: &answer, media: None };
+    let finished = JournalEntry::CallFinished {
+        call_id: &call.id,
+        answer: &answer,
+        media: None,
+    };
     let recorded = record(cx.journal, finished).await;
     telemetry::record_answer(span, &answer);
     let millis = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);

@@ -7,6 +7,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::run::continued;
+use crate::run::event::StreamEvent;
 use crate::run::handle::journal::record;
 use crate::run::handle::live::Run;
 use crate::run::handle::observer::BatchObserver;
@@ -20,7 +21,6 @@ use crate::tools::call_digest::CallDigest;
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::ToolCallRequest;
 use crate::vocab::{FinishReason, ToolAnswer, ToolCall};
-use crate::run::event::StreamEvent;
 
 /// One item of a tool batch: a registry call finished, or a sub-agent's call said something
 /// (with its `execute_tool` span).
@@ -43,20 +43,25 @@ pub(crate) async fn run_tools<'a>(
     let Some(registry) = cx.tools() else {
         return Input::ToolsDone;
     };
-    let hooked = hooks::before_tools(&cx.config.hooks, &mut batch).instrument(cx.agent_span.clone());
+    let hooked =
+        hooks::before_tools(&cx.config.hooks, &mut batch).instrument(cx.agent_span.clone());
     for (position, answer) in hooked.await {
         run.state.set_answer(position, answer);
     }
     // Keys before the state is journaled: the journal holds each call's key before its tool
     // can start, and a resumed call keeps it.
-    idempotency::assign_keys(&mut run.state, cx.journal.and_then(|journal| journal.session()));
+    idempotency::assign_keys(
+        &mut run.state,
+        cx.journal.and_then(|journal| journal.session()),
+    );
     // The starts of the calls that will not ask anyone ride with the run state.
     let mut ahead = journal_batch::starts_ahead(registry, &batch, cx.journal.is_some());
     // A handoff is answered by the run itself and never starts: one cut off by a crash is
     // made again, not answered as interrupted.
     for (flag, &position) in ahead.iter_mut().zip(&batch.run) {
         let call = batch.calls.get(position);
-        if call.is_some_and(|call| matches!(team_call(cx.agent, call), Some(TeamCall::Handoff(_)))) {
+        if call.is_some_and(|call| matches!(team_call(cx.agent, call), Some(TeamCall::Handoff(_))))
+        {
             *flag = false;
         }
     }
@@ -69,33 +74,81 @@ pub(crate) async fn run_tools<'a>(
     for event in announce(&batch) {
         sink.send(event).await;
     }
-    let ToolBatch { calls, run: positions, approved, approved_for, .. } = batch;
+    let ToolBatch {
+        calls,
+        run: positions,
+        approved,
+        approved_for,
+        ..
+    } = batch;
     // The team's own calls: a handoff is answered here, a sub-agent runs as a child next to
     // the registry's calls.
-    let (team_positions, positions): (Vec<usize>, Vec<usize>) = positions
-        .into_iter()
-        .partition(|&p| calls.get(p).is_some_and(|call| team_call(cx.agent, call).is_some()));
-    let (children, team_failure) = team_calls::start(cx, run, &calls, &team_positions, handoff, sink).await;
-    let approval = |p: usize| approved.iter().position(|&a| a == p).map(|i| approved_for.get(i).cloned().flatten());
+    let (team_positions, positions): (Vec<usize>, Vec<usize>) =
+        positions.into_iter().partition(|&p| {
+            calls
+                .get(p)
+                .is_some_and(|call| team_call(cx.agent, call).is_some())
+        });
+    let (children, team_failure) =
+        team_calls::start(cx, run, &calls, &team_positions, handoff, sink).await;
+    let approval = |p: usize| {
+        approved
+            .iter()
+            .position(|&a| a == p)
+            .map(|i| approved_for.get(i).cloned().flatten())
+    };
     let requests: Vec<(ToolCallRequest, Option<Option<CallDigest>>)> = positions
         .iter()
-        .filter_map(|&p| calls.get(p).map(|call| (ToolCallRequest::from(call), approval(p))))
+        .filter_map(|&p| {
+            calls
+                .get(p)
+                .map(|call| (ToolCallRequest::from(call), approval(p)))
+        })
         .collect();
-    let batch_calls: Vec<ToolCall> = positions.iter().filter_map(|&p| calls.get(p).cloned()).collect();
-    let spans: Vec<_> = batch_calls.iter().map(|call| telemetry::tool_span(&cx.agent_span, call)).collect();
-    let observer = BatchObserver::new(cx.config, cx.journal, &run.state, &positions, batch_calls, ahead, cx.suspend)
-        .with_spans(spans.clone());
+    let batch_calls: Vec<ToolCall> = positions
+        .iter()
+        .filter_map(|&p| calls.get(p).cloned())
+        .collect();
+    let spans: Vec<_> = batch_calls
+        .iter()
+        .map(|call| telemetry::tool_span(&cx.agent_span, call))
+        .collect();
+    let observer = BatchObserver::new(
+        cx.config,
+        cx.journal,
+        &run.state,
+        &positions,
+        batch_calls,
+        ahead,
+        cx.suspend,
+    )
+    .with_spans(spans.clone());
     if let Some(error) = team_failure {
         observer.fail(error);
     }
     run.in_flight = Some((observer.started.clone(), positions.clone()));
-    let child_limit = registry.concurrency_limit().unwrap_or(children.len()).max(1);
+    let child_limit = registry
+        .concurrency_limit()
+        .unwrap_or(children.len())
+        .max(1);
     let children = futures::stream::iter(children).flatten_unordered(child_limit);
     let completed = registry
         .run_stream_observed(requests, &observer)
         .map(|(index, call)| BatchItem::Tool(index, Box::new(call)));
     let items = futures::stream::select(completed, children);
-    let deferred = take_items(cx, run, items, Finished { calls: &calls, positions: &positions, observer: &observer, spans }, sink).await;
+    let deferred = take_items(
+        cx,
+        run,
+        items,
+        Finished {
+            calls: &calls,
+            positions: &positions,
+            observer: &observer,
+            spans,
+        },
+        sink,
+    )
+    .await;
     let failure = observer.take_failure();
     run.collect_started();
     match failure {
@@ -131,7 +184,9 @@ async fn take_items(
         match item {
             BatchItem::Tool(index, call) => {
                 let call = *call;
-                let Some(&position) = finished.positions.get(index) else { continue };
+                let Some(&position) = finished.positions.get(index) else {
+                    continue;
+                };
                 if cx.suspend
                     && let Some(registry) = cx.tools()
                     && let Some(request) = continued::waiting_request(&call, registry)
@@ -157,13 +212,21 @@ async fn take_items(
             }
             BatchItem::Child(_, ChildItem::Event(event), _) => sink.send(event).await,
             BatchItem::Child(position, done @ ChildItem::Done { .. }, span) => {
-                let Some(call) = finished.calls.get(position) else { continue };
-                if let Err(error) = team_calls::child_done(cx, run, call, position, done, &span, sink).await {
+                let Some(call) = finished.calls.get(position) else {
+                    continue;
+                };
+                if let Err(error) =
+                    team_calls::child_done(cx, run, call, position, done, &span, sink).await
+                {
                     finished.observer.fail(error);
                 }
             }
             BatchItem::Child(position, ChildItem::Suspended { child, requests }, _) => {
-                if let Some(turn_call) = run.state.turn_mut().and_then(|turn| turn.calls.get_mut(position)) {
+                if let Some(turn_call) = run
+                    .state
+                    .turn_mut()
+                    .and_then(|turn| turn.calls.get_mut(position))
+                {
                     turn_call.child = Some(child);
                 }
                 deferred.extend(requests);
@@ -199,7 +262,11 @@ fn announce(batch: &ToolBatch) -> Vec<StreamEvent> {
 }
 
 /// The event for a call the run answered (not the registry): the answer's text as output.
-pub(crate) fn answered_event(call: &ToolCall, answer: &ToolAnswer, duration_ms: u64) -> StreamEvent {
+pub(crate) fn answered_event(
+    call: &ToolCall,
+    answer: &ToolAnswer,
+    duration_ms: u64,
+) -> StreamEvent {
     StreamEvent::ToolExecutionCompleted {
         id: call.id.clone(),
         tool_name: call.function.name.clone(),

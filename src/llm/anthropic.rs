@@ -32,6 +32,7 @@ mod response;
 mod stream;
 pub mod thinking;
 mod usage;
+mod wire;
 
 use std::time::Duration;
 

@@ -25,6 +25,7 @@ pub static PROVIDERS: &[Provider] = &[
     crate::llm::openai_responses::PROVIDER,
     crate::llm::anthropic::PROVIDER,
     crate::llm::gemini::PROVIDER,
+    crate::llm::openai::dialect::mistral::PROVIDER,
 ];
 
 /// The provider called `name`.

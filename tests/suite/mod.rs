@@ -43,6 +43,7 @@ mod private_files;
 mod provider_anthropic;
 mod provider_codec;
 mod provider_gemini;
+mod provider_mistral;
 mod provider_responses;
 mod redirect_rules;
 mod repo_rules;

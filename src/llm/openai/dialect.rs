@@ -3,6 +3,8 @@
 //! changes nothing; a server with quirks gets a file in `dialect/` and one line in the
 //! provider table ([`crate::llm::providers`]).
 
+pub mod mistral;
+
 use std::borrow::Cow;
 
 use crate::vocab::RequestOptions;

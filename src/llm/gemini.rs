@@ -36,6 +36,7 @@ mod errors;
 mod request;
 mod response;
 pub mod schema;
+mod wire;
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -87,11 +87,10 @@ impl Codec for GeminiApi {
         request: &ChatRequest<'_>,
         _stream: bool,
     ) -> Result<(Vec<u8>, ()), ProviderError> {
-        let body = request::request_body(request, self.config.schema_dialect)?;
-        let body = serde_json::to_vec(&body).map_err(|error| {
-            ProviderError::Other(format!("could not encode the request: {error}"))
-        })?;
-        Ok((body, ()))
+        Ok((
+            request::request_body(request, self.config.schema_dialect)?,
+            (),
+        ))
     }
 
     fn parse(

@@ -4,7 +4,7 @@
 //! `{base_url}/models/{model}:generateContent`; the key travels in `x-goog-api-key`, never in the
 //! URL. What the model thought comes back byte-exact: every `thoughtSignature` is kept as an
 //! [`Artifact`](crate::vocab::Artifact) of the part it arrived on and returns inside that part,
-//! thought parts and signature-only parts return whole where they came (see `decode.rs` and
+//! thought parts and signature-only parts return whole where they came (see `stream.rs` and
 //! `request.rs`).
 //!
 //! Request options: `max_completion_tokens` (else `max_tokens`) → `maxOutputTokens`;
@@ -31,11 +31,11 @@
 //! ```
 
 mod codec;
-mod decode;
 mod errors;
 mod request;
 mod response;
 pub mod schema;
+mod stream;
 mod wire;
 
 use std::collections::VecDeque;
@@ -189,13 +189,13 @@ pub type GeminiClient = HttpModel<GeminiApi>;
 /// The Gemini stream decoder: each SSE `data:` is one whole `GenerateContentResponse`.
 #[derive(Debug)]
 pub struct StreamDecoder {
-    decoder: decode::ResponseDecoder,
+    decoder: stream::ResponseDecoder,
 }
 
 impl StreamDecoder {
     pub(crate) fn new(model: Option<String>) -> Self {
         StreamDecoder {
-            decoder: decode::ResponseDecoder::new(model),
+            decoder: stream::ResponseDecoder::new(model),
         }
     }
 }

@@ -24,13 +24,13 @@
 //! # Ok(()) }
 //! ```
 
-mod chunk;
 mod codec;
 mod decode;
 pub mod dialect;
 pub(crate) mod errors;
 mod request;
 mod response;
+mod stream;
 
 use std::time::Duration;
 

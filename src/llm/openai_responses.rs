@@ -45,10 +45,10 @@
 
 mod codec;
 mod errors;
-mod events;
 mod output;
-mod reply;
 mod request;
+mod response;
+mod stream;
 
 use crate::llm::http_model::HttpModel;
 use crate::llm::model::WireApi;
@@ -56,7 +56,7 @@ use crate::llm::providers::Provider;
 use crate::llm::transport::TransportSettings;
 
 pub use codec::Responses;
-pub use events::decode_stream;
+pub use stream::decode_stream;
 
 /// The default base URL, OpenAI's public API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

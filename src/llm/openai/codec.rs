@@ -6,7 +6,7 @@ use reqwest::header::HeaderMap;
 use crate::llm::codec::{Codec, Resource};
 use crate::llm::error::ProviderError;
 use crate::llm::model::{ChatRequest, ModelDelta, WireApi};
-use crate::llm::openai::chunk::ChunkDecoder;
+use crate::llm::openai::stream::ChunkDecoder;
 use crate::llm::openai::{OpenAiConfig, errors, request, response};
 use crate::llm::transport::{SseFraming, TransportSettings};
 use crate::vocab::ChatResponse;

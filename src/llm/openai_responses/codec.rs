@@ -5,8 +5,8 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use crate::llm::codec::{Codec, Resource};
 use crate::llm::error::ProviderError;
 use crate::llm::model::{ChatRequest, ModelDelta, WireApi};
-use crate::llm::openai_responses::events::EventDecoder;
-use crate::llm::openai_responses::{OpenAiResponsesConfig, errors, reply, request};
+use crate::llm::openai_responses::stream::EventDecoder;
+use crate::llm::openai_responses::{OpenAiResponsesConfig, errors, request, response};
 use crate::llm::transport::{HttpTransport, SseFraming, TransportSettings};
 use crate::vocab::ChatResponse;
 
@@ -85,7 +85,7 @@ impl Codec for Responses {
         request: &ChatRequest<'_>,
         (): (),
     ) -> Result<ChatResponse, ProviderError> {
-        reply::parse_response(body, request.model, self.config.previous_response_id)
+        response::parse_response(body, request.model, self.config.previous_response_id)
     }
 
     fn reply_deltas(
@@ -94,7 +94,8 @@ impl Codec for Responses {
         request: &ChatRequest<'_>,
         (): (),
     ) -> Result<Vec<ModelDelta>, ProviderError> {
-        reply::response_deltas(body, request.model, self.config.previous_response_id).map(Vec::from)
+        response::response_deltas(body, request.model, self.config.previous_response_id)
+            .map(Vec::from)
     }
 
     fn decoder(&self, request: &ChatRequest<'_>, (): ()) -> EventDecoder {

@@ -55,7 +55,7 @@ type Outcome = (Result<ChatResponse, ProviderError>, Vec<StreamEvent>);
 
 async fn decode(body: &str, seed: u64) -> Outcome {
     let pieces = Splits(seed).pieces(body.as_bytes());
-    let decoder = events::EventDecoder::new(MODEL, false);
+    let decoder = stream::EventDecoder::new(MODEL, false);
     let mut stream =
         crate::llm::transport::decode_events(futures::stream::iter(pieces), None, decoder);
     let mut assembler = StreamAssembler::new();
@@ -200,7 +200,7 @@ async fn a_whole_reply_gives_what_its_stream_gives() {
         ),
         ("response_reasoning_text.json", "stream_reasoning_text.sse"),
     ] {
-        let parsed = reply::parse_response(fixture(whole).as_bytes(), MODEL, false).unwrap();
+        let parsed = response::parse_response(fixture(whole).as_bytes(), MODEL, false).unwrap();
         let decoded = decode(&fixture(streamed), 7).await.0.unwrap();
         assert_eq!(parsed, decoded, "{whole}");
     }
@@ -216,7 +216,7 @@ async fn a_reply_cut_mid_call_is_a_length_stop_with_the_partial_call() {
         r#"{"city":"Reykj"#
     );
     let whole = fixture("response_incomplete_mid_call.json");
-    let response = reply::parse_response(whole.as_bytes(), MODEL, false).unwrap();
+    let response = response::parse_response(whole.as_bytes(), MODEL, false).unwrap();
     assert_eq!(response.stop_reason, Some(FinishReason::Length));
     assert_eq!(
         response.tool_calls()[0].function.arguments,
@@ -480,7 +480,7 @@ async fn previous_response_mode_sends_only_what_follows_the_last_stored_reply() 
         previous_response_id: true,
     };
     // The reply keeps its response id (never sent as a field).
-    let parsed = reply::parse_response(
+    let parsed = response::parse_response(
         fixture("response_reasoning_calls.json").as_bytes(),
         MODEL,
         true,

@@ -28,8 +28,14 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
     let report = registry
         .explain(&provider, &model)
         .with_skipped_mcp_tools(servers.iter().flat_map(|server| server.skipped.clone()));
+    // Deferred tools the model may find with tool_search (hidden ones are never found).
+    let deferred: Vec<String> = registry
+        .exposed_tools(&provider, &model)
+        .filter(|tool| registry.is_deferred(tool.as_ref()))
+        .map(|tool| tool.name().to_owned())
+        .collect();
     if args.json {
-        let json = serde_json::json!({"report": report, "mcp_servers": servers});
+        let json = serde_json::json!({"report": report, "mcp_servers": servers, "deferred": deferred});
         println!(
             "{}",
             json_for_terminal(serde_json::to_string_pretty(&json)?)
@@ -52,6 +58,13 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
             );
         }
         print!("{}", escape_keeping_lines(&report.to_string()));
+        if !deferred.is_empty() {
+            println!(
+                "deferred: {} tool(s) offered through tool_search, loaded when a search finds them: {}",
+                deferred.len(),
+                escape_for_terminal(&deferred.join(", "))
+            );
+        }
     }
     Ok(if report.problems.is_empty() {
         ExitCode::SUCCESS

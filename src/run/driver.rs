@@ -317,7 +317,9 @@ pub(crate) fn drive<'a>(
             *agent_cell.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::from(path_of(agent.name())));
         }
         // Built once per run (and per handoff), not per turn: a registry's schemas can be large.
-        let mut tools = offered_tools(narrowed.as_ref().or(registry), agent, team.as_ref().map(|t| t.team), model, config, output_tool.as_ref());
+        let mut tools = offered_tools(narrowed.as_ref().or(registry), agent, team.as_ref().map(|t| t.team), model, config, output_tool.as_ref(), &run.state.loaded_tools);
+        // How many loaded tools `tools` offers: a search that loads more rebuilds it.
+        let mut offered_loaded = run.state.loaded_tools.len();
         let mut relaxed = relaxed_tool_choice(&config.options);
         let agent_span = telemetry::agent_span(
             team.as_ref().and_then(|team| team.parent_span.as_ref()),
@@ -358,11 +360,16 @@ pub(crate) fn drive<'a>(
                         (model, model_arc, config) = agent_model(next, cycle_model, base_config);
                         narrowed = registry.and_then(|registry| agent_registry(registry, next, &path_of(next.name())));
                         set_system_prompt(&mut run.state, next.instructions());
-                        tools = offered_tools(narrowed.as_ref().or(registry), agent, Some(team.team), model, config, output_tool.as_ref());
+                        tools = offered_tools(narrowed.as_ref().or(registry), agent, Some(team.team), model, config, output_tool.as_ref(), &run.state.loaded_tools);
+                        offered_loaded = run.state.loaded_tools.len();
                         relaxed = relaxed_tool_choice(&config.options);
                         server = telemetry::server_of(model);
                         *agent_cell.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::from(path_of(&to)));
                         yield LoopItem::Event(StreamEvent::Handoff { from: path_of(&from), to: path_of(&to) });
+                    }
+                    if run.state.loaded_tools.len() != offered_loaded {
+                        tools = offered_tools(narrowed.as_ref().or(registry), agent, team.as_ref().map(|t| t.team), model, config, output_tool.as_ref(), &run.state.loaded_tools);
+                        offered_loaded = run.state.loaded_tools.len();
                     }
                     // The history (with the prompt) is recorded before the request: a crash
                     // during it can be resumed.
@@ -416,6 +423,13 @@ pub(crate) fn drive<'a>(
                     for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).instrument(agent_span.clone()).await {
                         run.state.set_answer(position, answer);
                     }
+                    // `tool_search`, and deferred tools not loaded yet: answered by the run.
+                    let run_answered = registry.answer_deferred_calls(
+                        model.provider(),
+                        &config.model,
+                        batch.run.iter().filter_map(|&p| batch.calls.get(p).map(|call| (p, call))),
+                        &mut run.state.loaded_tools,
+                    );
                     // Keys before the state is journaled: the journal holds each call's key
                     // before its tool can start, and a resumed call keeps it.
                     idempotency::assign_keys(&mut run.state, journal.and_then(|journal| journal.session()));
@@ -424,7 +438,9 @@ pub(crate) fn drive<'a>(
                     // A handoff is answered by the run itself and never starts: one cut off by
                     // a crash is made again, not answered as interrupted.
                     for (flag, &position) in ahead.iter_mut().zip(&batch.run) {
-                        if batch.calls.get(position).is_some_and(|call| matches!(team_call(agent, call), Some(TeamCall::Handoff(_)))) {
+                        if batch.calls.get(position).is_some_and(|call| matches!(team_call(agent, call), Some(TeamCall::Handoff(_))))
+                            || run_answered.iter().any(|(p, _)| *p == position)
+                        {
                             *flag = false;
                         }
                     }
@@ -443,6 +459,18 @@ pub(crate) fn drive<'a>(
                     let ToolBatch { calls, run: positions, approved, approved_for, .. } = batch;
                     // The team's own calls: a handoff is answered here, a sub-agent runs as a
                     // child next to the registry's calls.
+                    let positions: Vec<usize> = positions.into_iter().filter(|p| !run_answered.iter().any(|(q, _)| q == p)).collect();
+                    for (position, answer) in run_answered {
+                        let Some(call) = calls.get(position) else { continue };
+                        yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
+                            id: call.id.clone(),
+                            tool_name: call.function.name.clone(),
+                            output: Value::String(answer.content.clone()),
+                            is_error: answer.is_error,
+                            duration_ms: 0,
+                        });
+                        run.state.set_answer(position, answer);
+                    }
                     let (team_positions, positions): (Vec<usize>, Vec<usize>) = positions
                         .into_iter()
                         .partition(|&p| calls.get(p).is_some_and(|call| team_call(agent, call).is_some()));
@@ -723,8 +751,8 @@ fn agent_model<'a>(
     }
 }
 
-/// What the model is offered: the registry's exposed tools, the agent's sub-agents and
-/// handoffs, and a typed run's final-answer tool.
+/// What the model is offered: the registry's exposed tools (the deferred ones once a search
+/// `loaded` them), the agent's sub-agents and handoffs, and a typed run's final-answer tool.
 fn offered_tools(
     registry: Option<&ToolRegistry>,
     agent: Option<&Agent>,
@@ -732,9 +760,10 @@ fn offered_tools(
     model: &dyn ChatModel,
     config: &CycleConfig,
     output_tool: Option<&ToolDefinition>,
+    loaded: &[String],
 ) -> Vec<ToolDefinition> {
     let mut tools = match registry {
-        Some(registry) => registry.exposed_definitions(model.provider(), &config.model),
+        Some(registry) => registry.offered_definitions(model.provider(), &config.model, loaded),
         None => Vec::new(),
     };
     if let (Some(agent), Some(team)) = (agent, team) {

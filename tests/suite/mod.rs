@@ -57,6 +57,7 @@ mod teams;
 mod tool_core;
 mod tool_loop;
 mod tool_loop_http;
+mod tool_search;
 mod trace_events;
 mod typed_output;
 mod typed_tools;

@@ -1,0 +1,454 @@
+//! Deferred tools and `tool_search` (issue 36) with 300 tools served by a real MCP server (the
+//! demo server's `--tools-file`, `tests/fixtures/tool_search/catalog.json`) and a scripted
+//! model on 127.0.0.1 speaking the chat completions wire: the first request carries only the
+//! search tool; a found tool is offered from the next request on and runs under the usual
+//! checks; hidden tools are never found; the loaded set comes back after a crash and resume in
+//! a new cycle. Also the issue's figures: input tokens with and without deferral, and the
+//! search's top-3 hit rate on 50 natural-language queries (`queries.json`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agcore::context::Tiktoken;
+use agcore::context::TiktokenEncoding;
+use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
+use agcore::run::{RunOutcome, RunRequest, RunState};
+use agcore::session::{SessionJournal, SessionStore, SqliteStore};
+use agcore::tools::approval::{ApprovalDecision, ApprovalRequest, Approver};
+use agcore::tools::exposure::ExposurePolicy;
+use agcore::tools::mcp::{McpClient, register_mcp_tools};
+use agcore::tools::prelude::*;
+use agcore::tools::profile::ProfileEntry;
+use agcore::tools::tool_search::{self, TOOL_SEARCH, ToolIndex};
+use agcore::tools::ApprovalPolicy;
+use agcore::vocab::ToolDefinition;
+use serde_json::{Value, json};
+use support::mcp::{demo, repo};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const SERVER: &str = "saas";
+
+fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/fixtures/tool_search").join(name)
+}
+
+/// The catalog's 300 tools, registered from the demo server over stdio.
+async fn catalog_registry(registry: ToolRegistry) -> ToolRegistry {
+    let catalog = fixture("catalog.json").display().to_string();
+    let mut client = McpClient::new(SERVER, demo(&["--tools-file", &catalog]));
+    client.connect().await.unwrap();
+    let mut registry = registry;
+    let registered = register_mcp_tools(&mut registry, [client]).unwrap();
+    assert_eq!(registered.len(), 300, "the catalog's tools all register");
+    registry
+}
+
+/// The usual checks: the default permissions (Delete and Shell denied), writes asked.
+fn checked() -> ToolRegistry {
+    ToolRegistry::new()
+        .with_permission_checker(PermissionChecker::new(PermissionConfig::default()))
+        .with_approval_policy(ApprovalPolicy::ask([Permission::Write]))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scripted model: chat completions JSON replies, every request recorded.
+
+#[derive(Clone, Default)]
+struct Script {
+    replies: Arc<Mutex<Vec<Value>>>,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Respond for Script {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        self.requests.lock().unwrap().push(body);
+        let mut replies = self.replies.lock().unwrap();
+        if replies.is_empty() {
+            return ResponseTemplate::new(500).set_body_string("more requests than scripted");
+        }
+        ResponseTemplate::new(200).set_body_json(replies.remove(0))
+    }
+}
+
+fn calls_reply(calls: &[(&str, &str, Value)]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, arguments)| {
+            json!({"id": id, "type": "function",
+                   "function": {"name": name, "arguments": arguments.to_string()}})
+        })
+        .collect();
+    json!({
+        "id": "r", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                     "message": {"role": "assistant", "content": null, "tool_calls": calls}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    })
+}
+
+fn text_reply(text: &str) -> Value {
+    json!({
+        "id": "r", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22}
+    })
+}
+
+async fn model_server(replies: Vec<Value>) -> (MockServer, Script) {
+    let server = MockServer::start().await;
+    let script = Script::default();
+    *script.replies.lock().unwrap() = replies;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(script.clone())
+        .mount(&server)
+        .await;
+    (server, script)
+}
+
+fn cycle(server: &MockServer) -> LlmCycle {
+    let client = OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()))).unwrap();
+    LlmCycle::new(client, CycleConfig::new("m"))
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `tool` messages of a request: (call id, content).
+fn tool_answers(request: &Value) -> Vec<(String, String)> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn answer<'a>(answers: &'a [(String, String)], id: &str) -> &'a str {
+    &answers.iter().find(|(call, _)| call == id).unwrap().1
+}
+
+/// Denies every call it is asked about, and remembers which tools it was asked for.
+#[derive(Default)]
+struct Refuser {
+    asked: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl Approver for Refuser {
+    async fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        self.asked.lock().unwrap().push(request.tool.clone());
+        ApprovalDecision::Deny {
+            message: Some("not today".to_owned()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loop.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_searches_then_calls_a_found_tool_under_the_usual_checks() {
+    let refuser = Arc::new(Refuser::default());
+    let registry = catalog_registry(
+        checked()
+            .with_approver(refuser.clone())
+            .with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]),
+    )
+    .await;
+    let (server, script) = model_server(vec![
+        // A deferred tool named before any search loaded it, and the search.
+        calls_reply(&[
+            ("early", "postgres_query", json!({"sql": "select 1"})),
+            ("s1", TOOL_SEARCH, json!({"query": "postgres sql statement", "limit": 5})),
+        ]),
+        // The found tools: one that reads, one that writes (asked, and refused).
+        calls_reply(&[
+            ("q1", "postgres_query", json!({"sql": "select 1"})),
+            ("w1", "postgres_execute", json!({"sql": "delete from t"})),
+        ]),
+        text_reply("done"),
+    ])
+    .await;
+    let mut cycle = cycle(&server);
+    let outcome = cycle
+        .run_with(RunRequest::prompt("how many users signed up today?").with_tools(&registry))
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "done"));
+    let requests = script.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3);
+
+    // The first request: the search tool and no deferred schema.
+    assert_eq!(tool_names(&requests[0]), vec![TOOL_SEARCH.to_owned()]);
+
+    // The search's answer names what it loaded; the early call was refused with the way out.
+    let answers = tool_answers(&requests[1]);
+    assert!(
+        answer(&answers, "early").contains("not loaded yet") && answer(&answers, "early").contains(TOOL_SEARCH),
+        "{answers:?}"
+    );
+    let loaded = tool_search::loaded_in_answer(answer(&answers, "s1"));
+    assert!(loaded.contains(&"postgres_query".to_owned()), "{loaded:?}");
+    assert!(loaded.contains(&"postgres_execute".to_owned()), "{loaded:?}");
+    assert!(
+        !loaded.contains(&"postgres_kill_backend".to_owned()),
+        "a destructive tool (Delete is denied) is hidden, so never found: {loaded:?}"
+    );
+
+    // The next request offers the search tool, then the loaded tools, in the order found.
+    let offered = tool_names(&requests[1]);
+    assert_eq!(offered[0], TOOL_SEARCH);
+    assert_eq!(offered[1..], loaded[..]);
+    let schema = requests[1]["tools"][1]["function"]["parameters"].clone();
+    assert!(schema["properties"].is_object(), "the found tool's schema is sent: {schema}");
+
+    // The found tools ran through the registry: the read ran on the server, the write was
+    // asked about (ask = write) and refused.
+    let answers = tool_answers(&requests[2]);
+    let ran: Value = serde_json::from_str(answer(&answers, "q1")).unwrap();
+    assert_eq!(ran, json!({"tool": "postgres_query", "arguments": {"sql": "select 1"}}));
+    assert!(answer(&answers, "w1").contains("not today"), "{answers:?}");
+    assert_eq!(*refuser.asked.lock().unwrap(), vec!["postgres_execute".to_owned()]);
+}
+
+#[tokio::test]
+async fn a_hidden_tool_is_never_found() {
+    // Restricted mode hides tools that reach the network; the default permissions hide
+    // destructive ones.
+    let registry = catalog_registry(
+        checked()
+            .with_exposure(ExposurePolicy::default().with_restricted_mode(true))
+            .with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]),
+    )
+    .await;
+    let names = |query: &str| -> Vec<String> {
+        registry
+            .search_deferred("openai", "m", query, tool_search::MAX_LIMIT)
+            .into_iter()
+            .map(|tool| tool.function.name)
+            .collect()
+    };
+    let web = names("search the web for news");
+    assert!(!web.is_empty() && !web.contains(&"web_search".to_owned()), "{web:?}");
+    let delete = names("delete a file from disk");
+    assert!(!delete.is_empty() && !delete.contains(&"fs_delete_file".to_owned()), "{delete:?}");
+    // The same searches without the gates do find them: the search is not why they are absent.
+    let open = catalog_registry(
+        ToolRegistry::new().with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]),
+    )
+    .await;
+    let found = |query: &str, tool: &str| {
+        open.search_deferred("openai", "m", query, tool_search::MAX_LIMIT)
+            .iter()
+            .any(|found| found.function.name == tool)
+    };
+    assert!(found("search the web for news", "web_search"));
+    assert!(found("delete a file from disk", "fs_delete_file"));
+    // And a hidden tool is never offered, loaded or not.
+    let offered = registry.offered_definitions("openai", "m", &["web_search".to_owned()]);
+    assert!(offered.iter().all(|tool| tool.function.name != "web_search"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crash and resume.
+
+/// A tool that never finishes (the process dies while it runs).
+struct Hang {
+    started: AtomicUsize,
+}
+
+#[async_trait]
+impl BaseTool for Hang {
+    fn name(&self) -> &str {
+        "hang"
+    }
+    fn description(&self) -> &str {
+        "Wait forever"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        std::future::pending::<()>().await;
+        Ok(Value::Null)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loaded_set_is_the_same_after_a_crash_and_resume() {
+    let hang = Arc::new(Hang {
+        started: AtomicUsize::new(0),
+    });
+    let mut registry = checked().with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]);
+    registry.register(hang.clone()).unwrap();
+    let registry = catalog_registry(registry).await;
+    let (server, script) = model_server(vec![
+        calls_reply(&[("s1", TOOL_SEARCH, json!({"query": "kubernetes pod logs"}))]),
+        calls_reply(&[
+            ("l1", "k8s_get_pod_logs", json!({"namespace": "prod", "pod": "api-0"})),
+            ("h1", "hang", json!({})),
+        ]),
+        text_reply("recovered"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(dir.path().join("s.db")).await.unwrap());
+    let (journal, _) = SessionJournal::open(store.clone(), "search").await.unwrap();
+    {
+        let mut cycle = cycle(&server);
+        let run = cycle.run_with(RunRequest::prompt("why does the api crash?").with_tools(&registry).with_journal(&journal));
+        let store = store.clone();
+        let started = hang.clone();
+        let cut_off = async move {
+            // Until the found tool's answer is stored and the hanging call has started.
+            loop {
+                let session = store.load("search").await.unwrap();
+                let finished = session
+                    .iter()
+                    .flat_map(|s| &s.steps)
+                    .filter(|s| s.kind == "call_finished")
+                    .count();
+                if finished >= 1 && started.started.load(Ordering::SeqCst) == 1 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::select! {
+            outcome = run => panic!("the run ended: {outcome:?}"),
+            () = tokio::time::timeout(Duration::from_secs(60), cut_off) => {}
+        }
+    }
+    let before = tool_search::loaded_in_answer(answer(
+        &tool_answers(&script.requests.lock().unwrap()[1]),
+        "s1",
+    ));
+    assert!(before.contains(&"k8s_get_pod_logs".to_owned()), "{before:?}");
+
+    // A new process: the run restored from the store has the same loaded set.
+    let (journal, restored) = SessionJournal::open(store.clone(), "search").await.unwrap();
+    let state: RunState = restored.run.expect("a run in progress");
+    assert_eq!(state.loaded_tools, before);
+    // A run started afresh from the history gets the same set from the search's answer.
+    assert_eq!(tool_search::loaded_in_history(&restored.history), before);
+
+    let mut cycle = cycle(&server);
+    let outcome = cycle
+        .run_with(RunRequest::from_state(state).with_tools(&registry).with_journal(&journal))
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "recovered"));
+    let resumed = script.requests.lock().unwrap()[2].clone();
+    let offered = tool_names(&resumed);
+    assert_eq!(offered[offered.len() - before.len()..], before[..], "{offered:?}");
+    assert!(answer(&tool_answers(&resumed), "h1").contains("interrupted"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The figures.
+
+/// Tokens of a chat completions request's tools and messages, as the context engine's
+/// tiktoken counter counts them (o200k_base).
+fn request_tokens(tools: &[ToolDefinition], prompt: &str) -> u64 {
+    let counter = Tiktoken::new(TiktokenEncoding::O200kBase);
+    counter.count_text(&serde_json::to_string(tools).unwrap()) + counter.count_text(prompt)
+}
+
+#[tokio::test]
+async fn deferral_cuts_the_tokens_of_every_request() {
+    let open = catalog_registry(ToolRegistry::new()).await;
+    let deferred = catalog_registry(
+        ToolRegistry::new().with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]),
+    )
+    .await;
+    let prompt = "how many users signed up today?";
+    let all = open.offered_definitions("openai", "m", &[]);
+    assert_eq!(all.len(), 300);
+    let first = deferred.offered_definitions("openai", "m", &[]);
+    assert_eq!(first.len(), 1);
+    let loaded: Vec<String> = deferred
+        .search_deferred("openai", "m", "postgres sql query", 5)
+        .into_iter()
+        .map(|tool| tool.function.name)
+        .collect();
+    let after = deferred.offered_definitions("openai", "m", &loaded);
+    let (full, lean, searched) = (
+        request_tokens(&all, prompt),
+        request_tokens(&first, prompt),
+        request_tokens(&after, prompt),
+    );
+    println!(
+        "FIGURE tokens per request (o200k_base, tools + prompt): all 300 tools {full}; deferred {lean}; after loading 5 {searched}"
+    );
+    assert!(lean * 50 < full, "deferral must cut the request by >98%: {lean} vs {full}");
+    assert!(searched < full / 10, "{searched} vs {full}");
+}
+
+#[derive(serde::Deserialize)]
+struct Query {
+    query: String,
+    tool: String,
+}
+
+#[test]
+fn the_right_tool_is_in_the_top_3_for_at_least_90_percent_of_50_queries() {
+    let catalog: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture("catalog.json")).unwrap()).unwrap();
+    let tools: Vec<ToolDefinition> = catalog
+        .iter()
+        .map(|tool| {
+            ToolDefinition::function(
+                tool["name"].as_str().unwrap(),
+                tool["description"].as_str().unwrap(),
+                tool["inputSchema"].clone(),
+            )
+        })
+        .collect();
+    let queries: Vec<Query> =
+        serde_json::from_str(&std::fs::read_to_string(fixture("queries.json")).unwrap()).unwrap();
+    assert_eq!((tools.len(), queries.len()), (300, 50));
+    let index = ToolIndex::new(&tools);
+    let mut misses = Vec::new();
+    for query in &queries {
+        let top: Vec<&str> = index
+            .search(&query.query, 3)
+            .into_iter()
+            .map(|i| tools[i].function.name.as_str())
+            .collect();
+        if !top.contains(&query.tool.as_str()) {
+            misses.push(format!("{:?} wanted {} got {top:?}", query.query, query.tool));
+        }
+    }
+    let hits = queries.len() - misses.len();
+    println!(
+        "FIGURE top-3 hit rate: {hits}/{} = {}%; misses: {misses:#?}",
+        queries.len(),
+        hits * 100 / queries.len()
+    );
+    assert!(hits * 10 >= queries.len() * 9, "top-3 below 90%: {misses:#?}");
+}

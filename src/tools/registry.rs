@@ -224,6 +224,16 @@ impl ToolRegistry {
             .map(|name| ExposureError::IdempotentUnknownTool { tool: name.clone() })
     }
 
+    /// Deferred entries that match no registered tool (a typo defers nothing, silently).
+    fn deferred_problems(&self) -> impl Iterator<Item = ExposureError> + '_ {
+        self.deferred
+            .iter()
+            .filter(|entry| !self.tools().any(|tool| entry.matches(tool.as_ref())))
+            .map(|entry| ExposureError::DeferredMatchesNothing {
+                entry: entry.to_string(),
+            })
+    }
+
     /// Rules on arguments that name a tool that is not registered or an argument it does not
     /// declare.
     pub(crate) fn rule_problems(&self) -> Vec<ExposureError> {
@@ -340,6 +350,7 @@ impl ToolRegistry {
             .into_iter()
             .chain(self.rule_problems())
             .chain(self.idempotent_problems())
+            .chain(self.deferred_problems())
             .collect::<Vec<_>>();
         if problems.is_empty() {
             Ok(())

@@ -3,11 +3,14 @@
 //! parameter names, which works with every provider.
 //!
 //! Stages, in order: each tool becomes one document (its name's words twice, so a name outranks
-//! a passing mention; its description; its parameters' names), tokenized by the `bm25` crate's
-//! English tokenizer (stemming, stop words, unicode folding); a query is split the same way
-//! (`create_issue` and `createIssue` read as `create issue`) and ranked by BM25, ties broken by
-//! registration order so that a search gives the same answer in every process. The answer's
-//! first line names the tools found ([`loaded_in_answer`] reads it back from a history).
+//! a passing mention; its description; its parameters' names and descriptions), tokenized by the
+//! `bm25` crate's English tokenizer (stemming, stop words, unicode folding); identifiers are
+//! split into words (`create_issue`, `createIssue` → `create issue`; `sha256` → `sha 256`). A
+//! query is split the same way and widened with the usual words for a few common terms of the
+//! trade ([`SYNONYMS`]: `PR` → `pull request`, `shut down` → `stop`), then ranked by BM25, ties
+//! broken by registration order so that a search gives the same answer in every process. The
+//! answer's first line names the tools found ([`loaded_in_answer`] reads it back from a
+//! history).
 
 use bm25::{Document, Language, SearchEngineBuilder};
 use serde::Deserialize;
@@ -30,6 +33,50 @@ pub const MAX_QUERY_CHARS: usize = 1_000;
 
 /// The first words of a search answer's first line, before the names it loaded.
 const LOADED_PREFIX: &str = "Loaded for your next request: ";
+
+/// Words a query may use for what tool descriptions usually call otherwise: each is searched
+/// with its expansion as well. General vocabulary of software services, not of one catalog.
+pub const SYNONYMS: &[(&str, &str)] = &[
+    ("pr", "pull request"),
+    ("prs", "pull requests"),
+    ("mr", "merge request"),
+    ("bug", "issue"),
+    ("ticket", "issue"),
+    ("repo", "repository"),
+    ("vm", "virtual machine instance"),
+    ("vms", "virtual machines instances"),
+    ("k8s", "kubernetes"),
+    ("db", "database"),
+    ("mongo", "mongodb"),
+    ("postgresql", "postgres"),
+    ("shut", "stop"),
+    ("shutdown", "stop"),
+    ("kill", "stop terminate"),
+    ("unzip", "extract unpack archive zip"),
+    ("untar", "extract unpack archive tar"),
+    ("tarball", "tar archive"),
+    ("hash", "checksum"),
+    ("picture", "image screenshot"),
+    ("photo", "image"),
+    ("snapshot", "screenshot"),
+    ("url", "address link"),
+    ("website", "page site"),
+    ("available", "free"),
+    ("availability", "free"),
+    ("meeting", "event"),
+    ("recurring", "subscription"),
+    ("plan", "subscription"),
+    ("email", "mail"),
+    ("mail", "email"),
+    ("text", "sms message"),
+    ("dm", "direct message"),
+    ("remove", "delete"),
+    ("erase", "delete"),
+    ("rm", "delete"),
+    ("patch", "diff"),
+    ("sum", "aggregate"),
+    ("count", "aggregate"),
+];
 
 /// The definition of `tool_search` the model is offered.
 pub fn definition() -> ToolDefinition {
@@ -141,7 +188,7 @@ impl ToolIndex {
     /// query matches is never returned.
     pub fn search(&self, query: &str, limit: usize) -> Vec<usize> {
         let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
-        let mut results = self.engine.search(&split_words(&query), None);
+        let mut results = self.engine.search(&expand(&split_words(&query)), None);
         results.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
@@ -170,16 +217,20 @@ fn document_text(tool: &ToolDefinition) -> String {
         .get("properties")
         .and_then(Value::as_object)
     {
-        for parameter in properties.keys() {
+        for (parameter, schema) in properties {
             text.push(' ');
             text.push_str(&split_words(parameter));
+            if let Some(description) = schema.get("description").and_then(Value::as_str) {
+                text.push(' ');
+                text.push_str(description);
+            }
         }
     }
     text
 }
 
-/// `create_issue`, `create-issue` and `createIssue` as `create issue`: identifiers split into
-/// the words the tokenizer stems.
+/// `create_issue`, `create-issue` and `createIssue` as `create issue`, `sha256` as `sha 256`:
+/// identifiers split into the words the tokenizer stems.
 fn split_words(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut previous: Option<char> = None;
@@ -187,7 +238,12 @@ fn split_words(text: &str) -> String {
         match c {
             '_' | '-' | '.' | '/' | ':' => out.push(' '),
             _ => {
-                if c.is_uppercase() && previous.is_some_and(char::is_lowercase) {
+                let boundary = previous.is_some_and(|p| {
+                    (c.is_uppercase() && p.is_lowercase())
+                        || (c.is_ascii_digit() && p.is_alphabetic())
+                        || (c.is_alphabetic() && p.is_ascii_digit())
+                });
+                if boundary {
                     out.push(' ');
                 }
                 out.push(c);
@@ -196,6 +252,19 @@ fn split_words(text: &str) -> String {
         previous = Some(c);
     }
     out
+}
+
+/// `query` with the expansion of each of its words that [`SYNONYMS`] lists appended.
+fn expand(query: &str) -> String {
+    let mut expanded = query.to_owned();
+    for word in query.split(|c: char| !c.is_alphanumeric()) {
+        let word = word.to_lowercase();
+        if let Some((_, more)) = SYNONYMS.iter().find(|(term, _)| *term == word) {
+            expanded.push(' ');
+            expanded.push_str(more);
+        }
+    }
+    expanded
 }
 
 /// The answer of a search that found `found`: a first line naming them (what
@@ -290,7 +359,9 @@ mod tests {
     fn identifiers_split_into_words() {
         assert_eq!(split_words("github_create_issue"), "github create issue");
         assert_eq!(split_words("createPullRequest"), "create Pull Request");
-        assert_eq!(split_words("s3-put.object"), "s3 put object");
+        assert_eq!(split_words("s3-put.object"), "s 3 put object");
+        assert_eq!(split_words("sha256"), "sha 256");
+        assert_eq!(expand("merge my PR"), "merge my PR pull request");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use agcore::run::{RunOutcome, RunRequest, RunState};
 use agcore::session::{SessionJournal, SessionStore, SqliteStore};
 use agcore::tools::approval::{ApprovalDecision, ApprovalRequest, Approver};
 use agcore::tools::exposure::ExposurePolicy;
-use agcore::tools::mcp::{McpClient, register_mcp_tools};
+use agcore::tools::mcp::{McpClient, McpToolFilter, register_mcp_tools};
 use agcore::tools::prelude::*;
 use agcore::tools::profile::ProfileEntry;
 use agcore::tools::tool_search::{self, TOOL_SEARCH, ToolIndex};
@@ -41,7 +41,13 @@ fn fixture(name: &str) -> PathBuf {
 /// The catalog's 300 tools, registered from the demo server over stdio.
 async fn catalog_registry(registry: ToolRegistry) -> ToolRegistry {
     let catalog = fixture("catalog.json").display().to_string();
-    let mut client = McpClient::new(SERVER, demo(&["--tools-file", &catalog]));
+    // Only the catalog: the demo server's own three tools are left out.
+    let mut client = McpClient::new(SERVER, demo(&["--tools-file", &catalog])).with_tool_filter(
+        McpToolFilter {
+            include: None,
+            exclude: vec!["get_weather".to_owned(), "echo".to_owned(), "add".to_owned()],
+        },
+    );
     client.connect().await.unwrap();
     let mut registry = registry;
     let registered = register_mcp_tools(&mut registry, [client]).unwrap();
@@ -341,7 +347,9 @@ async fn the_loaded_set_is_the_same_after_a_crash_and_resume() {
         };
         tokio::select! {
             outcome = run => panic!("the run ended: {outcome:?}"),
-            () = tokio::time::timeout(Duration::from_secs(60), cut_off) => {}
+            waited = tokio::time::timeout(Duration::from_secs(60), cut_off) => {
+                waited.expect("the found tool's answer stored and the hanging call started within 60 s");
+            }
         }
     }
     let before = tool_search::loaded_in_answer(answer(
@@ -415,8 +423,8 @@ struct Query {
     tool: String,
 }
 
-#[test]
-fn the_right_tool_is_in_the_top_3_for_at_least_90_percent_of_50_queries() {
+/// The top-3 hits of `queries` (a fixture) against the catalog, and the misses explained.
+fn top3(queries: &str) -> (usize, usize, Vec<String>) {
     let catalog: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(fixture("catalog.json")).unwrap()).unwrap();
     let tools: Vec<ToolDefinition> = catalog
@@ -429,9 +437,9 @@ fn the_right_tool_is_in_the_top_3_for_at_least_90_percent_of_50_queries() {
             )
         })
         .collect();
+    assert_eq!(tools.len(), 300);
     let queries: Vec<Query> =
-        serde_json::from_str(&std::fs::read_to_string(fixture("queries.json")).unwrap()).unwrap();
-    assert_eq!((tools.len(), queries.len()), (300, 50));
+        serde_json::from_str(&std::fs::read_to_string(fixture(queries)).unwrap()).unwrap();
     let index = ToolIndex::new(&tools);
     let mut misses = Vec::new();
     for query in &queries {
@@ -444,11 +452,19 @@ fn the_right_tool_is_in_the_top_3_for_at_least_90_percent_of_50_queries() {
             misses.push(format!("{:?} wanted {} got {top:?}", query.query, query.tool));
         }
     }
-    let hits = queries.len() - misses.len();
-    println!(
-        "FIGURE top-3 hit rate: {hits}/{} = {}%; misses: {misses:#?}",
-        queries.len(),
-        hits * 100 / queries.len()
-    );
-    assert!(hits * 10 >= queries.len() * 9, "top-3 below 90%: {misses:#?}");
+    (queries.len() - misses.len(), queries.len(), misses)
+}
+
+#[test]
+fn the_right_tool_is_in_the_top_3_for_at_least_90_percent_of_50_queries() {
+    let (hits, total, misses) = top3("queries.json");
+    assert_eq!(total, 50);
+    println!("FIGURE top-3 hit rate (50 queries): {hits}/{total}; misses: {misses:#?}");
+    assert!(hits * 10 >= total * 9, "top-3 below 90%: {misses:#?}");
+    // Queries written after the search was tuned on the 50 above: the rate it keeps on words
+    // it was not tuned for.
+    let (hits, total, misses) = top3("heldout.json");
+    assert_eq!(total, 20);
+    println!("FIGURE top-3 hit rate (20 held-out queries): {hits}/{total}; misses: {misses:#?}");
+    assert!(hits * 10 >= total * 8, "held-out top-3 below 80%: {misses:#?}");
 }

@@ -9,6 +9,9 @@ use crate::layers::Loaded;
 use crate::render::json_for_terminal;
 use crate::settings::provider;
 use crate::setup::build_registry;
+use crate::store::{history, open, store_url};
+use agcore::tools::tool_search::loaded_in_history;
+use anyhow::bail;
 
 /// Run `agcore tools`.
 pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> {
@@ -34,8 +37,23 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
         .filter(|tool| registry.is_deferred(tool.as_ref()))
         .map(|tool| tool.name().to_owned())
         .collect();
+    // The session's loaded set: its interrupted run's, else what its history's searches loaded.
+    let loaded_tools = match &args.session {
+        Some(name) => {
+            let url = store_url(args.store.url.as_deref(), loaded.config.session.store.as_deref())?;
+            let store = open(&url, &loaded.config.session).await?;
+            let Some(restored) = history(&*store, name).await? else {
+                bail!("no session {}", escape_for_terminal(name));
+            };
+            Some(match restored.run {
+                Some(run) => run.loaded_tools,
+                None => loaded_in_history(&restored.history),
+            })
+        }
+        None => None,
+    };
     if args.json {
-        let json = serde_json::json!({"report": report, "mcp_servers": servers, "deferred": deferred});
+        let json = serde_json::json!({"report": report, "mcp_servers": servers, "deferred": deferred, "loaded": loaded_tools});
         println!(
             "{}",
             json_for_terminal(serde_json::to_string_pretty(&json)?)
@@ -63,6 +81,17 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
                 "deferred: {} tool(s) offered through tool_search, loaded when a search finds them: {}",
                 deferred.len(),
                 escape_for_terminal(&deferred.join(", "))
+            );
+        }
+        if let (Some(name), Some(tools)) = (&args.session, &loaded_tools) {
+            println!(
+                "loaded in session {}: {}",
+                escape_for_terminal(name),
+                if tools.is_empty() {
+                    "none".to_owned()
+                } else {
+                    escape_for_terminal(&tools.join(", ")).into_owned()
+                }
             );
         }
     }

@@ -65,17 +65,14 @@ pub const SYNONYMS: &[(&str, &str)] = &[
     ("availability", "free"),
     ("meeting", "event"),
     ("recurring", "subscription"),
-    ("plan", "subscription"),
     ("email", "mail"),
     ("mail", "email"),
-    ("text", "sms message"),
     ("dm", "direct message"),
     ("remove", "delete"),
     ("erase", "delete"),
     ("rm", "delete"),
     ("patch", "diff"),
     ("sum", "aggregate"),
-    ("count", "aggregate"),
 ];
 
 /// The definition of `tool_search` the model is offered.

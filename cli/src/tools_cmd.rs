@@ -40,7 +40,10 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
     // The session's loaded set: its interrupted run's, else what its history's searches loaded.
     let loaded_tools = match &args.session {
         Some(name) => {
-            let url = store_url(args.store.url.as_deref(), loaded.config.session.store.as_deref())?;
+            let url = store_url(
+                args.store.url.as_deref(),
+                loaded.config.session.store.as_deref(),
+            )?;
             let store = open(&url, &loaded.config.session).await?;
             let Some(restored) = history(&*store, name).await? else {
                 bail!("no session {}", escape_for_terminal(name));

@@ -109,7 +109,9 @@ impl ToolRegistry {
             } else if self
                 .exposed_tools(provider, model)
                 .any(|tool| tool.name() == name && self.is_deferred(tool.as_ref()))
-                && !loaded.get(..before).is_some_and(|l| l.iter().any(|n| n == name))
+                && !loaded
+                    .get(..before)
+                    .is_some_and(|l| l.iter().any(|n| n == name))
             {
                 answers.push((
                     position,

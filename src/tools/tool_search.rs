@@ -173,8 +173,8 @@ impl ToolIndex {
             .iter()
             .enumerate()
             .map(|(id, tool)| Document::new(id, document_text(tool)));
-        let engine = SearchEngineBuilder::<usize>::with_documents(Language::English, documents)
-            .build();
+        let engine =
+            SearchEngineBuilder::<usize>::with_documents(Language::English, documents).build();
         ToolIndex {
             engine,
             len: tools.len(),
@@ -272,7 +272,10 @@ pub fn answer_text(found: &[ToolDefinition]) -> String {
                 should do, or the service it works with)."
             .to_owned();
     }
-    let names: Vec<&str> = found.iter().map(|tool| tool.function.name.as_str()).collect();
+    let names: Vec<&str> = found
+        .iter()
+        .map(|tool| tool.function.name.as_str())
+        .collect();
     let tools: Vec<Value> = found
         .iter()
         .map(|tool| {
@@ -365,13 +368,25 @@ mod tests {
     fn a_search_ranks_by_words_and_stems_and_never_returns_a_tool_without_a_match() {
         let tools = [
             tool("db_query", "Run a read-only SQL query", &["sql"]),
-            tool("github_create_issue", "Open a new issue in a repository", &["title", "body"]),
-            tool("browser_screenshot", "Capture the visible page as an image", &["full_page"]),
+            tool(
+                "github_create_issue",
+                "Open a new issue in a repository",
+                &["title", "body"],
+            ),
+            tool(
+                "browser_screenshot",
+                "Capture the visible page as an image",
+                &["full_page"],
+            ),
         ];
         let index = ToolIndex::new(&tools);
         assert_eq!(index.search("issues in a repository", 3), vec![1]);
         assert_eq!(index.search("take a screenshot", 3), vec![2]);
-        assert_eq!(index.search("full page", 1), vec![2], "parameter names are searched");
+        assert_eq!(
+            index.search("full page", 1),
+            vec![2],
+            "parameter names are searched"
+        );
         assert!(index.search("weather forecast", 3).is_empty());
     }
 

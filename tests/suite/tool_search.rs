@@ -19,13 +19,13 @@ use agcore::context::TiktokenEncoding;
 use agcore::llm::{CycleConfig, LlmCycle, OpenAiClient, OpenAiConfig};
 use agcore::run::{RunOutcome, RunRequest, RunState};
 use agcore::session::{SessionJournal, SessionStore, SqliteStore};
+use agcore::tools::ApprovalPolicy;
 use agcore::tools::approval::{ApprovalDecision, ApprovalRequest, Approver};
 use agcore::tools::exposure::ExposurePolicy;
 use agcore::tools::mcp::{McpClient, McpToolFilter, register_mcp_tools};
 use agcore::tools::prelude::*;
 use agcore::tools::profile::ProfileEntry;
 use agcore::tools::tool_search::{self, TOOL_SEARCH, ToolIndex};
-use agcore::tools::ApprovalPolicy;
 use agcore::vocab::ToolDefinition;
 use serde_json::{Value, json};
 use support::mcp::{demo, repo};
@@ -42,12 +42,15 @@ fn fixture(name: &str) -> PathBuf {
 async fn catalog_registry(registry: ToolRegistry) -> ToolRegistry {
     let catalog = fixture("catalog.json").display().to_string();
     // Only the catalog: the demo server's own three tools are left out.
-    let mut client = McpClient::new(SERVER, demo(&["--tools-file", &catalog])).with_tool_filter(
-        McpToolFilter {
+    let mut client =
+        McpClient::new(SERVER, demo(&["--tools-file", &catalog])).with_tool_filter(McpToolFilter {
             include: None,
-            exclude: vec!["get_weather".to_owned(), "echo".to_owned(), "add".to_owned()],
-        },
-    );
+            exclude: vec![
+                "get_weather".to_owned(),
+                "echo".to_owned(),
+                "add".to_owned(),
+            ],
+        });
     client.connect().await.unwrap();
     let mut registry = registry;
     let registered = register_mcp_tools(&mut registry, [client]).unwrap();
@@ -189,7 +192,11 @@ async fn a_model_searches_then_calls_a_found_tool_under_the_usual_checks() {
         // A deferred tool named before any search loaded it, and the search.
         calls_reply(&[
             ("early", "postgres_query", json!({"sql": "select 1"})),
-            ("s1", TOOL_SEARCH, json!({"query": "postgres sql statement", "limit": 5})),
+            (
+                "s1",
+                TOOL_SEARCH,
+                json!({"query": "postgres sql statement", "limit": 5}),
+            ),
         ]),
         // The found tools: one that reads, one that writes (asked, and refused).
         calls_reply(&[
@@ -214,12 +221,16 @@ async fn a_model_searches_then_calls_a_found_tool_under_the_usual_checks() {
     // The search's answer names what it loaded; the early call was refused with the way out.
     let answers = tool_answers(&requests[1]);
     assert!(
-        answer(&answers, "early").contains("not loaded yet") && answer(&answers, "early").contains(TOOL_SEARCH),
+        answer(&answers, "early").contains("not loaded yet")
+            && answer(&answers, "early").contains(TOOL_SEARCH),
         "{answers:?}"
     );
     let loaded = tool_search::loaded_in_answer(answer(&answers, "s1"));
     assert!(loaded.contains(&"postgres_query".to_owned()), "{loaded:?}");
-    assert!(loaded.contains(&"postgres_execute".to_owned()), "{loaded:?}");
+    assert!(
+        loaded.contains(&"postgres_execute".to_owned()),
+        "{loaded:?}"
+    );
     assert!(
         !loaded.contains(&"postgres_kill_backend".to_owned()),
         "a destructive tool (Delete is denied) is hidden, so never found: {loaded:?}"
@@ -230,15 +241,24 @@ async fn a_model_searches_then_calls_a_found_tool_under_the_usual_checks() {
     assert_eq!(offered[0], TOOL_SEARCH);
     assert_eq!(offered[1..], loaded[..]);
     let schema = requests[1]["tools"][1]["function"]["parameters"].clone();
-    assert!(schema["properties"].is_object(), "the found tool's schema is sent: {schema}");
+    assert!(
+        schema["properties"].is_object(),
+        "the found tool's schema is sent: {schema}"
+    );
 
     // The found tools ran through the registry: the read ran on the server, the write was
     // asked about (ask = write) and refused.
     let answers = tool_answers(&requests[2]);
     let ran: Value = serde_json::from_str(answer(&answers, "q1")).unwrap();
-    assert_eq!(ran, json!({"tool": "postgres_query", "arguments": {"sql": "select 1"}}));
+    assert_eq!(
+        ran,
+        json!({"tool": "postgres_query", "arguments": {"sql": "select 1"}})
+    );
     assert!(answer(&answers, "w1").contains("not today"), "{answers:?}");
-    assert_eq!(*refuser.asked.lock().unwrap(), vec!["postgres_execute".to_owned()]);
+    assert_eq!(
+        *refuser.asked.lock().unwrap(),
+        vec!["postgres_execute".to_owned()]
+    );
 }
 
 #[tokio::test]
@@ -259,9 +279,15 @@ async fn a_hidden_tool_is_never_found() {
             .collect()
     };
     let web = names("search the web for news");
-    assert!(!web.is_empty() && !web.contains(&"web_search".to_owned()), "{web:?}");
+    assert!(
+        !web.is_empty() && !web.contains(&"web_search".to_owned()),
+        "{web:?}"
+    );
     let delete = names("delete a file from disk");
-    assert!(!delete.is_empty() && !delete.contains(&"fs_delete_file".to_owned()), "{delete:?}");
+    assert!(
+        !delete.is_empty() && !delete.contains(&"fs_delete_file".to_owned()),
+        "{delete:?}"
+    );
     // The same searches without the gates do find them: the search is not why they are absent.
     let open = catalog_registry(
         ToolRegistry::new().with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]),
@@ -276,7 +302,11 @@ async fn a_hidden_tool_is_never_found() {
     assert!(found("delete a file from disk", "fs_delete_file"));
     // And a hidden tool is never offered, loaded or not.
     let offered = registry.offered_definitions("openai", "m", &["web_search".to_owned()]);
-    assert!(offered.iter().all(|tool| tool.function.name != "web_search"));
+    assert!(
+        offered
+            .iter()
+            .all(|tool| tool.function.name != "web_search")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,18 +346,27 @@ async fn the_loaded_set_is_the_same_after_a_crash_and_resume() {
     let (server, script) = model_server(vec![
         calls_reply(&[("s1", TOOL_SEARCH, json!({"query": "kubernetes pod logs"}))]),
         calls_reply(&[
-            ("l1", "k8s_get_pod_logs", json!({"namespace": "prod", "pod": "api-0"})),
+            (
+                "l1",
+                "k8s_get_pod_logs",
+                json!({"namespace": "prod", "pod": "api-0"}),
+            ),
             ("h1", "hang", json!({})),
         ]),
         text_reply("recovered"),
     ])
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(dir.path().join("s.db")).await.unwrap());
+    let store: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open(dir.path().join("s.db")).await.unwrap());
     let (journal, _) = SessionJournal::open(store.clone(), "search").await.unwrap();
     {
         let mut cycle = cycle(&server);
-        let run = cycle.run_with(RunRequest::prompt("why does the api crash?").with_tools(&registry).with_journal(&journal));
+        let run = cycle.run_with(
+            RunRequest::prompt("why does the api crash?")
+                .with_tools(&registry)
+                .with_journal(&journal),
+        );
         let store = store.clone();
         let started = hang.clone();
         let cut_off = async move {
@@ -356,7 +395,10 @@ async fn the_loaded_set_is_the_same_after_a_crash_and_resume() {
         &tool_answers(&script.requests.lock().unwrap()[1]),
         "s1",
     ));
-    assert!(before.contains(&"k8s_get_pod_logs".to_owned()), "{before:?}");
+    assert!(
+        before.contains(&"k8s_get_pod_logs".to_owned()),
+        "{before:?}"
+    );
 
     // A new process: the run restored from the store has the same loaded set.
     let (journal, restored) = SessionJournal::open(store.clone(), "search").await.unwrap();
@@ -367,13 +409,21 @@ async fn the_loaded_set_is_the_same_after_a_crash_and_resume() {
 
     let mut cycle = cycle(&server);
     let outcome = cycle
-        .run_with(RunRequest::from_state(state).with_tools(&registry).with_journal(&journal))
+        .run_with(
+            RunRequest::from_state(state)
+                .with_tools(&registry)
+                .with_journal(&journal),
+        )
         .await
         .unwrap();
     assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "recovered"));
     let resumed = script.requests.lock().unwrap()[2].clone();
     let offered = tool_names(&resumed);
-    assert_eq!(offered[offered.len() - before.len()..], before[..], "{offered:?}");
+    assert_eq!(
+        offered[offered.len() - before.len()..],
+        before[..],
+        "{offered:?}"
+    );
     assert!(answer(&tool_answers(&resumed), "h1").contains("interrupted"));
 }
 
@@ -413,7 +463,10 @@ async fn deferral_cuts_the_tokens_of_every_request() {
     println!(
         "FIGURE tokens per request (o200k_base, tools + prompt): all 300 tools {full}; deferred {lean}; after loading 5 {searched}"
     );
-    assert!(lean * 50 < full, "deferral must cut the request by >98%: {lean} vs {full}");
+    assert!(
+        lean * 50 < full,
+        "deferral must cut the request by >98%: {lean} vs {full}"
+    );
     assert!(searched < full / 10, "{searched} vs {full}");
 }
 
@@ -449,7 +502,10 @@ fn top3(queries: &str) -> (usize, usize, Vec<String>) {
             .map(|i| tools[i].function.name.as_str())
             .collect();
         if !top.contains(&query.tool.as_str()) {
-            misses.push(format!("{:?} wanted {} got {top:?}", query.query, query.tool));
+            misses.push(format!(
+                "{:?} wanted {} got {top:?}",
+                query.query, query.tool
+            ));
         }
     }
     (queries.len() - misses.len(), queries.len(), misses)
@@ -466,5 +522,8 @@ fn the_right_tool_is_in_the_top_3_for_at_least_90_percent_of_50_queries() {
     let (hits, total, misses) = top3("heldout.json");
     assert_eq!(total, 20);
     println!("FIGURE top-3 hit rate (20 held-out queries): {hits}/{total}; misses: {misses:#?}");
-    assert!(hits * 10 >= total * 8, "held-out top-3 below 80%: {misses:#?}");
+    assert!(
+        hits * 10 >= total * 8,
+        "held-out top-3 below 80%: {misses:#?}"
+    );
 }

@@ -145,3 +145,155 @@ impl ToolRegistry {
         ToolAnswer::ok(tool_search::answer_text(&found))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use serde_json::{Value, json};
+
+    use crate::tools::base::BaseTool;
+    use crate::tools::error::ToolError;
+    use crate::tools::permission::{Permission, PermissionChecker, PermissionConfig};
+    use crate::tools::profile::ProfileEntry;
+    use crate::tools::registry::ToolRegistry;
+    use crate::tools::tool_search::TOOL_SEARCH;
+    use crate::vocab::{ToolCall, ToolDefinition};
+
+    struct Fixed(&'static str, &'static str, Vec<Permission>);
+
+    #[async_trait]
+    impl BaseTool for Fixed {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            self.1
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn required_permissions(&self) -> Vec<Permission> {
+            self.2.clone()
+        }
+        async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
+            Ok(Value::Null)
+        }
+    }
+
+    fn registry() -> ToolRegistry {
+        let mut registry = ToolRegistry::new()
+            .with_permission_checker(PermissionChecker::new(PermissionConfig::default()))
+            .with_deferred_tools(
+                ["db_query", "db_drop", "repo_issue"].map(|n| ProfileEntry::Tool(n.to_owned())),
+            );
+        for tool in [
+            Fixed("echo", "Echo the text back", vec![]),
+            Fixed(
+                "db_query",
+                "Run a SQL query on the database",
+                vec![Permission::Read],
+            ),
+            Fixed("db_drop", "Drop a database table", vec![Permission::Delete]),
+            Fixed("repo_issue", "Open an issue in the repository", vec![]),
+        ] {
+            if let Err(error) = registry.register(Arc::new(tool)) {
+                panic!("{error}");
+            }
+        }
+        registry
+    }
+
+    fn names(tools: &[ToolDefinition]) -> Vec<&str> {
+        tools
+            .iter()
+            .map(|tool| tool.function.name.as_str())
+            .collect()
+    }
+
+    fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+        ToolCall::new(id, name, arguments.to_string())
+    }
+
+    #[test]
+    fn loaded_tools_are_appended_after_the_search_tool_in_the_order_found() {
+        let registry = registry();
+        assert_eq!(
+            names(&registry.offered_definitions("openai", "m", &[])),
+            ["echo", TOOL_SEARCH]
+        );
+        let loaded = ["repo_issue".to_owned(), "db_query".to_owned()];
+        assert_eq!(
+            names(&registry.offered_definitions("openai", "m", &loaded)),
+            ["echo", TOOL_SEARCH, "repo_issue", "db_query"]
+        );
+        // Without deferred tools nothing changes.
+        let plain = ToolRegistry::new();
+        assert!(!plain.offers_tool_search("openai", "m"));
+    }
+
+    #[test]
+    fn a_search_loads_only_exposed_tools_and_a_found_tool_is_callable_from_the_next_turn() {
+        let registry = registry();
+        let mut loaded = Vec::new();
+        let turn = [
+            call("a", "db_query", json!({})),
+            call("s", TOOL_SEARCH, json!({"query": "database table sql"})),
+        ];
+        let answers =
+            registry.answer_deferred_calls("openai", "m", turn.iter().enumerate(), &mut loaded);
+        assert_eq!(
+            loaded,
+            ["db_query"],
+            "db_drop needs Delete, which is denied: hidden"
+        );
+        assert_eq!(answers.len(), 2);
+        assert!(answers[0].1.is_error && answers[0].1.content.contains("not loaded yet"));
+        assert!(
+            answers[1]
+                .1
+                .content
+                .starts_with("Loaded for your next request: db_query")
+        );
+        // The next turn: the found tool is the registry's to run; a hidden one too (its gate
+        // refuses it, without saying it exists); echo was never deferred.
+        let next = [
+            call("b", "db_query", json!({})),
+            call("c", "db_drop", json!({})),
+            call("d", "echo", json!({})),
+        ];
+        let answers =
+            registry.answer_deferred_calls("openai", "m", next.iter().enumerate(), &mut loaded);
+        assert!(answers.is_empty(), "{answers:?}");
+    }
+
+    #[test]
+    fn bad_search_arguments_are_told_to_the_model() {
+        let registry = registry();
+        let mut loaded = Vec::new();
+        let turn = [call("s", TOOL_SEARCH, json!({"q": "x"}))];
+        let answers =
+            registry.answer_deferred_calls("openai", "m", turn.iter().enumerate(), &mut loaded);
+        assert!(
+            answers[0].1.is_error && answers[0].1.content.contains("query"),
+            "{answers:?}"
+        );
+        assert!(loaded.is_empty());
+    }
+
+    #[test]
+    fn a_deferred_entry_that_matches_nothing_is_a_problem() {
+        let registry =
+            registry().with_deferred_tools([ProfileEntry::McpServer("githb".to_owned())]);
+        let problems = registry
+            .check_exposure()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            problems.contains("deferred entry 'mcp:githb' matches no registered tool"),
+            "{problems}"
+        );
+    }
+}

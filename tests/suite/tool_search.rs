@@ -428,6 +428,82 @@ async fn the_loaded_set_is_the_same_after_a_crash_and_resume() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Compaction.
+
+/// A tool whose output is large: log lines, 16 KB.
+struct BigLog;
+
+#[async_trait]
+impl BaseTool for BigLog {
+    fn name(&self) -> &str {
+        "big_log"
+    }
+    fn description(&self) -> &str {
+        "Print the service log"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
+        let lines: Vec<String> = (0..400)
+            .map(|i| format!("line {i}: GET /api/v1/items/{i} 200 {}ms", i * 7 % 997))
+            .collect();
+        Ok(Value::String(lines.join("\n")))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_removes_the_search_answer_but_not_the_loaded_tools() {
+    let mut registry = checked().with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]);
+    registry.register(Arc::new(BigLog)).unwrap();
+    let registry = catalog_registry(registry).await;
+    // No usage in the replies: the engine goes by its own estimate, not by a fake's counts.
+    let unmetered = |mut reply: Value| {
+        reply.as_object_mut().unwrap().remove("usage");
+        reply
+    };
+    let (server, script) = model_server(vec![
+        unmetered(calls_reply(&[(
+            "s1",
+            TOOL_SEARCH,
+            json!({"query": "kubernetes pod logs", "limit": 2}),
+        )])),
+        unmetered(calls_reply(&[("b1", "big_log", json!({}))])),
+        unmetered(text_reply("done")),
+    ])
+    .await;
+    let client = OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri()))).unwrap();
+    let mut config = CycleConfig::new("m");
+    config.context_window = Some(4_096);
+    config.options.max_tokens = Some(512);
+    config.context.keep_last_turns = 0;
+    config.context.summarise = false;
+    let mut cycle = LlmCycle::new(client, config);
+    let outcome = cycle
+        .run_with(RunRequest::prompt("why is the api slow?").with_tools(&registry))
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(ref reply) if reply.text() == "done"));
+    let requests = script.requests.lock().unwrap().clone();
+    let loaded = tool_search::loaded_in_answer(answer(&tool_answers(&requests[1]), "s1"));
+    assert!(!loaded.is_empty());
+    // The last request: the search's answer no longer says what it loaded (compacted), yet the
+    // loaded tools are still offered — the run state keeps them, not the history.
+    let last = &requests[2];
+    let search_answer = answer(&tool_answers(last), "s1").to_owned();
+    assert!(
+        tool_search::loaded_in_answer(&search_answer).is_empty(),
+        "the search answer was compacted: {search_answer}"
+    );
+    let offered = tool_names(last);
+    assert_eq!(
+        offered[offered.len() - loaded.len()..],
+        loaded[..],
+        "{offered:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // The figures.
 
 /// Tokens of a chat completions request's tools and messages, as the context engine's

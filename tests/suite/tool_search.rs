@@ -310,6 +310,75 @@ async fn a_hidden_tool_is_never_found() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The local search with another provider: Anthropic's Messages API (its checking fake).
+
+/// An Anthropic Messages reply (whole, not streamed) with these content blocks.
+fn anthropic_reply(content: Value, stop_reason: &str) -> crate::support::anthropic_fake::Reply {
+    let body = json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "model": "claude-sonnet-4-5", "content": content, "stop_reason": stop_reason,
+        "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 20}});
+    crate::support::anthropic_fake::Reply::Status(200, Vec::new(), body.to_string())
+}
+
+fn anthropic_tool_use(id: &str, name: &str, input: Value) -> crate::support::anthropic_fake::Reply {
+    anthropic_reply(
+        json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
+        "tool_use",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_search_works_on_anthropic_too() {
+    use crate::support::anthropic_fake::AnthropicFake;
+    use agcore::llm::anthropic::{AnthropicClient, AnthropicConfig};
+
+    let registry = catalog_registry(
+        checked().with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]),
+    )
+    .await;
+    let fake = AnthropicFake::start(vec![
+        anthropic_tool_use(
+            "toolu_s1",
+            TOOL_SEARCH,
+            json!({"query": "list kubernetes pods", "limit": 3}),
+        ),
+        anthropic_tool_use("toolu_p1", "k8s_get_pods", json!({"namespace": "prod"})),
+        anthropic_reply(json!([{"type": "text", "text": "two pods"}]), "end_turn"),
+    ])
+    .await;
+    let client =
+        AnthropicClient::new(AnthropicConfig::new(fake.base_url()).with_api_key("test-key"))
+            .unwrap();
+    let mut cycle = LlmCycle::new(client, CycleConfig::new("claude-sonnet-4-5"));
+    let outcome = cycle
+        .run_with(RunRequest::prompt("which pods run in prod?").with_tools(&registry))
+        .await
+        .unwrap();
+    fake.assert_no_rejections();
+    assert!(matches!(outcome, RunOutcome::Finished(_)), "{outcome:?}");
+    let received = fake.received();
+    assert_eq!(received.len(), 3);
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(names(&received[0].body), vec![TOOL_SEARCH.to_owned()]);
+    let second = names(&received[1].body);
+    assert_eq!(second[0], TOOL_SEARCH);
+    assert!(second.contains(&"k8s_get_pods".to_owned()), "{second:?}");
+    // The found tool ran on the MCP server; its result went back as a tool_result.
+    let result = received[2].text.contains(r#"\"tool\":\"k8s_get_pods\""#);
+    assert!(result, "{}", received[2].text);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Crash and resume.
 
 /// A tool that never finishes (the process dies while it runs).

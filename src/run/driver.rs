@@ -457,8 +457,7 @@ pub(crate) fn drive<'a>(
                     }
                     // Run the calls concurrently; report each as it finishes, answer in call order.
                     let ToolBatch { calls, run: positions, approved, approved_for, .. } = batch;
-                    // The team's own calls: a handoff is answered here, a sub-agent runs as a
-                    // child next to the registry's calls.
+                    // The run's own answers (searches, deferred tools not loaded yet).
                     let positions: Vec<usize> = positions.into_iter().filter(|p| !run_answered.iter().any(|(q, _)| q == p)).collect();
                     for (position, answer) in run_answered {
                         let Some(call) = calls.get(position) else { continue };
@@ -471,6 +470,8 @@ pub(crate) fn drive<'a>(
                         });
                         run.state.set_answer(position, answer);
                     }
+                    // The team's own calls: a handoff is answered here, a sub-agent runs as a
+                    // child next to the registry's calls.
                     let (team_positions, positions): (Vec<usize>, Vec<usize>) = positions
                         .into_iter()
                         .partition(|&p| calls.get(p).is_some_and(|call| team_call(agent, call).is_some()));

@@ -460,6 +460,9 @@ pub(crate) fn drive<'a>(
                     // The run's own answers (searches, deferred tools not loaded yet).
                     let positions: Vec<usize> = positions.into_iter().filter(|p| !run_answered.iter().any(|(q, _)| q == p)).collect();
                     for (position, answer) in run_answered {
+                        // Bounded like any tool output (a search's schemas come from servers);
+                        // its first line, the names it loaded, survives the cut.
+                        let answer = crate::vocab::truncate_answer(answer, run.state.rules.tool_output_limit);
                         let Some(call) = calls.get(position) else { continue };
                         yield LoopItem::Event(StreamEvent::ToolExecutionCompleted {
                             id: call.id.clone(),

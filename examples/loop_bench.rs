@@ -2,8 +2,10 @@
 //!
 //! ```text
 //! cargo run --release --example loop_bench -- [--runs 20] [--turns 50] [--runtime current|multi]
-//!     [--provider openai|openai-responses|anthropic|gemini|all]  # the wire API (default openai:
-//!                                           # chat completions); all: each in turn, same server
+//!     [--provider floor|openai|openai-responses|anthropic|gemini|all]  # the wire API (default
+//!                                           # openai: chat completions); floor: a minimal hand-written
+//!                                           # loop on reqwest + serde_json, no agcore (loop_bench/floor.rs);
+//!                                           # all: the floor, then each API in turn, same server
 //!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
 //!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
 //!     [--journal]                           # also through `run_with`: without a journal, with a
@@ -29,6 +31,8 @@
 //! Each configuration runs `--runs` times after two warm-up runs; figures are medians over runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "loop_bench/floor.rs"]
+mod floor;
 #[path = "loop_bench/native.rs"]
 mod native;
 
@@ -462,6 +466,42 @@ async fn bench(
     );
 }
 
+/// The floor client's row: the same measurement as [`bench`], without agcore.
+async fn bench_floor(origin: &str, runs: usize, turns: usize, streaming: bool, runtime: &str) {
+    let http = reqwest::Client::new();
+    let url = format!("{origin}/v1/chat/completions");
+    let output = OUTPUT.get().map_or("ok", String::as_str);
+    let mut per_run = Vec::new();
+    for run in 0..runs + 2 {
+        let cpu = floor::one_call(&http, &url, turns, streaming, output).await;
+        if run >= 2 {
+            per_run.push(cpu);
+        }
+    }
+    let mean = median(per_run.iter().map(|c| mean_ms(c)).collect());
+    let first = median(per_run.iter().map(|c| mean_ms(&c[..10])).collect());
+    let last = median(
+        per_run
+            .iter()
+            .map(|c| mean_ms(&c[turns - 10..turns]))
+            .collect(),
+    );
+    println!(
+        "{}",
+        json!({
+            "client": format!("floor: reqwest + serde_json, no agcore ({runtime}-thread runtime)"),
+            "provider": "openai",
+            "mode": if streaming { "stream" } else { "blocking" },
+            "tool_output_bytes": output.len(),
+            "runs": runs, "tool_turns": turns,
+            "cpu_ms_per_turn_mean": round(mean),
+            "cpu_ms_turns_1_10": round(first),
+            "cpu_ms_turns_last_10": round(last),
+            "growth_last_vs_first": round(last / first),
+        })
+    );
+}
+
 fn round(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
@@ -502,7 +542,7 @@ fn main() {
         }
     };
     let base_url = format!("{origin}/v1");
-    const PROVIDERS: [&str; 4] = ["openai", "openai-responses", "anthropic", "gemini"];
+    const PROVIDERS: [&str; 5] = ["floor", "openai", "openai-responses", "anthropic", "gemini"];
     let providers: Vec<&str> = match arg(&args, "--provider").as_deref() {
         Some("all") => PROVIDERS.to_vec(),
         Some(one) => vec![
@@ -545,6 +585,12 @@ fn main() {
         _ => &[Engine::Ratio],
     };
     for &provider in &providers {
+        if provider == "floor" {
+            for streaming in [false, true] {
+                rt.block_on(bench_floor(&origin, runs, turns, streaming, &runtime));
+            }
+            continue;
+        }
         for &context in contexts {
             for streaming in [false, true] {
                 rt.block_on(bench(

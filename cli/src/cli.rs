@@ -99,7 +99,7 @@ pub struct ModelArgs {
     /// The model API: openai (chat completions, any OpenAI-compatible server),
     /// openai-responses, anthropic (Messages) or gemini [config: model.provider; env:
     /// AGCORE_PROVIDER; default openai].
-    #[arg(long, value_name = "PROVIDER", value_parser = crate::provider::Api::NAMES)]
+    #[arg(long, value_name = "PROVIDER", value_parser = clap::builder::PossibleValuesParser::new(crate::provider::Api::names()))]
     pub provider: Option<String>,
     /// The API's base URL, up to where its resource path begins: OpenAI `…/v1`, Anthropic
     /// `…/v1`, Gemini `…/v1beta` [config: model.base_url; env: OPENAI_BASE_URL (OpenAI APIs

@@ -7,10 +7,10 @@ use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
 use std::sync::Arc;
 
+use agcore::llm::providers::Connection;
 use agcore::llm::{
-    AnthropicClient, AnthropicConfig, ChatModel, CycleConfig, FallbackModel, GeminiClient,
-    GeminiConfig, LlmCycle, OpenAiClient, OpenAiConfig, OpenAiResponsesClient,
-    OpenAiResponsesConfig, OpenaiChatMessage, ReasoningEffort, TransportSettings,
+    ChatModel, CycleConfig, FallbackModel, LlmCycle, OpenaiChatMessage, ReasoningEffort,
+    TransportSettings,
 };
 use agcore::tools::ToolRegistry;
 use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
@@ -23,9 +23,7 @@ use crate::config::AgcoreConfig;
 use crate::layers::Loaded;
 use crate::mcp_connect::connect_servers;
 use crate::secrets::Secrets;
-use crate::settings::{
-    Api, Reasoning, Target, fallback_targets, mcp_servers, secret_env_names, target,
-};
+use crate::settings::{Reasoning, Target, fallback_targets, mcp_servers, secret_env_names, target};
 
 /// The timeout of a tool call whose tool sets none of its own (MCP tools; the built-in tools
 /// have their own, `run_command` its per-command timeout).
@@ -137,50 +135,14 @@ pub(crate) fn client_for(
         propagate_trace_context: section.propagate_trace_context.unwrap_or(false),
         ..transport
     };
-    let failed = "could not create the HTTP client";
-    match target.api {
-        Api::Openai => {
-            let mut client_config = OpenAiConfig::new(target.base_url.clone())
-                .with_provider(target.provider.clone())
-                .with_max_event_bytes(4 * MIB)
-                .with_max_response_bytes(16 * MIB)
-                .with_request_timeout(seconds(section.request_timeout, 600))
-                .with_stream_idle_timeout(seconds(section.stream_idle_timeout, 300))
-                .with_response_deadline(seconds(section.response_deadline, 15 * 60))
-                .with_trace_context_propagation(section.propagate_trace_context.unwrap_or(false));
-            if let Some(key) = key {
-                client_config = client_config.with_api_key(key);
-            }
-            let client =
-                OpenAiClient::new(client_config).context("could not create the HTTP client")?;
-            Ok(Arc::new(client))
-        }
-        Api::OpenaiResponses => {
-            let mut config =
-                OpenAiResponsesConfig::new(target.base_url.clone()).with_transport(transport);
-            if let Some(key) = key {
-                config = config.with_api_key(key);
-            }
-            Ok(Arc::new(
-                OpenAiResponsesClient::new(config).context(failed)?,
-            ))
-        }
-        Api::Anthropic => {
-            let mut config =
-                AnthropicConfig::new(target.base_url.clone()).with_transport(transport);
-            if let Some(key) = key {
-                config = config.with_api_key(key);
-            }
-            Ok(Arc::new(AnthropicClient::new(config).context(failed)?))
-        }
-        Api::Gemini => {
-            let mut config = GeminiConfig::new(target.base_url.clone()).with_transport(transport);
-            if let Some(key) = key {
-                config = config.with_api_key(key);
-            }
-            Ok(Arc::new(GeminiClient::new(config).context(failed)?))
-        }
-    }
+    let mut connection =
+        Connection::new(target.provider.clone(), target.base_url.clone()).with_transport(transport);
+    connection.api_key = key.map(str::to_owned);
+    target
+        .api
+        .provider()
+        .connect(connection)
+        .context("could not create the HTTP client")
 }
 
 /// `--reasoning` into the request options: an effort, or a budget in tokens (sent as the

@@ -24,7 +24,7 @@ use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, FinishReason};
 
 /// Per-stream state of the event decoder.
 #[derive(Debug, Default)]
-pub(crate) struct EventDecoder {
+pub struct EventDecoder {
     /// The model the request named: artifacts are recorded for it (the reply's `model` may be
     /// a dated name the next request does not use). `None`: the reply's own model.
     request_model: Option<String>,

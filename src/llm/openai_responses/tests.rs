@@ -6,8 +6,11 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::llm::error::ProviderError;
 use crate::llm::event::StreamEvent;
+use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::stream::StreamAssembler;
+use crate::vocab::ChatResponse;
 use crate::vocab::{
     Artifact, ArtifactPlace, ArtifactProvider, FinishReason, OpenaiChatMessage, ReasoningEffort,
     RequestOptions, ToolCall, ToolChoice, ToolDefinition,
@@ -532,7 +535,10 @@ fn the_config_reads_the_environment_and_the_client_names_its_api() {
     assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
     assert_eq!(config.api_key.as_deref(), Some("sk-env"));
     let client = OpenAiResponsesClient::new(config).unwrap();
-    assert_eq!(client.endpoint.as_str(), "http://127.0.0.1:9/v1/responses");
+    assert_eq!(
+        client.url("gpt-5", false).unwrap().as_str(),
+        "http://127.0.0.1:9/v1/responses"
+    );
     assert_eq!(client.api(), WireApi::Responses);
     assert_eq!(client.provider(), "openai");
     assert!(OpenAiResponsesClient::new(OpenAiResponsesConfig::new("not a url")).is_err());

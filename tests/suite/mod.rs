@@ -50,6 +50,7 @@ mod repo_rules;
 mod request_accounting;
 mod run_state;
 mod security_claims;
+mod server_tool_blocks;
 mod session_grants;
 mod session_leases;
 mod session_store;

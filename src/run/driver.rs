@@ -423,13 +423,18 @@ pub(crate) fn drive<'a>(
                     for (position, answer) in hooks::before_tools(&config.hooks, &mut batch).instrument(agent_span.clone()).await {
                         run.state.set_answer(position, answer);
                     }
-                    // `tool_search`, and deferred tools not loaded yet: answered by the run.
-                    let run_answered = registry.answer_deferred_calls(
-                        model.provider(),
-                        &config.model,
-                        batch.run.iter().filter_map(|&p| batch.calls.get(p).map(|call| (p, call))),
-                        &mut run.state.loaded_tools,
-                    );
+                    // `tool_search`, and deferred tools not loaded yet: answered by the run (an
+                    // API with its own tool search loads them itself).
+                    let run_answered = if native_tool_search(registry, model, config) {
+                        Vec::new()
+                    } else {
+                        registry.answer_deferred_calls(
+                            model.provider(),
+                            &config.model,
+                            batch.run.iter().filter_map(|&p| batch.calls.get(p).map(|call| (p, call))),
+                            &mut run.state.loaded_tools,
+                        )
+                    };
                     // Keys before the state is journaled: the journal holds each call's key
                     // before its tool can start, and a resumed call keeps it.
                     idempotency::assign_keys(&mut run.state, journal.and_then(|journal| journal.session()));
@@ -767,6 +772,9 @@ fn offered_tools(
     loaded: &[String],
 ) -> Vec<ToolDefinition> {
     let mut tools = match registry {
+        Some(registry) if native_tool_search(registry, model, config) => {
+            registry.native_definitions(model.provider(), &config.model)
+        }
         Some(registry) => registry.offered_definitions(model.provider(), &config.model, loaded),
         None => Vec::new(),
     };
@@ -788,6 +796,17 @@ fn offered_tools(
     }
     tools.extend(output_tool.cloned());
     tools
+}
+
+/// Whether deferred tools go to the model's API for its own tool search (Anthropic's Messages
+/// API) instead of through the local `tool_search`.
+fn native_tool_search(
+    registry: &ToolRegistry,
+    model: &dyn ChatModel,
+    config: &CycleConfig,
+) -> bool {
+    model.api() == crate::llm::model::WireApi::AnthropicMessages
+        && registry.offers_tool_search(model.provider(), &config.model)
 }
 
 /// Replace (or set) the history's system prompt with an agent's instructions; none: keep it.

@@ -63,6 +63,20 @@ impl ToolRegistry {
         offered
     }
 
+    /// What a run offers an API with native tool search (Anthropic's): every exposed tool, the
+    /// deferred ones marked [`defer_loading`](crate::vocab::FunctionDefinition::defer_loading)
+    /// for the API's own search, and no local `tool_search`. The same gates as
+    /// [`ToolRegistry::offered_definitions`]: a hidden tool is never sent, so never found.
+    pub fn native_definitions(&self, provider: &str, model: &str) -> Vec<ToolDefinition> {
+        self.exposed_tools(provider, model)
+            .map(|tool| {
+                let mut definition = definition_of(tool.as_ref());
+                definition.function.defer_loading = self.is_deferred(tool.as_ref());
+                definition
+            })
+            .collect()
+    }
+
     /// The deferred tools exposed for `provider`/`model` that best match `query`, best first
     /// (at most `limit`). Hidden tools are not searched.
     pub fn search_deferred(

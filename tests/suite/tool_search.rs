@@ -310,39 +310,30 @@ async fn a_hidden_tool_is_never_found() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The local search with another provider: Anthropic's Messages API (its checking fake).
+// Anthropic: the API's own tool search (`defer_loading` + `tool_search_tool_bm25`).
 
 /// An Anthropic Messages reply (whole, not streamed) with these content blocks.
 fn anthropic_reply(content: Value, stop_reason: &str) -> crate::support::anthropic_fake::Reply {
-    let body = json!({"id": "msg_1", "type": "message", "role": "assistant",
+    let body = json!({"id": "msg_2", "type": "message", "role": "assistant",
         "model": "claude-sonnet-4-5", "content": content, "stop_reason": stop_reason,
         "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 20}});
     crate::support::anthropic_fake::Reply::Status(200, Vec::new(), body.to_string())
 }
 
-fn anthropic_tool_use(id: &str, name: &str, input: Value) -> crate::support::anthropic_fake::Reply {
-    anthropic_reply(
-        json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
-        "tool_use",
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_local_search_works_on_anthropic_too() {
-    use crate::support::anthropic_fake::AnthropicFake;
+async fn anthropic_searches_natively_and_its_blocks_come_back_byte_exact() {
+    use crate::support::anthropic_fake::{AnthropicFake, Reply, fixture};
     use agcore::llm::anthropic::{AnthropicClient, AnthropicConfig};
 
     let registry = catalog_registry(
         checked().with_deferred_tools([ProfileEntry::McpServer(SERVER.to_owned())]),
     )
     .await;
+    // The served reply (`tests/fixtures/providers/anthropic/tool_search_then_call.json`, parsed
+    // by the official SDK in `suite::provider_anthropic`): the API's search, its result
+    // (a `tool_reference`), and a call of the tool it loaded.
     let fake = AnthropicFake::start(vec![
-        anthropic_tool_use(
-            "toolu_s1",
-            TOOL_SEARCH,
-            json!({"query": "list kubernetes pods", "limit": 3}),
-        ),
-        anthropic_tool_use("toolu_p1", "k8s_get_pods", json!({"namespace": "prod"})),
+        Reply::Fixture("tool_search_then_call"),
         anthropic_reply(json!([{"type": "text", "text": "two pods"}]), "end_turn"),
     ])
     .await;
@@ -354,28 +345,72 @@ async fn the_local_search_works_on_anthropic_too() {
         .run_with(RunRequest::prompt("which pods run in prod?").with_tools(&registry))
         .await
         .unwrap();
+    // The fake compares each assistant message it receives with the reply it served.
     fake.assert_no_rejections();
     assert!(matches!(outcome, RunOutcome::Finished(_)), "{outcome:?}");
     let received = fake.received();
-    assert_eq!(received.len(), 3);
-    let names = |body: &Value| -> Vec<String> {
-        body["tools"]
-            .as_array()
-            .map(|tools| {
-                tools
-                    .iter()
-                    .map(|t| t["name"].as_str().unwrap().to_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    assert_eq!(names(&received[0].body), vec![TOOL_SEARCH.to_owned()]);
-    let second = names(&received[1].body);
-    assert_eq!(second[0], TOOL_SEARCH);
-    assert!(second.contains(&"k8s_get_pods".to_owned()), "{second:?}");
-    // The found tool ran on the MCP server; its result went back as a tool_result.
-    let result = received[2].text.contains(r#"\"tool\":\"k8s_get_pods\""#);
-    assert!(result, "{}", received[2].text);
+    assert_eq!(received.len(), 2);
+
+    // The first request: every exposed tool deferred, the API's search tool last, no local
+    // `tool_search`, and no hidden tool (a destructive one: Delete is denied).
+    let tools = received[0].body["tools"].as_array().unwrap().clone();
+    let (search, deferred) = tools.split_last().unwrap();
+    assert_eq!(search["type"], "tool_search_tool_bm25_20251119");
+    assert_eq!(search["name"], "tool_search_tool_bm25");
+    assert!(
+        deferred.len() > 100 && deferred.len() < 300,
+        "{}",
+        deferred.len()
+    );
+    assert!(deferred.iter().all(|tool| tool["defer_loading"] == true));
+    let names: Vec<&str> = deferred
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&TOOL_SEARCH) && !names.contains(&"postgres_kill_backend"));
+    assert!(names.contains(&"k8s_get_pods"));
+
+    // The next request: the served blocks back as they came, and the loaded tool's result from
+    // the MCP server (it ran through the registry, under its checks).
+    let served: Value = serde_json::from_str(&fixture("tool_search_then_call.json")).unwrap();
+    let messages = received[1].body["messages"].as_array().unwrap();
+    let assistant = messages.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(assistant["content"], served["content"]);
+    assert!(
+        received[1].text.contains(r#"\"tool\":\"k8s_get_pods\""#),
+        "{}",
+        received[1].text
+    );
+
+    // The request is one the official SDK accepts (`MessageCreateParams`).
+    if let Some(python) = crate::support::mcp::python_script("python").filter(|python| {
+        std::process::Command::new(python)
+            .args(["-c", "import anthropic"])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    }) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("native.request.json");
+        std::fs::write(&file, &received[0].text).unwrap();
+        let script = repo().join("tests/fixtures/providers/check_anthropic.py");
+        let out = std::process::Command::new(python)
+            .arg("-B")
+            .arg(script)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        crate::support::require::require::<()>(
+            "the anthropic Python SDK",
+            "run `.ci/install-mcp-servers.sh` (a venv in .ci/venv with anthropic==2.10.0) or set AGCORE_TEST_VENV",
+            None,
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -426,6 +426,14 @@ pub(crate) fn drive<'a>(
                     // `tool_search`, and deferred tools not loaded yet: answered by the run (an
                     // API with its own tool search loads them itself).
                     let run_answered = if native_tool_search(registry, model, config) {
+                        // What the API's search loaded is kept with the run, for callers.
+                        if let Some(reply) = run.state.messages.iter().rev().find(|m| matches!(m, OpenaiChatMessage::Assistant { .. })) {
+                            for name in crate::tools::tool_search::loaded_natively(reply) {
+                                if !run.state.loaded_tools.contains(&name) {
+                                    run.state.loaded_tools.push(name);
+                                }
+                            }
+                        }
                         Vec::new()
                     } else {
                         registry.answer_deferred_calls(

@@ -306,6 +306,22 @@ pub fn loaded_in_answer(answer: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The tools an API's own tool search loaded in this reply: the `tool_reference`s of the
+/// Anthropic `tool_search_tool_result` blocks it keeps as artifacts.
+pub fn loaded_natively(message: &OpenaiChatMessage) -> Vec<String> {
+    message
+        .artifacts()
+        .iter()
+        .filter(|artifact| artifact.provider == crate::vocab::ArtifactProvider::Anthropic)
+        .filter(|artifact| artifact.data["type"] == "tool_search_tool_result")
+        .filter_map(|artifact| artifact.data["content"]["tool_references"].as_array())
+        .flatten()
+        .filter_map(|reference| reference["tool_name"].as_str())
+        .filter(|name| crate::tools::validate::validate_tool_name(name).is_ok())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The tools loaded by the `tool_search` answers of a history, in the order they were found:
 /// a run started from a history (a new run of a conversation, or one resumed after its last
 /// record was the history) offers them again.
@@ -321,6 +337,11 @@ pub fn loaded_in_history(messages: &[OpenaiChatMessage]) -> Vec<String> {
                         .filter(|call| call.function.name == TOOL_SEARCH)
                         .map(|call| call.id.as_str()),
                 );
+                for name in loaded_natively(message) {
+                    if !loaded.contains(&name) {
+                        loaded.push(name);
+                    }
+                }
             }
             OpenaiChatMessage::Tool {
                 tool_call_id,

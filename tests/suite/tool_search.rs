@@ -382,6 +382,12 @@ async fn anthropic_searches_natively_and_its_blocks_come_back_byte_exact() {
         received[1].text
     );
 
+    // What the API's search loaded reads back from the history (for `agcore tools --session`).
+    assert_eq!(
+        tool_search::loaded_in_history(cycle.messages()),
+        vec!["k8s_get_pods".to_owned()]
+    );
+
     // The request is one the official SDK accepts (`MessageCreateParams`).
     if let Some(python) = crate::support::mcp::python_script("python").filter(|python| {
         std::process::Command::new(python)

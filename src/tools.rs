@@ -7,6 +7,8 @@
 //!   offered and may run, every decision explained ([`ExposureReport`]).
 //! - [`Approver`]: a human in the loop for permissions configured as *ask* ([`ApprovalPolicy`]).
 //! - [`ToolsConfig`]: the `[tools]` section of `agcore.toml`.
+//! - [`deferred`] tools and [`tool_search`]: large tool sets the model searches instead of
+//!   being sent every schema.
 //! - [`McpClient`]: tools of any MCP server, as `BaseTool` adapters.
 //! - [`builtin`]: opt-in file, search, shell and fetch tools confined to a workspace root.
 //! - [`prelude`]: everything a tool author needs in one `use`.
@@ -53,8 +55,10 @@ pub(crate) mod shell_rules;
 // The registry, and what builds on it.
 pub mod builtin;
 pub mod config;
+pub mod deferred;
 pub mod mcp;
 pub mod registry;
+pub mod tool_search;
 pub mod typed;
 
 pub use approval::{

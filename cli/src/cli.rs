@@ -372,6 +372,12 @@ pub struct ToolsArgs {
     /// Check provider support against this model.
     #[arg(long)]
     pub model: Option<String>,
+    /// Also show which deferred tools this session's searches loaded.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+    /// Where sessions are stored (with --session).
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// JSON output.
     #[arg(long)]
     pub json: bool,

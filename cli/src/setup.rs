@@ -255,6 +255,14 @@ pub async fn build_registry_with_mcp(
     }
     let handles: Vec<McpHandle> = connected.iter().map(McpClient::handle).collect();
     register_mcp_tools(&mut registry, connected)?;
+    // Servers with `"deferLoading": true` (those that started): their tools are found with
+    // tool_search.
+    let started = |entry: &agcore::tools::profile::ProfileEntry| {
+        handles.iter().any(|handle| {
+            matches!(entry, agcore::tools::profile::ProfileEntry::McpServer(server) if server == handle.server_name())
+        })
+    };
+    registry = registry.with_deferred_tools(servers.deferred_tools().into_iter().filter(started));
     // Servers with resources get read-only list/read tools for the model; prompts only where
     // the user asked (`"promptTools": true`), since MCP prompts are for the user to pick.
     let wants_prompts = |handle: &McpHandle| {

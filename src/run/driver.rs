@@ -134,6 +134,7 @@ pub(crate) fn drive<'a>(
             tools: Default::default(),
             relaxed: None,
             server: None,
+            offered_loaded: 0,
         };
         cx.seat(agent, &mut state);
         let parent_span = cx.team.as_ref().and_then(|team| team.parent_span.as_ref());
@@ -159,6 +160,7 @@ pub(crate) fn drive<'a>(
                     {
                         yield LoopItem::Event(event);
                     }
+                    cx.reoffer(&run.state);
                     let Run { state, context, .. } = &mut run;
                     let mut handler = std::pin::pin!(handle::model::request_model(&cx, state, context, request, &sink));
                     input = loop {

@@ -29,7 +29,7 @@ use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposurePolicy, ExposureReport, ToolExposure};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
-use crate::tools::profile::Profile;
+use crate::tools::profile::{Profile, ProfileEntry};
 use crate::tools::reasons::{ExposureCheckError, ExposureError, HiddenBecause};
 use crate::tools::recheck::{self, CallRules};
 use crate::tools::rules::{ArgumentRules, RuleAction};
@@ -101,6 +101,9 @@ pub struct ToolRegistry {
     rules: Arc<ArgumentRules>,
     /// Tools counted as idempotent besides those that declare it themselves.
     idempotent: Arc<BTreeSet<String>>,
+    /// Which tools are deferred: offered only once `tool_search` found them
+    /// ([`crate::tools::deferred`]).
+    deferred: Arc<[ProfileEntry]>,
 }
 
 impl Default for ToolRegistry {
@@ -165,6 +168,7 @@ impl ToolRegistry {
             grant_recorder: None,
             rules: Arc::new(ArgumentRules::default()),
             idempotent: Arc::new(BTreeSet::new()),
+            deferred: Arc::new([]),
         }
     }
 
@@ -218,6 +222,16 @@ impl ToolRegistry {
             .iter()
             .filter(|name| !self.tools.contains_key(name.as_str()))
             .map(|name| ExposureError::IdempotentUnknownTool { tool: name.clone() })
+    }
+
+    /// Deferred entries that match no registered tool (a typo defers nothing, silently).
+    fn deferred_problems(&self) -> impl Iterator<Item = ExposureError> + '_ {
+        self.deferred
+            .iter()
+            .filter(|entry| !self.tools().any(|tool| entry.matches(tool.as_ref())))
+            .map(|entry| ExposureError::DeferredMatchesNothing {
+                entry: entry.to_string(),
+            })
     }
 
     /// Rules on arguments that name a tool that is not registered or an argument it does not
@@ -336,6 +350,7 @@ impl ToolRegistry {
             .into_iter()
             .chain(self.rule_problems())
             .chain(self.idempotent_problems())
+            .chain(self.deferred_problems())
             .collect::<Vec<_>>();
         if problems.is_empty() {
             Ok(())
@@ -389,6 +404,7 @@ impl ToolRegistry {
             grant_recorder: self.grant_recorder.clone(),
             rules: Arc::clone(&self.rules),
             idempotent: Arc::clone(&self.idempotent),
+            deferred: Arc::clone(&self.deferred),
         }
     }
 
@@ -467,14 +483,40 @@ impl ToolRegistry {
     /// support, and permissions that can pass. [`ToolRegistry::explain`] says why the others
     /// are hidden.
     pub fn exposed_definitions(&self, provider: &str, model: &str) -> Vec<ToolDefinition> {
+        self.exposed_tools(provider, model)
+            .map(|tool| definition_of(tool.as_ref()))
+            .collect()
+    }
+
+    /// The tools that pass every exposure gate for `provider`/`model`, in registration order
+    /// (what [`ToolRegistry::exposed_definitions`] describes; deferred tools included).
+    pub fn exposed_tools<'a>(
+        &'a self,
+        provider: &'a str,
+        model: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<dyn BaseTool>> + 'a {
         self.tools
             .values()
-            .map(|entry| entry.tool.as_ref())
-            .filter(|tool| self.passes_policy(*tool))
-            .filter(|tool| tool.supports_provider(provider, model))
-            .filter(|tool| self.permission_decision(*tool).refused.is_empty())
-            .map(definition_of)
-            .collect()
+            .map(|entry| &entry.tool)
+            .filter(|tool| self.passes_policy(tool.as_ref()))
+            .filter(move |tool| tool.supports_provider(provider, model))
+            .filter(|tool| self.permission_decision(tool.as_ref()).refused.is_empty())
+    }
+
+    /// Defer the tools these entries match (tool names, `mcp:<server>`, `kind:<kind>`, ...):
+    /// they are registered, gated and run as usual, but the model is offered `tool_search`
+    /// instead of their schemas until a search finds them ([`crate::tools::deferred`]).
+    /// Adds to the entries given before.
+    pub fn with_deferred_tools(mut self, entries: impl IntoIterator<Item = ProfileEntry>) -> Self {
+        let mut all = self.deferred.to_vec();
+        all.extend(entries);
+        self.deferred = all.into();
+        self
+    }
+
+    /// Whether `tool` is deferred ([`ToolRegistry::with_deferred_tools`]).
+    pub fn is_deferred(&self, tool: &dyn BaseTool) -> bool {
+        self.deferred.iter().any(|entry| entry.matches(tool))
     }
 
     /// Run one call: look up → exposure gate → check permissions → validate the arguments →

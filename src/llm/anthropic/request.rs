@@ -71,6 +71,20 @@ pub(crate) fn request_body(
             description: Some(answer.description),
             input_schema: answer.schema.clone(),
             cache: false,
+            defer_loading: false,
+            server_type: None,
+        });
+    }
+    // Deferred tools are found by the API's own tool search (BM25), offered last so that the
+    // cache marker of the tool list sits on it rather than on a deferred tool.
+    if tools.iter().any(|tool| tool.defer_loading) {
+        tools.push(Tool {
+            name: Cow::Borrowed(TOOL_SEARCH_NAME),
+            description: None,
+            input_schema: Cow::Owned(Value::Null),
+            cache: false,
+            defer_loading: false,
+            server_type: Some(TOOL_SEARCH_TYPE),
         });
     }
     let tool_choice = tool_choice(
@@ -450,6 +464,13 @@ fn data_url(url: &str) -> Option<(&str, &str)> {
     Some((media_type, data))
 }
 
+/// The versioned type of the API's tool search tool (BM25 over names, descriptions and
+/// parameters, like the local one).
+pub(crate) const TOOL_SEARCH_TYPE: &str = "tool_search_tool_bm25_20251119";
+
+/// Its name.
+pub(crate) const TOOL_SEARCH_NAME: &str = "tool_search_tool_bm25";
+
 /// A tool definition; its schema goes out as the tool set holds it (no copy, no conversion).
 fn tool(definition: &ToolDefinition) -> Tool<'_> {
     let function = &definition.function;
@@ -458,6 +479,8 @@ fn tool(definition: &ToolDefinition) -> Tool<'_> {
         description: function.description.as_deref(),
         input_schema: Cow::Borrowed(&function.parameters),
         cache: false,
+        defer_loading: function.defer_loading,
+        server_type: None,
     }
 }
 

@@ -265,16 +265,32 @@ pub(crate) struct Tool<'a> {
     pub(crate) description: Option<&'a str>,
     pub(crate) input_schema: std::borrow::Cow<'a, Value>,
     pub(crate) cache: bool,
+    /// `defer_loading: true`: loaded when the API's tool search finds it.
+    pub(crate) defer_loading: bool,
+    /// A tool the API runs itself, by its versioned `type` (the tool search tool): only its
+    /// `type` and `name` go out.
+    pub(crate) server_type: Option<&'static str>,
 }
 
 impl Serialize for Tool<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
+        if let Some(kind) = self.server_type {
+            map.serialize_entry("type", kind)?;
+            map.serialize_entry("name", &self.name)?;
+            if self.cache {
+                map.serialize_entry("cache_control", &Ephemeral)?;
+            }
+            return map.end();
+        }
         map.serialize_entry("name", &self.name)?;
         if let Some(description) = self.description {
             map.serialize_entry("description", description)?;
         }
         map.serialize_entry("input_schema", &self.input_schema)?;
+        if self.defer_loading {
+            map.serialize_entry("defer_loading", &true)?;
+        }
         if self.cache {
             map.serialize_entry("cache_control", &Ephemeral)?;
         }
@@ -334,6 +350,8 @@ mod tests {
             description: None,
             input_schema: std::borrow::Cow::Borrowed(&schema),
             cache: false,
+            defer_loading: false,
+            server_type: None,
         }];
         let mut system = vec![Block::Text("s").into()];
         let plan = Breakpoints {

@@ -50,6 +50,9 @@ pub(crate) struct RunContext<'r> {
     /// The options with the tool choice relaxed, for a request that asks for it.
     pub relaxed: Option<RequestOptions>,
     pub server: Option<Server>,
+    /// How many of the run's loaded (deferred, found by a search) tools `tools` offers: a
+    /// search that loads more makes the next request rebuild it.
+    pub offered_loaded: usize,
 }
 
 impl<'r> RunContext<'r> {
@@ -80,6 +83,7 @@ impl<'r> RunContext<'r> {
             tools: Cow::Borrowed(tools),
             relaxed: relaxed_tool_choice(&config.options),
             server: telemetry::server_of(&**model),
+            offered_loaded: 0,
         }
     }
 
@@ -125,7 +129,7 @@ impl<'r> RunContext<'r> {
             set_system_prompt(state, agent.instructions());
             *self.agent_cell.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::from(path));
         }
-        self.tools = Cow::Owned(self.offered_tools());
+        self.offer(state);
         self.relaxed = relaxed_tool_choice(&self.config.options);
         self.server = telemetry::server_of(self.model);
     }
@@ -148,13 +152,37 @@ impl<'r> RunContext<'r> {
         })
     }
 
-    /// What the model is offered: the agent's tools, its sub-agents and handoffs, and a typed
-    /// run's final-answer tool.
-    fn offered_tools(&self) -> Vec<ToolDefinition> {
+    /// Build what the model is offered again when a search loaded tools since it was built.
+    pub(crate) fn reoffer(&mut self, state: &RunState) {
+        if state.loaded_tools.len() != self.offered_loaded {
+            self.offer(state);
+        }
+    }
+
+    /// Build what the model is offered (once per seat, and when a search loads tools).
+    fn offer(&mut self, state: &RunState) {
+        self.tools = Cow::Owned(self.offered_tools(&state.loaded_tools));
+        self.offered_loaded = state.loaded_tools.len();
+    }
+
+    /// Whether deferred tools go to the model's API for its own tool search (Anthropic's
+    /// Messages API) instead of through the local `tool_search`.
+    pub(crate) fn native_tool_search(&self) -> bool {
+        self.model.api() == crate::llm::model::WireApi::AnthropicMessages
+            && self.tools().is_some_and(|registry| {
+                registry.offers_tool_search(self.model.provider(), &self.config.model)
+            })
+    }
+
+    /// What the model is offered: the agent's tools (the deferred ones once a search `loaded`
+    /// them), its sub-agents and handoffs, and a typed run's final-answer tool.
+    fn offered_tools(&self, loaded: &[String]) -> Vec<ToolDefinition> {
+        let (provider, model) = (self.model.provider(), self.config.model.as_str());
         let mut tools = match self.tools() {
-            Some(registry) => {
-                registry.exposed_definitions(self.model.provider(), &self.config.model)
+            Some(registry) if self.native_tool_search() => {
+                registry.native_definitions(provider, model)
             }
+            Some(registry) => registry.offered_definitions(provider, model, loaded),
             None => Vec::new(),
         };
         if let (Some(agent), Some(team)) = (self.agent, self.team()) {

@@ -48,6 +48,7 @@ pub(crate) async fn run_tools<'a>(
     for (position, answer) in hooked.await {
         run.state.set_answer(position, answer);
     }
+    let run_answered = answer_deferred(cx, registry, run, &batch);
     // Keys before the state is journaled: the journal holds each call's key before its tool
     // can start, and a resumed call keeps it.
     idempotency::assign_keys(
@@ -61,6 +62,7 @@ pub(crate) async fn run_tools<'a>(
     for (flag, &position) in ahead.iter_mut().zip(&batch.run) {
         let call = batch.calls.get(position);
         if call.is_some_and(|call| matches!(team_call(cx.agent, call), Some(TeamCall::Handoff(_))))
+            || run_answered.iter().any(|(p, _)| *p == position)
         {
             *flag = false;
         }
@@ -81,6 +83,21 @@ pub(crate) async fn run_tools<'a>(
         approved_for,
         ..
     } = batch;
+    // The run's own answers (searches, deferred tools not loaded yet).
+    let positions: Vec<usize> = positions
+        .into_iter()
+        .filter(|p| !run_answered.iter().any(|(q, _)| q == p))
+        .collect();
+    for (position, answer) in run_answered {
+        // Bounded like any tool output (a search's schemas come from servers); its first
+        // line, the names it loaded, survives the cut.
+        let answer = crate::vocab::truncate_answer(answer, run.state.rules.tool_output_limit);
+        let Some(call) = calls.get(position) else {
+            continue;
+        };
+        sink.send(answered_event(call, &answer, 0)).await;
+        run.state.set_answer(position, answer);
+    }
     // The team's own calls: a handoff is answered here, a sub-agent runs as a child next to
     // the registry's calls.
     let (team_positions, positions): (Vec<usize>, Vec<usize>) =
@@ -156,6 +173,42 @@ pub(crate) async fn run_tools<'a>(
         None if !deferred.is_empty() => Input::ToolsDeferred(deferred),
         None => Input::ToolsDone,
     }
+}
+
+/// `tool_search`, and deferred tools not loaded yet: answered by the run (an API with its own
+/// tool search loads them itself — what it loaded is kept with the run, for callers).
+fn answer_deferred(
+    cx: &RunContext<'_>,
+    registry: &crate::tools::registry::ToolRegistry,
+    run: &mut Run<'_>,
+    batch: &ToolBatch,
+) -> Vec<(usize, ToolAnswer)> {
+    if cx.native_tool_search() {
+        let reply = run
+            .state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, crate::vocab::OpenaiChatMessage::Assistant { .. }));
+        if let Some(reply) = reply {
+            for name in crate::tools::tool_search::loaded_natively(reply) {
+                if !run.state.loaded_tools.contains(&name) {
+                    run.state.loaded_tools.push(name);
+                }
+            }
+        }
+        return Vec::new();
+    }
+    let calls = batch
+        .run
+        .iter()
+        .filter_map(|&p| batch.calls.get(p).map(|call| (p, call)));
+    registry.answer_deferred_calls(
+        cx.model.provider(),
+        &cx.config.model,
+        calls,
+        &mut run.state.loaded_tools,
+    )
 }
 
 /// What the batch's items are matched against.

@@ -10,7 +10,6 @@
 //! roles alternate.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use serde::ser::{Error as _, Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
@@ -157,11 +156,24 @@ fn contents<'a>(
     messages: &'a [OpenaiChatMessage],
     model: &str,
 ) -> (Vec<Merged<'a>>, Vec<Turn<'a>>) {
-    let names: HashMap<&str, &str> = messages
-        .iter()
-        .flat_map(OpenaiChatMessage::tool_calls)
-        .map(|call| (call.id.as_str(), call.function.name.as_str()))
-        .collect();
+    // A result's call is almost always in the assistant message just before it; the whole
+    // history is searched only for one that is not.
+    let mut recent_calls: &[ToolCall] = &[];
+    let name_of = |recent: &'a [ToolCall], id: &'a str| -> &'a str {
+        let find = |calls: &'a [ToolCall]| {
+            calls
+                .iter()
+                .find(|call| call.id == id)
+                .map(|call| call.function.name.as_str())
+        };
+        find(recent)
+            .or_else(|| {
+                messages
+                    .iter()
+                    .find_map(|message| find(message.tool_calls()))
+            })
+            .unwrap_or(id)
+    };
     // The current turn: the steps after the last user message.
     let current_turn = messages
         .iter()
@@ -195,6 +207,7 @@ fn contents<'a>(
                 push(&mut turns, "user", user_parts(content));
             }
             OpenaiChatMessage::Assistant { .. } => {
+                recent_calls = message.tool_calls();
                 push(
                     &mut turns,
                     "model",
@@ -207,10 +220,7 @@ fn contents<'a>(
                 is_error,
                 ..
             } => {
-                let name = names
-                    .get(tool_call_id.as_str())
-                    .copied()
-                    .unwrap_or(tool_call_id);
+                let name = name_of(recent_calls, tool_call_id);
                 let part = Part::Response {
                     id: sends_call_id(tool_call_id).then_some(tool_call_id.as_str()),
                     name,

@@ -82,9 +82,16 @@ pub struct RestateRegisterArgs {
 /// `agcore restate serve`.
 #[derive(Debug, Args)]
 pub struct RestateServeArgs {
-    /// The address to listen on (`127.0.0.1:9080`).
+    /// The address to listen on (`127.0.0.1:9080`). An address other than loopback needs
+    /// --identity-key: without it the endpoint refuses to start.
     #[arg(long, value_name = "ADDR")]
     pub bind: std::net::SocketAddr,
+    /// Serve only requests Restate signed with this request identity key (`publickeyv1_…`,
+    /// the public half of Restate's `request-identity-private-key-pem-file`); repeat it to
+    /// rotate keys. Required unless --bind is a loopback address [config:
+    /// restate.identity_keys].
+    #[arg(long, value_name = "KEY")]
+    pub identity_key: Vec<String>,
     /// Where the model is.
     #[command(flatten)]
     pub model: ModelArgs,

@@ -141,6 +141,19 @@ pub struct AgcoreConfig {
     /// A team of agents (`[agents.NAME]`, see `agents_config.rs`), run with `--agent NAME`.
     #[serde(default)]
     pub agents: BTreeMap<String, crate::agents_config::AgentSection>,
+    /// `agcore restate serve`: who the endpoint serves.
+    #[serde(default)]
+    pub restate: RestateSection,
+}
+
+/// `[restate]`: the Restate endpoint (`agcore restate serve`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestateSection {
+    /// Restate's request identity public keys (`publickeyv1_…`): only requests Restate signed
+    /// with one of them are served (added to `--identity-key`).
+    #[serde(default)]
+    pub identity_keys: Vec<String>,
 }
 
 /// `[context]`: when the conversation is compacted to fit the model's window.

@@ -57,7 +57,7 @@ pub(crate) mod tools;
 pub use agent::{Agent, HandoffHistory, ParentHistory};
 pub use error::TeamError;
 pub use guardrail::{AgentGuardrail, FnGuardrail, Guardrail, GuardrailStage, GuardrailVerdict};
-pub use handoff::current_agent;
+pub use handoff::{current_agent, current_agent_in};
 pub use roster::{AgentReport, DEFAULT_MAX_DEPTH, Team};
 pub use scope::current_agent_path;
 pub use tools::TRANSFER_PREFIX;

@@ -30,7 +30,7 @@ use crate::team::child::{ChildCall, ChildItem};
 use crate::team::tools::{self as team_tools, TRANSFER_PREFIX, task_of};
 use crate::team::{
     Agent, AgentCell, AgentScoped, GuardrailStage, Team, agent_registry, charge, check_guardrails,
-    child_limits, current_agent, handoff_filter,
+    child_limits, current_agent_in, handoff_filter,
 };
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
@@ -299,7 +299,7 @@ pub(crate) fn drive<'a>(
             let name = state
                 .agent
                 .clone()
-                .or_else(|| current_agent(&state.messages).filter(|name| team.team.agent(name).is_some()))
+                .or_else(|| current_agent_in(team.team, &team.entry, &state.messages))
                 .unwrap_or_else(|| team.entry.clone());
             agent = team.team.agent(&name);
             state.agent = Some(name);

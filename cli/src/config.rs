@@ -29,6 +29,21 @@ pub enum ConfigError {
         /// What is wrong, with line and column.
         message: String,
     },
+    /// An agent's file is outside the config file's directory.
+    #[error(
+        "config file {path}: [agents.{agent}] {key} = {file:?} is outside the config file's \
+         directory; an agent's files must be inside it (trusting the config trusts them)"
+    )]
+    OutsideConfigDirectory {
+        /// The config file.
+        path: PathBuf,
+        /// The agent.
+        agent: String,
+        /// `instructions_file` or `output_schema`.
+        key: &'static str,
+        /// The file, absolute.
+        file: PathBuf,
+    },
     /// The `mcpServers` JSON it points to could not be used.
     #[error("config file {path}: {source}")]
     Mcp {

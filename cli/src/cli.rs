@@ -145,7 +145,8 @@ pub struct ModelArgs {
     /// The model's context window in tokens [config: model.context_window; default: asked of the server, else known models, else 8192].
     #[arg(long, value_name = "N")]
     pub context_window: Option<u32>,
-    /// Usage budget per prompt: most model requests [config: limits.max_requests].
+    /// Usage budget per prompt: most model requests, sub-agents' included [config:
+    /// limits.max_requests; default 200].
     #[arg(long, value_name = "N")]
     pub max_requests: Option<u32>,
     /// Usage budget per prompt: most input + output tokens [config: limits.max_total_tokens].

@@ -522,7 +522,7 @@ pub(crate) fn drive<'a>(
                                 task: task_of(child, &call.function.arguments),
                                 parent_history: history.clone(),
                                 stored,
-                                limits: child_limits(child.usage_limits(), &run.state),
+                                limits: child_limits(child.usage_limits(), &run.state, children.len()),
                                 suspend,
                                 mode,
                                 span: span.clone(),
@@ -530,7 +530,7 @@ pub(crate) fn drive<'a>(
                             child_streams.push(stream.map(move |item| BatchItem::Child(position, item, span.clone())));
                         }
                     }
-                    let child_limit = registry.concurrency_limit().unwrap_or(child_streams.len()).max(1);
+                    let child_limit = registry.concurrency_limit().unwrap_or(child_streams.len()).clamp(1, crate::team::MAX_CONCURRENT_CHILDREN);
                     let children_stream = futures::stream::iter(child_streams).flatten_unordered(child_limit);
                     let approval = |p: usize| approved.iter().position(|&a| a == p).map(|i| approved_for.get(i).cloned().flatten());
                     let requests: Vec<(ToolCallRequest, Option<Option<CallDigest>>)> = positions

@@ -1149,3 +1149,54 @@ fn a_tool_cannot_take_a_handoff_name() {
     assert!(registry.is_empty());
     registry.register(Counting::new("transfer_funds")).unwrap();
 }
+
+/// Issue 33, item 4: children that run at once share what is left of their parent's budget
+/// (each gets its share before any starts), so the root's `max_requests` bounds the whole
+/// tree however wide it fans out — not `max_requests` per child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fan_out_shares_the_budget_instead_of_multiplying_it() {
+    let spin = Counting::new("spin");
+    let mut registry = ToolRegistry::new();
+    registry.register(spin.clone()).unwrap();
+    let team = Team::new()
+        .with_agent(agent("worker").with_max_turns(100))
+        .with_agent(agent("main").with_agents(vec!["worker".into()]));
+    let calls: Vec<(String, String)> = (0..4)
+        .map(|i| (format!("call_w{i}"), task(&format!("loop {i}"))))
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, task)| (id.as_str(), "worker", task.as_str()))
+        .collect();
+    let fake = TeamFake::start(vec![(
+        "main",
+        vec![Reply::calls(&calls), Reply::text("done")],
+    )])
+    .await;
+    for i in 0..200 {
+        fake.push(
+            "worker",
+            Reply::calls(&[(&format!("w_{i}"), "spin", &format!("{{\"i\": {i}}}"))]),
+        );
+    }
+    let mut cycle = fake.cycle();
+    cycle.config_mut().usage_limits = UsageLimits {
+        max_requests: Some(6),
+        ..UsageLimits::default()
+    };
+    let _ = within(
+        cycle.run_with(
+            RunRequest::prompt("go")
+                .with_tools(&registry)
+                .with_team(&team, "main"),
+        ),
+    )
+    .await;
+    let total = fake.of("main").len() + fake.of("worker").len();
+    assert!(
+        total <= 6,
+        "max_requests = 6 bounded each child, not the tree: {} + {} requests",
+        fake.of("main").len(),
+        fake.of("worker").len()
+    );
+}

@@ -78,7 +78,7 @@ pub use media::{MediaKind, ToolMedia};
 pub use outcome::{CompletedCall, ToolOutcome};
 pub use permission::{Permission, PermissionChecker, PermissionConfig};
 pub use profile::{Profile, ProfileEntry};
-pub use registry::{ToolArguments, ToolCallRequest, ToolInvocation, ToolRegistry};
+pub use registry::{HANDOFF_PREFIX, ToolArguments, ToolCallRequest, ToolInvocation, ToolRegistry};
 pub use rules::{ArgumentRule, ArgumentRules, RuleAction};
 pub use typed::{Tool, TypedTool};
 

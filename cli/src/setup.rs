@@ -230,7 +230,8 @@ pub async fn build_registry_with_mcp(
         // Commands the model runs must not see the model's API key.
         let options = BuiltinOptions::default()
             .withholding(secret_env_names(config, model))
-            .allow_private_network(config.builtin.allow_private_network);
+            .allow_private_network(config.builtin.allow_private_network)
+            .protecting_files(agent_files(config));
         registry.register_all(builtin_tools_with(&workspace, &options))?;
     }
     if let Some(dir) = crate::context_cli::spill_dir(config) {
@@ -294,4 +295,20 @@ pub async fn build_registry_with_mcp(
         registry.check_exposure()?;
     }
     Ok((registry, statuses, handles))
+}
+
+/// The files the config's agents read (instructions, output schemas): the write tools refuse
+/// them like agcore's own config — a model must not rewrite its own guardrail.
+fn agent_files(config: &AgcoreConfig) -> Vec<std::path::PathBuf> {
+    config
+        .agents
+        .values()
+        .flat_map(|agent| {
+            let schema = match &agent.output_schema {
+                Some(crate::agents_config::SchemaSource::File(file)) => Some(file.clone()),
+                _ => None,
+            };
+            agent.instructions_file.clone().into_iter().chain(schema)
+        })
+        .collect()
 }

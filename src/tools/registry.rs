@@ -36,6 +36,10 @@ use crate::tools::rules::{ArgumentRules, RuleAction};
 use crate::tools::validate::{compile_schema, validate_arguments};
 use crate::vocab::{ToolAnswer, ToolDefinition};
 
+/// The prefix of a team's handoff tools (`transfer_to_<agent>`): no registered tool may take a
+/// name starting with it ([`ToolRegistry::register`]). The same as `team::TRANSFER_PREFIX`.
+pub const HANDOFF_PREFIX: &str = "transfer_to_";
+
 /// A registered tool and what registration computed for it once.
 #[derive(Clone)]
 struct Entry {
@@ -420,10 +424,21 @@ impl ToolRegistry {
     }
 
     /// Register a tool. Fails with [`ToolError::DuplicateName`], [`ToolError::InvalidName`]
-    /// (not `^[a-zA-Z0-9_-]{1,64}$`) or [`ToolError::InvalidSchema`].
+    /// (not `^[a-zA-Z0-9_-]{1,64}$`, or in the handoff namespace [`HANDOFF_PREFIX`]) or
+    /// [`ToolError::InvalidSchema`].
     pub fn register(&mut self, tool: Arc<dyn BaseTool>) -> Result<(), ToolError> {
         let name = tool.name().to_owned();
         validate_tool_name(&name)?;
+        // A team's handoffs are offered under these names and answered by the run; a tool of
+        // such a name (an MCP server's, say) would look like a handoff in the history.
+        if name.starts_with(HANDOFF_PREFIX) {
+            return Err(ToolError::InvalidName {
+                name,
+                reason: format!(
+                    "names starting with '{HANDOFF_PREFIX}' are reserved for a team's handoffs"
+                ),
+            });
+        }
         if self.tools.contains_key(&name) {
             return Err(ToolError::DuplicateName(name));
         }

@@ -8,7 +8,7 @@ use crate::run::handle::RunContext;
 use crate::run::output_schema::TypedRun;
 use crate::run::state::{RunRules, RunState};
 use crate::run::step::{Decision, Input, rerun_idempotent};
-use crate::team::{Agent, GuardrailStage, Team, check_guardrails, current_agent};
+use crate::team::{Agent, GuardrailStage, Team, check_guardrails, current_agent_in};
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::{OpenaiChatMessage, ToolDefinition};
@@ -108,7 +108,7 @@ pub(crate) fn entry_agent<'t>(
     let name = state
         .agent
         .clone()
-        .or_else(|| current_agent(&state.messages).filter(|name| team.team.agent(name).is_some()))
+        .or_else(|| current_agent_in(team.team, &team.entry, &state.messages))
         .unwrap_or_else(|| team.entry.clone());
     let agent = team.team.agent(&name);
     state.agent = Some(name);

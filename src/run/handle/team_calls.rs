@@ -86,6 +86,8 @@ pub(crate) async fn start<'a>(
     // The parent's history with this run's prompt (the calling turn is not in it yet).
     let history = run.state.messages.clone();
     let parent = cx.path_of(cx.agent.map_or("", Agent::name));
+    // Each child's share of the run's budget is reserved before any starts.
+    let siblings = children.len();
     for position in children {
         let Some(call) = calls.get(position) else {
             continue;
@@ -132,7 +134,7 @@ pub(crate) async fn start<'a>(
             task: task_of(child, &call.function.arguments),
             parent_history: history.clone(),
             stored,
-            limits: child_limits(child.usage_limits(), &run.state),
+            limits: child_limits(child.usage_limits(), &run.state, siblings),
             suspend: cx.suspend,
             mode: cx.mode,
             span: span.clone(),

@@ -147,7 +147,7 @@ pub(crate) async fn run_tools<'a>(
     let child_limit = registry
         .concurrency_limit()
         .unwrap_or(children.len())
-        .max(1);
+        .clamp(1, crate::team::MAX_CONCURRENT_CHILDREN);
     let children = futures::stream::iter(children).flatten_unordered(child_limit);
     let completed = registry
         .run_stream_observed(requests, &observer)

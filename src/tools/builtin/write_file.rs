@@ -61,6 +61,15 @@ impl WriteFile {
         self.protected = (!allow).then(ProtectedPaths::from_env);
         self
     }
+
+    /// Also refuse to change `files` (files a trusted config reads, such as an agent's
+    /// instructions), unless writing agcore's configuration is allowed.
+    pub fn protecting_files(mut self, files: &[std::path::PathBuf]) -> Self {
+        self.protected = self
+            .protected
+            .map(|protected| protected.with_files(files.iter().map(|file| file.as_path())));
+        self
+    }
 }
 
 impl Tool for WriteFile {

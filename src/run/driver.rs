@@ -35,6 +35,7 @@ use crate::team::{
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
 use crate::tools::context::ToolContext;
+use crate::tools::error::ToolError;
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
 use crate::vocab::{
@@ -1010,6 +1011,8 @@ fn completed_event(call: CompletedCall) -> (StreamEvent, ToolAnswer) {
         tool_name: call.tool_name,
         output: match call.outcome.into_result() {
             Ok(value) => value,
+            // A failure with structured output: the caller gets the output itself.
+            Err(ToolError::FailedWithOutput { output, .. }) => output,
             Err(_) => Value::String(call.answer.content.clone()),
         },
         is_error,

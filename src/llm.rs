@@ -5,7 +5,7 @@
 //!   [`OpenAiResponsesClient`] to OpenAI's Responses API, [`AnthropicClient`] to Anthropic's
 //!   Messages API, [`GeminiClient`] to Gemini. Each keeps its API's reasoning state as
 //!   [`Artifact`]s on the reply (see [`crate::vocab::artifact`]).
-//! - [`StreamAssembler`]: a provider's deltas into [`StreamEvent`]s and a [`ChatResponse`],
+//! - [`StreamAssembler`]: a provider's deltas into [`ModelEvent`]s and a [`ChatResponse`],
 //!   within [`ReplyLimits`]; [`RetryPolicy`]: retries, the same for every backend.
 //! - [`ProviderError`]: why one model request failed.
 //! - [`transport`]: the bounded HTTP request, body and event stream every backend shares.
@@ -33,7 +33,7 @@ pub mod types;
 pub use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, ReasoningEffort};
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use error::{ErrorKind, ProviderError, ResponseLimit, TimeoutKind};
-pub use event::{CompactionTier, RepairKind, StreamEvent};
+pub use event::ModelEvent;
 pub use fallback::{CircuitBreaker, FallbackModel};
 pub use gemini::{GeminiClient, GeminiConfig};
 pub use model::{ChatModel, ChatRequest, ModelDelta, ModelStream, WireApi};
@@ -51,7 +51,11 @@ pub use types::{
 #[doc(no_inline)]
 pub use crate::context::ContextConfig;
 #[doc(no_inline)]
+pub use crate::context::{CompactionTier, RepairKind};
+#[doc(no_inline)]
 pub use crate::run::Conversation as LlmCycle;
+#[doc(no_inline)]
+pub use crate::run::event::StreamEvent;
 #[doc(no_inline)]
 pub use crate::run::hooks::{HookChain, Hooks, ToolCallDecision};
 #[doc(no_inline)]

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use crate::llm::event::StreamEvent;
+use crate::run::event::StreamEvent;
 use crate::run::journal::{JournalEntry, RunJournal};
 use crate::tools::context::{ToolEventReceiver, ToolEvents};
 use crate::tools::event::ToolCallUpdate;

@@ -9,7 +9,6 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
 use crate::run::answer::AnswerPipeline;
 use crate::run::config::CycleConfig;
@@ -17,6 +16,7 @@ use crate::run::context_turn;
 use crate::run::continued;
 use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
+use crate::run::event::StreamEvent;
 use crate::run::journal::{JournalEntry, RunJournal};
 use crate::run::model_turn::{Mode, TurnItem};
 use crate::run::output_schema::TypedRun;

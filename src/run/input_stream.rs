@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::llm::event::StreamEvent;
+use crate::run::event::StreamEvent;
 use crate::tools::base::BaseTool;
 use crate::tools::context::{ToolContext, ToolEvents};
 use crate::tools::event::ToolCallUpdate;

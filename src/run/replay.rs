@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::llm::event::StreamEvent;
+use crate::run::event::StreamEvent;
 use crate::vocab::{FinishReason, OpenaiChatMessage};
 
 /// The event sequence of a saved history — reasoning, text, tool calls and their results with

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::{Stream, StreamExt};
 
-use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
 use crate::run::config::CycleConfig;
 use crate::run::conversation::Conversation;
 use crate::run::driver::{Drive, LoopItem, Start, TeamRun};
+use crate::run::event::StreamEvent;
 use crate::run::journal::{JournalEntry, JournalError, RunJournal};
 use crate::run::model_turn::Mode;
 use crate::run::output_schema::OutputSchema;

@@ -6,7 +6,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::llm::event::StreamEvent;
+use crate::llm::event::ModelEvent as StreamEvent;
 use crate::llm::stream::StreamAssembler;
 use crate::vocab::{
     Artifact, ArtifactPlace, ArtifactProvider, FinishReason, OpenaiChatMessage, ReasoningEffort,

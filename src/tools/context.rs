@@ -235,3 +235,11 @@ pub fn report(update: ToolCallUpdate) -> bool {
         .try_with(|context| context.report(update))
         .unwrap_or(false)
 }
+
+/// Whether the call running on this task has anyone to report to: check it before building
+/// an update that costs something (a copy of a file for a diff).
+pub fn listening() -> bool {
+    CURRENT
+        .try_with(|context| context.events.is_some())
+        .unwrap_or(false)
+}

@@ -741,3 +741,66 @@ async fn updates_are_replayed_after_a_sigkill_and_a_resume() {
             < end
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The built-ins report.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_builtins_report_their_diffs_locations_and_command_output() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    let workspace = agcore::tools::builtin::Workspace::new(root.path()).unwrap();
+    let mut registry = ToolRegistry::new();
+    registry
+        .register_all(agcore::tools::builtin::builtin_tools(&workspace))
+        .unwrap();
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply_tool_calls(vec![
+                ToolCall::new(
+                    "edit",
+                    "edit_file",
+                    r#"{"path": "a.txt", "old_string": "two", "new_string": "2"}"#,
+                ),
+                ToolCall::new("write", "write_file", r#"{"path": "b.txt", "content": "new\n"}"#),
+                ToolCall::new("cmd", "run_command", r#"{"command": "echo first; echo second"}"#),
+            ])
+            .reply_text("ok"),
+    );
+    let mut cycle = LlmCycle::new(model, CycleConfig::new("m"));
+    let events = events_of(&mut cycle, &registry).await;
+    let card = |id: &str, tool: &str| {
+        let mut card = ToolCallCard::new(id, tool);
+        for update in updates_of(&events, id) {
+            card.apply(update);
+        }
+        card
+    };
+    let edit = card("edit", "edit_file");
+    assert!(
+        edit.content.contains(&ToolContent::Diff {
+            path: "a.txt".into(),
+            old_text: Some("one\ntwo\nthree\n".into()),
+            new_text: "one\n2\nthree\n".into()
+        }),
+        "{edit:?}"
+    );
+    assert_eq!(edit.locations, [agcore::tools::ToolLocation::line("a.txt", 2)]);
+    let write = card("write", "write_file");
+    assert_eq!(
+        write.content,
+        [ToolContent::Diff {
+            path: "b.txt".into(),
+            old_text: None,
+            new_text: "new\n".into()
+        }]
+    );
+    let command = card("cmd", "run_command");
+    assert_eq!(
+        command.content,
+        [ToolContent::Text {
+            text: "first\nsecond\n".into()
+        }],
+        "{command:?}"
+    );
+}

@@ -46,7 +46,10 @@ pub fn diff_lines(path: &str, old: Option<&str>, new: &str, color: bool) -> Vec<
     }
     let shown = lines.len();
     if added + removed > shown {
-        lines.push(format!("  … {} more changed lines", added + removed - shown));
+        lines.push(format!(
+            "  … {} more changed lines",
+            added + removed - shown
+        ));
     }
     lines.insert(
         0,
@@ -144,7 +147,8 @@ mod tests {
         ];
         let stored = [StoredCallUpdate {
             call_id: "c1".into(),
-            update: ToolCallUpdate::diff("a.txt", Some("x\n".into()), "y\n").with_title("Edit a.txt"),
+            update: ToolCallUpdate::diff("a.txt", Some("x\n".into()), "y\n")
+                .with_title("Edit a.txt"),
         }];
         let (calls, lines) = replay_lines(&history, &stored, false);
         assert_eq!(calls, 1);

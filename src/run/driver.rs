@@ -11,12 +11,14 @@ use tracing::Instrument;
 
 use crate::llm::model::ChatModel;
 use crate::run::answer::AnswerPipeline;
+use crate::run::call_updates::{self, CallUpdates};
 use crate::run::config::CycleConfig;
 use crate::run::context_turn;
 use crate::run::continued;
 use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
 use crate::run::event::StreamEvent;
+use crate::run::input_stream::InputStreams;
 use crate::run::journal::{JournalEntry, RunJournal};
 use crate::run::model_turn::{Mode, TurnItem};
 use crate::run::output_schema::TypedRun;
@@ -34,14 +36,12 @@ use crate::team::{
 };
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
-use crate::run::call_updates::{self, CallUpdates};
-use crate::run::input_stream::InputStreams;
 use crate::tools::context::{ToolContext, ToolEvents};
-use crate::tools::event::ToolCallUpdate;
-use crate::tools::streaming::ApprovalFeed;
 use crate::tools::error::ToolError;
+use crate::tools::event::ToolCallUpdate;
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
+use crate::tools::streaming::ApprovalFeed;
 use crate::vocab::{
     ChatResponse, FinishReason, OpenaiChatMessage, ToolAnswer, ToolCall, ToolDefinition,
 };

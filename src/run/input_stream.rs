@@ -277,6 +277,9 @@ mod tests {
     fn a_partial_object_keeps_its_unfinished_string() {
         let value = parse_partial(r#"{"path": "src/ma"#);
         assert_eq!(value, Some(serde_json::json!({"path": "src/ma"})));
-        assert_eq!(parse_partial(r#"{"a": [1, 2"#), Some(serde_json::json!({"a": [1, 2]})));
+        assert_eq!(
+            parse_partial(r#"{"a": [1, 2"#),
+            Some(serde_json::json!({"a": [1, 2]}))
+        );
     }
 }

@@ -126,9 +126,7 @@ async fn a_tools_updates_reach_the_caller_in_order_before_its_end() {
         &events,
         |e| matches!(e, StreamEvent::ToolExecutionStarted { id, .. } if id == "c1"),
     );
-    let first_update = position(&events, |e| {
-        matches!(e, StreamEvent::ToolCallUpdate { .. })
-    });
+    let first_update = position(&events, |e| matches!(e, StreamEvent::ToolCallUpdate { .. }));
     assert!(started < first_update && last_update < position(&events, completed("c1")));
     // Outside a call of a run, nobody listens.
     assert!(!report(ToolCallUpdate::text("nobody")));
@@ -405,7 +403,10 @@ async fn a_failed_calls_structured_output_reaches_the_model_and_the_caller() {
             ]}),
             "tool_calls",
         ),
-        reply(json!({"role": "assistant", "content": "two failed"}), "stop"),
+        reply(
+            json!({"role": "assistant", "content": "two failed"}),
+            "stop",
+        ),
     ];
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
@@ -535,8 +536,16 @@ async fn authorize_mid_run_asks_the_approver_and_a_denial_stops_the_action() {
     assert_eq!(deploy.deployed.load(Ordering::SeqCst), 1);
     let asked = approver.0.lock().unwrap().clone();
     assert_eq!(asked.len(), 2);
-    assert!(asked.iter().all(|r| r.reason.contains("asks while it runs")));
-    assert!(asked.iter().any(|r| r.call_id == "p" && r.reason.ends_with("overwrite prod")));
+    assert!(
+        asked
+            .iter()
+            .all(|r| r.reason.contains("asks while it runs"))
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|r| r.call_id == "p" && r.reason.ends_with("overwrite prod"))
+    );
     let sent = &model.requests()[1].messages;
     let denied = tool_answer(sent, "p");
     assert!(
@@ -585,9 +594,8 @@ impl BaseTool for HangingEdit {
     async fn execute(&self, _args: Value) -> Result<Value, ToolError> {
         report(ToolCallUpdate::title("Edit a.txt"));
         report(
-            ToolCallUpdate::diff("a.txt", Some("one\n".into()), "two\n").with_locations(vec![
-                agcore::tools::ToolLocation::line("a.txt", 1),
-            ]),
+            ToolCallUpdate::diff("a.txt", Some("one\n".into()), "two\n")
+                .with_locations(vec![agcore::tools::ToolLocation::line("a.txt", 1)]),
         );
         report(ToolCallUpdate::text("replaced 1 line"));
         if self.hang {
@@ -653,7 +661,10 @@ async fn updates_are_replayed_after_a_sigkill_and_a_resume() {
             .any(|line| line.trim_end().ends_with("REPORTED"))
     });
     assert!(
-        tokio::time::timeout(BOUND, reported).await.unwrap().unwrap(),
+        tokio::time::timeout(BOUND, reported)
+            .await
+            .unwrap()
+            .unwrap(),
         "the child never reported"
     );
     // SAFETY of the test: wait until the store holds the three updates (the run journals
@@ -689,7 +700,10 @@ async fn updates_are_replayed_after_a_sigkill_and_a_resume() {
     registry
         .register(Arc::new(HangingEdit { hang: false }))
         .unwrap();
-    let mut cycle = LlmCycle::new(ScriptedModel::new().reply_text("done"), CycleConfig::new("m"));
+    let mut cycle = LlmCycle::new(
+        ScriptedModel::new().reply_text("done"),
+        CycleConfig::new("m"),
+    );
     let outcome = tokio::time::timeout(
         BOUND,
         cycle.run_with(
@@ -762,8 +776,16 @@ async fn the_builtins_report_their_diffs_locations_and_command_output() {
                     "edit_file",
                     r#"{"path": "a.txt", "old_string": "two", "new_string": "2"}"#,
                 ),
-                ToolCall::new("write", "write_file", r#"{"path": "b.txt", "content": "new\n"}"#),
-                ToolCall::new("cmd", "run_command", r#"{"command": "echo first; echo second"}"#),
+                ToolCall::new(
+                    "write",
+                    "write_file",
+                    r#"{"path": "b.txt", "content": "new\n"}"#,
+                ),
+                ToolCall::new(
+                    "cmd",
+                    "run_command",
+                    r#"{"command": "echo first; echo second"}"#,
+                ),
             ])
             .reply_text("ok"),
     );
@@ -785,7 +807,10 @@ async fn the_builtins_report_their_diffs_locations_and_command_output() {
         }),
         "{edit:?}"
     );
-    assert_eq!(edit.locations, [agcore::tools::ToolLocation::line("a.txt", 2)]);
+    assert_eq!(
+        edit.locations,
+        [agcore::tools::ToolLocation::line("a.txt", 2)]
+    );
     let write = card("write", "write_file");
     assert_eq!(
         write.content,

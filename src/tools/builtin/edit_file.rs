@@ -13,8 +13,8 @@ use crate::tools::builtin::{blocking, path_of, resolve_writable, write_failure};
 use crate::tools::context;
 use crate::tools::error::ToolError;
 use crate::tools::event::{ToolCallUpdate, ToolLocation};
-use crate::tools::streaming::StreamingInput;
 use crate::tools::kind::ToolKind;
+use crate::tools::streaming::StreamingInput;
 use crate::tools::typed::Tool;
 
 /// Edit a file in the workspace by exact string replacement. `old_string` must occur exactly

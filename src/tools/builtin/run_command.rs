@@ -19,8 +19,8 @@ use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_
 use crate::tools::builtin::process_tree::{CommandTree, MARKER_ENV, new_marker};
 use crate::tools::builtin::workspace::Workspace;
 use crate::tools::context::{self, IDEMPOTENCY_ENV, ToolContext};
-use crate::tools::event::ToolCallUpdate;
 use crate::tools::error::ToolError;
+use crate::tools::event::ToolCallUpdate;
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
 

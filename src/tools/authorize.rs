@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::tools::approval::{
     ApprovalDecision, ApprovalRequest, Approver, GrantRecorder, SessionGrants,
@@ -20,8 +20,12 @@ use crate::tools::approval::{
 use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
 use crate::tools::base::BaseTool;
 use crate::tools::call_digest::CallDigest;
+use crate::tools::continuation;
 use crate::tools::error::ToolError;
 use crate::tools::rules::{ArgumentRules, RuleAction};
+
+/// The key of a call's continuation that holds the mid-run question it waits on.
+const AUTHORIZE: &str = "authorize";
 
 /// What a call's mid-run question needs (see the module docs).
 #[derive(Clone)]
@@ -63,6 +67,19 @@ pub(crate) async fn authorize(reason: String) -> Result<(), ToolError> {
 impl CallAuthority {
     async fn ask(&self, reason: String) -> Result<(), ToolError> {
         let name = self.tool.name().to_owned();
+        // A run suspended on this very question and resumed with a decision that lets the
+        // call go on (a denial refuses the call before it runs again).
+        if let Some(resumed) = continuation::resumed()
+            && resumed[AUTHORIZE]["reason"].as_str() == Some(reason.as_str())
+        {
+            approval_here(
+                &name,
+                &self.call_id,
+                &ApprovalDecision::AllowOnce,
+                DecidedBy::Caller,
+            );
+            return Ok(());
+        }
         let _turn = self.grants.ask_turn().await;
         if self.grants.covers(&name, &self.input) {
             approval_here(
@@ -116,9 +133,19 @@ impl CallAuthority {
                 tool: name,
                 message: message.unwrap_or_else(|| format!("the user declined: {reason}")),
             }),
-            ApprovalDecision::Defer => Err(ToolError::ApprovalDeferred {
-                request: Box::new(request),
-            }),
+            ApprovalDecision::Defer => {
+                // A run that can wait suspends on it: the question is kept with the call, which
+                // is run again once a decision lets it go on (and then passes here at once).
+                continuation::record(json!({ AUTHORIZE: { "reason": reason } }))
+                    .await
+                    .map_err(|why| ToolError::NotStarted {
+                        tool: name.clone(),
+                        reason: why,
+                    })?;
+                Err(ToolError::ApprovalDeferred {
+                    request: Box::new(request),
+                })
+            }
         }
     }
 }

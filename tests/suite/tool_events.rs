@@ -829,3 +829,83 @@ async fn the_builtins_report_their_diffs_locations_and_command_output() {
         "{command:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A deferred mid-run question suspends a run that can wait.
+
+async fn suspended_on_authorize(deploy: &Arc<Deploy>) -> agcore::run::RunState {
+    let mut registry = ToolRegistry::new().with_approver(Arc::new(agcore::tools::DeferAll));
+    registry.register(deploy.clone()).unwrap();
+    let model = ScriptedModel::new()
+        .reply_tool_calls(vec![ToolCall::new("d", "deploy", r#"{"site": "prod"}"#)]);
+    let mut cycle = LlmCycle::new(model, CycleConfig::new("m"));
+    let outcome = tokio::time::timeout(
+        BOUND,
+        cycle.run_with(RunRequest::prompt("ship").with_tools(&registry)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let RunOutcome::Suspended(suspension) = outcome else {
+        panic!("expected a suspension: {outcome:?}")
+    };
+    let request = &suspension.requests()[0];
+    assert_eq!(request.call_id, "d");
+    assert!(request.reason.ends_with("asks while it runs: overwrite prod"), "{request:?}");
+    assert_eq!(deploy.deployed.load(Ordering::SeqCst), 0);
+    // Stored and loaded, as another process would.
+    serde_json::from_str(&serde_json::to_string(suspension.state()).unwrap()).unwrap()
+}
+
+async fn resume(
+    deploy: &Arc<Deploy>,
+    state: agcore::run::RunState,
+    decision: agcore::run::Decision,
+) -> Arc<ScriptedModel> {
+    // No approver now: only the caller's decision can let the question pass.
+    let mut registry = ToolRegistry::new();
+    registry.register(deploy.clone()).unwrap();
+    let model = Arc::new(ScriptedModel::new().reply_text("ok"));
+    let mut cycle = LlmCycle::new(model.clone(), CycleConfig::new("m"));
+    let outcome = tokio::time::timeout(
+        BOUND,
+        cycle.run_with(
+            RunRequest::from_state(state)
+                .with_decisions(vec![decision])
+                .with_tools(&registry),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(matches!(outcome, RunOutcome::Finished(_)), "{outcome:?}");
+    model
+}
+
+#[tokio::test]
+async fn a_deferred_mid_run_question_suspends_and_an_approval_lets_the_call_go_on() {
+    let deploy = Arc::new(Deploy {
+        deployed: AtomicUsize::new(0),
+    });
+    let state = suspended_on_authorize(&deploy).await;
+    let model = resume(&deploy, state, agcore::run::Decision::allow("d")).await;
+    assert_eq!(deploy.deployed.load(Ordering::SeqCst), 1);
+    assert_eq!(tool_answer(&model.requests()[0].messages, "d"), "deployed prod");
+}
+
+#[tokio::test]
+async fn a_deferred_mid_run_question_denied_on_resume_never_acts() {
+    let deploy = Arc::new(Deploy {
+        deployed: AtomicUsize::new(0),
+    });
+    let state = suspended_on_authorize(&deploy).await;
+    let model = resume(
+        &deploy,
+        state,
+        agcore::run::Decision::deny("d", Some("freeze week".into())),
+    )
+    .await;
+    assert_eq!(deploy.deployed.load(Ordering::SeqCst), 0);
+    let answer = tool_answer(&model.requests()[0].messages, "d");
+    assert!(answer.contains("freeze week"), "{answer}");
+}

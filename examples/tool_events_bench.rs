@@ -9,6 +9,8 @@
 //! CPU is the process's (`CLOCK_PROCESS_CPUTIME_ID`), medians over `--runs` after one warm-up.
 //! - `event_path`: one turn of 100 calls of a no-op tool, then a text reply; CPU per call
 //!   with a tool that reports nothing and with one that reports 10 updates.
+//! - `event_path_sqlite_journal`: the same, every step and update journaled to a SQLite
+//!   session store (each update is one append).
 //! - `partial_parsing`: one call whose 100,000-byte arguments stream in 10,000 fragments; CPU
 //!   of the run with input updates off (nothing parsed early) and on, and the updates sent.
 //! - `first_update`: from the consumer receiving the call's first argument bytes to it
@@ -98,6 +100,47 @@ async fn run(model: ScriptedModel, registry: &ToolRegistry) -> Measured {
     }
 }
 
+/// One turn of `CALLS` calls journaled to a SQLite session store; CPU per call.
+async fn event_path_journaled(updates: u64, runs: usize) -> f64 {
+    use agcore::run::{RunItem, RunRequest};
+    use agcore::session::{SessionJournal, SessionStore, SqliteStore};
+    let registry = registry(updates, false);
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open(dir.path().join("s.db")).await.unwrap());
+    let mut per_call = Vec::new();
+    for i in 0..=runs {
+        let name = format!("s{i}");
+        let (journal, _) = SessionJournal::open(store.clone(), &name).await.unwrap();
+        let calls = (0..JOURNALED_CALLS)
+            .map(|n| ToolCall::new(format!("c{n}"), "talk", "{}"))
+            .collect();
+        let model = ScriptedModel::new()
+            .reply_tool_calls(calls)
+            .reply_text("done");
+        let mut cycle = LlmCycle::new(model, CycleConfig::new("m"));
+        let start = cpu_now();
+        let mut stream = cycle.run_with_stream(
+            RunRequest::prompt("go")
+                .with_tools(&registry)
+                .with_journal(&journal),
+        );
+        while let Some(item) = stream.next().await {
+            if let RunItem::Failed(error) = item {
+                panic!("{error}");
+            }
+        }
+        drop(stream);
+        if i > 0 {
+            per_call.push((cpu_now() - start).as_secs_f64() * 1e6 / JOURNALED_CALLS as f64);
+        }
+    }
+    median(per_call)
+}
+
+/// Calls per journaled turn (each update is a store append: fewer calls keep it short).
+const JOURNALED_CALLS: usize = 20;
+
 fn registry(updates: u64, input_updates: bool) -> ToolRegistry {
     let mut registry = ToolRegistry::new().with_input_updates(input_updates);
     registry.register(Arc::new(Talker { updates })).unwrap();
@@ -171,6 +214,17 @@ fn main() {
             "{}",
             json!({"event_path": {
                 "calls_per_turn": CALLS,
+                "cpu_us_per_call_no_updates": (quiet * 10.0).round() / 10.0,
+                "cpu_us_per_call_10_updates": (talking * 10.0).round() / 10.0,
+                "cpu_us_per_update": ((talking - quiet) / 10.0 * 100.0).round() / 100.0,
+            }})
+        );
+        let quiet = event_path_journaled(0, runs.min(3)).await;
+        let talking = event_path_journaled(10, runs.min(3)).await;
+        println!(
+            "{}",
+            json!({"event_path_sqlite_journal": {
+                "calls_per_turn": JOURNALED_CALLS,
                 "cpu_us_per_call_no_updates": (quiet * 10.0).round() / 10.0,
                 "cpu_us_per_call_10_updates": (talking * 10.0).round() / 10.0,
                 "cpu_us_per_update": ((talking - quiet) / 10.0 * 100.0).round() / 100.0,

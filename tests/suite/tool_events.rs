@@ -836,8 +836,11 @@ async fn the_builtins_report_their_diffs_locations_and_command_output() {
 async fn suspended_on_authorize(deploy: &Arc<Deploy>) -> agcore::run::RunState {
     let mut registry = ToolRegistry::new().with_approver(Arc::new(agcore::tools::DeferAll));
     registry.register(deploy.clone()).unwrap();
-    let model = ScriptedModel::new()
-        .reply_tool_calls(vec![ToolCall::new("d", "deploy", r#"{"site": "prod"}"#)]);
+    let model = ScriptedModel::new().reply_tool_calls(vec![ToolCall::new(
+        "d",
+        "deploy",
+        r#"{"site": "prod"}"#,
+    )]);
     let mut cycle = LlmCycle::new(model, CycleConfig::new("m"));
     let outcome = tokio::time::timeout(
         BOUND,
@@ -851,7 +854,12 @@ async fn suspended_on_authorize(deploy: &Arc<Deploy>) -> agcore::run::RunState {
     };
     let request = &suspension.requests()[0];
     assert_eq!(request.call_id, "d");
-    assert!(request.reason.ends_with("asks while it runs: overwrite prod"), "{request:?}");
+    assert!(
+        request
+            .reason
+            .ends_with("asks while it runs: overwrite prod"),
+        "{request:?}"
+    );
     assert_eq!(deploy.deployed.load(Ordering::SeqCst), 0);
     // Stored and loaded, as another process would.
     serde_json::from_str(&serde_json::to_string(suspension.state()).unwrap()).unwrap()
@@ -890,7 +898,10 @@ async fn a_deferred_mid_run_question_suspends_and_an_approval_lets_the_call_go_o
     let state = suspended_on_authorize(&deploy).await;
     let model = resume(&deploy, state, agcore::run::Decision::allow("d")).await;
     assert_eq!(deploy.deployed.load(Ordering::SeqCst), 1);
-    assert_eq!(tool_answer(&model.requests()[0].messages, "d"), "deployed prod");
+    assert_eq!(
+        tool_answer(&model.requests()[0].messages, "d"),
+        "deployed prod"
+    );
 }
 
 #[tokio::test]

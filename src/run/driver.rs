@@ -139,7 +139,16 @@ pub(crate) fn drive<'a>(
         cx.seat(agent, &mut state);
         let parent_span = cx.team.as_ref().and_then(|team| team.parent_span.as_ref());
         cx.agent_span = telemetry::agent_span(parent_span, cx.model.provider(), &cx.config.model, agent.map(Agent::name));
-        let mut run = Run { history: messages, usage, context, state, in_flight: None, suspended: false };
+        let mut run = Run {
+            history: messages,
+            usage,
+            context,
+            state,
+            in_flight: None,
+            suspended: false,
+            call_updates: crate::run::call_updates::CallUpdates::new(),
+            input_streams: Default::default(),
+        };
         if let Input::Decisions(decisions) = &input {
             for decision in decisions {
                 hooks::caller_decision(&cx.agent_span, &decision.call_id, &decision.answer);
@@ -161,8 +170,11 @@ pub(crate) fn drive<'a>(
                         yield LoopItem::Event(event);
                     }
                     cx.reoffer(&run.state);
-                    let Run { state, context, .. } = &mut run;
-                    let mut handler = std::pin::pin!(handle::model::request_model(&cx, state, context, request, &sink));
+                    // A new reply: nothing of an earlier one streams on.
+                    run.input_streams.reset();
+                    let Run { state, context, call_updates, input_streams, .. } = &mut run;
+                    let streams = handle::model::Streams { call_updates, input_streams };
+                    let mut handler = std::pin::pin!(handle::model::request_model(&cx, state, context, streams, request, &sink));
                     input = loop {
                         let done = sink.until_events(handler.as_mut()).await;
                         for event in sink.take() {

@@ -61,7 +61,14 @@ pub async fn request_model(
     } = conversation;
     let cx = RunContext::external(model, config, tools);
     let sink = EventSink::discarding();
-    match handle::model::request_model(&cx, state, context, request, &sink).await {
+    // Nobody watches an engine's calls stream (its events are discarded).
+    let call_updates = crate::run::call_updates::CallUpdates::new();
+    let mut input_streams = crate::run::input_stream::InputStreams::default();
+    let streams = handle::model::Streams {
+        call_updates: &call_updates,
+        input_streams: &mut input_streams,
+    };
+    match handle::model::request_model(&cx, state, context, streams, request, &sink).await {
         Input::ModelReplied(reply) => Ok(*reply),
         Input::ModelFailed(error) => Err(error),
         _ => Err(LlmError::Other(

@@ -4,7 +4,9 @@
 
 use crate::context::ContextState;
 use crate::run::budget;
+use crate::run::call_updates::CallUpdates;
 use crate::run::handle::observer::StartedCalls;
+use crate::run::input_stream::InputStreams;
 use crate::run::state::{Phase, RunState};
 use crate::run::step::{Effect, Input, step};
 use crate::run::usage::UsageTally;
@@ -22,6 +24,10 @@ pub(crate) struct Run<'a> {
     pub in_flight: Option<(StartedCalls, Vec<usize>)>,
     /// The run suspended: its state went to the caller, nothing is cancelled.
     pub suspended: bool,
+    /// What the run's tools report while they run.
+    pub call_updates: CallUpdates,
+    /// The calls of the reply in progress whose arguments stream (titles, watchers).
+    pub input_streams: InputStreams,
 }
 
 impl Run<'_> {

@@ -6,22 +6,32 @@ use futures::StreamExt;
 use tracing::Instrument;
 
 use crate::context::ContextState;
+use crate::run::call_updates::{self, CallUpdates};
 use crate::run::context_turn;
 use crate::run::error::LlmError;
 use crate::run::handle::journal::record;
 use crate::run::handle::{EventSink, RunContext};
 use crate::run::hooks;
+use crate::run::input_stream::InputStreams;
 use crate::run::journal::JournalEntry;
 use crate::run::model_turn::TurnItem;
 use crate::run::state::RunState;
 use crate::run::step::{Input, ModelRequest};
 use crate::run::telemetry;
 
+/// What the tools say while the reply streams: the calls whose arguments stream (their titles
+/// and watchers), and the updates tools report meanwhile.
+pub(crate) struct Streams<'s> {
+    pub call_updates: &'s CallUpdates,
+    pub input_streams: &'s mut InputStreams,
+}
+
 /// Make `request` as the run's current agent; the step machine's next input.
 pub(crate) async fn request_model(
     cx: &RunContext<'_>,
     state: &mut RunState,
     context: &mut ContextState,
+    streams: Streams<'_>,
     request: ModelRequest,
     sink: &EventSink,
 ) -> Input {
@@ -53,8 +63,17 @@ pub(crate) async fn request_model(
         while let Some(item) = items.next().instrument(chat_span.clone()).await {
             match item {
                 TurnItem::Event(event) => {
+                    let updates = streams.call_updates.events();
+                    let streamed = streams.input_streams.on_event(&event, cx.tools(), updates);
                     hooks::on_event(&config.hooks, &cx.agent_span, &event).await;
                     sink.send(event).await;
+                    if let Some(update) = streamed {
+                        sink.send(update).await;
+                    }
+                    for (id, update) in streams.call_updates.drain() {
+                        sink.send(call_updates::deliver(cx.journal, id, update).await)
+                            .await;
+                    }
                 }
                 TurnItem::Reply(result) => reply = Some(result),
             }

@@ -16,9 +16,10 @@ use crate::run::handle::journal::record;
 use crate::run::idempotency;
 use crate::run::journal::{JournalEntry, RunJournal};
 use crate::run::state::RunState;
-use crate::tools::context::ToolContext;
+use crate::tools::context::{ToolContext, ToolEvents};
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::CallObserver;
+use crate::tools::streaming::ApprovalFeed;
 use crate::vocab::{OpenaiChatMessage, ToolCall};
 
 /// Which calls of a batch have started executing.
@@ -72,6 +73,10 @@ pub(crate) struct BatchObserver<'a> {
     continuations: Vec<Option<Value>>,
     /// What each call recorded in this attempt, by position, until the driver takes it.
     recorded: std::sync::Mutex<Vec<Option<Value>>>,
+    /// Where the calls' updates go.
+    events: Option<ToolEvents>,
+    /// The approval end of each watched call's streamed input, by position.
+    feeds: std::sync::Mutex<Vec<Option<ApprovalFeed>>>,
 }
 
 impl<'a> BatchObserver<'a> {
@@ -106,7 +111,21 @@ impl<'a> BatchObserver<'a> {
             media: std::sync::Mutex::new(vec![None; positions.len()]),
             continuations: continued::of_batch(state, positions),
             recorded: std::sync::Mutex::new(vec![None; positions.len()]),
+            events: None,
+            feeds: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Where the calls report their updates, and the approval end of each watched call's
+    /// streamed input (by position).
+    pub(crate) fn with_updates(
+        mut self,
+        events: ToolEvents,
+        feeds: Vec<Option<ApprovalFeed>>,
+    ) -> Self {
+        self.events = Some(events);
+        self.feeds = std::sync::Mutex::new(feeds);
+        self
     }
 
     /// The calls' `execute_tool` spans, by position.
@@ -240,6 +259,14 @@ impl CallObserver for BatchObserver<'_> {
 
     fn context(&self, position: usize) -> Option<ToolContext> {
         let key = self.keys.get(position)?.as_deref()?;
-        Some(ToolContext::new(self.ids.get(position)?.clone(), key))
+        let mut context = ToolContext::new(self.ids.get(position)?.clone(), key);
+        if let Some(events) = &self.events {
+            context = context.with_events(events.for_call());
+        }
+        let mut feeds = self.feeds.lock().unwrap_or_else(|p| p.into_inner());
+        Some(match feeds.get_mut(position).and_then(Option::take) {
+            Some(feed) => context.with_approval_feed(feed),
+            None => context,
+        })
     }
 }

@@ -6,6 +6,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::run::call_updates;
 use crate::run::continued;
 use crate::run::event::StreamEvent;
 use crate::run::handle::journal::record;
@@ -18,6 +19,8 @@ use crate::run::step::{Input, ToolBatch};
 use crate::run::{hooks, idempotency, journal_batch, telemetry};
 use crate::team::child::ChildItem;
 use crate::tools::call_digest::CallDigest;
+use crate::tools::error::ToolError;
+use crate::tools::event::ToolCallUpdate;
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::ToolCallRequest;
 use crate::vocab::{FinishReason, ToolAnswer, ToolCall};
@@ -26,6 +29,8 @@ use crate::vocab::{FinishReason, ToolAnswer, ToolCall};
 /// (with its `execute_tool` span).
 pub(crate) enum BatchItem {
     Tool(usize, Box<CompletedCall>),
+    /// A call reported an update (its id, what it said).
+    Update(String, ToolCallUpdate),
     Child(usize, ChildItem, tracing::Span),
 }
 
@@ -122,6 +127,10 @@ pub(crate) async fn run_tools<'a>(
                 .map(|call| (ToolCallRequest::from(call), approval(p)))
         })
         .collect();
+    let feeds = requests
+        .iter()
+        .map(|(call, _)| run.input_streams.take_feed(&call.id))
+        .collect();
     let batch_calls: Vec<ToolCall> = positions
         .iter()
         .filter_map(|&p| calls.get(p).cloned())
@@ -139,7 +148,8 @@ pub(crate) async fn run_tools<'a>(
         ahead,
         cx.suspend,
     )
-    .with_spans(spans.clone());
+    .with_spans(spans.clone())
+    .with_updates(run.call_updates.events().clone(), feeds);
     if let Some(error) = team_failure {
         observer.fail(error);
     }
@@ -166,6 +176,12 @@ pub(crate) async fn run_tools<'a>(
         sink,
     )
     .await;
+    // The batch is over: its calls' watchers stop, and what they said is delivered.
+    run.input_streams.finish().await;
+    for (id, update) in run.call_updates.drain() {
+        sink.send(call_updates::deliver(cx.journal, id, update).await)
+            .await;
+    }
     let failure = observer.take_failure();
     run.collect_started();
     match failure {
@@ -233,9 +249,27 @@ async fn take_items(
 ) -> Vec<crate::tools::approval::ApprovalRequest> {
     let mut deferred = Vec::new();
     let mut items = std::pin::pin!(items);
-    while let Some(item) = items.next().instrument(cx.agent_span.clone()).await {
+    // The calls' updates as they come, until the last call finished.
+    let mut updates = std::pin::pin!(run.call_updates.stream());
+    loop {
+        let item = tokio::select! {
+            item = items.next().instrument(cx.agent_span.clone()) => match item {
+                Some(item) => item,
+                None => break,
+            },
+            Some((id, update)) = updates.next() => BatchItem::Update(id, update),
+        };
         match item {
+            BatchItem::Update(id, update) => {
+                sink.send(call_updates::deliver(cx.journal, id, update).await)
+                    .await;
+            }
             BatchItem::Tool(index, call) => {
+                // What the call reported comes before its end.
+                for (id, update) in run.call_updates.drain() {
+                    sink.send(call_updates::deliver(cx.journal, id, update).await)
+                        .await;
+                }
                 let call = *call;
                 let Some(&position) = finished.positions.get(index) else {
                     continue;
@@ -343,6 +377,8 @@ fn completed_event(call: CompletedCall) -> (StreamEvent, ToolAnswer) {
         tool_name: call.tool_name,
         output: match call.outcome.into_result() {
             Ok(value) => value,
+            // A failure with structured output: the caller gets the output itself.
+            Err(ToolError::FailedWithOutput { output, .. }) => output,
             Err(_) => Value::String(call.answer.content.clone()),
         },
         is_error,

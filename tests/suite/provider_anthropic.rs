@@ -802,3 +802,51 @@ async fn an_overloaded_error_after_the_reply_began_is_retried_in_the_loop() {
             .all(|m| !m.text().unwrap_or_default().contains("Let me th"))
     );
 }
+
+/// The checking fake is shown to refuse (issue 33, item 10): after serving a thinking tool
+/// turn, the same turn sent back whole passes; its thinking block edited, its blocks
+/// reordered, or its signed blocks sent to another model are each a 400.
+#[test]
+fn the_checking_fake_refuses_edited_reordered_or_moved_thinking() {
+    use crate::support::anthropic_fake::{Served, check_request, fixture};
+    let served: Value = serde_json::from_str(&fixture("thinking_parallel_tools.json")).unwrap();
+    let model = served["model"].as_str().unwrap();
+    let content = served["content"].as_array().unwrap().clone();
+    let results: Vec<Value> = content
+        .iter()
+        .filter(|block| block["type"] == "tool_use")
+        .map(|block| json!({"type": "tool_result", "tool_use_id": block["id"], "content": "ok"}))
+        .collect();
+    let body = |model: &str, assistant: Vec<Value>| {
+        json!({
+            "model": model,
+            "max_tokens": 4096,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris and Tokyo?"}]},
+                {"role": "assistant", "content": assistant},
+                {"role": "user", "content": results},
+            ],
+        })
+    };
+    let history = [Served::new(model, content.clone())];
+    check_request(&body(model, content.clone()), &history).unwrap();
+    let mut edited = content.clone();
+    edited[0]["thinking"] = json!("I changed my mind.");
+    let mut reordered = content.clone();
+    reordered.swap(0, 1);
+    for (what, request) in [
+        ("an edited thinking block", body(model, edited)),
+        ("reordered blocks", body(model, reordered)),
+        (
+            "the signed blocks to another model",
+            body("claude-other", content.clone()),
+        ),
+    ] {
+        let refused = check_request(&request, &history).expect_err(what);
+        assert!(
+            refused.contains("Invalid `signature` in `thinking` block"),
+            "{what}: refused for another reason: {refused}"
+        );
+    }
+}

@@ -62,6 +62,16 @@ pub struct Served {
     content: Vec<Value>,
 }
 
+impl Served {
+    /// A reply with `content` served to `model` (for checks of [`check_request`] itself).
+    pub fn new(model: &str, content: Vec<Value>) -> Self {
+        Served {
+            model: model.to_owned(),
+            content,
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     script: VecDeque<Reply>,

@@ -961,7 +961,7 @@ async fn pending_awakeable(session: &str) -> String {
 #[test]
 fn serve_on_a_network_address_without_an_identity_key_refuses_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();
-    let output = agcore(dir.path())
+    let mut child = agcore(dir.path())
         .args([
             "restate",
             "serve",
@@ -973,8 +973,20 @@ fn serve_on_a_network_address_without_an_identity_key_refuses_naming_the_flag() 
             "http://127.0.0.1:9/v1",
         ])
         .stdin(std::process::Stdio::null())
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    // Bounded: an endpoint that starts anyway would serve until killed.
+    let deadline = Instant::now() + PATIENCE;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("agcore restate serve started on 0.0.0.0 without an identity key");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(

@@ -14,6 +14,7 @@ mod demo;
 mod elicit;
 mod elicit_unattended;
 mod hooks;
+mod interactive_default;
 mod json_error;
 mod layers;
 mod mcp_catalog;

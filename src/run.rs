@@ -16,6 +16,7 @@
 
 mod answer;
 pub(crate) mod budget;
+mod call_updates;
 pub mod config;
 mod context_turn;
 mod continued;
@@ -25,6 +26,7 @@ pub mod error;
 pub mod external;
 pub mod hooks;
 pub mod idempotency;
+mod input_stream;
 pub mod journal;
 mod journal_batch;
 mod metered;

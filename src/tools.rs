@@ -34,6 +34,7 @@ mod source;
 pub mod call;
 pub mod context;
 pub mod error;
+pub mod event;
 pub mod media;
 pub mod outcome;
 pub mod validate;
@@ -41,6 +42,7 @@ pub mod validate;
 // The tool interface and the policies: permissions, approvals, profiles, rules, exposure.
 pub mod approval;
 pub(crate) mod approval_trace;
+pub(crate) mod authorize;
 pub mod base;
 pub(crate) mod continuation;
 pub mod exposure;
@@ -55,6 +57,7 @@ pub mod builtin;
 pub mod config;
 pub mod mcp;
 pub mod registry;
+pub mod streaming;
 pub mod typed;
 
 pub use approval::{
@@ -65,8 +68,11 @@ pub use argument_kind::ArgumentKind;
 pub use base::{BaseTool, ToolSource};
 pub use call_digest::CallDigest;
 pub use config::ToolsConfig;
-pub use context::ToolContext;
+pub use context::{ToolContext, ToolEvents};
 pub use error::ToolError;
+pub use event::{
+    ToolCallCard, ToolCallStatus, ToolCallUpdate, ToolContent, ToolLocation, ToolProgress,
+};
 pub use exposure::{ExposurePolicy, ExposureReport, HiddenBecause};
 pub use kind::ToolKind;
 pub use mcp::McpClient;
@@ -76,6 +82,7 @@ pub use permission::{Permission, PermissionChecker, PermissionConfig};
 pub use profile::{Profile, ProfileEntry};
 pub use registry::{ToolArguments, ToolCallRequest, ToolInvocation, ToolRegistry};
 pub use rules::{ArgumentRule, ArgumentRules, RuleAction};
+pub use streaming::{PartialInput, StreamingInput};
 pub use typed::{Tool, TypedTool};
 
 /// What a tool author needs: `use agcore::tools::prelude::*;`.

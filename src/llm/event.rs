@@ -60,6 +60,19 @@ pub enum StreamEvent {
         /// The parsed arguments (the raw text as a JSON string when it was not valid JSON).
         input: Value,
     },
+    /// What a call says while it streams in or runs, tied to its id, in the order it was
+    /// said: the run's best title and the partial input while the model streams the
+    /// arguments (when the registry asks for it: [`crate::tools::ToolRegistry::with_input_updates`]),
+    /// then the tool's own reports ([`crate::tools::ToolContext::report`]: title, text,
+    /// diffs, terminal, locations, progress). Between the call's first delta and its
+    /// [`StreamEvent::ToolExecutionCompleted`]; journaled, and replayed when a session is
+    /// reopened. Fold them into a [`crate::tools::ToolCallCard`].
+    ToolCallUpdate {
+        /// The call id.
+        id: String,
+        /// What changed.
+        update: crate::tools::event::ToolCallUpdate,
+    },
     /// A model request finished.
     TurnComplete {
         /// Why the model stopped.

@@ -34,7 +34,12 @@ use crate::team::{
 };
 use crate::tools::approval::{ApprovalDecision, ApprovalRequest};
 use crate::tools::call_digest::CallDigest;
-use crate::tools::context::ToolContext;
+use crate::run::call_updates::{self, CallUpdates};
+use crate::run::input_stream::InputStreams;
+use crate::tools::context::{ToolContext, ToolEvents};
+use crate::tools::event::ToolCallUpdate;
+use crate::tools::streaming::ApprovalFeed;
+use crate::tools::error::ToolError;
 use crate::tools::outcome::CompletedCall;
 use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
 use crate::vocab::{
@@ -250,6 +255,9 @@ pub(crate) fn drive<'a>(
     let agent_cell = AgentCell::default();
     let scope = Arc::clone(&agent_cell);
     let stream = async_stream::stream! {
+        // What tools report while they run, and the calls whose arguments stream.
+        let call_updates = CallUpdates::new();
+        let mut input_streams = InputStreams::default();
         let mut model: &dyn ChatModel = &**cycle_model;
         let mut model_arc: Arc<dyn ChatModel> = Arc::clone(cycle_model);
         let mut config: &CycleConfig = base_config;
@@ -343,6 +351,8 @@ pub(crate) fn drive<'a>(
         loop {
             match run.step(input) {
                 Effect::RequestModel(request) => {
+                    // A new reply: nothing of an earlier one streams on.
+                    input_streams.reset();
                     if let Some(to) = handoff.take()
                         && let Some(team) = &team
                         && let Some(next) = team.team.agent(&to)
@@ -384,8 +394,15 @@ pub(crate) fn drive<'a>(
                         while let Some(item) = items.next().instrument(chat_span.clone()).await {
                             match item {
                                 TurnItem::Event(event) => {
+                                    let streamed = input_streams.on_event(&event, narrowed.as_ref().or(registry), call_updates.events());
                                     hooks::on_event(&config.hooks, &agent_span, &event).await;
                                     yield LoopItem::Event(event);
+                                    if let Some(update) = streamed {
+                                        yield LoopItem::Event(update);
+                                    }
+                                    for (id, update) in call_updates.drain() {
+                                        yield LoopItem::Event(call_updates::deliver(journal, id, update).await);
+                                    }
                                 }
                                 TurnItem::Reply(result) => reply = Some(result),
                             }
@@ -558,6 +575,8 @@ pub(crate) fn drive<'a>(
                         media: std::sync::Mutex::new(vec![None; positions.len()]),
                         continuations: continued::of_batch(&run.state, &positions),
                         recorded: std::sync::Mutex::new(vec![None; positions.len()]),
+                        events: call_updates.events().clone(),
+                        feeds: std::sync::Mutex::new(requests.iter().map(|(call, _)| input_streams.take_feed(&call.id)).collect()),
                     };
                     run.in_flight = Some((observer.started.clone(), positions.clone()));
                     let mut deferred = Vec::new();
@@ -565,10 +584,18 @@ pub(crate) fn drive<'a>(
                         let completed = registry
                             .run_stream_observed(requests, &observer)
                             .map(|(index, call)| BatchItem::Tool(index, Box::new(call)));
-                        let mut completed = futures::stream::select(completed, children_stream);
+                        let updates = call_updates.stream().map(|(id, update)| BatchItem::Update(id, update));
+                        let mut completed = futures::stream::select(futures::stream::select(completed, children_stream), updates);
                         while let Some(item) = completed.next().instrument(agent_span.clone()).await {
                             match item {
+                                BatchItem::Update(id, update) => {
+                                    yield LoopItem::Event(call_updates::deliver(journal, id, update).await);
+                                }
                                 BatchItem::Tool(index, call) => {
+                                    // What the call reported comes before its end.
+                                    for (id, update) in call_updates.drain() {
+                                        yield LoopItem::Event(call_updates::deliver(journal, id, update).await);
+                                    }
                                     let call = *call;
                                     let Some(&position) = positions.get(index) else {
                                         continue;
@@ -622,6 +649,8 @@ pub(crate) fn drive<'a>(
                             }
                         }
                     }
+                    // The batch is over: its calls' watchers stop.
+                    input_streams.reset();
                     let failure = observer.take_failure();
                     run.collect_started();
                     input = match failure {
@@ -708,6 +737,8 @@ pub(crate) fn drive<'a>(
 /// (with its `execute_tool` span).
 enum BatchItem {
     Tool(usize, Box<CompletedCall>),
+    /// A call reported an update (its id, what it said).
+    Update(String, ToolCallUpdate),
     Child(usize, ChildItem, tracing::Span),
 }
 
@@ -824,6 +855,10 @@ struct BatchObserver<'a> {
     continuations: Vec<Option<Value>>,
     /// What each call recorded in this attempt, by position, until the driver takes it.
     recorded: std::sync::Mutex<Vec<Option<Value>>>,
+    /// Where the calls' updates go.
+    events: ToolEvents,
+    /// The approval end of each watched call's streamed input, by position.
+    feeds: std::sync::Mutex<Vec<Option<ApprovalFeed>>>,
 }
 
 impl BatchObserver<'_> {
@@ -952,7 +987,13 @@ impl CallObserver for BatchObserver<'_> {
 
     fn context(&self, position: usize) -> Option<ToolContext> {
         let key = self.keys.get(position)?.as_deref()?;
-        Some(ToolContext::new(self.ids.get(position)?.clone(), key))
+        let context = ToolContext::new(self.ids.get(position)?.clone(), key)
+            .with_events(self.events.for_call());
+        let mut feeds = self.feeds.lock().unwrap_or_else(|p| p.into_inner());
+        Some(match feeds.get_mut(position).and_then(Option::take) {
+            Some(feed) => context.with_approval_feed(feed),
+            None => context,
+        })
     }
 }
 
@@ -1010,6 +1051,8 @@ fn completed_event(call: CompletedCall) -> (StreamEvent, ToolAnswer) {
         tool_name: call.tool_name,
         output: match call.outcome.into_result() {
             Ok(value) => value,
+            // A failure with structured output: the caller gets the output itself.
+            Err(ToolError::FailedWithOutput { output, .. }) => output,
             Err(_) => Value::String(call.answer.content.clone()),
         },
         is_error,

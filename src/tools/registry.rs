@@ -20,6 +20,7 @@ use crate::tools::approval::{
     SessionGrant, SessionGrants,
 };
 use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
+use crate::tools::authorize::{CallAuthority, ask_approver, panic_message};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::call_digest::CallDigest;
@@ -101,6 +102,8 @@ pub struct ToolRegistry {
     rules: Arc<ArgumentRules>,
     /// Tools counted as idempotent besides those that declare it themselves.
     idempotent: Arc<BTreeSet<String>>,
+    /// Whether the run reports calls' titles and partial input as the model streams them.
+    input_updates: bool,
 }
 
 impl Default for ToolRegistry {
@@ -165,7 +168,25 @@ impl ToolRegistry {
             grant_recorder: None,
             rules: Arc::new(ArgumentRules::default()),
             idempotent: Arc::new(BTreeSet::new()),
+            input_updates: false,
         }
+    }
+
+    /// Have the run report each call while the model streams its arguments: a
+    /// [`crate::llm::StreamEvent::ToolCallUpdate`] with the best title so far
+    /// ([`BaseTool::title`] on the partial input) and the partial input, parsed with `jiter`'s
+    /// partial mode at most every few hundred bytes (see [`crate::tools::streaming`]). Off by
+    /// default (nothing is parsed early unless a tool [supports input
+    /// streaming](BaseTool::supports_input_streaming)); a UI that shows calls live turns it on.
+    pub fn with_input_updates(mut self, on: bool) -> Self {
+        self.input_updates = on;
+        self
+    }
+
+    /// Whether the run reports calls as their arguments stream
+    /// ([`ToolRegistry::with_input_updates`]).
+    pub fn input_updates(&self) -> bool {
+        self.input_updates
     }
 
     /// Apply exposure gates (profiles, restricted mode, flags) to what the model is offered
@@ -389,6 +410,7 @@ impl ToolRegistry {
             grant_recorder: self.grant_recorder.clone(),
             rules: Arc::clone(&self.rules),
             idempotent: Arc::clone(&self.idempotent),
+            input_updates: self.input_updates,
         }
     }
 
@@ -565,6 +587,11 @@ impl ToolRegistry {
             };
             return self.refused(call.id, call.name, prepared.input, error, started);
         }
+        // Past every gate: a tool watching its streamed input gets the final one now, not before.
+        if let Some(feed) = ToolContext::current().and_then(|context| context.take_approval_feed())
+        {
+            feed.approve(&prepared.input);
+        }
         self.execute(call.id, call.name, prepared, started).await
     }
 
@@ -717,6 +744,8 @@ impl ToolRegistry {
             ToolError::Timeout { .. } => {
                 " Try a smaller or simpler request, or continue without it.".to_owned()
             }
+            // The structured output of the failure, for the model to act on.
+            ToolError::FailedWithOutput { output, .. } => format!("\nOutput: {output}"),
             _ => String::new(),
         };
         let text = error.to_string();
@@ -952,7 +981,17 @@ impl ToolRegistry {
             input: input.clone(),
             allowed_by,
         });
-        let execution = tool.execute_rendered(input.clone());
+        // The call may ask mid-run ([`ToolContext::authorize`]) through the same approver.
+        let authority = CallAuthority {
+            call_id: id.clone(),
+            tool: Arc::clone(tool),
+            input: input.clone(),
+            approver: self.approver.clone(),
+            grants: Arc::clone(&self.grants),
+            recorder: self.grant_recorder.clone(),
+            rules: Arc::clone(&self.rules),
+        };
+        let execution = authority.scope(tool.execute_rendered(input.clone()));
         let run = AssertUnwindSafe(async move {
             match call_rules {
                 Some(call_rules) => recheck::scope(call_rules, execution).await,
@@ -1063,29 +1102,7 @@ impl CallObserver for NoObserver {
     async fn finished(&self, _position: usize, _call: &mut CompletedCall) {}
 }
 
-/// `approver`'s decision on `request`; a panicking approver denies the call instead of taking
-/// the turn down.
-async fn ask_approver(approver: &dyn Approver, request: &ApprovalRequest) -> ApprovalDecision {
-    AssertUnwindSafe(approver.approve(request))
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| ApprovalDecision::Deny {
-            message: Some(format!(
-                "the approver failed ({})",
-                panic_message(panic.as_ref())
-            )),
-        })
-}
-
 /// The definition the model sees for `tool`.
 pub fn definition_of(tool: &dyn BaseTool) -> ToolDefinition {
     ToolDefinition::function(tool.name(), tool.current_description(), tool.parameters())
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
 }

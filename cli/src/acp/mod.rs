@@ -140,9 +140,7 @@ async fn load_session(
         .await
         .map_err(|error| failure(INVALID_PARAMS, &error))?;
     // The conversation is replayed before the answer, as the protocol asks.
-    for update in session.replay().await {
-        connection.send_notification(acp::SessionNotification::new(session.id().clone(), update))?;
-    }
+    session.replay(&connection).await;
     let response = acp::LoadSessionResponse::new().modes(session.modes().await);
     server.keep(session);
     Ok(response)

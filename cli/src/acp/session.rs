@@ -8,6 +8,7 @@ use std::sync::Arc;
 use agcore::llm::{LlmCycle, OpenaiChatMessage};
 use agcore::vocab::{ContentPart, ImageUrl};
 use agcore::run::RunRequest;
+use agcore::session::StoredCallUpdate;
 use agcore::team::Team;
 use agcore::tools::mcp::{McpHandle, McpServerConfig};
 use agcore::tools::{ToolRegistry, ToolsConfig};
@@ -42,6 +43,8 @@ struct SessionState {
     tools: ToolsConfig,
     mode: String,
     workspace: PathBuf,
+    /// What the stored calls' tools reported, for `session/load`'s replay.
+    stored_updates: Vec<StoredCallUpdate>,
 }
 
 /// What `session/new` and `session/load` are given.
@@ -124,6 +127,11 @@ impl AcpSession {
         if must_exist && stored.history.is_empty() {
             anyhow::bail!("no stored session {id}");
         }
+        let stored_updates = if must_exist {
+            call_updates(&session_args, config, &id).await?
+        } else {
+            Vec::new()
+        };
         let mut cycle =
             build_session_cycle(&args.model, config, secrets, stored.history.clone())?;
         crate::context_cli::discover(&mut cycle, &args.model, config, secrets).await;
@@ -162,6 +170,7 @@ impl AcpSession {
                 tools,
                 mode,
                 workspace: workspace.root,
+                stored_updates,
             }),
             cancel: std::sync::Mutex::new(CancellationToken::new()),
         }))
@@ -190,10 +199,13 @@ impl AcpSession {
         Ok(true)
     }
 
-    /// The updates that replay the stored conversation.
-    pub async fn replay(&self) -> Vec<acp::SessionUpdate> {
+    /// Send the updates that replay the stored conversation.
+    pub async fn replay(&self, connection: &ConnectionTo<Client>) {
         let state = self.state.lock().await;
-        super::replay::updates(state.cycle.messages(), &state.registry)
+        let mut updates =
+            TurnUpdates::new(connection, self.id.clone(), &state.registry, &state.workspace)
+                .replaying();
+        super::replay::send(state.cycle.messages(), &state.stored_updates, &mut updates);
     }
 
     /// Cancel the running turn (nothing when none runs).
@@ -279,6 +291,21 @@ impl AcpSession {
         }
         end
     }
+}
+
+/// The updates the stored session's calls reported (journaled by the run).
+async fn call_updates(
+    args: &SessionArgs,
+    config: &crate::config::AgcoreConfig,
+    name: &str,
+) -> anyhow::Result<Vec<StoredCallUpdate>> {
+    let url = crate::store::store_url(args.store.url.as_deref(), config.session.store.as_deref())?;
+    let store = crate::store::open(&url, &config.session).await?;
+    Ok(store
+        .load(name)
+        .await?
+        .map(|session| agcore::session::call_updates(&session))
+        .unwrap_or_default())
 }
 
 /// The prompt's text (text blocks, embedded resources as tagged context, links named) and its

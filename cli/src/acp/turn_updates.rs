@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use agcore::llm::{ErrorKind, FinishReason, StreamEvent};
 use agcore::run::RunItem;
-use agcore::tools::ToolRegistry;
+use agcore::tools::{ToolCallCard, ToolCallUpdate, ToolRegistry};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
@@ -33,6 +33,8 @@ pub enum TurnEnd {
 /// What one call showed so far.
 struct ShownCall {
     tool: String,
+    /// What the tool and the run reported about it, folded.
+    card: ToolCallCard,
     /// The file's text before the call ran (for a diff), when it had one.
     before: Option<(PathBuf, Option<String>)>,
     finished: bool,
@@ -47,6 +49,8 @@ pub struct TurnUpdates<'a> {
     calls: HashMap<String, ShownCall>,
     last_finish: Option<FinishReason>,
     failure: Option<(ErrorKind, String)>,
+    /// Replaying a stored conversation: the files are not read (they may have changed since).
+    replaying: bool,
 }
 
 impl<'a> TurnUpdates<'a> {
@@ -65,7 +69,21 @@ impl<'a> TurnUpdates<'a> {
             calls: HashMap::new(),
             last_finish: None,
             failure: None,
+            replaying: false,
         }
+    }
+
+    /// Updates that replay a stored conversation (no diffs read from the files now).
+    pub fn replaying(mut self) -> Self {
+        self.replaying = true;
+        self
+    }
+
+    /// The user's message, replayed.
+    pub fn user_message(&self, text: String) {
+        self.send(acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(
+            text.into(),
+        )));
     }
 
     fn send(&self, update: acp::SessionUpdate) {
@@ -88,7 +106,8 @@ impl<'a> TurnUpdates<'a> {
         }
     }
 
-    fn event(&mut self, event: StreamEvent, agent: Option<&str>) {
+    /// One event of the run (or of a replay).
+    pub fn event(&mut self, event: StreamEvent, agent: Option<&str>) {
         match event {
             StreamEvent::AssistantTextDelta { text } if agent.is_none() => {
                 self.send(acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(
@@ -134,6 +153,7 @@ impl<'a> TurnUpdates<'a> {
                 is_error,
                 ..
             } => self.finish(&id, &output, is_error),
+            StreamEvent::ToolCallUpdate { id, update } => self.reported(&id, &update),
             StreamEvent::FromAgent { agent, event } => self.event(*event, Some(&agent)),
             StreamEvent::Handoff { from, to } => {
                 self.send(acp::SessionUpdate::AgentThoughtChunk(acp::ContentChunk::new(
@@ -180,6 +200,7 @@ impl<'a> TurnUpdates<'a> {
             id.to_owned(),
             ShownCall {
                 tool: tool.to_owned(),
+                card: ToolCallCard::new(id, tool),
                 before: None,
                 finished: false,
             },
@@ -211,9 +232,46 @@ impl<'a> TurnUpdates<'a> {
         joined.starts_with(self.workspace).then_some(joined)
     }
 
+    /// What a tool (or the run, as the input streams) reported: the card's fields that
+    /// changed. ACP replaces a call's content and locations with each update, so the whole
+    /// folded content goes out each time.
+    fn reported(&mut self, id: &str, update: &ToolCallUpdate) {
+        let Some(shown) = self.calls.get_mut(id) else {
+            return;
+        };
+        shown.card.apply(update);
+        let mut fields = acp::ToolCallUpdateFields::new();
+        if let Some(title) = &update.title {
+            fields = fields.title(title.clone());
+        }
+        if let Some(status) = update.status {
+            fields = fields.status(status_of(status));
+        }
+        if !update.content.is_empty() || update.progress.is_some() {
+            fields = fields.content(card_content(&shown.card, self.workspace));
+        }
+        if !update.locations.is_empty() {
+            fields = fields.locations(
+                shown
+                    .card
+                    .locations
+                    .iter()
+                    .map(|location| {
+                        acp::ToolCallLocation::new(absolute(self.workspace, &location.path))
+                            .line(location.line)
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
+        if let Some(input) = &update.partial_input {
+            fields = fields.raw_input(input.clone());
+        }
+        self.update(id, fields);
+    }
+
     /// Keep the file's text before a write or edit runs, for the diff.
     fn snapshot(&mut self, id: &str, tool: &str, input: &Value) {
-        if !DIFF_TOOLS.contains(&tool) {
+        if self.replaying || !DIFF_TOOLS.contains(&tool) {
             return;
         }
         let Some(path) = self.path_of(input) else {
@@ -230,8 +288,14 @@ impl<'a> TurnUpdates<'a> {
             return;
         };
         shown.finished = true;
-        let mut content = Vec::new();
+        // What the tool showed stays; a write or edit without a diff of its own gets one.
+        let mut content = card_content(&shown.card, self.workspace);
+        let has_diff = content
+            .iter()
+            .any(|part| matches!(part, acp::ToolCallContent::Diff(_)));
         if !is_error
+            && !has_diff
+            && !self.replaying
             && DIFF_TOOLS.contains(&shown.tool.as_str())
             && let Some((path, before)) = shown.before.take()
             && let Some(after) = read_bounded(&path, self.workspace)
@@ -294,6 +358,65 @@ impl<'a> TurnUpdates<'a> {
             _ => acp::StopReason::EndTurn,
         })
     }
+}
+
+/// ACP's status of an agcore status.
+fn status_of(status: agcore::tools::ToolCallStatus) -> acp::ToolCallStatus {
+    match status {
+        agcore::tools::ToolCallStatus::Pending => acp::ToolCallStatus::Pending,
+        agcore::tools::ToolCallStatus::InProgress => acp::ToolCallStatus::InProgress,
+        agcore::tools::ToolCallStatus::Completed => acp::ToolCallStatus::Completed,
+        _ => acp::ToolCallStatus::Failed,
+    }
+}
+
+/// `path` as the editor needs it: absolute (a tool names files relative to the workspace).
+fn absolute(workspace: &Path, path: &str) -> PathBuf {
+    let path = Path::new(path);
+    if path.is_absolute() {
+        path.to_owned()
+    } else {
+        workspace.join(path)
+    }
+}
+
+/// A card's content parts in ACP's terms, and its progress as a last line of text.
+fn card_content(card: &ToolCallCard, workspace: &Path) -> Vec<acp::ToolCallContent> {
+    let mut content: Vec<acp::ToolCallContent> = card
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            agcore::tools::ToolContent::Text { text } => Some(kinds::text_content(text.clone())),
+            agcore::tools::ToolContent::Diff {
+                path,
+                old_text,
+                new_text,
+            } => Some(acp::ToolCallContent::Diff(
+                acp::Diff::new(absolute(workspace, path), new_text.clone())
+                    .old_text(old_text.clone()),
+            )),
+            agcore::tools::ToolContent::Terminal { terminal_id } => Some(
+                acp::ToolCallContent::Terminal(acp::Terminal::new(terminal_id.clone())),
+            ),
+            _ => None,
+        })
+        .collect();
+    if let Some(progress) = &card.progress {
+        let total = progress
+            .total
+            .map(|total| format!("/{total}"))
+            .unwrap_or_default();
+        let message = progress
+            .message
+            .as_ref()
+            .map(|message| format!(" {message}"))
+            .unwrap_or_default();
+        content.push(kinds::text_content(format!(
+            "progress: {}{total}{message}",
+            progress.done
+        )));
+    }
+    content
 }
 
 /// A file's text when it is a file inside `workspace` of at most [`MAX_DIFF_BYTES`];

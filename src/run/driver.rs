@@ -584,9 +584,17 @@ pub(crate) fn drive<'a>(
                         let completed = registry
                             .run_stream_observed(requests, &observer)
                             .map(|(index, call)| BatchItem::Tool(index, Box::new(call)));
-                        let updates = call_updates.stream().map(|(id, update)| BatchItem::Update(id, update));
-                        let mut completed = futures::stream::select(futures::stream::select(completed, children_stream), updates);
-                        while let Some(item) = completed.next().instrument(agent_span.clone()).await {
+                        let mut completed = futures::stream::select(completed, children_stream);
+                        // The calls' updates as they come, until the last call finished.
+                        let mut updates = std::pin::pin!(call_updates.stream());
+                        loop {
+                            let item = tokio::select! {
+                                item = completed.next().instrument(agent_span.clone()) => match item {
+                                    Some(item) => item,
+                                    None => break,
+                                },
+                                Some((id, update)) = updates.next() => BatchItem::Update(id, update),
+                            };
                             match item {
                                 BatchItem::Update(id, update) => {
                                     yield LoopItem::Event(call_updates::deliver(journal, id, update).await);
@@ -649,8 +657,11 @@ pub(crate) fn drive<'a>(
                             }
                         }
                     }
-                    // The batch is over: its calls' watchers stop.
-                    input_streams.reset();
+                    // The batch is over: its calls' watchers stop, and what they said is delivered.
+                    input_streams.finish().await;
+                    for (id, update) in call_updates.drain() {
+                        yield LoopItem::Event(call_updates::deliver(journal, id, update).await);
+                    }
                     let failure = observer.take_failure();
                     run.collect_started();
                     input = match failure {

@@ -8,7 +8,8 @@
 //! it grew by [`MIN_STEP`] bytes and by a quarter since the last parse (so the work over a
 //! stream is linear in its length however finely it is cut), or [`MAX_QUIET`] after the last
 //! parse when something new arrived. The watcher of a call gets its final input only from
-//! the registry, after the gates ([`crate::tools::streaming`]).
+//! the registry, after the gates ([`crate::tools::streaming`]); it is stopped when the reply is
+//! discarded, and at the latest [`WATCHER_GRACE`] after its batch ended.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,6 +29,9 @@ pub(crate) const MIN_STEP: usize = 64;
 
 /// The longest a call's new bytes wait for a parse.
 pub(crate) const MAX_QUIET: Duration = Duration::from_millis(50);
+
+/// How long a watcher may go on after its call's batch ended.
+pub(crate) const WATCHER_GRACE: Duration = Duration::from_millis(200);
 
 /// The most bytes of one call's arguments buffered for parsing (a model's reply is bounded
 /// too; past this the call is no longer reported early).
@@ -164,8 +168,25 @@ impl InputStreams {
         self.feeds.remove(id)
     }
 
-    /// Forget every call and stop every watcher (a batch ended, or the reply was discarded):
-    /// a watcher not given its approved input by now learns it never will.
+    /// The batch ended: a watcher not given its approved input by now learns it never will
+    /// (`None`), and gets [`WATCHER_GRACE`] to finish before it is stopped.
+    pub(crate) async fn finish(&mut self) {
+        self.calls.clear();
+        self.feeds.clear();
+        if self.watchers.is_empty() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + WATCHER_GRACE;
+        for watcher in self.watchers.drain(..) {
+            let abort = watcher.abort_handle();
+            if tokio::time::timeout_at(deadline, watcher).await.is_err() {
+                abort.abort();
+            }
+        }
+    }
+
+    /// Forget every call and stop every watcher at once (the reply was discarded, or a new one
+    /// begins).
     pub(crate) fn reset(&mut self) {
         self.calls.clear();
         self.feeds.clear();

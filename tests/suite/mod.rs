@@ -55,6 +55,7 @@ mod shell_rules;
 mod stream_retry;
 mod teams;
 mod tool_core;
+mod tool_events;
 mod tool_loop;
 mod tool_loop_http;
 mod trace_events;

@@ -143,8 +143,10 @@ impl AcpSession {
                 .await?;
         crate::context_cli::read_outputs_from_session(&mut registry, config, &stored.journal);
         let session_id = acp::SessionId::new(id.as_str());
+        // The editor shows each call live: its title and input as the model streams them.
         let registry = stored
             .keep_grants(registry)
+            .with_input_updates(true)
             .with_approver(Arc::new(EditorApprover::new(connection, session_id.clone())));
         let team = match &args.agent {
             Some(name) => Some((

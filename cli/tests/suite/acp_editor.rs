@@ -187,6 +187,52 @@ async fn an_allowed_write_asks_the_editor_shows_a_diff_and_writes_the_file() {
     assert_eq!(text_of(&report, "agent_message_chunk"), "Written.");
 }
 
+/// The run parses a call's arguments as they stream (tool-events): the card's title improves
+/// from the tool's name to the tool's own title while the call is still pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_calls_title_improves_before_it_runs() {
+    let Some(python) = python() else { return };
+    let workspace = tempfile::tempdir().unwrap();
+    // Long enough that the first half of the arguments (the fake streams two halves) holds the
+    // whole path and is parsed at once.
+    let content = "a".repeat(2000);
+    let arguments = json!({"path": "long.txt", "content": content}).to_string();
+    let server = fake_openai(vec![
+        Reply::tool("call_long", "write_file", &arguments),
+        Reply::text("Written."),
+    ])
+    .await;
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let report = tokio::task::block_in_place(|| {
+        editor(&python, "allow", workspace.path(), "-", &args)
+    });
+    let updates = report["updates"].as_array().unwrap();
+    let first = updates
+        .iter()
+        .position(|update| update["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(updates[first]["title"], "write_file");
+    let improved = updates
+        .iter()
+        .position(|update| {
+            update["sessionUpdate"] == "tool_call_update"
+                && update["status"] == "pending"
+                && update["title"] == "Write long.txt"
+        })
+        .unwrap_or_else(|| panic!("no streamed title: {report}"));
+    let running = updates
+        .iter()
+        .position(|update| update["status"] == "in_progress")
+        .unwrap();
+    assert!(first < improved && improved < running, "{report}");
+    assert_eq!(final_status(&report, "call_long"), "completed");
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("long.txt")).unwrap(),
+        content
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_write_is_not_written_and_the_model_is_told() {
     let Some(python) = python() else { return };

@@ -109,7 +109,10 @@ fn initialize(request: &acp::InitializeRequest) -> acp::InitializeResponse {
                 )
                 .mcp_capabilities(acp::McpCapabilities::new().http(true)),
         )
-        .agent_info(acp::Implementation::new("agcore", env!("CARGO_PKG_VERSION")).title("agcore".to_owned()))
+        .agent_info(
+            acp::Implementation::new("agcore", env!("CARGO_PKG_VERSION"))
+                .title("agcore".to_owned()),
+        )
 }
 
 async fn new_session(
@@ -117,7 +120,12 @@ async fn new_session(
     request: acp::NewSessionRequest,
     connection: ConnectionTo<Client>,
 ) -> Result<acp::NewSessionResponse, Error> {
-    let opening = server.opening(new_session_id(), request.cwd, request.mcp_servers, connection);
+    let opening = server.opening(
+        new_session_id(),
+        request.cwd,
+        request.mcp_servers,
+        connection,
+    );
     let session = AcpSession::open(opening, false)
         .await
         .map_err(|error| failure(INVALID_PARAMS, &error))?;
@@ -133,7 +141,10 @@ async fn load_session(
 ) -> Result<acp::LoadSessionResponse, Error> {
     let id = request.session_id.0.to_string();
     if server.session(&request.session_id).is_some() {
-        return Err(Error::new(INVALID_PARAMS, format!("session {id} is already open")));
+        return Err(Error::new(
+            INVALID_PARAMS,
+            format!("session {id} is already open"),
+        ));
     }
     let opening = server.opening(id, request.cwd, request.mcp_servers, connection.clone());
     let session = AcpSession::open(opening, true)
@@ -173,9 +184,7 @@ async fn set_mode(
         Ok(true) => {
             connection.send_notification(acp::SessionNotification::new(
                 session.id().clone(),
-                acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(
-                    request.mode_id,
-                )),
+                acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(request.mode_id)),
             ))?;
             Ok(acp::SetSessionModeResponse::new())
         }
@@ -186,7 +195,11 @@ async fn set_mode(
 
 /// Answer `responder` with what `work` gives, from a task of its own (never inside the SDK's
 /// dispatch loop: a turn waits on the editor's answers).
-fn answer_later<T, F>(connection: &ConnectionTo<Client>, responder: Responder<T>, work: F) -> Result<(), Error>
+fn answer_later<T, F>(
+    connection: &ConnectionTo<Client>,
+    responder: Responder<T>,
+    work: F,
+) -> Result<(), Error>
 where
     T: agent_client_protocol::JsonRpcResponse + Send + 'static,
     F: Future<Output = Result<T, Error>> + Send + 'static,
@@ -284,7 +297,8 @@ pub async fn serve(args: AcpArgs, loaded: Loaded, secrets: Secrets) -> anyhow::R
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
-            async move |notification: acp::CancelNotification, _connection: ConnectionTo<Client>| {
+            async move |notification: acp::CancelNotification,
+                        _connection: ConnectionTo<Client>| {
                 if let Some(session) = on_cancel.session(&notification.session_id) {
                     session.cancel();
                 }

@@ -27,7 +27,9 @@ pub fn state(tools: &ToolsConfig, current: &str) -> acp::SessionModeState {
         }
     }
     for (id, profile) in &tools.profiles {
-        modes.push(acp::SessionMode::new(id.clone(), id.clone()).description(profile.description.clone()));
+        modes.push(
+            acp::SessionMode::new(id.clone(), id.clone()).description(profile.description.clone()),
+        );
     }
     acp::SessionModeState::new(current.to_owned(), modes)
 }

@@ -57,7 +57,11 @@ impl EditorApprover {
 /// The four options, as ACP names their kinds.
 fn options() -> Vec<acp::PermissionOption> {
     vec![
-        acp::PermissionOption::new(ALLOW_ONCE, "Allow once", acp::PermissionOptionKind::AllowOnce),
+        acp::PermissionOption::new(
+            ALLOW_ONCE,
+            "Allow once",
+            acp::PermissionOptionKind::AllowOnce,
+        ),
         acp::PermissionOption::new(
             ALLOW_ALWAYS,
             "Allow always (this session)",
@@ -100,22 +104,23 @@ impl Approver for EditorApprover {
         if self.rejected(&request.tool) {
             return deny("the user rejected every call of this tool for this session");
         }
-        let asked = acp::RequestPermissionRequest::new(self.session.clone(), question(request), options());
+        let asked =
+            acp::RequestPermissionRequest::new(self.session.clone(), question(request), options());
         // Dropped when the turn is cancelled: the SDK then cancels the request in the editor.
         let answer = self.connection.send_request(asked).block_task().await;
         match answer {
             Ok(response) => match response.outcome {
-                acp::RequestPermissionOutcome::Selected(selected) => {
-                    match &*selected.option_id.0 {
-                        ALLOW_ONCE => ApprovalDecision::AllowOnce,
-                        ALLOW_ALWAYS => ApprovalDecision::AllowForSession,
-                        REJECT_ALWAYS => {
-                            self.reject_always(&request.tool);
-                            deny("the user rejected this call (and every call of this tool for this session)")
-                        }
-                        _ => deny("the user rejected this call"),
+                acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
+                    ALLOW_ONCE => ApprovalDecision::AllowOnce,
+                    ALLOW_ALWAYS => ApprovalDecision::AllowForSession,
+                    REJECT_ALWAYS => {
+                        self.reject_always(&request.tool);
+                        deny(
+                            "the user rejected this call (and every call of this tool for this session)",
+                        )
                     }
-                }
+                    _ => deny("the user rejected this call"),
+                },
                 _ => deny("the user cancelled"),
             },
             Err(error) => {

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agcore::llm::{LlmCycle, OpenaiChatMessage};
-use agcore::vocab::{ContentPart, ImageUrl};
 use agcore::run::RunRequest;
 use agcore::session::StoredCallUpdate;
 use agcore::team::Team;
 use agcore::tools::mcp::{McpHandle, McpServerConfig};
 use agcore::tools::{ToolRegistry, ToolsConfig};
+use agcore::vocab::{ContentPart, ImageUrl};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
@@ -132,22 +132,23 @@ impl AcpSession {
         } else {
             Vec::new()
         };
-        let mut cycle =
-            build_session_cycle(&args.model, config, secrets, stored.history.clone())?;
+        let mut cycle = build_session_cycle(&args.model, config, secrets, stored.history.clone())?;
         crate::context_cli::discover(&mut cycle, &args.model, config, secrets).await;
         let mut tool_args = args.tools.clone();
         tool_args.workspace = Some(workspace.root.clone());
         tool_args.restricted = workspace.restricted;
         let (mut registry, _, mcp) =
-            build_registry_with_mcp(&tool_args, Some(&args.model), &workspace.loaded, true)
-                .await?;
+            build_registry_with_mcp(&tool_args, Some(&args.model), &workspace.loaded, true).await?;
         crate::context_cli::read_outputs_from_session(&mut registry, config, &stored.journal);
         let session_id = acp::SessionId::new(id.as_str());
         // The editor shows each call live: its title and input as the model streams them.
         let registry = stored
             .keep_grants(registry)
             .with_input_updates(true)
-            .with_approver(Arc::new(EditorApprover::new(connection, session_id.clone())));
+            .with_approver(Arc::new(EditorApprover::new(
+                connection,
+                session_id.clone(),
+            )));
         let team = match &args.agent {
             Some(name) => Some((
                 crate::team_run::team_for(name, &args.model, config, secrets, &cycle, &registry)?,
@@ -204,9 +205,13 @@ impl AcpSession {
     /// Send the updates that replay the stored conversation.
     pub async fn replay(&self, connection: &ConnectionTo<Client>) {
         let state = self.state.lock().await;
-        let mut updates =
-            TurnUpdates::new(connection, self.id.clone(), &state.registry, &state.workspace)
-                .replaying();
+        let mut updates = TurnUpdates::new(
+            connection,
+            self.id.clone(),
+            &state.registry,
+            &state.workspace,
+        )
+        .replaying();
         super::replay::send(state.cycle.messages(), &state.stored_updates, &mut updates);
     }
 
@@ -261,8 +266,12 @@ impl AcpSession {
                 .with_tools(&state.registry)
                 .with_team(team, name.clone());
         }
-        let mut updates =
-            TurnUpdates::new(connection, self.id.clone(), &state.registry, &state.workspace);
+        let mut updates = TurnUpdates::new(
+            connection,
+            self.id.clone(),
+            &state.registry,
+            &state.workspace,
+        );
         let cancelled = {
             let work = async {
                 let mut items = state.cycle.run_with_stream(request);

@@ -30,16 +30,20 @@ pub fn stdio() -> anyhow::Result<
     let protocol_in = nix::unistd::dup(io::stdin())?;
     let output = tokio::fs::File::from_std(std::fs::File::from(protocol_out));
     let input = tokio::fs::File::from_std(std::fs::File::from(protocol_in));
-    let lines = FramedRead::new(input, LinesCodec::new_with_max_length(MAX_LINE_BYTES)).map(
-        |line| match line {
-            Ok(line) => Ok(line),
-            Err(LinesCodecError::MaxLineLengthExceeded) => Ok(TOO_LONG.to_owned()),
-            Err(LinesCodecError::Io(error)) => Err(error),
-        },
-    );
-    let sink = SinkExt::<String>::sink_map_err(FramedWrite::new(output, LinesCodec::new()), |error| match error {
-        LinesCodecError::Io(error) => error,
-        LinesCodecError::MaxLineLengthExceeded => io::Error::other("line too long"),
-    });
+    let lines =
+        FramedRead::new(input, LinesCodec::new_with_max_length(MAX_LINE_BYTES)).map(|line| {
+            match line {
+                Ok(line) => Ok(line),
+                Err(LinesCodecError::MaxLineLengthExceeded) => Ok(TOO_LONG.to_owned()),
+                Err(LinesCodecError::Io(error)) => Err(error),
+            }
+        });
+    let sink =
+        SinkExt::<String>::sink_map_err(FramedWrite::new(output, LinesCodec::new()), |error| {
+            match error {
+                LinesCodecError::Io(error) => error,
+                LinesCodecError::MaxLineLengthExceeded => io::Error::other("line too long"),
+            }
+        });
     Ok(Lines::new(sink, lines))
 }

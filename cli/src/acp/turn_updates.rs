@@ -81,9 +81,9 @@ impl<'a> TurnUpdates<'a> {
 
     /// The user's message, replayed.
     pub fn user_message(&self, text: String) {
-        self.send(acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(
-            text.into(),
-        )));
+        self.send(acp::SessionUpdate::UserMessageChunk(
+            acp::ContentChunk::new(text.into()),
+        ));
     }
 
     fn send(&self, update: acp::SessionUpdate) {
@@ -110,14 +110,14 @@ impl<'a> TurnUpdates<'a> {
     pub fn event(&mut self, event: StreamEvent, agent: Option<&str>) {
         match event {
             StreamEvent::AssistantTextDelta { text } if agent.is_none() => {
-                self.send(acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(
-                    text.into(),
-                )));
+                self.send(acp::SessionUpdate::AgentMessageChunk(
+                    acp::ContentChunk::new(text.into()),
+                ));
             }
             StreamEvent::ReasoningDelta { text } if agent.is_none() => {
-                self.send(acp::SessionUpdate::AgentThoughtChunk(acp::ContentChunk::new(
-                    text.into(),
-                )));
+                self.send(acp::SessionUpdate::AgentThoughtChunk(
+                    acp::ContentChunk::new(text.into()),
+                ));
             }
             StreamEvent::ToolCallDelta {
                 id: Some(id),
@@ -140,8 +140,8 @@ impl<'a> TurnUpdates<'a> {
             } => {
                 self.announce(&id, &tool_name, Some(&input), agent);
                 self.snapshot(&id, &tool_name, &input);
-                let mut fields = acp::ToolCallUpdateFields::new()
-                    .status(acp::ToolCallStatus::InProgress);
+                let mut fields =
+                    acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress);
                 if let Some(path) = self.path_of(&input) {
                     fields = fields.locations(vec![acp::ToolCallLocation::new(path)]);
                 }
@@ -156,9 +156,9 @@ impl<'a> TurnUpdates<'a> {
             StreamEvent::ToolCallUpdate { id, update } => self.reported(&id, &update),
             StreamEvent::FromAgent { agent, event } => self.event(*event, Some(&agent)),
             StreamEvent::Handoff { from, to } => {
-                self.send(acp::SessionUpdate::AgentThoughtChunk(acp::ContentChunk::new(
-                    format!("\n(handoff: {from} → {to})\n").into(),
-                )));
+                self.send(acp::SessionUpdate::AgentThoughtChunk(
+                    acp::ContentChunk::new(format!("\n(handoff: {from} → {to})\n").into()),
+                ));
             }
             StreamEvent::TurnComplete { reason, .. } if agent.is_none() => {
                 self.last_finish = Some(reason);
@@ -215,10 +215,9 @@ impl<'a> TurnUpdates<'a> {
     }
 
     fn update(&self, id: &str, fields: acp::ToolCallUpdateFields) {
-        self.send(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
-            id.to_owned(),
-            fields,
-        )));
+        self.send(acp::SessionUpdate::ToolCallUpdate(
+            acp::ToolCallUpdate::new(id.to_owned(), fields),
+        ));
     }
 
     /// The absolute path a call's `path` argument names inside the workspace, if any.

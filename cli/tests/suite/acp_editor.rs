@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{self, Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
+use crate::support::{
+    self, Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies,
+};
 
 /// The SDK's Python, or a skip (a failure on CI).
 fn python() -> Option<PathBuf> {
@@ -51,15 +53,19 @@ fn editor(python: &Path, scenario: &str, workspace: &Path, session: &str, args: 
     }
     // The editor's MCP server (mcp-server-time) is found on the venv's PATH.
     let bin = python.parent().unwrap();
-    let path = std::env::join_paths(
-        std::iter::once(bin.to_owned())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
+    let path = std::env::join_paths(std::iter::once(bin.to_owned()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
     .unwrap();
     command
         .env("PATH", path)
         .arg(script())
-        .args([scenario, workspace.to_str().unwrap(), session, env!("CARGO_BIN_EXE_agcore")])
+        .args([
+            scenario,
+            workspace.to_str().unwrap(),
+            session,
+            env!("CARGO_BIN_EXE_agcore"),
+        ])
         .args(args)
         .current_dir(workspace);
     let output = command.output().unwrap();
@@ -70,9 +76,8 @@ fn editor(python: &Path, scenario: &str, workspace: &Path, session: &str, args: 
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
-        panic!("the editor's report is not JSON ({error}): {stdout}")
-    });
+    let report: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|error| panic!("the editor's report is not JSON ({error}): {stdout}"));
     assert_eq!(
         report["errors"],
         json!([]),
@@ -114,8 +119,8 @@ fn final_status(report: &Value, id: &str) -> String {
     updates_of(report, "tool_call_update")
         .iter()
         .filter(|update| update["toolCallId"] == id)
-        .filter_map(|update| update["status"].as_str())
-        .last()
+        .rev()
+        .find_map(|update| update["status"].as_str())
         .unwrap_or_else(|| panic!("no status update for {id}: {report}"))
         .to_owned()
 }
@@ -139,12 +144,14 @@ async fn an_allowed_write_asks_the_editor_shows_a_diff_and_writes_the_file() {
     let server = fake_openai(write_call()).await;
     let args = model_args(&server);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let report = tokio::task::block_in_place(|| {
-        editor(&python, "allow", workspace.path(), "-", &args)
-    });
+    let report =
+        tokio::task::block_in_place(|| editor(&python, "allow", workspace.path(), "-", &args));
 
     assert_eq!(report["initialize"]["protocolVersion"], 1);
-    assert_eq!(report["initialize"]["agentCapabilities"]["loadSession"], true);
+    assert_eq!(
+        report["initialize"]["agentCapabilities"]["loadSession"],
+        true
+    );
     assert_eq!(
         report["initialize"]["agentCapabilities"]["promptCapabilities"]["image"],
         true
@@ -204,9 +211,8 @@ async fn a_streamed_calls_title_improves_before_it_runs() {
     .await;
     let args = model_args(&server);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let report = tokio::task::block_in_place(|| {
-        editor(&python, "allow", workspace.path(), "-", &args)
-    });
+    let report =
+        tokio::task::block_in_place(|| editor(&python, "allow", workspace.path(), "-", &args));
     let updates = report["updates"].as_array().unwrap();
     let first = updates
         .iter()
@@ -240,14 +246,18 @@ async fn a_rejected_write_is_not_written_and_the_model_is_told() {
     let server = fake_openai(write_call()).await;
     let args = model_args(&server);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let report = tokio::task::block_in_place(|| {
-        editor(&python, "reject", workspace.path(), "-", &args)
-    });
+    let report =
+        tokio::task::block_in_place(|| editor(&python, "reject", workspace.path(), "-", &args));
     assert_eq!(report["stops"], json!(["end_turn"]));
     assert!(!workspace.path().join("out.txt").exists());
     assert_eq!(final_status(&report, "call_write"), "failed");
     let bodies = request_bodies(&server).await;
-    let tool = bodies[1]["messages"].as_array().unwrap().last().unwrap().clone();
+    let tool = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(tool["role"], "tool");
     assert!(
         tool["content"].as_str().unwrap().contains("rejected"),
@@ -270,10 +280,13 @@ async fn cancel_during_a_permission_question_ends_the_turn_and_the_session_goes_
     .await;
     let args = model_args(&server);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let report = tokio::task::block_in_place(|| {
-        editor(&python, "cancel", workspace.path(), "-", &args)
-    });
-    assert_eq!(report["stops"], json!(["cancelled", "end_turn"]), "{report}");
+    let report =
+        tokio::task::block_in_place(|| editor(&python, "cancel", workspace.path(), "-", &args));
+    assert_eq!(
+        report["stops"],
+        json!(["cancelled", "end_turn"]),
+        "{report}"
+    );
     assert!(!workspace.path().join("out.txt").exists());
     assert_eq!(final_status(&report, "call_write"), "failed");
     assert!(text_of(&report, "agent_message_chunk").contains("Second answer."));
@@ -297,17 +310,15 @@ async fn a_session_loads_in_a_new_process_and_replays_its_conversation() {
     let mut args = model_args(&server);
     args.extend(["--store".to_owned(), store]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let first = tokio::task::block_in_place(|| {
-        editor(&python, "allow", workspace.path(), "-", &args)
-    });
+    let first =
+        tokio::task::block_in_place(|| editor(&python, "allow", workspace.path(), "-", &args));
     // A read needs no question.
     assert_eq!(first["permissions"], json!([]));
     assert_eq!(first["stops"], json!(["end_turn"]));
     let session = first["session"].as_str().unwrap().to_owned();
 
-    let loaded = tokio::task::block_in_place(|| {
-        editor(&python, "load", workspace.path(), &session, &args)
-    });
+    let loaded =
+        tokio::task::block_in_place(|| editor(&python, "load", workspace.path(), &session, &args));
     assert_eq!(text_of(&loaded, "user_message_chunk"), "do the thing");
     let calls = updates_of(&loaded, "tool_call");
     assert_eq!(calls.len(), 1, "{loaded}");
@@ -315,7 +326,10 @@ async fn a_session_loads_in_a_new_process_and_replays_its_conversation() {
     assert_eq!(calls[0]["kind"], "read");
     assert_eq!(final_status(&loaded, "call_read"), "completed");
     assert!(loaded.to_string().contains("launch is on friday"));
-    assert_eq!(text_of(&loaded, "agent_message_chunk"), "The notes say friday.");
+    assert_eq!(
+        text_of(&loaded, "agent_message_chunk"),
+        "The notes say friday."
+    );
     // Nothing was sent to the model by the load.
     assert_eq!(request_bodies(&server).await.len(), 2);
 }
@@ -334,16 +348,23 @@ async fn the_editors_mcp_server_joins_the_sessions_tools() {
     .await;
     let args = model_args(&server);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let report = tokio::task::block_in_place(|| {
-        editor(&python, "mcp", workspace.path(), "-", &args)
-    });
+    let report =
+        tokio::task::block_in_place(|| editor(&python, "mcp", workspace.path(), "-", &args));
     assert_eq!(report["stops"], json!(["end_turn"]));
     assert_eq!(final_status(&report, "call_time"), "completed", "{report}");
     let bodies = request_bodies(&server).await;
     let tools = bodies[0]["tools"].to_string();
     assert!(tools.contains("get_current_time"), "{tools}");
-    let answer = bodies[1]["messages"].as_array().unwrap().last().unwrap().clone();
-    assert!(answer["content"].as_str().unwrap().contains("UTC"), "{answer}");
+    let answer = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        answer["content"].as_str().unwrap().contains("UTC"),
+        "{answer}"
+    );
 }
 
 /// Reads stdout lines on a thread, so every wait has a deadline.
@@ -364,7 +385,8 @@ fn next(receiver: &std::sync::mpsc::Receiver<String>) -> Value {
     let line = receiver
         .recv_timeout(Duration::from_secs(30))
         .expect("no answer from agcore acp");
-    serde_json::from_str(&line).unwrap_or_else(|error| panic!("not JSON on stdout ({error}): {line}"))
+    serde_json::from_str(&line)
+        .unwrap_or_else(|error| panic!("not JSON on stdout ({error}): {line}"))
 }
 
 #[test]
@@ -400,17 +422,20 @@ fn bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving() {
     let unknown = next(&answers);
     assert_eq!(unknown["id"], 1);
     assert_eq!(unknown["error"]["code"], -32601);
-    send(r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#,
+    );
     let missing = next(&answers);
     assert_eq!(missing["id"], 3);
     assert_eq!(missing["error"]["code"], -32602, "{missing}");
     // A relative cwd is bad params, not a crash.
-    send(r#"{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}"#,
+    );
     let relative = next(&answers);
     assert_eq!(relative["id"], 5);
     assert_eq!(relative["error"]["code"], -32602);
 
-    drop(send);
     drop(stdin);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -418,7 +443,10 @@ fn bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving() {
             assert!(status.success(), "agcore acp exited with {status}");
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "agcore acp did not exit at EOF");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "agcore acp did not exit at EOF"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

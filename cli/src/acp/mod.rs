@@ -8,12 +8,14 @@
 //! - [`permission`]: approvals as `session/request_permission`.
 //! - [`replay`]: `session/load` replays the stored conversation.
 //! - [`modes`]: session modes from agcore's tool profiles.
+//! - [`editor_files`]: `read_file` through the editor's buffers when it offers them.
 //! - [`workspace`]: a session's `cwd`, its config and trust (an untrusted one is restricted).
 //!
 //! The SDK answers what agcore does not handle: a line that is not JSON gets a parse error,
 //! an unknown method `-32601`, bad params `-32602`; the agent keeps serving. Handlers never
 //! wait on the editor inside the SDK's dispatch loop: each request's work is a spawned task.
 
+mod editor_files;
 mod kinds;
 mod modes;
 mod permission;
@@ -43,6 +45,8 @@ struct Server {
     args: AcpArgs,
     secrets: Secrets,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    /// Whether the editor offered `fs/read_text_file` (at `initialize`).
+    editor_reads: std::sync::atomic::AtomicBool,
 }
 
 /// A new session's id (its name in the store): unique per process and time.
@@ -92,6 +96,7 @@ impl Server {
             args: &self.args,
             secrets: &self.secrets,
             connection,
+            editor_reads: self.editor_reads.load(Ordering::SeqCst),
         }
     }
 }
@@ -219,9 +224,11 @@ pub async fn serve(args: AcpArgs, loaded: Loaded, secrets: Secrets) -> anyhow::R
         args,
         secrets,
         sessions: Mutex::new(HashMap::new()),
+        editor_reads: std::sync::atomic::AtomicBool::new(false),
     });
     let transport = transport::stdio()?;
-    let (on_new, on_load, on_prompt, on_mode, on_cancel) = (
+    let (on_initialize, on_new, on_load, on_prompt, on_mode, on_cancel) = (
+        server.clone(),
         server.clone(),
         server.clone(),
         server.clone(),
@@ -235,6 +242,10 @@ pub async fn serve(args: AcpArgs, loaded: Loaded, secrets: Secrets) -> anyhow::R
             async move |request: acp::InitializeRequest,
                         responder: Responder<acp::InitializeResponse>,
                         _connection: ConnectionTo<Client>| {
+                on_initialize.editor_reads.store(
+                    request.client_capabilities.fs.read_text_file,
+                    Ordering::SeqCst,
+                );
                 responder.respond(initialize(&request))
             },
             agent_client_protocol::on_receive_request!(),

@@ -106,8 +106,23 @@ impl Approver for EditorApprover {
         }
         let asked =
             acp::RequestPermissionRequest::new(self.session.clone(), question(request), options());
-        // Dropped when the turn is cancelled: the SDK then cancels the request in the editor.
-        let answer = self.connection.send_request(asked).block_task().await;
+        // Asked from a task of the connection, not of the turn: a cancelled turn stops waiting,
+        // while the question itself is left to the editor, which answers it `cancelled` after
+        // its `session/cancel` (ACP's rule; no `$/cancel_request`, which v1 editors need not
+        // know).
+        let (answered, answer) = tokio::sync::oneshot::channel();
+        let connection = self.connection.clone();
+        let spawned = self.connection.spawn(async move {
+            let _ = answered.send(connection.send_request(asked).block_task().await);
+            Ok(())
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "the editor could not be asked for a permission");
+            return deny("the editor could not be asked");
+        }
+        let Ok(answer) = answer.await else {
+            return deny("the editor could not be asked");
+        };
         match answer {
             Ok(response) => match response.outcome {
                 acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {

@@ -61,6 +61,8 @@ pub struct Opening<'a> {
     pub secrets: &'a Secrets,
     /// The connection to the editor (permissions go there).
     pub connection: ConnectionTo<Client>,
+    /// Whether the editor offered `fs/read_text_file`.
+    pub editor_reads: bool,
 }
 
 /// An editor MCP server as an `mcpServers` entry (stdio or HTTP; SSE is not offered).
@@ -106,6 +108,7 @@ impl AcpSession {
             args,
             secrets,
             connection,
+            editor_reads,
         } = opening;
         let mut workspace = workspace::open(&args.tools, &cwd)?;
         if !args.tools.yes {
@@ -141,6 +144,15 @@ impl AcpSession {
             build_registry_with_mcp(&tool_args, Some(&args.model), &workspace.loaded, true).await?;
         crate::context_cli::read_outputs_from_session(&mut registry, config, &stored.journal);
         let session_id = acp::SessionId::new(id.as_str());
+        if editor_reads && let Some(builtin) = registry.unregister("read_file") {
+            let workspace = agcore::tools::builtin::Workspace::new(&workspace.root)?;
+            registry.register(Arc::new(super::editor_files::EditorReadFile::new(
+                builtin,
+                workspace,
+                connection.clone(),
+                session_id.clone(),
+            )))?;
+        }
         // The editor shows each call live: its title and input as the model streams them.
         let registry = stored
             .keep_grants(registry)

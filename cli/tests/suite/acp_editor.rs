@@ -239,6 +239,60 @@ async fn a_streamed_calls_title_improves_before_it_runs() {
     );
 }
 
+/// An editor that offers `fs/read_text_file`: `read_file` reads its (unsaved) buffer, not the
+/// disk; a path out of the workspace is refused before the editor is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_goes_through_the_editors_buffer_confined_to_the_workspace() {
+    let Some(python) = python() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let workspace = root.path().join("project");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "launch is on friday\n").unwrap();
+    std::fs::write(root.path().join("outside.txt"), "secret\n").unwrap();
+    let server = fake_openai(vec![
+        Reply::Tools(vec![
+            (
+                "call_in".to_owned(),
+                "read_file".to_owned(),
+                r#"{"path":"notes.txt"}"#.to_owned(),
+            ),
+            (
+                "call_out".to_owned(),
+                "read_file".to_owned(),
+                r#"{"path":"../outside.txt"}"#.to_owned(),
+            ),
+        ]),
+        Reply::text("Monday, then."),
+    ])
+    .await;
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let report = tokio::task::block_in_place(|| editor(&python, "buffer", &workspace, "-", &args));
+    assert_eq!(report["stops"], json!(["end_turn"]));
+    // One read reached the editor: the file inside, by its absolute path.
+    let reads = report["reads"].as_array().unwrap();
+    assert_eq!(reads.len(), 1, "{report}");
+    let canonical = std::fs::canonicalize(workspace.join("notes.txt")).unwrap();
+    assert_eq!(reads[0]["path"], canonical.display().to_string());
+    assert_eq!(final_status(&report, "call_in"), "completed");
+    assert_eq!(final_status(&report, "call_out"), "failed");
+    let bodies = request_bodies(&server).await;
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let answer = |id: &str| {
+        messages
+            .iter()
+            .find(|message| message["tool_call_id"] == id)
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let inside = answer("call_in");
+    assert!(inside.contains("moved to monday"), "{inside}");
+    assert!(!inside.contains("friday"), "{inside}");
+    assert!(!answer("call_out").contains("secret"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_write_is_not_written_and_the_model_is_told() {
     let Some(python) = python() else { return };

@@ -421,6 +421,39 @@ async fn the_editors_mcp_server_joins_the_sessions_tools() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modes_are_the_tool_profiles_and_an_unknown_one_is_refused() {
+    let Some(python) = python() else { return };
+    let workspace = tempfile::tempdir().unwrap();
+    let server = fake_openai(vec![Reply::text("unused")]).await;
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let report =
+        tokio::task::block_in_place(|| editor(&python, "modes", workspace.path(), "-", &args));
+    let switched = updates_of(&report, "current_mode_update");
+    assert_eq!(switched.len(), 1, "{report}");
+    assert_eq!(switched[0]["currentModeId"], "ask");
+    let refused = report["unknown_mode"].as_str().unwrap();
+    assert!(refused.contains("no mode"), "{refused}");
+}
+
+/// The judge can fail: the SDK's models reject malformed updates (a tool call or a call update
+/// without its id, a text block without text).
+#[test]
+fn the_sdk_judge_rejects_malformed_updates() {
+    let Some(python) = python() else { return };
+    let output = Command::new(python)
+        .arg(script())
+        .args(["selfcheck", "-", "-", "-"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["rejected"], 3, "{report}");
+    assert_eq!(report["of"], 3);
+    assert_eq!(report["good"], "s");
+}
+
 /// Reads stdout lines on a thread, so every wait has a deadline.
 fn lines(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<String> {
     let (sender, receiver) = std::sync::mpsc::channel();

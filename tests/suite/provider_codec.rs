@@ -59,14 +59,19 @@ fn digest(method: &str, url: &reqwest::Url, body: &[u8]) -> String {
 #[async_trait]
 impl RequestSigner for DigestSigner {
     async fn sign(&self, request: &mut SignableRequest<'_>) -> Result<(), ProviderError> {
-        assert_eq!(
-            request.headers.get("content-type").unwrap(),
-            "application/json"
-        );
-        let signature = digest(request.method.as_str(), request.url, request.body);
-        request
+        // The signer sees the headers that will be sent.
+        if request
             .headers
-            .insert("x-signature", HeaderValue::from_str(&signature).unwrap());
+            .get("content-type")
+            .map(HeaderValue::as_bytes)
+            != Some(b"application/json".as_slice())
+        {
+            return Err(ProviderError::Other("no content-type to sign".into()));
+        }
+        let signature = digest(request.method.as_str(), request.url, request.body);
+        let value = HeaderValue::from_str(&signature)
+            .map_err(|error| ProviderError::Other(error.to_string()))?;
+        request.headers.insert("x-signature", value);
         Ok(())
     }
 }

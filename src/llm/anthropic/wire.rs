@@ -226,7 +226,8 @@ impl Serialize for Marked<'_> {
                 let later = self.on[at + 1..]
                     .iter()
                     .any(|later| later.data.get(key).is_some());
-                if !later && !(self.cache && key == "cache_control") {
+                let marker = self.cache && key == "cache_control";
+                if !(later || marker) {
                     map.serialize_entry(key, value)?;
                 }
             }

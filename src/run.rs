@@ -25,6 +25,7 @@ pub(crate) mod driver;
 pub mod error;
 pub mod event;
 pub mod external;
+pub(crate) mod handle;
 pub mod hooks;
 pub mod idempotency;
 mod input_stream;

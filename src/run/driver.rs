@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::Stream;
 
 use crate::llm::model::ChatModel;
+use crate::run::call_updates::CallUpdates;
 use crate::run::config::CycleConfig;
 use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
@@ -146,7 +147,7 @@ pub(crate) fn drive<'a>(
             state,
             in_flight: None,
             suspended: false,
-            call_updates: crate::run::call_updates::CallUpdates::new(),
+            call_updates: CallUpdates::new(),
             input_streams: Default::default(),
         };
         if let Input::Decisions(decisions) = &input {
@@ -170,8 +171,6 @@ pub(crate) fn drive<'a>(
                         yield LoopItem::Event(event);
                     }
                     cx.reoffer(&run.state);
-                    // A new reply: nothing of an earlier one streams on.
-                    run.input_streams.reset();
                     let Run { state, context, call_updates, input_streams, .. } = &mut run;
                     let streams = handle::model::Streams { call_updates, input_streams };
                     let mut handler = std::pin::pin!(handle::model::request_model(&cx, state, context, streams, request, &sink));

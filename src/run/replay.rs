@@ -18,6 +18,16 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
     replay_with_updates(messages, &[])
 }
 
+/// One stored update of a call: which call, and what it said (a journal's
+/// [`crate::run::JournalEntry::CallUpdate`], read back by [`crate::session::call_updates`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredCallUpdate {
+    /// The call id.
+    pub call_id: String,
+    /// The update.
+    pub update: crate::tools::event::ToolCallUpdate,
+}
+
 /// [`replay`] with each call's stored updates ([`crate::session::call_updates`]): a call's
 /// [`StreamEvent::ToolCallUpdate`]s come after its `ToolExecutionStarted`, in the order they
 /// were recorded, and before its result — what a UI needs to redraw the call's card (title,
@@ -40,7 +50,7 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
 /// ```
 pub fn replay_with_updates(
     messages: &[OpenaiChatMessage],
-    updates: &[crate::session::StoredCallUpdate],
+    updates: &[StoredCallUpdate],
 ) -> Vec<StreamEvent> {
     let mut events = Vec::new();
     let mut names: HashMap<&str, &str> = HashMap::new();

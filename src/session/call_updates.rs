@@ -7,16 +7,8 @@ use serde_json::Value;
 
 use crate::session::journal::CALL_UPDATE;
 use crate::session::record::Session;
-use crate::tools::event::ToolCallUpdate;
 
-/// One stored update: the call it belongs to and what it said.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredCallUpdate {
-    /// The call id.
-    pub call_id: String,
-    /// The update.
-    pub update: ToolCallUpdate,
-}
+pub use crate::run::replay::StoredCallUpdate;
 
 /// The updates `session`'s top-level calls reported, in the order they were recorded. A step
 /// that does not parse is skipped (it is for display only; the run never reads it).

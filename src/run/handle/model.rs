@@ -35,6 +35,8 @@ pub(crate) async fn request_model(
     request: ModelRequest,
     sink: &EventSink,
 ) -> Input {
+    // A new reply: nothing of an earlier one streams on.
+    streams.input_streams.reset();
     // The history (with the prompt) is recorded before the request: a crash during it can
     // be resumed.
     if let Err(error) = record(cx.journal, JournalEntry::History(&state.messages)).await {

@@ -55,6 +55,7 @@ pub mod builtin;
 pub mod config;
 pub mod mcp;
 pub mod registry;
+pub mod sandbox;
 pub mod typed;
 
 pub use approval::{

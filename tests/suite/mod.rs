@@ -47,6 +47,7 @@ mod redirect_rules;
 mod repo_rules;
 mod request_accounting;
 mod run_state;
+mod sandbox;
 mod security_claims;
 mod session_grants;
 mod session_leases;

@@ -102,6 +102,13 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
     println!("{}", session.banner(&target.base_url));
     println!(
         "{}",
+        crate::sandbox_cmd::describe(&crate::sandbox_cmd::policy(
+            &loaded.config.tools,
+            args.tools.sandbox
+        ))
+    );
+    println!(
+        "{}",
         crate::system_prompt::compose(&args.model, &loaded.config)?.summary()
     );
     if let (Some(name), Some(stored)) = (&args.session.session, &stored) {

@@ -48,6 +48,7 @@ mod repo_rules;
 mod request_accounting;
 mod run_state;
 mod sandbox;
+mod sandbox_mcp;
 mod security_claims;
 mod session_grants;
 mod session_leases;

@@ -65,7 +65,7 @@ impl Fixture {
     }
 }
 
-async fn run(tool: &RunCommand, command: &str) -> RunCommandOutput {
+pub(crate) async fn run(tool: &RunCommand, command: &str) -> RunCommandOutput {
     tool.run(input(command)).await.unwrap()
 }
 

@@ -93,6 +93,9 @@ impl McpClient {
                 startup: McpRetry::default(),
                 restarts: 0,
                 subscriptions,
+                sandbox: crate::tools::sandbox::Sandbox::new(
+                    crate::tools::sandbox::SandboxPolicy::for_mcp_servers(),
+                ),
             },
             rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
@@ -155,6 +158,32 @@ impl McpClient {
     /// let client = McpClient::new("time", McpTransport::stdio("mcp-server-time", Vec::<String>::new()))
     ///     .without_env("OPENAI_API_KEY");
     /// assert_eq!(client.withheld_env(), ["OPENAI_API_KEY"]);
+
+    /// Run a stdio server under `sandbox` (default: [`SandboxPolicy::for_mcp_servers`] —
+    /// `workspace-write` in its `cwd` or the current directory, network on).
+    ///
+    /// [`SandboxPolicy::for_mcp_servers`]: crate::tools::sandbox::SandboxPolicy::for_mcp_servers
+    pub fn with_sandbox(mut self, sandbox: crate::tools::sandbox::Sandbox) -> Self {
+        self.settings.sandbox = sandbox;
+        self
+    }
+
+    /// Run a stdio server under `policy` (keeping the sandbox's helper and probe).
+    pub fn with_sandbox_policy(mut self, policy: crate::tools::sandbox::SandboxPolicy) -> Self {
+        self.settings.sandbox = self.settings.sandbox.clone().with_policy(policy);
+        self
+    }
+
+    /// Apply the sandbox with `helper` (e.g. the host program on a leading argument).
+    pub fn with_sandbox_helper(mut self, helper: crate::tools::sandbox::SandboxHelper) -> Self {
+        self.settings.sandbox = self.settings.sandbox.clone().with_helper(helper);
+        self
+    }
+
+    /// The sandbox a stdio server runs in.
+    pub fn sandbox(&self) -> &crate::tools::sandbox::Sandbox {
+        &self.settings.sandbox
+    }
     /// ```
     pub fn without_env(mut self, name: impl Into<String>) -> Self {
         self.settings.env_remove.push(name.into());

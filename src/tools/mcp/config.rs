@@ -82,6 +82,10 @@ pub struct McpServerConfig {
     /// Per-request timeout in seconds.
     #[serde(default)]
     pub timeout: Option<u64>,
+    /// The OS sandbox of a stdio server, e.g. `{"mode": "read-only", "network": "off"}`
+    /// (absent: [`crate::tools::sandbox::SandboxPolicy::for_mcp_servers`]).
+    #[serde(default)]
+    pub sandbox: Option<crate::tools::sandbox::SandboxPolicy>,
     /// Connect timeout in seconds.
     #[serde(default)]
     pub connect_timeout: Option<u64>,
@@ -193,6 +197,9 @@ impl McpServerConfig {
         }
         if let Some(secs) = self.timeout {
             client = client.with_timeout(secs);
+        }
+        if let Some(policy) = &self.sandbox {
+            client = client.with_sandbox_policy(policy.clone());
         }
         if let Some(version) = &self.protocol_version {
             client = client.with_protocol_version(version.clone());

@@ -33,6 +33,8 @@ pub(crate) struct StdioSpec {
     /// Inherited variables not passed on (removed before `env` is applied).
     pub env_remove: Vec<String>,
     pub cwd: Option<PathBuf>,
+    /// The OS sandbox it runs in (its workspace: `cwd`, else the current directory).
+    pub sandbox: crate::tools::sandbox::Sandbox,
 }
 
 /// The JSON-RPC code of the error agcore puts in place of a server's oversized answer.
@@ -273,7 +275,17 @@ pub(crate) fn spawn(
     spec: &StdioSpec,
     closed: CancellationToken,
 ) -> std::io::Result<(StdioTransport, ChildHandle)> {
-    let mut command = Command::new(&spec.command);
+    let workspace = match &spec.cwd {
+        Some(cwd) => cwd.clone(),
+        None => std::env::current_dir()?,
+    };
+    // Refused, not started unsandboxed, where the kernel cannot enforce the policy.
+    let sandboxed = spec
+        .sandbox
+        .command(&workspace, &spec.command)
+        .map_err(std::io::Error::other)?;
+    let temp_dir = sandboxed.temp_dir;
+    let mut command = Command::from(sandboxed.command);
     for name in &spec.env_remove {
         command.env_remove(name);
     }
@@ -303,7 +315,13 @@ pub(crate) fn spawn(
     }
     let (exit_tx, exit) = watch::channel(None);
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
-    let supervisor = tokio::spawn(supervise(child, pid, exit_tx, shutdown_rx, closed.clone()));
+    let supervised = supervise(child, pid, exit_tx, shutdown_rx, closed.clone());
+    // The server's private TMPDIR lives as long as it runs.
+    let supervisor = tokio::spawn(async move {
+        let output = supervised.await;
+        drop(temp_dir);
+        output
+    });
     let transport = StdioTransport {
         server: server.clone(),
         reader: LineReader::new(BufReader::new(stdout), MAX_MESSAGE_BYTES),

@@ -103,6 +103,12 @@ impl Sandbox {
         }
     }
 
+    /// This sandbox with another policy (same helper, probe and home).
+    pub fn with_policy(mut self, policy: SandboxPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// Use this helper program instead of discovering one.
     pub fn with_helper(mut self, helper: SandboxHelper) -> Self {
         self.helper = Some(helper);

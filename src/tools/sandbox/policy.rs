@@ -128,6 +128,13 @@ impl SandboxPolicy {
         SandboxPolicy::default()
     }
 
+    /// The default of a stdio MCP server: `workspace-write` with the network on — many servers
+    /// exist to reach an API, and a server's own process is no more trusted than its tools'
+    /// permissions say; writes stay in its directory.
+    pub fn for_mcp_servers() -> Self {
+        SandboxPolicy::workspace_write().with_network(NetworkAccess::On)
+    }
+
     /// No sandbox at all.
     pub fn full() -> Self {
         SandboxPolicy {

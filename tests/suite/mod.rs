@@ -49,6 +49,7 @@ mod request_accounting;
 mod run_state;
 mod sandbox;
 mod sandbox_mcp;
+mod sandbox_projects;
 mod security_claims;
 mod session_grants;
 mod session_leases;

@@ -160,7 +160,8 @@ impl McpClient {
     /// assert_eq!(client.withheld_env(), ["OPENAI_API_KEY"]);
 
     /// Run a stdio server under `sandbox` (default: [`SandboxPolicy::for_mcp_servers`] —
-    /// `workspace-write` in its `cwd` or the current directory, network on).
+    /// `workspace-write` in its `cwd` or the current directory and in the existing
+    /// directories its arguments name, network on).
     ///
     /// [`SandboxPolicy::for_mcp_servers`]: crate::tools::sandbox::SandboxPolicy::for_mcp_servers
     pub fn with_sandbox(mut self, sandbox: crate::tools::sandbox::Sandbox) -> Self {

@@ -280,8 +280,17 @@ pub(crate) fn spawn(
         None => std::env::current_dir()?,
     };
     // Refused, not started unsandboxed, where the kernel cannot enforce the policy.
-    let sandboxed = spec
-        .sandbox
+    // The directories its command line names are the ones the user gave it to work in (the
+    // filesystem server's allowed roots): writable under `workspace-write` like its cwd.
+    let sandbox = spec
+        .args
+        .iter()
+        .map(std::path::Path::new)
+        .filter(|arg| arg.is_absolute() && arg.is_dir())
+        .fold(spec.sandbox.clone(), |sandbox, dir| {
+            sandbox.with_writable_root(dir)
+        });
+    let sandboxed = sandbox
         .command(&workspace, &spec.command)
         .map_err(std::io::Error::other)?;
     let temp_dir = sandboxed.temp_dir;

@@ -109,6 +109,12 @@ impl Sandbox {
         self
     }
 
+    /// This sandbox with another writable directory (`workspace-write` only).
+    pub fn with_writable_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.policy = self.policy.with_writable_root(root);
+        self
+    }
+
     /// Use this helper program instead of discovering one.
     pub fn with_helper(mut self, helper: SandboxHelper) -> Self {
         self.helper = Some(helper);

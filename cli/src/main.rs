@@ -29,9 +29,9 @@ mod render;
 mod restate_cmd;
 mod run;
 mod sampling;
+mod sandbox_cmd;
 mod secrets;
 mod sessions_cmd;
-mod sandbox_cmd;
 mod settings;
 mod setup;
 mod store;
@@ -169,9 +169,7 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
         Command::Demo(_)
         | Command::Trust(_)
         | Command::Sandbox(_)
-        | Command::McpDemoServer { .. } => {
-            Ok(Loaded::default())
-        }
+        | Command::McpDemoServer { .. } => Ok(Loaded::default()),
     }
 }
 

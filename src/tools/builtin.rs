@@ -207,11 +207,13 @@ pub fn builtin_tools_with(
         sandbox = sandbox.with_helper(helper.clone());
     }
     let run_command = options.withheld_env.iter().fold(
-        RunCommand::new(workspace.clone()).with_sandbox(sandbox).with_max_concurrent(
-            options
-                .max_concurrent_commands
-                .unwrap_or(RunCommand::DEFAULT_MAX_CONCURRENT),
-        ),
+        RunCommand::new(workspace.clone())
+            .with_sandbox(sandbox)
+            .with_max_concurrent(
+                options
+                    .max_concurrent_commands
+                    .unwrap_or(RunCommand::DEFAULT_MAX_CONCURRENT),
+            ),
         |tool, name| tool.without_env(name.clone()),
     );
     let mut tools = read_only_tools_with(workspace, options);

@@ -15,9 +15,7 @@ use std::sync::Arc;
 
 use agcore::tools::Tool;
 use agcore::tools::builtin::{RunCommand, RunCommandInput, RunCommandOutput, Workspace};
-use agcore::tools::sandbox::{
-    FixedProbe, NetworkAccess, Sandbox, SandboxPolicy, SandboxSupport,
-};
+use agcore::tools::sandbox::{FixedProbe, NetworkAccess, Sandbox, SandboxPolicy, SandboxSupport};
 
 /// `policy` as a sandbox with `home` as `~` — or no sandbox at all when
 /// `AGCORE_TEST_SANDBOX_OFF` is set, to watch these tests fail without it.
@@ -79,17 +77,39 @@ async fn workspace_write_keeps_every_write_inside_the_workspace() {
     let tool = fixture.tool(SandboxPolicy::workspace_write());
     let out = fixture.outside.display().to_string();
     // Writing in the workspace and the private TMPDIR works.
-    let inside = run(&tool, "echo ok > inside.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"").await;
+    let inside = run(
+        &tool,
+        "echo ok > inside.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"",
+    )
+    .await;
     assert_eq!(inside.exit_code, Some(0), "{inside:?}");
-    assert_eq!(std::fs::read_to_string(fixture.workspace.join("inside.txt")).unwrap(), "ok\n");
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join("inside.txt")).unwrap(),
+        "ok\n"
+    );
     let attempts = [
         ("a direct path", format!("echo x > {out}/direct.txt")),
         ("..", "echo x > ../outside/dotdot.txt".to_owned()),
-        ("a symlink pointing out", format!("ln -s {out} link && echo x > link/symlinked.txt")),
-        ("a hard link it creates", format!("ln {out}/victim.txt hard && echo pwned >> hard")),
-        ("/proc/self/root", format!("echo x > /proc/self/root{out}/proc-root.txt")),
-        ("/proc/self/cwd/..", "echo x > /proc/self/cwd/../outside/proc-cwd.txt".to_owned()),
-        ("a renamed directory", format!("mkdir moved && mv moved {out}/moved")),
+        (
+            "a symlink pointing out",
+            format!("ln -s {out} link && echo x > link/symlinked.txt"),
+        ),
+        (
+            "a hard link it creates",
+            format!("ln {out}/victim.txt hard && echo pwned >> hard"),
+        ),
+        (
+            "/proc/self/root",
+            format!("echo x > /proc/self/root{out}/proc-root.txt"),
+        ),
+        (
+            "/proc/self/cwd/..",
+            "echo x > /proc/self/cwd/../outside/proc-cwd.txt".to_owned(),
+        ),
+        (
+            "a renamed directory",
+            format!("mkdir moved && mv moved {out}/moved"),
+        ),
         ("truncate", format!("truncate -s 0 {out}/victim.txt")),
         ("append", format!("echo pwned >> {out}/victim.txt")),
     ];
@@ -121,8 +141,14 @@ async fn the_git_directory_and_agcore_config_stay_read_only() {
         let output = run(&tool, command).await;
         assert_ne!(output.exit_code, Some(0), "{command}: {output:?}");
     }
-    assert_eq!(std::fs::read_to_string(fixture.workspace.join(".git/config")).unwrap(), "[core]\n");
-    assert_eq!(std::fs::read_to_string(fixture.workspace.join("agcore.toml")).unwrap(), "[tools]\n");
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join("agcore.toml")).unwrap(),
+        "[tools]\n"
+    );
     assert!(!fixture.workspace.join(".git/hooks-pre-commit").exists());
     // The rest of the workspace is writable.
     assert_eq!(run(&tool, "echo y > src.txt").await.exit_code, Some(0));
@@ -177,13 +203,22 @@ impl Listeners {
         let commands = vec![
             (
                 "127.0.0.1",
-                connect("tcp4", &format!("('127.0.0.1', {})", tcp4.local_addr().unwrap().port())),
+                connect(
+                    "tcp4",
+                    &format!("('127.0.0.1', {})", tcp4.local_addr().unwrap().port()),
+                ),
             ),
             (
                 "::1",
-                connect("tcp6", &format!("('::1', {})", tcp6.local_addr().unwrap().port())),
+                connect(
+                    "tcp6",
+                    &format!("('::1', {})", tcp6.local_addr().unwrap().port()),
+                ),
             ),
-            ("a Unix socket outside", connect("unix", &socket.display().to_string())),
+            (
+                "a Unix socket outside",
+                connect("unix", &socket.display().to_string()),
+            ),
         ];
         for listener in [&tcp4, &tcp6] {
             listener.set_nonblocking(true).unwrap();
@@ -237,7 +272,11 @@ async fn with_the_network_on_loopback_and_unix_sockets_are_reachable() {
     }
     assert_eq!(listeners.accepted(), 3);
     // Still no writes outside.
-    let output = run(&tool, &format!("echo x > {}/net-on.txt", fixture.outside.display())).await;
+    let output = run(
+        &tool,
+        &format!("echo x > {}/net-on.txt", fixture.outside.display()),
+    )
+    .await;
     assert_ne!(output.exit_code, Some(0), "{output:?}");
 }
 
@@ -260,7 +299,10 @@ async fn a_double_forked_child_is_still_confined() {
     let output = run(&tool, command).await;
     assert_eq!(output.exit_code, Some(0), "{output:?}");
     assert!(fixture.workspace.join("tried").exists());
-    assert!(!fixture.outside.join("escaped.txt").exists(), "the grandchild wrote outside");
+    assert!(
+        !fixture.outside.join("escaped.txt").exists(),
+        "the grandchild wrote outside"
+    );
     let connection = std::fs::read_to_string(fixture.workspace.join("conn.txt")).unwrap();
     assert!(!connection.contains("connected"), "{connection}");
     assert_eq!(listeners.accepted(), 0);
@@ -305,8 +347,15 @@ async fn a_kernel_without_landlock_refuses_to_run_and_says_why() {
     let tool = RunCommand::new(Workspace::new(&fixture.workspace).unwrap()).with_sandbox(
         sandbox(SandboxPolicy::workspace_write(), &fixture.home).with_probe(no_landlock),
     );
-    let error = tool.run(input("touch ran.txt")).await.unwrap_err().to_string();
-    assert!(!fixture.workspace.join("ran.txt").exists(), "it ran: {error}");
+    let error = tool
+        .run(input("touch ran.txt"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        !fixture.workspace.join("ran.txt").exists(),
+        "it ran: {error}"
+    );
     assert!(error.contains("Landlock"), "{error}");
     assert!(error.contains("mode = \"full\""), "{error}");
 }
@@ -315,7 +364,11 @@ async fn a_kernel_without_landlock_refuses_to_run_and_says_why() {
 async fn a_blocked_write_tells_the_model_it_was_the_sandbox() {
     let fixture = Fixture::new();
     let tool = fixture.tool(SandboxPolicy::workspace_write());
-    let output = run(&tool, &format!("echo x > {}/x.txt", fixture.outside.display())).await;
+    let output = run(
+        &tool,
+        &format!("echo x > {}/x.txt", fixture.outside.display()),
+    )
+    .await;
     let text = RunCommand::model_content(&output);
     assert!(text.contains("blocked by the sandbox"), "{text}");
 }

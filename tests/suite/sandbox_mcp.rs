@@ -31,7 +31,10 @@ async fn a_read_only_server_cannot_write_its_directory_but_still_serves() {
     let home = tempfile::tempdir().unwrap();
     let mut client = McpClient::new("demo", wrapped_demo())
         .with_cwd(dir.path())
-        .with_sandbox(super::sandbox::sandbox(SandboxPolicy::read_only(), home.path()));
+        .with_sandbox(super::sandbox::sandbox(
+            SandboxPolicy::read_only(),
+            home.path(),
+        ));
     client.connect().await.unwrap();
     let tools = client.list_tools().await.unwrap();
     assert!(!tools.is_empty());

@@ -63,9 +63,15 @@ async fn cargo_build_and_test_work_inside_workspace_write_without_network() {
     );
     let output = run(&tool(&workspace, Path::new(&home)), &command).await;
     assert_eq!(output.exit_code, Some(0), "{output:?}");
-    assert!(output.stdout.contains("test result: ok. 1 passed"), "{output:?}");
+    assert!(
+        output.stdout.contains("test result: ok. 1 passed"),
+        "{output:?}"
+    );
     assert!(workspace.join("target/debug").is_dir());
-    assert!(!output.stdout.contains("ESCAPED"), "not sandboxed: {output:?}");
+    assert!(
+        !output.stdout.contains("ESCAPED"),
+        "not sandboxed: {output:?}"
+    );
 }
 
 #[tokio::test]
@@ -93,5 +99,8 @@ async fn npm_test_works_inside_workspace_write_without_network() {
     let output = run(&tool(&workspace, Path::new(&home)), &command).await;
     assert_eq!(output.exit_code, Some(0), "{output:?}");
     assert!(output.stdout.contains("# pass 1"), "{output:?}");
-    assert!(!output.stdout.contains("ESCAPED"), "not sandboxed: {output:?}");
+    assert!(
+        !output.stdout.contains("ESCAPED"),
+        "not sandboxed: {output:?}"
+    );
 }

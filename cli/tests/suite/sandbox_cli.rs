@@ -14,7 +14,10 @@ fn the_exit_status_is_the_command_s() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(7), "{output:?}");
-    assert_eq!(std::fs::read_to_string(dir.path().join("ok.txt")).unwrap(), "inside\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ok.txt")).unwrap(),
+        "inside\n"
+    );
 }
 
 #[test]
@@ -55,9 +58,16 @@ fn agcore_tools_names_the_sandbox_and_restricted_mode_tightens_it() {
             .unwrap_or_else(|| panic!("no sandbox line in {stdout}"))
             .to_owned()
     };
-    assert!(line(&[]).contains("run_command workspace-write, network off"), "{}", line(&[]));
+    assert!(
+        line(&[]).contains("run_command workspace-write, network off"),
+        "{}",
+        line(&[])
+    );
     let restricted = line(&["--restricted"]);
-    assert!(restricted.contains("read-only, network off (restricted mode)"), "{restricted}");
+    assert!(
+        restricted.contains("read-only, network off (restricted mode)"),
+        "{restricted}"
+    );
     let full = line(&["--sandbox", "full"]);
     assert!(full.contains("full (no sandbox)"), "{full}");
 }

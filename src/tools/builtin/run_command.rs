@@ -237,7 +237,9 @@ impl Tool for RunCommand {
         let sandboxed = self
             .sandbox
             .command(self.workspace.root(), "sh")
-            .map_err(|error| ToolError::ExecutionFailed(Self::NAME.to_owned(), error.to_string()))?;
+            .map_err(|error| {
+                ToolError::ExecutionFailed(Self::NAME.to_owned(), error.to_string())
+            })?;
         // The private TMPDIR lives until the command is over.
         let _temp_dir = sandboxed.temp_dir;
         let mut command = tokio::process::Command::from(sandboxed.command);
@@ -326,22 +328,23 @@ impl Tool for RunCommand {
             })?;
         let (stdout, stdout_cut) = out.finish(self.limits);
         let (mut stderr, stderr_cut) = err.finish(self.limits);
-        if status.code() == Some(HELPER_FAILURE_STATUS) {
-            if let Some(reason) = stderr.strip_prefix(HELPER_FAILURE_PREFIX) {
-                return Err(ToolError::ExecutionFailed(
-                    Self::NAME.to_owned(),
-                    format!(
-                        "the sandbox ({}) could not be applied, nothing was run: {}",
-                        self.sandbox.policy().describe(),
-                        reason.trim_end()
-                    ),
-                ));
-            }
+        if status.code() == Some(HELPER_FAILURE_STATUS)
+            && let Some(reason) = stderr.strip_prefix(HELPER_FAILURE_PREFIX)
+        {
+            return Err(ToolError::ExecutionFailed(
+                Self::NAME.to_owned(),
+                format!(
+                    "the sandbox ({}) could not be applied, nothing was run: {}",
+                    self.sandbox.policy().describe(),
+                    reason.trim_end()
+                ),
+            ));
         }
-        if !status.success() && !self.sandbox.policy().is_full() {
-            if let Some(note) = sandbox_note(&self.sandbox, &stdout, &stderr) {
-                stderr.push_str(&note);
-            }
+        if !status.success()
+            && !self.sandbox.policy().is_full()
+            && let Some(note) = sandbox_note(&self.sandbox, &stdout, &stderr)
+        {
+            stderr.push_str(&note);
         }
         Ok(RunCommandOutput {
             command: input.command,
@@ -366,7 +369,11 @@ fn sandbox_note(sandbox: &Sandbox, stdout: &str, stderr: &str) -> Option<String>
             .any(|needle| stderr.contains(needle) || stdout.contains(needle))
     };
     let mut causes = Vec::new();
-    if seen(&["Permission denied", "Operation not permitted", "Read-only file system"]) {
+    if seen(&[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ]) {
         causes.push(match policy.effective_mode() {
             SandboxMode::ReadOnly => {
                 "writes anywhere but $TMPDIR are blocked by the sandbox (read-only)".to_owned()

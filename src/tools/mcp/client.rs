@@ -158,6 +158,16 @@ impl McpClient {
     /// let client = McpClient::new("time", McpTransport::stdio("mcp-server-time", Vec::<String>::new()))
     ///     .without_env("OPENAI_API_KEY");
     /// assert_eq!(client.withheld_env(), ["OPENAI_API_KEY"]);
+    /// ```
+    pub fn without_env(mut self, name: impl Into<String>) -> Self {
+        self.settings.env_remove.push(name.into());
+        self
+    }
+
+    /// The variables [`without_env`](Self::without_env) withholds from a stdio server.
+    pub fn withheld_env(&self) -> &[String] {
+        &self.settings.env_remove
+    }
 
     /// Run a stdio server under `sandbox` (default: [`SandboxPolicy::for_mcp_servers`] —
     /// `workspace-write` in its `cwd` or the current directory and in the existing
@@ -184,16 +194,6 @@ impl McpClient {
     /// The sandbox a stdio server runs in.
     pub fn sandbox(&self) -> &crate::tools::sandbox::Sandbox {
         &self.settings.sandbox
-    }
-    /// ```
-    pub fn without_env(mut self, name: impl Into<String>) -> Self {
-        self.settings.env_remove.push(name.into());
-        self
-    }
-
-    /// The variables [`without_env`](Self::without_env) withholds from a stdio server.
-    pub fn withheld_env(&self) -> &[String] {
-        &self.settings.env_remove
     }
 
     /// Run a stdio server in `dir`.

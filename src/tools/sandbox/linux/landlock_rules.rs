@@ -2,11 +2,11 @@
 //! few device files; with ABI 4+ TCP bind/connect off too when the network is off; with ABI 6+
 //! no signals to and no abstract Unix sockets of processes outside the sandbox.
 
+use landlock::Ruleset;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope, path_beneath_rules,
 };
-use landlock::Ruleset;
 
 use crate::tools::sandbox::policy::NetworkAccess;
 use crate::tools::sandbox::probe::MIN_LANDLOCK_ABI;
@@ -16,7 +16,13 @@ use crate::tools::sandbox::spec::SandboxSpec;
 const FS_ABI: ABI = ABI::V3;
 
 /// Device files every program expects to write.
-const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"];
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+];
 
 pub(crate) fn kernel_abi() -> Option<u32> {
     // The crate hides the version query on purpose; creating a ruleset that requires an ABI
@@ -28,7 +34,15 @@ pub(crate) fn kernel_abi() -> Option<u32> {
             .and_then(|ruleset| ruleset.create())
             .is_ok()
     };
-    let known = [ABI::V1, ABI::V2, ABI::V3, ABI::V4, ABI::V5, ABI::V6, ABI::V7];
+    let known = [
+        ABI::V1,
+        ABI::V2,
+        ABI::V3,
+        ABI::V4,
+        ABI::V5,
+        ABI::V6,
+        ABI::V7,
+    ];
     let mut found = None;
     for (version, abi) in (1u32..).zip(known) {
         if !has(abi) {
@@ -41,7 +55,9 @@ pub(crate) fn kernel_abi() -> Option<u32> {
 
 pub(crate) fn restrict(spec: &SandboxSpec) -> Result<(), String> {
     let failed = |error: landlock::RulesetError| {
-        format!("Landlock ABI {MIN_LANDLOCK_ABI} or later is needed and could not be applied: {error}")
+        format!(
+            "Landlock ABI {MIN_LANDLOCK_ABI} or later is needed and could not be applied: {error}"
+        )
     };
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -67,7 +83,10 @@ pub(crate) fn restrict(spec: &SandboxSpec) -> Result<(), String> {
         .set_compatibility(CompatLevel::HardRequirement)
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(FS_ABI)))
         .map_err(failed)?
-        .add_rules(path_beneath_rules(&spec.writable, AccessFs::from_all(FS_ABI)))
+        .add_rules(path_beneath_rules(
+            &spec.writable,
+            AccessFs::from_all(FS_ABI),
+        ))
         .map_err(failed)?
         .add_rules(path_beneath_rules(devices, AccessFs::from_file(FS_ABI)))
         .map_err(failed)?

@@ -74,12 +74,8 @@ fn hide(path: &Path) -> Result<(), String> {
 }
 
 fn bind_read_only(path: &Path) -> Result<(), String> {
-    let failed = |error: nix::Error| {
-        format!(
-            "{} could not be made read-only: {error}",
-            path.display()
-        )
-    };
+    let failed =
+        |error: nix::Error| format!("{} could not be made read-only: {error}", path.display());
     mount(
         Some(path),
         path,

@@ -43,9 +43,7 @@ pub(crate) fn install(spec: &SandboxSpec) -> Result<(), String> {
             vec![SeccompRule::new(conditions).map_err(backend)?],
         );
     }
-    let arch = std::env::consts::ARCH
-        .try_into()
-        .map_err(backend)?;
+    let arch = std::env::consts::ARCH.try_into().map_err(backend)?;
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

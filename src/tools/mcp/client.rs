@@ -93,8 +93,10 @@ impl McpClient {
                 startup: McpRetry::default(),
                 restarts: 0,
                 subscriptions,
+                // Unsandboxed unless asked: servers from an mcpServers config get
+                // `SandboxPolicy::for_mcp_servers` (McpServerConfig::to_client).
                 sandbox: crate::tools::sandbox::Sandbox::new(
-                    crate::tools::sandbox::SandboxPolicy::for_mcp_servers(),
+                    crate::tools::sandbox::SandboxPolicy::full(),
                 ),
             },
             rule: PermissionRule::default(),
@@ -169,9 +171,11 @@ impl McpClient {
         &self.settings.env_remove
     }
 
-    /// Run a stdio server under `sandbox` (default: [`SandboxPolicy::for_mcp_servers`] —
-    /// `workspace-write` in its `cwd` or the current directory and in the existing
-    /// directories its arguments name, network on).
+    /// Run a stdio server under `sandbox`. A client made with [`McpClient::new`] runs its
+    /// server unsandboxed unless told; one made from an mcpServers config entry gets the
+    /// entry's `"sandbox"`, by default [`SandboxPolicy::for_mcp_servers`] (`workspace-write`
+    /// in its `cwd` or the current directory and in the existing directories its arguments
+    /// name, network on).
     ///
     /// [`SandboxPolicy::for_mcp_servers`]: crate::tools::sandbox::SandboxPolicy::for_mcp_servers
     pub fn with_sandbox(mut self, sandbox: crate::tools::sandbox::Sandbox) -> Self {

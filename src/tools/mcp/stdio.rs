@@ -269,6 +269,23 @@ impl ChildHandle {
     }
 }
 
+/// Whether `program` names an executable file: a path as it is, a bare name on `PATH` (the
+/// server's own `PATH` if its config sets one).
+fn program_found(program: &str, env: &[(String, String)]) -> bool {
+    let is_file = |path: &std::path::Path| path.is_file();
+    if program.contains('/') {
+        return is_file(std::path::Path::new(program));
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| std::ffi::OsString::from(value))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| is_file(&dir.join(program)))
+}
+
 /// Spawn the server. `closed` fires when its stdout ends or it exits.
 pub(crate) fn spawn(
     server: &Arc<str>,
@@ -280,6 +297,14 @@ pub(crate) fn spawn(
         None => std::env::current_dir()?,
     };
     // Refused, not started unsandboxed, where the kernel cannot enforce the policy.
+    // A missing program is a start error here, as without the sandbox (not an exit of the
+    // helper that would look like a crashed server).
+    if !spec.sandbox.policy().is_full() && !program_found(&spec.command, &spec.env) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{} was not found", spec.command),
+        ));
+    }
     // The directories its command line names are the ones the user gave it to work in (the
     // filesystem server's allowed roots): writable under `workspace-write` like its cwd.
     let sandbox = spec

@@ -3,7 +3,7 @@
 //! confined, that restricted mode wins over the config, and that a kernel without Landlock
 //! refuses instead of running unsandboxed.
 //!
-//! Every test here fails with the sandbox off: set `AGCORE_TEST_SANDBOX_OFF=1` and
+//! Every test here fails with the sandbox off: set `AGCORE_DISABLE_SANDBOX_IN_TESTS=1` and
 //! [`sandbox`] hands out `full` (no sandbox) instead of the policy asked for.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg(target_os = "linux")]
@@ -18,9 +18,9 @@ use agcore::tools::builtin::{RunCommand, RunCommandInput, RunCommandOutput, Work
 use agcore::tools::sandbox::{FixedProbe, NetworkAccess, Sandbox, SandboxPolicy, SandboxSupport};
 
 /// `policy` as a sandbox with `home` as `~` — or no sandbox at all when
-/// `AGCORE_TEST_SANDBOX_OFF` is set, to watch these tests fail without it.
+/// `AGCORE_DISABLE_SANDBOX_IN_TESTS` is set, to watch these tests fail without it.
 pub(crate) fn sandbox(policy: SandboxPolicy, home: &Path) -> Sandbox {
-    let policy = if std::env::var_os("AGCORE_TEST_SANDBOX_OFF").is_some() {
+    let policy = if std::env::var_os("AGCORE_DISABLE_SANDBOX_IN_TESTS").is_some() {
         SandboxPolicy::full()
     } else {
         policy

@@ -2,7 +2,7 @@
 //! (default `workspace-write` in its `cwd`, network on). A wrapper shell tries to write the
 //! server's directory before it executes the real (demo) server, which must still serve.
 //!
-//! Fails with the sandbox off: `AGCORE_TEST_SANDBOX_OFF=1` (see `super::sandbox::sandbox`).
+//! Fails with the sandbox off: `AGCORE_DISABLE_SANDBOX_IN_TESTS=1` (see `super::sandbox::sandbox`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg(target_os = "linux")]
 

@@ -2,7 +2,7 @@
 //! `npm test` of a small real project run inside `workspace-write` with the network off — the
 //! toolchains' caches read, the build written in the workspace. Each command also shows it ran
 //! confined (a write beside the workspace fails), so with the sandbox off
-//! (`AGCORE_TEST_SANDBOX_OFF=1`) these fail too.
+//! (`AGCORE_DISABLE_SANDBOX_IN_TESTS=1`) these fail too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg(target_os = "linux")]
 

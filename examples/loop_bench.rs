@@ -2,8 +2,10 @@
 //!
 //! ```text
 //! cargo run --release --example loop_bench -- [--runs 20] [--turns 50] [--runtime current|multi]
-//!     [--provider openai|openai-responses|anthropic|gemini|all]  # the wire API (default openai:
-//!                                           # chat completions); all: each in turn, same server
+//!     [--provider floor|openai|openai-responses|anthropic|gemini|all]  # the wire API (default
+//!                                           # openai: chat completions); floor: a minimal hand-written
+//!                                           # loop on reqwest + serde_json, no agcore (loop_bench/floor.rs);
+//!                                           # all: the floor, then each API in turn, same server
 //!     [--peer .venv-bench/bin/python]      # also run examples/peers/agents_sdk_loop.py
 //!     [--base-url http://127.0.0.1:PORT/v1] # use a running `serve` instead of starting one
 //!     [--journal]                           # also through `run_with`: without a journal, with a
@@ -26,9 +28,12 @@
 //!
 //! A turn is one model request: turn k's CPU runs from the start of request k to the start of
 //! request k+1 (HTTP, JSON both ways, the tool, history), the last turn to the end of the call.
-//! Each configuration runs `--runs` times after two warm-up runs; figures are medians over runs.
+//! Each configuration runs `--runs` times after two warm-up runs, the configurations' runs
+//! interleaved (one run of each in turn); figures are medians over runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "loop_bench/floor.rs"]
+mod floor;
 #[path = "loop_bench/native.rs"]
 mod native;
 
@@ -462,6 +467,107 @@ async fn bench(
     );
 }
 
+/// One configuration of [`interleaved`].
+struct Config {
+    provider: &'static str,
+    streaming: bool,
+    context: Engine,
+    /// `None`: the floor client.
+    client: Option<Arc<dyn ChatModel>>,
+    per_run: Vec<Vec<Duration>>,
+}
+
+/// `bench` for every provider, context and mode, their runs interleaved.
+async fn interleaved(
+    providers: &[&'static str],
+    contexts: &[Engine],
+    origin: &str,
+    runs: usize,
+    turns: usize,
+    runtime: &str,
+) {
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(Noop)).unwrap();
+    let http = reqwest::Client::new();
+    let url = format!("{origin}/v1/chat/completions");
+    let output = OUTPUT.get().map_or("ok", String::as_str);
+    let mut configs = Vec::new();
+    for &provider in providers {
+        let (client, engines) = match provider {
+            "floor" => (None, &[Engine::Off][..]),
+            _ => (Some(client(provider, origin)), contexts),
+        };
+        for &context in engines {
+            for streaming in [false, true] {
+                configs.push(Config {
+                    provider,
+                    streaming,
+                    context,
+                    client: client.clone(),
+                    per_run: Vec::new(),
+                });
+            }
+        }
+    }
+    for run in 0..runs + 2 {
+        for config in &mut configs {
+            let cpu = match &config.client {
+                None => floor::one_call(&http, &url, turns, config.streaming, output).await,
+                Some(client) => {
+                    one_call(
+                        client,
+                        &registry,
+                        turns,
+                        config.streaming,
+                        None,
+                        config.context,
+                    )
+                    .await
+                }
+            };
+            if run >= 2 {
+                config.per_run.push(cpu);
+            }
+        }
+    }
+    for config in &configs {
+        let per_run = &config.per_run;
+        let mean = median(per_run.iter().map(|c| mean_ms(c)).collect());
+        let first = median(per_run.iter().map(|c| mean_ms(&c[..10])).collect());
+        let last = median(
+            per_run
+                .iter()
+                .map(|c| mean_ms(&c[turns - 10..turns]))
+                .collect(),
+        );
+        let (client, provider) = match config.client {
+            None => (
+                format!("floor: reqwest + serde_json, no agcore ({runtime}-thread runtime)"),
+                "openai",
+            ),
+            Some(_) => (
+                format!("agcore ({runtime}-thread runtime)"),
+                config.provider,
+            ),
+        };
+        println!(
+            "{}",
+            json!({
+                "client": client,
+                "provider": provider,
+                "mode": if config.streaming { "stream" } else { "blocking" },
+                "context_engine": if config.client.is_some() { Some(config.context.label()) } else { None },
+                "tool_output_bytes": output.len(),
+                "runs": runs, "tool_turns": turns, "interleaved": configs.len(),
+                "cpu_ms_per_turn_mean": round(mean),
+                "cpu_ms_turns_1_10": round(first),
+                "cpu_ms_turns_last_10": round(last),
+                "growth_last_vs_first": round(last / first),
+            })
+        );
+    }
+}
+
 fn round(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
@@ -502,8 +608,8 @@ fn main() {
         }
     };
     let base_url = format!("{origin}/v1");
-    const PROVIDERS: [&str; 4] = ["openai", "openai-responses", "anthropic", "gemini"];
-    let providers: Vec<&str> = match arg(&args, "--provider").as_deref() {
+    const PROVIDERS: [&str; 5] = ["floor", "openai", "openai-responses", "anthropic", "gemini"];
+    let providers: Vec<&'static str> = match arg(&args, "--provider").as_deref() {
         Some("all") => PROVIDERS.to_vec(),
         Some(one) => vec![
             *PROVIDERS
@@ -544,15 +650,11 @@ fn main() {
         Some("all") => &[Engine::Off, Engine::Ratio, Engine::Tiktoken],
         _ => &[Engine::Ratio],
     };
-    for &provider in &providers {
-        for &context in contexts {
-            for streaming in [false, true] {
-                rt.block_on(bench(
-                    provider, &origin, runs, turns, streaming, &runtime, None, context,
-                ));
-            }
-        }
-    }
+    // Every configuration's runs are interleaved (run 1 of each, then run 2 of each, ...), so a
+    // change in the machine's load falls on all of them alike and the ratios stay comparable.
+    rt.block_on(interleaved(
+        &providers, contexts, &origin, runs, turns, &runtime,
+    ));
     // `--journal`: the same runs recording every step in a SQLite session store (issue 11).
     if args.iter().any(|a| a == "--journal") {
         let dir = std::env::temp_dir().join(format!("agcore-loop-bench-{}", std::process::id()));

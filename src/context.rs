@@ -4,7 +4,7 @@
 //! Before each model request of a run the engine
 //! 1. on the run's first request, repairs the history ([`repair`]): results without a call
 //!    removed, unanswered calls answered "not run", duplicate call ids renamed, empty assistant
-//!    messages dropped — each reported as a [`crate::llm::StreamEvent::HistoryRepaired`];
+//!    messages dropped — each reported as a [`ContextEvent::HistoryRepaired`];
 //! 2. estimates the whole pending request ([`estimate`]): the server's `usage.prompt_tokens`
 //!    of the previous request plus what changed since — counted by a [`TokenCounter`]
 //!    ([`tokenizer`]: tiktoken for OpenAI-family models, llama.cpp's `/tokenize`, your own;
@@ -12,7 +12,7 @@
 //! 3. when the estimate crosses `ContextConfig::threshold` of the usable window ([`window`]:
 //!    the window less the reply's `max_tokens`), compacts in tiers ([`compact`]): old tool
 //!    outputs stubbed, then older turns summarised by the model ([`summary`]), then the oldest
-//!    turns dropped; each a [`crate::llm::StreamEvent::ContextCompacted`], and written into the
+//!    turns dropped; each a [`ContextEvent::ContextCompacted`], and written into the
 //!    history itself (the stubs, a summary or a marker message) so a resumed session knows.
 //!
 //! A tool call is never separated from its results, the system prompt and the newest user
@@ -42,6 +42,7 @@ pub mod config;
 mod discover;
 pub mod engine;
 pub mod estimate;
+pub mod event;
 pub mod ledger;
 pub mod llama_tokenize;
 pub mod overflow;
@@ -52,7 +53,6 @@ pub mod tokenizer;
 pub mod units;
 pub mod window;
 
-pub use crate::llm::event::{CompactionTier, RepairKind};
 pub use agents_sdk::{Converted, from_agents_sdk_items};
 pub use config::ContextConfig;
 pub use discover::{DISCOVERY_TIMEOUT, MAX_DISCOVERY_BODY, discover_window, probes_apply};
@@ -60,6 +60,7 @@ pub use engine::{
     ContextState, ContextUsage, History, Plan, Prepared, compact as compact_history, harder,
     prepare,
 };
+pub use event::{CompactionTier, ContextEvent, RepairKind};
 pub use llama_tokenize::LlamaCppTokenizer;
 pub use repair::{Repair, repair};
 pub use spill::{KeptOutput, OutputSource, OutputStore, ReadOutput};

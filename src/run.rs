@@ -16,15 +16,19 @@
 
 mod answer;
 pub(crate) mod budget;
+mod call_updates;
 pub mod config;
 mod context_turn;
 mod continued;
 pub mod conversation;
 pub(crate) mod driver;
 pub mod error;
+pub mod event;
 pub mod external;
+pub(crate) mod handle;
 pub mod hooks;
 pub mod idempotency;
+mod input_stream;
 pub mod journal;
 mod journal_batch;
 mod metered;
@@ -42,6 +46,7 @@ pub use config::{CycleConfig, RepeatedCallAction, RepeatedCallGuard};
 pub use continued::waiting_for_input;
 pub use conversation::{Conversation, EventStream};
 pub use error::LlmError;
+pub use event::StreamEvent;
 pub use hooks::{HookChain, HookRequest, Hooks, RequestPurpose, ToolCallDecision};
 pub use idempotency::idempotency_key;
 pub use journal::{JournalEntry, JournalError, RunJournal};

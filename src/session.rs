@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod call_updates;
 mod child_steps;
 mod error;
 pub mod journal;
@@ -32,6 +33,7 @@ mod store;
 use std::sync::Arc;
 
 pub use crate::owner_only::{OwnerOnlyError, Tightened};
+pub use call_updates::{StoredCallUpdate, call_updates};
 pub use error::{Result, SessionError, StoreOperation};
 pub use journal::{Restored, SessionJournal, replay};
 pub use outputs::SessionOutputs;

@@ -57,11 +57,12 @@ pub(crate) mod tools;
 pub use agent::{Agent, HandoffHistory, ParentHistory};
 pub use error::TeamError;
 pub use guardrail::{AgentGuardrail, FnGuardrail, Guardrail, GuardrailStage, GuardrailVerdict};
-pub use handoff::current_agent;
+pub use handoff::{current_agent, current_agent_in};
 pub use roster::{AgentReport, DEFAULT_MAX_DEPTH, Team};
 pub use scope::current_agent_path;
 pub use tools::TRANSFER_PREFIX;
 
+pub use budget::MAX_CONCURRENT_CHILDREN;
 pub(crate) use budget::{charge, child_limits};
 pub(crate) use guardrail::check as check_guardrails;
 pub(crate) use handoff::filter as handoff_filter;

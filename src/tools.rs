@@ -7,6 +7,8 @@
 //!   offered and may run, every decision explained ([`ExposureReport`]).
 //! - [`Approver`]: a human in the loop for permissions configured as *ask* ([`ApprovalPolicy`]).
 //! - [`ToolsConfig`]: the `[tools]` section of `agcore.toml`.
+//! - [`deferred`] tools and [`tool_search`]: large tool sets the model searches instead of
+//!   being sent every schema.
 //! - [`McpClient`]: tools of any MCP server, as `BaseTool` adapters.
 //! - [`builtin`]: opt-in file, search, shell and fetch tools confined to a workspace root.
 //! - [`prelude`]: everything a tool author needs in one `use`.
@@ -34,6 +36,7 @@ mod source;
 pub mod call;
 pub mod context;
 pub mod error;
+pub mod event;
 pub mod media;
 pub mod outcome;
 pub mod validate;
@@ -41,6 +44,7 @@ pub mod validate;
 // The tool interface and the policies: permissions, approvals, profiles, rules, exposure.
 pub mod approval;
 pub(crate) mod approval_trace;
+pub(crate) mod authorize;
 pub mod base;
 pub(crate) mod continuation;
 pub mod exposure;
@@ -53,9 +57,12 @@ pub(crate) mod shell_rules;
 // The registry, and what builds on it.
 pub mod builtin;
 pub mod config;
+pub mod deferred;
 pub mod mcp;
 pub mod registry;
 pub mod sandbox;
+pub mod streaming;
+pub mod tool_search;
 pub mod typed;
 
 pub use approval::{
@@ -66,8 +73,11 @@ pub use argument_kind::ArgumentKind;
 pub use base::{BaseTool, ToolSource};
 pub use call_digest::CallDigest;
 pub use config::ToolsConfig;
-pub use context::ToolContext;
+pub use context::{ToolContext, ToolEvents};
 pub use error::ToolError;
+pub use event::{
+    ToolCallCard, ToolCallStatus, ToolCallUpdate, ToolContent, ToolLocation, ToolProgress,
+};
 pub use exposure::{ExposurePolicy, ExposureReport, HiddenBecause};
 pub use kind::ToolKind;
 pub use mcp::McpClient;
@@ -75,8 +85,9 @@ pub use media::{MediaKind, ToolMedia};
 pub use outcome::{CompletedCall, ToolOutcome};
 pub use permission::{Permission, PermissionChecker, PermissionConfig};
 pub use profile::{Profile, ProfileEntry};
-pub use registry::{ToolArguments, ToolCallRequest, ToolInvocation, ToolRegistry};
+pub use registry::{HANDOFF_PREFIX, ToolArguments, ToolCallRequest, ToolInvocation, ToolRegistry};
 pub use rules::{ArgumentRule, ArgumentRules, RuleAction};
+pub use streaming::{PartialInput, StreamingInput};
 pub use typed::{Tool, TypedTool};
 
 /// What a tool author needs: `use agcore::tools::prelude::*;`.

@@ -77,6 +77,8 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
         );
         registry = stored.keep_grants(registry);
     }
+    // Calls are shown while the model writes them (the title improves as the input streams).
+    let registry = registry.with_input_updates(true);
     let team = match &args.agent {
         Some(name) => Some((
             crate::team_run::team_for(
@@ -116,6 +118,12 @@ pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::
             "session {} · {} messages",
             escape_for_terminal(name),
             stored.history.len()
+        );
+        // Its calls, drawn again: title, final status, diffs.
+        crate::tool_cards::replay(
+            &stored.history,
+            &stored.calls,
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
         );
         if stored.run.is_some() {
             println!(

@@ -102,9 +102,16 @@ pub struct RestateRegisterArgs {
 /// `agcore restate serve`.
 #[derive(Debug, Args)]
 pub struct RestateServeArgs {
-    /// The address to listen on (`127.0.0.1:9080`).
+    /// The address to listen on (`127.0.0.1:9080`). An address other than loopback needs
+    /// --identity-key: without it the endpoint refuses to start.
     #[arg(long, value_name = "ADDR")]
     pub bind: std::net::SocketAddr,
+    /// Serve only requests Restate signed with this request identity key (`publickeyv1_…`,
+    /// the public half of Restate's `request-identity-private-key-pem-file`); repeat it to
+    /// rotate keys. Required unless --bind is a loopback address [config:
+    /// restate.identity_keys].
+    #[arg(long, value_name = "KEY")]
+    pub identity_key: Vec<String>,
     /// Where the model is.
     #[command(flatten)]
     pub model: ModelArgs,
@@ -119,7 +126,7 @@ pub struct ModelArgs {
     /// The model API: openai (chat completions, any OpenAI-compatible server),
     /// openai-responses, anthropic (Messages) or gemini [config: model.provider; env:
     /// AGCORE_PROVIDER; default openai].
-    #[arg(long, value_name = "PROVIDER", value_parser = crate::provider::Api::NAMES)]
+    #[arg(long, value_name = "PROVIDER", value_parser = clap::builder::PossibleValuesParser::new(crate::provider::Api::names()))]
     pub provider: Option<String>,
     /// The API's base URL, up to where its resource path begins: OpenAI `…/v1`, Anthropic
     /// `…/v1`, Gemini `…/v1beta` [config: model.base_url; env: OPENAI_BASE_URL (OpenAI APIs
@@ -158,7 +165,8 @@ pub struct ModelArgs {
     /// The model's context window in tokens [config: model.context_window; default: asked of the server, else known models, else 8192].
     #[arg(long, value_name = "N")]
     pub context_window: Option<u32>,
-    /// Usage budget per prompt: most model requests [config: limits.max_requests].
+    /// Usage budget per prompt: most model requests, sub-agents' included [config:
+    /// limits.max_requests; default 200].
     #[arg(long, value_name = "N")]
     pub max_requests: Option<u32>,
     /// Usage budget per prompt: most input + output tokens [config: limits.max_total_tokens].
@@ -396,6 +404,12 @@ pub struct ToolsArgs {
     /// Check provider support against this model.
     #[arg(long)]
     pub model: Option<String>,
+    /// Also show which deferred tools this session's searches loaded.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+    /// Where sessions are stored (with --session).
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// JSON output.
     #[arg(long)]
     pub json: bool,

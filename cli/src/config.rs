@@ -29,6 +29,21 @@ pub enum ConfigError {
         /// What is wrong, with line and column.
         message: String,
     },
+    /// An agent's file is outside the config file's directory.
+    #[error(
+        "config file {path}: [agents.{agent}] {key} = {file:?} is outside the config file's \
+         directory; an agent's files must be inside it (trusting the config trusts them)"
+    )]
+    OutsideConfigDirectory {
+        /// The config file.
+        path: PathBuf,
+        /// The agent.
+        agent: String,
+        /// `instructions_file` or `output_schema`.
+        key: &'static str,
+        /// The file, absolute.
+        file: PathBuf,
+    },
     /// The `mcpServers` JSON it points to could not be used.
     #[error("config file {path}: {source}")]
     Mcp {
@@ -141,6 +156,19 @@ pub struct AgcoreConfig {
     /// A team of agents (`[agents.NAME]`, see `agents_config.rs`), run with `--agent NAME`.
     #[serde(default)]
     pub agents: BTreeMap<String, crate::agents_config::AgentSection>,
+    /// `agcore restate serve`: who the endpoint serves.
+    #[serde(default)]
+    pub restate: RestateSection,
+}
+
+/// `[restate]`: the Restate endpoint (`agcore restate serve`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestateSection {
+    /// Restate's request identity public keys (`publickeyv1_…`): only requests Restate signed
+    /// with one of them are served (added to `--identity-key`).
+    #[serde(default)]
+    pub identity_keys: Vec<String>,
 }
 
 /// `[context]`: when the conversation is compacted to fit the model's window.

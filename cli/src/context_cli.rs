@@ -42,8 +42,21 @@ pub fn spill_dir(config: &AgcoreConfig) -> Option<std::path::PathBuf> {
     if config.context.keep_large_outputs != Some(true) {
         return None;
     }
-    crate::layers::base_dir("XDG_DATA_HOME", ".local/share")
-        .map(|dir| dir.join("agcore").join("outputs"))
+    let dir = crate::layers::base_dir("XDG_DATA_HOME", ".local/share")
+        .map(|dir| dir.join("agcore").join("outputs"))?;
+    // agcore's own folders: outputs hold whatever a tool read, so one left open to other users
+    // (by an older agcore, a umask) is made owner-only before anything is kept there.
+    for folder in [dir.parent(), Some(dir.as_path())].into_iter().flatten() {
+        match agcore::owner_only::tighten(folder) {
+            Ok(Some(tightened)) => eprintln!(
+                "note: made the output folder owner-only: {}",
+                agcore::display::escape_for_terminal(&tightened.to_string())
+            ),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, "the output folder could not be made owner-only"),
+        }
+    }
+    Some(dir)
 }
 
 /// With a stored session, `read_output` reads the session's outputs first (a run with a session

@@ -34,6 +34,9 @@ pub struct ConfigFile {
     pub config: AgcoreConfig,
     /// The referenced `mcpServers` file and its text, if any.
     pub referenced: Option<(PathBuf, String)>,
+    /// The files its agents read (`instructions_file`, `output_schema`), absolute, with their
+    /// content (`None`: unreadable; using the agent then fails).
+    pub agent_files: Vec<(PathBuf, Option<Vec<u8>>)>,
 }
 
 impl ConfigFile {
@@ -79,13 +82,25 @@ impl ConfigFile {
                 referenced = Some((PathBuf::from(&*value), text));
             }
         }
-        // An agent's instructions and schema files are the config file's, like `builtin.root`.
+        // An agent's instructions and schema files are the config file's, like `builtin.root`,
+        // and inside its directory: they are part of what trusting the file trusts.
+        let mut agent_files = Vec::new();
         if let Some(toml::Value::Table(agents)) = table.get_mut("agents") {
-            for (_, agent) in agents.iter_mut() {
+            for (name, agent) in agents.iter_mut() {
                 for key in ["instructions_file", "output_schema"] {
                     if let Some(toml::Value::String(value)) = agent.get_mut(key) {
                         let absolute = base.join(value.as_str());
+                        if !inside(base, &absolute) {
+                            return Err(ConfigError::OutsideConfigDirectory {
+                                path: path.to_owned(),
+                                agent: name.clone(),
+                                key,
+                                file: absolute,
+                            });
+                        }
                         *value = absolute.to_string_lossy().into_owned();
+                        let content = std::fs::read(&absolute).ok();
+                        agent_files.push((absolute, content));
                     }
                 }
             }
@@ -110,13 +125,19 @@ impl ConfigFile {
             table,
             config,
             referenced,
+            agent_files,
         })
     }
 
-    /// SHA-256 (hex) over the file's content and the referenced `mcpServers` file's path and
-    /// content: any change to either voids a trust record.
+    /// SHA-256 (hex) over the file's content, the referenced `mcpServers` file's path and
+    /// content, and each agent file's path and content: any change to one voids a trust record.
     pub fn fingerprint(&self) -> String {
         let mut hash = Sha256::new();
+        let mut agent_files: Vec<(&str, Option<&[u8]>)> = Vec::new();
+        for (file, content) in &self.agent_files {
+            agent_files.push(("agent-file-path", Some(file.as_os_str().as_encoded_bytes())));
+            agent_files.push(("agent-file-text", content.as_deref()));
+        }
         for (label, bytes) in [
             ("agcore.toml", Some(self.text.as_bytes())),
             (
@@ -129,7 +150,10 @@ impl ConfigFile {
                 "mcp-text",
                 self.referenced.as_ref().map(|(_, text)| text.as_bytes()),
             ),
-        ] {
+        ]
+        .into_iter()
+        .chain(agent_files)
+        {
             let bytes = bytes.unwrap_or_default();
             hash.update(label.as_bytes());
             hash.update((bytes.len() as u64).to_le_bytes());
@@ -139,6 +163,27 @@ impl ConfigFile {
             .iter()
             .map(|byte| format!("{byte:02x}"))
             .collect()
+    }
+}
+
+/// Whether `file` is inside `dir`: lexically (no `..` climbing out), and — where both exist —
+/// by their canonical paths (no symlink leading out).
+fn inside(dir: &Path, file: &Path) -> bool {
+    let Ok(relative) = file.strip_prefix(dir) else {
+        return false;
+    };
+    let mut depth = 0usize;
+    for component in relative.components() {
+        match component {
+            std::path::Component::Normal(_) => depth += 1,
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir if depth > 0 => depth -= 1,
+            _ => return false,
+        }
+    }
+    match (std::fs::canonicalize(dir), std::fs::canonicalize(file)) {
+        (Ok(dir), Ok(file)) => file.starts_with(dir),
+        _ => true,
     }
 }
 

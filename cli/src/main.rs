@@ -39,6 +39,7 @@ mod system_prompt;
 mod team_build;
 mod team_run;
 mod telemetry;
+mod tool_cards;
 mod tools_cmd;
 mod trust;
 mod typed_run;

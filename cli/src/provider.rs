@@ -2,70 +2,78 @@
 //! `--model PROVIDER:NAME` and `--reasoning`. A leaf: the arguments, the config and the
 //! settings all read these, and it reads none of them.
 
-/// The default base URL of the OpenAI APIs when neither `--base-url`, the config, nor
-/// `OPENAI_BASE_URL` set one.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+use agcore::llm::providers::{self, Provider};
 
-/// The model APIs agcore speaks natively.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
+/// A model API agcore speaks natively: an entry of the library's provider table
+/// ([`agcore::llm::providers`]), which holds its name, default base URL and key variables.
+#[derive(Clone, Copy)]
+pub struct Api(&'static Provider);
+
+// The APIs the CLI (and its tests) name in code; the rest are reached through the table by name.
+#[allow(non_upper_case_globals)]
+impl Api {
     /// OpenAI chat completions: api.openai.com and every OpenAI-compatible server.
-    Openai,
+    pub const Openai: Api = Api(&agcore::llm::openai::PROVIDER);
     /// The OpenAI Responses API.
-    OpenaiResponses,
+    #[cfg(test)]
+    pub const OpenaiResponses: Api = Api(&agcore::llm::openai_responses::PROVIDER);
     /// The Anthropic Messages API.
-    Anthropic,
+    #[cfg(test)]
+    pub const Anthropic: Api = Api(&agcore::llm::anthropic::PROVIDER);
     /// The Gemini API (`generateContent`).
-    Gemini,
+    #[cfg(test)]
+    pub const Gemini: Api = Api(&agcore::llm::gemini::PROVIDER);
+}
+
+impl PartialEq for Api {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for Api {}
+
+impl std::fmt::Debug for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Api({})", self.0.name)
+    }
 }
 
 impl Api {
     /// The names of `--provider`, `[model] provider`, `AGCORE_PROVIDER` and the `PROVIDER:`
-    /// prefix of `--model`.
-    pub const NAMES: [&'static str; 4] = ["openai", "openai-responses", "anthropic", "gemini"];
+    /// prefix of `--model`: every entry of the provider table.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        providers::names()
+    }
 
-    /// The API named `name` (one of [`Api::NAMES`]).
+    /// The API named `name` (one of [`Api::names`]).
     pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "openai" => Some(Api::Openai),
-            "openai-responses" => Some(Api::OpenaiResponses),
-            "anthropic" => Some(Api::Anthropic),
-            "gemini" => Some(Api::Gemini),
-            _ => None,
-        }
+        providers::named(name).map(Api)
     }
 
     /// The API's name.
     pub fn name(self) -> &'static str {
-        match self {
-            Api::Openai => "openai",
-            Api::OpenaiResponses => "openai-responses",
-            Api::Anthropic => "anthropic",
-            Api::Gemini => "gemini",
-        }
+        self.0.name
     }
 
-    /// The vendor's public base URL, up to where the API's resource path begins.
+    /// Its entry in the provider table.
+    pub fn provider(self) -> &'static Provider {
+        self.0
+    }
+
+    /// The vendor's public base URL, up to where the API's resource paths begin.
     pub fn default_base_url(self) -> &'static str {
-        match self {
-            Api::Openai | Api::OpenaiResponses => DEFAULT_BASE_URL,
-            Api::Anthropic => "https://api.anthropic.com/v1",
-            Api::Gemini => "https://generativelanguage.googleapis.com/v1beta",
-        }
+        self.0.default_base_url
+    }
+
+    /// The variable that overrides the base URL (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, ...).
+    pub fn base_url_variable(self) -> &'static str {
+        self.0.base_url_variable
     }
 
     /// The variables that hold the API's key, in the order they are read.
     pub fn key_variables(self) -> &'static [&'static str] {
-        match self {
-            Api::Openai | Api::OpenaiResponses => &["OPENAI_API_KEY"],
-            Api::Anthropic => &["ANTHROPIC_API_KEY"],
-            Api::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-        }
-    }
-
-    /// Whether the API is OpenAI's (where `OPENAI_BASE_URL` applies).
-    pub fn is_openai(self) -> bool {
-        matches!(self, Api::Openai | Api::OpenaiResponses)
+        self.0.key_variables
     }
 }
 
@@ -75,7 +83,7 @@ pub fn api_named(name: &str, source: &str) -> anyhow::Result<Api> {
         anyhow::anyhow!(
             "{source} {:?} is not a provider: expected one of {}",
             agcore::display::escape_for_terminal(name),
-            Api::NAMES.join(", ")
+            Api::names().collect::<Vec<_>>().join(", ")
         )
     })
 }

@@ -12,6 +12,7 @@ use agcore::display::{
     escape_for_terminal, escape_keeping_lines, head_and_tail, is_unsafe_for_terminal,
 };
 use agcore::llm::StreamEvent;
+use agcore::tools::ToolCallCard;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
@@ -48,6 +49,8 @@ pub struct HumanRenderer {
     stdout_is_terminal: bool,
     in_reasoning: bool,
     show_reasoning: bool,
+    /// What each running call reported (title, diffs), by the same key as `running`.
+    cards: HashMap<String, ToolCallCard>,
 }
 
 impl HumanRenderer {
@@ -61,6 +64,7 @@ impl HumanRenderer {
             stdout_is_terminal: std::io::stdout().is_terminal(),
             in_reasoning: false,
             show_reasoning: true,
+            cards: HashMap::new(),
         }
     }
 
@@ -130,6 +134,21 @@ impl HumanRenderer {
                 self.running.insert(running_key(agent, id), label);
                 self.update_spinner();
             }
+            StreamEvent::ToolCallUpdate { id, update } => {
+                // The title line improves as the call streams in and runs.
+                let key = running_key(agent, id);
+                let card = self
+                    .cards
+                    .entry(key.clone())
+                    .or_insert_with(|| ToolCallCard::new(id.clone(), String::new()));
+                card.apply(update);
+                if update.title.is_some()
+                    && let Some(label) = self.running.get_mut(&key)
+                {
+                    *label = format!("{}{}", agent_label(agent), escape_for_terminal(&card.title));
+                    self.update_spinner();
+                }
+            }
             StreamEvent::ToolExecutionCompleted {
                 id,
                 tool_name,
@@ -137,12 +156,16 @@ impl HumanRenderer {
                 is_error,
                 duration_ms,
             } => {
-                let label = self
-                    .running
-                    .remove(&running_key(agent, id))
-                    .unwrap_or_else(|| {
-                        format!("{}{}", agent_label(agent), escape_for_terminal(tool_name))
-                    });
+                let key = running_key(agent, id);
+                let card = self.cards.remove(&key);
+                let label = self.running.remove(&key).unwrap_or_else(|| {
+                    format!("{}{}", agent_label(agent), escape_for_terminal(tool_name))
+                });
+                // An edit shows its diff under its line.
+                let diffs = card
+                    .map(|card| crate::tool_cards::card_diffs(&card, self.interactive))
+                    .unwrap_or_default();
+                let diff = (!diffs.is_empty()).then(|| diffs.join("\n"));
                 let line = if *is_error {
                     format!(
                         "✗ {label} failed in {duration_ms} ms: {}",
@@ -153,6 +176,10 @@ impl HumanRenderer {
                         "✓ {label} ok in {duration_ms} ms → {}",
                         one_line(output, 100)
                     )
+                };
+                let line = match diff {
+                    Some(diff) => format!("{line}\n{diff}"),
+                    None => line,
                 };
                 if self.running.is_empty() {
                     // The last one: clear the spinner first so it does not flash back.
@@ -251,7 +278,9 @@ impl Drop for HumanRenderer {
 fn is_tool_event(event: &StreamEvent) -> bool {
     matches!(
         event,
-        StreamEvent::ToolExecutionStarted { .. } | StreamEvent::ToolExecutionCompleted { .. }
+        StreamEvent::ToolExecutionStarted { .. }
+            | StreamEvent::ToolCallUpdate { .. }
+            | StreamEvent::ToolExecutionCompleted { .. }
     )
 }
 

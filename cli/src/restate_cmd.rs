@@ -20,6 +20,25 @@ pub async fn serve(
     loaded: Loaded,
     secrets: &Secrets,
 ) -> anyhow::Result<ExitCode> {
+    let mut access = agcore_restate::Access::unverified();
+    for key in args
+        .identity_key
+        .iter()
+        .chain(&loaded.config.restate.identity_keys)
+    {
+        access = access.identity_key(key)?;
+    }
+    // Checked before anything starts: an endpoint anyone can reach would run the agent with
+    // the operator's model key for anyone.
+    if access.check(args.bind).is_err() {
+        anyhow::bail!(
+            "refusing to serve {} without --identity-key: it is not a loopback address, and \
+             the endpoint would run the agent for anyone who reaches it. Give Restate's request \
+             identity public key (--identity-key publickeyv1_…, or restate.identity_keys in \
+             agcore.toml), or bind 127.0.0.1",
+            args.bind
+        );
+    }
     // Bound first: a busy or foreign address fails at once, before MCP servers start.
     let listener = agcore_restate::bind(args.bind).await?;
     let cycle = build_cycle(&args.model, &loaded.config, secrets)?;
@@ -36,7 +55,18 @@ pub async fn serve(
         "agcore restate endpoint on http://{address} (HTTP/2 cleartext); register it with \
          Restate: agcore restate register --admin http://RESTATE:9070 --endpoint http://{address}"
     );
-    agcore_restate::serve(listener, agent, shutdown()).await;
+    // Said once, so an operator sees from the log whether requests are verified.
+    if access.is_verified() {
+        eprintln!(
+            "requests are verified: only those Restate signed with an identity key are served"
+        );
+    } else {
+        eprintln!(
+            "requests are NOT verified (no --identity-key): anyone who can connect to \
+             {address} can run the agent"
+        );
+    }
+    agcore_restate::serve(listener, agent, access, shutdown()).await?;
     crate::mcp_close::close_servers(&servers).await;
     Ok(ExitCode::SUCCESS)
 }

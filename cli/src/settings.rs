@@ -101,7 +101,7 @@ fn target_with(
         .base_url
         .clone()
         .or_else(|| section.base_url.clone())
-        .or_else(|| env("OPENAI_BASE_URL").filter(|_| api.is_openai()))
+        .or_else(|| env(api.base_url_variable()))
         .unwrap_or_else(|| api.default_base_url().to_owned());
     let key_variables = match args
         .api_key_env
@@ -187,11 +187,12 @@ pub fn provider(config: &AgcoreConfig) -> String {
 /// `GOOGLE_API_KEY`, the config's `model.api_key_env`, `--api-key-env` and each
 /// `[[model.fallback]]` entry's `api_key_env`.
 pub fn secret_env_names(config: &AgcoreConfig, model: Option<&ModelArgs>) -> Vec<String> {
-    let mut names: Vec<String> = [Api::Openai, Api::Anthropic, Api::Gemini]
+    let mut names: Vec<String> = agcore::llm::providers::PROVIDERS
         .iter()
-        .flat_map(|api| api.key_variables())
+        .flat_map(|provider| provider.key_variables)
         .map(|&name| name.to_owned())
         .collect();
+    names.dedup();
     names.extend(config.model.api_key_env.clone());
     names.extend(model.and_then(|args| args.api_key_env.clone()));
     names.extend(

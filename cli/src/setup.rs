@@ -7,10 +7,10 @@ use agcore::display::{escape_for_terminal, escape_keeping_lines};
 
 use std::sync::Arc;
 
+use agcore::llm::providers::Connection;
 use agcore::llm::{
-    AnthropicClient, AnthropicConfig, ChatModel, CycleConfig, FallbackModel, GeminiClient,
-    GeminiConfig, LlmCycle, OpenAiClient, OpenAiConfig, OpenAiResponsesClient,
-    OpenAiResponsesConfig, OpenaiChatMessage, ReasoningEffort, TransportSettings,
+    ChatModel, CycleConfig, FallbackModel, LlmCycle, OpenaiChatMessage, ReasoningEffort,
+    TransportSettings,
 };
 use agcore::tools::ToolRegistry;
 use agcore::tools::builtin::{BuiltinOptions, Workspace, builtin_tools_with};
@@ -23,9 +23,7 @@ use crate::config::AgcoreConfig;
 use crate::layers::Loaded;
 use crate::mcp_connect::connect_servers;
 use crate::secrets::Secrets;
-use crate::settings::{
-    Api, Reasoning, Target, fallback_targets, mcp_servers, secret_env_names, target,
-};
+use crate::settings::{Reasoning, Target, fallback_targets, mcp_servers, secret_env_names, target};
 
 /// The timeout of a tool call whose tool sets none of its own (MCP tools; the built-in tools
 /// have their own, `run_command` its per-command timeout).
@@ -137,50 +135,14 @@ pub(crate) fn client_for(
         propagate_trace_context: section.propagate_trace_context.unwrap_or(false),
         ..transport
     };
-    let failed = "could not create the HTTP client";
-    match target.api {
-        Api::Openai => {
-            let mut client_config = OpenAiConfig::new(target.base_url.clone())
-                .with_provider(target.provider.clone())
-                .with_max_event_bytes(4 * MIB)
-                .with_max_response_bytes(16 * MIB)
-                .with_request_timeout(seconds(section.request_timeout, 600))
-                .with_stream_idle_timeout(seconds(section.stream_idle_timeout, 300))
-                .with_response_deadline(seconds(section.response_deadline, 15 * 60))
-                .with_trace_context_propagation(section.propagate_trace_context.unwrap_or(false));
-            if let Some(key) = key {
-                client_config = client_config.with_api_key(key);
-            }
-            let client =
-                OpenAiClient::new(client_config).context("could not create the HTTP client")?;
-            Ok(Arc::new(client))
-        }
-        Api::OpenaiResponses => {
-            let mut config =
-                OpenAiResponsesConfig::new(target.base_url.clone()).with_transport(transport);
-            if let Some(key) = key {
-                config = config.with_api_key(key);
-            }
-            Ok(Arc::new(
-                OpenAiResponsesClient::new(config).context(failed)?,
-            ))
-        }
-        Api::Anthropic => {
-            let mut config =
-                AnthropicConfig::new(target.base_url.clone()).with_transport(transport);
-            if let Some(key) = key {
-                config = config.with_api_key(key);
-            }
-            Ok(Arc::new(AnthropicClient::new(config).context(failed)?))
-        }
-        Api::Gemini => {
-            let mut config = GeminiConfig::new(target.base_url.clone()).with_transport(transport);
-            if let Some(key) = key {
-                config = config.with_api_key(key);
-            }
-            Ok(Arc::new(GeminiClient::new(config).context(failed)?))
-        }
-    }
+    let mut connection =
+        Connection::new(target.provider.clone(), target.base_url.clone()).with_transport(transport);
+    connection.api_key = key.map(str::to_owned);
+    target
+        .api
+        .provider()
+        .connect(connection)
+        .context("could not create the HTTP client")
 }
 
 /// `--reasoning` into the request options: an effort, or a budget in tokens (sent as the
@@ -269,6 +231,7 @@ pub async fn build_registry_with_mcp(
         let options = BuiltinOptions::default()
             .withholding(secret_env_names(config, model))
             .allow_private_network(config.builtin.allow_private_network)
+            .protecting_files(agent_files(config))
             .sandbox(crate::sandbox_cmd::policy(&tools, tool_args.sandbox))
             .sandbox_helper(crate::sandbox_cmd::helper()?);
         registry.register_all(builtin_tools_with(&workspace, &options))?;
@@ -295,6 +258,14 @@ pub async fn build_registry_with_mcp(
     }
     let handles: Vec<McpHandle> = connected.iter().map(McpClient::handle).collect();
     register_mcp_tools(&mut registry, connected)?;
+    // Servers with `"deferLoading": true` (those that started): their tools are found with
+    // tool_search.
+    let started = |entry: &agcore::tools::profile::ProfileEntry| {
+        handles.iter().any(|handle| {
+            matches!(entry, agcore::tools::profile::ProfileEntry::McpServer(server) if server == handle.server_name())
+        })
+    };
+    registry = registry.with_deferred_tools(servers.deferred_tools().into_iter().filter(started));
     // Servers with resources get read-only list/read tools for the model; prompts only where
     // the user asked (`"promptTools": true`), since MCP prompts are for the user to pick.
     let wants_prompts = |handle: &McpHandle| {
@@ -326,4 +297,20 @@ pub async fn build_registry_with_mcp(
         registry.check_exposure()?;
     }
     Ok((registry, statuses, handles))
+}
+
+/// The files the config's agents read (instructions, output schemas): the write tools refuse
+/// them like agcore's own config — a model must not rewrite its own guardrail.
+fn agent_files(config: &AgcoreConfig) -> Vec<std::path::PathBuf> {
+    config
+        .agents
+        .values()
+        .flat_map(|agent| {
+            let schema = match &agent.output_schema {
+                Some(crate::agents_config::SchemaSource::File(file)) => Some(file.clone()),
+                _ => None,
+            };
+            agent.instructions_file.clone().into_iter().chain(schema)
+        })
+        .collect()
 }

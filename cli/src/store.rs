@@ -195,6 +195,8 @@ pub struct OpenSession {
     pub journal: Arc<SessionJournal>,
     /// The "allow for the session" answers (`a` at a prompt) the session was given.
     pub grants: Vec<agcore::tools::SessionGrant>,
+    /// What its calls reported (titles, diffs), to draw them again.
+    pub calls: Vec<agcore::session::StoredCallUpdate>,
     _lease: SessionLease,
 }
 
@@ -210,6 +212,10 @@ pub async fn open_session(
     let store = open(&url, &config.session).await?;
     let lease = lock(&*store, name, args.wait_session.map(Duration::from_secs)).await?;
     // Loaded under the lease: no other writer can append between this and our first append.
+    let calls = match store.load(name).await {
+        Ok(Some(session)) => agcore::session::call_updates(&session),
+        _ => Vec::new(),
+    };
     let (journal, restored) = SessionJournal::open(store, name).await.with_context(|| {
         format!(
             "could not load session {}",
@@ -223,6 +229,7 @@ pub async fn open_session(
         history: restored.history,
         run: restored.run,
         grants: restored.grants,
+        calls,
         journal: Arc::new(journal),
         _lease: lease,
     }))

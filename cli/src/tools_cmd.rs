@@ -9,6 +9,9 @@ use crate::layers::Loaded;
 use crate::render::json_for_terminal;
 use crate::settings::provider;
 use crate::setup::build_registry;
+use crate::store::{history, open, store_url};
+use agcore::tools::tool_search::loaded_in_history;
+use anyhow::bail;
 
 /// Run `agcore tools`.
 pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> {
@@ -28,8 +31,32 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
     let report = registry
         .explain(&provider, &model)
         .with_skipped_mcp_tools(servers.iter().flat_map(|server| server.skipped.clone()));
+    // Deferred tools the model may find with tool_search (hidden ones are never found).
+    let deferred: Vec<String> = registry
+        .exposed_tools(&provider, &model)
+        .filter(|tool| registry.is_deferred(tool.as_ref()))
+        .map(|tool| tool.name().to_owned())
+        .collect();
+    // The session's loaded set: its interrupted run's, else what its history's searches loaded.
+    let loaded_tools = match &args.session {
+        Some(name) => {
+            let url = store_url(
+                args.store.url.as_deref(),
+                loaded.config.session.store.as_deref(),
+            )?;
+            let store = open(&url, &loaded.config.session).await?;
+            let Some(restored) = history(&*store, name).await? else {
+                bail!("no session {}", escape_for_terminal(name));
+            };
+            Some(match restored.run {
+                Some(run) => run.loaded_tools,
+                None => loaded_in_history(&restored.history),
+            })
+        }
+        None => None,
+    };
     if args.json {
-        let json = serde_json::json!({"report": report, "mcp_servers": servers});
+        let json = serde_json::json!({"report": report, "mcp_servers": servers, "deferred": deferred, "loaded": loaded_tools});
         println!(
             "{}",
             json_for_terminal(serde_json::to_string_pretty(&json)?)
@@ -54,6 +81,24 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
         print!("{}", escape_keeping_lines(&report.to_string()));
         let policy = crate::sandbox_cmd::policy(&loaded.config.tools, args.tools.sandbox);
         println!("{}", crate::sandbox_cmd::describe(&policy));
+        if !deferred.is_empty() {
+            println!(
+                "deferred: {} tool(s) offered through tool_search, loaded when a search finds them: {}",
+                deferred.len(),
+                escape_for_terminal(&deferred.join(", "))
+            );
+        }
+        if let (Some(name), Some(tools)) = (&args.session, &loaded_tools) {
+            println!(
+                "loaded in session {}: {}",
+                escape_for_terminal(name),
+                if tools.is_empty() {
+                    "none".to_owned()
+                } else {
+                    escape_for_terminal(&tools.join(", ")).into_owned()
+                }
+            );
+        }
     }
     Ok(if report.problems.is_empty() {
         ExitCode::SUCCESS

@@ -7,10 +7,19 @@ use serde_json::{Value, json};
 use crate::cli::ModelArgs;
 use crate::config::AgcoreConfig;
 
-/// The usage limits: the flags, over `[limits]` of the config.
+/// The most model requests one prompt makes when neither `--max-requests` nor
+/// `limits.max_requests` says: a team's fan-out multiplies requests (a model can ask for many
+/// sub-agents that each ask for many), and the root's limit bounds the whole tree.
+pub const DEFAULT_MAX_REQUESTS: u32 = 200;
+
+/// The usage limits: the flags, over `[limits]` of the config, with at most
+/// [`DEFAULT_MAX_REQUESTS`] requests when neither sets a number.
 pub fn limits(args: &ModelArgs, config: &AgcoreConfig) -> UsageLimits {
     let mut limits = config.limits;
-    limits.max_requests = args.max_requests.or(limits.max_requests);
+    limits.max_requests = args
+        .max_requests
+        .or(limits.max_requests)
+        .or(Some(DEFAULT_MAX_REQUESTS));
     limits.max_total_tokens = args.max_total_tokens.or(limits.max_total_tokens);
     limits.max_cost = args.max_cost.or(limits.max_cost);
     limits
@@ -61,6 +70,12 @@ mod tests {
         assert_eq!(limits.max_output_tokens, Some(7));
         assert_eq!(limits.max_cost, Some(0.5));
         assert!(AgcoreConfig::parse("[limits]\nmax_request = 5\n").is_err());
+    }
+
+    #[test]
+    fn a_prompt_has_a_request_ceiling_by_default() {
+        let limits = limits(&ModelArgs::default(), &AgcoreConfig::default());
+        assert_eq!(limits.max_requests, Some(DEFAULT_MAX_REQUESTS));
     }
 
     #[test]

@@ -215,6 +215,7 @@ async fn bench() -> Result<(), Error> {
         tokio::spawn(agcore_restate::serve(
             listener,
             Arc::clone(&agent),
+            agcore_restate::Access::unverified(),
             std::future::pending::<()>(),
         ));
         backends.push(address);

@@ -15,6 +15,8 @@
 //! effects of [`agcore::run::external`].
 
 mod agent;
+mod approval_proof;
+mod message_limit;
 mod register;
 mod run_handler;
 mod serve;
@@ -22,7 +24,8 @@ mod session;
 mod wire;
 
 pub use agent::Agent;
+pub use message_limit::{MAX_MESSAGE, MAX_REQUEST, MessageLimitError};
 pub use register::{RegisterError, Registered, RegisteredService, register};
-pub use serve::{ServeError, bind, serve};
+pub use serve::{Access, ServeError, bind, serve};
 pub use session::AgentSession;
 pub use wire::{ApproveInput, ApproveOutput, PendingCall, SessionState};

@@ -251,14 +251,27 @@ async fn run_tools(
 }
 
 /// Wait for a decision on each of `requests`: one awakeable per call, kept in the object's
-/// state (so `approve` finds it) until every decision is in.
+/// state (so `approve` finds it) until every decision is in. Only a decision `approve` proved
+/// counts (`approval_proof`); any other resolution of the awakeable is ignored and the call
+/// waits on a new one — after [`MAX_UNPROVED`] of them, it is denied.
 async fn decisions(
     ctx: &ObjectContext<'_>,
     requests: Vec<ApprovalRequest>,
 ) -> Result<Vec<Decision>, HandlerError> {
+    let count = requests.len();
+    // Drawn from the system's random source in a journaled step: the same on every replay,
+    // unknown to whoever knows the invocation id (Restate's own random source is seeded by it).
+    let Json(nonces) = ctx
+        .run(move || async move {
+            crate::approval_proof::nonces(count)
+                .map(Json)
+                .map_err(|error| TerminalError::new(error.to_string()).into())
+        })
+        .name("approval nonces")
+        .await?;
     let mut waits = Vec::with_capacity(requests.len());
     let mut stored = Vec::with_capacity(requests.len());
-    for request in requests {
+    for (request, nonce) in requests.into_iter().zip(nonces) {
         let (awakeable, decided) = ctx.awakeable::<Json<WireDecision>>();
         stored.push(StoredPending {
             call: PendingCall {
@@ -267,22 +280,46 @@ async fn decisions(
                 arguments: request.arguments.clone(),
             },
             awakeable,
+            nonce,
+            digest: request.shown_digest().as_str().to_owned(),
         });
         waits.push((request, decided));
     }
-    ctx.set(PENDING, Json(stored));
+    ctx.set(PENDING, Json(stored.clone()));
     let mut decisions = Vec::with_capacity(waits.len());
-    for (request, decided) in waits {
-        let Json(decision) = decided.await?;
-        let answer = if decision.allow {
-            ApprovalDecision::AllowOnce
-        } else {
-            ApprovalDecision::Deny {
-                message: decision.message,
+    for (position, (request, mut decided)) in waits.into_iter().enumerate() {
+        let mut unproved = 0;
+        let answer = loop {
+            let Json(decision) = decided.await?;
+            if crate::approval_proof::verify(ctx.key(), &stored[position], &decision) {
+                break if decision.allow {
+                    ApprovalDecision::AllowOnce
+                } else {
+                    ApprovalDecision::Deny {
+                        message: decision.message,
+                    }
+                };
             }
+            unproved += 1;
+            if unproved >= MAX_UNPROVED {
+                break ApprovalDecision::Deny {
+                    message: Some(format!(
+                        "denied: its awakeable was resolved {unproved} times without the \
+                         approve handler"
+                    )),
+                };
+            }
+            let (awakeable, next) = ctx.awakeable::<Json<WireDecision>>();
+            stored[position].awakeable = awakeable;
+            ctx.set(PENDING, Json(stored.clone()));
+            decided = next;
         };
         decisions.push(Decision::for_request(&request, answer));
     }
     ctx.clear(PENDING);
     Ok(decisions)
 }
+
+/// How many resolutions without `approve`'s proof a waiting call ignores before it is
+/// denied (each one costs a journal entry).
+const MAX_UNPROVED: usize = 16;

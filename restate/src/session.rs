@@ -85,13 +85,14 @@ impl AgentSession {
             )
             .into());
         };
-        ctx.resolve_awakeable(
-            &waiting.awakeable,
-            Json(WireDecision {
-                allow: input.allow,
-                message: input.message,
-            }),
-        );
+        let mut decision = WireDecision {
+            allow: input.allow,
+            message: input.message,
+            proof: None,
+        };
+        // Only a decision with this proof counts for the waiting run (see `approval_proof`).
+        decision.proof = Some(crate::approval_proof::prove(ctx.key(), waiting, &decision));
+        ctx.resolve_awakeable(&waiting.awakeable, Json(decision));
         Ok(Json(ApproveOutput {
             id: input.id,
             allow: input.allow,

@@ -57,6 +57,13 @@ pub(crate) struct StoredPending {
     pub call: PendingCall,
     /// The awakeable the run waits on.
     pub awakeable: String,
+    /// The secret `approve` proves its decision with (`approval_proof`); empty in an entry
+    /// kept by an endpoint from before proofs.
+    #[serde(default)]
+    pub nonce: String,
+    /// The digest of the call as shown ([`agcore::tools::CallDigest`]).
+    #[serde(default)]
+    pub digest: String,
 }
 
 /// What `approve` resolves an awakeable with.
@@ -65,4 +72,7 @@ pub(crate) struct WireDecision {
     pub allow: bool,
     #[serde(default)]
     pub message: Option<String>,
+    /// `approve`'s proof that the decision came through it (`approval_proof`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<String>,
 }

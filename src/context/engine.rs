@@ -7,6 +7,7 @@ use crate::context::compact::{
 };
 use crate::context::config::EngineConfig;
 use crate::context::estimate::{Calibration, messages_bytes, tools_bytes};
+use crate::context::event::{CompactionTier, ContextEvent};
 use crate::context::ledger::TokenLedger;
 use crate::context::overflow::parse_overflow;
 use crate::context::repair::repair;
@@ -14,7 +15,6 @@ use crate::context::summary::summarise;
 use crate::context::tokenizer::Outbound;
 use crate::context::units::Compactable;
 use crate::context::window::{Budget, output_reserve, resolve_window};
-use crate::llm::event::{CompactionTier, StreamEvent};
 use crate::llm::model::ChatModel;
 use crate::vocab::{OpenaiChatMessage, ToolDefinition, Usage};
 
@@ -66,7 +66,7 @@ pub struct History<'a> {
 #[derive(Debug, Default)]
 pub struct Prepared {
     /// Events to yield before the request (repairs, compactions).
-    pub events: Vec<StreamEvent>,
+    pub events: Vec<ContextEvent>,
     /// The highest tier applied.
     pub highest: Option<CompactionTier>,
 }
@@ -259,7 +259,7 @@ pub async fn prepare(
 fn repair_committed(
     messages: &mut Vec<OpenaiChatMessage>,
     committed: &mut usize,
-    events: &mut Vec<StreamEvent>,
+    events: &mut Vec<ContextEvent>,
 ) {
     let mut boundary = (*committed).min(messages.len());
     while boundary > 0 && matches!(messages.get(boundary), Some(OpenaiChatMessage::Tool { .. })) {
@@ -269,7 +269,7 @@ fn repair_committed(
     let (repaired, repairs) = repair(std::mem::take(messages));
     for item in repairs {
         tracing::warn!(kind = ?item.kind, detail = %item.detail, "history repaired before its first request");
-        events.push(StreamEvent::HistoryRepaired {
+        events.push(ContextEvent::HistoryRepaired {
             kind: item.kind,
             detail: item.detail,
         });
@@ -308,7 +308,7 @@ pub async fn compact(
     config: &EngineConfig<'_>,
     tools: &[ToolDefinition],
     plan: Plan,
-    events: &mut Vec<StreamEvent>,
+    events: &mut Vec<ContextEvent>,
 ) -> Option<CompactionTier> {
     let Plan {
         from,
@@ -396,7 +396,7 @@ pub async fn compact(
             window = i64::from(window),
             "context compacted"
         );
-        events.push(StreamEvent::ContextCompacted {
+        events.push(ContextEvent::ContextCompacted {
             tier,
             tokens_before: before,
             tokens_after: after,

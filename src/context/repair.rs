@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use crate::llm::event::RepairKind;
+use crate::context::event::RepairKind;
 use crate::vocab::{OpenaiChatMessage, ToolAnswer, generate_call_id};
 
 /// The answer given to a call found unanswered in a loaded history.

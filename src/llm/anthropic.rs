@@ -25,26 +25,26 @@
 //! ```
 
 mod cache;
+mod codec;
 mod errors;
 mod request;
 mod response;
 mod stream;
 pub mod thinking;
 mod usage;
+mod wire;
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use futures::Stream;
-use reqwest::Url;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::llm::error::ProviderError;
-use crate::llm::model::{ChatModel, ChatRequest, ModelStream, WireApi};
-use crate::llm::transport::{self, HttpTransport, TransportSettings};
-use crate::vocab::ChatResponse;
+use crate::llm::http_model::HttpModel;
+use crate::llm::model::{ModelStream, WireApi};
+use crate::llm::providers::Provider;
+use crate::llm::transport::{self, TransportSettings};
 
+pub use codec::AnthropicMessages;
 pub use request::DEFAULT_MAX_TOKENS;
 
 /// The default base URL, Anthropic's public API.
@@ -52,6 +52,21 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
 
 /// The API version sent as `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";
+
+/// The Messages API in the provider table: `anthropic`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`.
+pub const PROVIDER: Provider = Provider {
+    name: "anthropic",
+    api: WireApi::AnthropicMessages,
+    default_base_url: DEFAULT_BASE_URL,
+    base_url_variable: "ANTHROPIC_BASE_URL",
+    key_variables: &["ANTHROPIC_API_KEY"],
+    connect: |connection| {
+        let mut config =
+            AnthropicConfig::new(connection.base_url).with_transport(connection.transport);
+        config.api_key = connection.api_key;
+        Ok(std::sync::Arc::new(AnthropicClient::new(config)?))
+    },
+};
 
 /// Connection settings of an [`AnthropicClient`].
 ///
@@ -100,14 +115,10 @@ impl AnthropicConfig {
     }
 
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let var = |name: &str| lookup(name).filter(|value| !value.is_empty());
-        let config = AnthropicConfig::new(
-            var("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into()),
-        );
-        match var("ANTHROPIC_API_KEY") {
-            Some(key) => config.with_api_key(key),
-            None => config,
-        }
+        let connection = PROVIDER.from_lookup(lookup);
+        let mut config = AnthropicConfig::new(connection.base_url);
+        config.api_key = connection.api_key;
+        config
     }
 
     /// Send `key` as `x-api-key`.
@@ -140,99 +151,9 @@ impl std::fmt::Debug for AnthropicConfig {
     }
 }
 
-/// A client for the Anthropic Messages API. Cheap to clone (the connection pool is shared).
-#[derive(Clone, Debug)]
-pub struct AnthropicClient {
-    config: AnthropicConfig,
-    transport: HttpTransport,
-    endpoint: Url,
-}
-
-impl AnthropicClient {
-    /// A client for the server `config` describes.
-    ///
-    /// # Errors
-    /// [`ProviderError::Other`] when the base URL, the key or a header is invalid.
-    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(API_VERSION),
-        );
-        if let Some(key) = &config.api_key {
-            headers.insert(
-                HeaderName::from_static("x-api-key"),
-                HttpTransport::secret_header(key)?,
-            );
-        }
-        let transport = HttpTransport::new(config.transport.clone(), headers)?;
-        let endpoint = transport.endpoint(&config.base_url, &["messages"])?;
-        Ok(AnthropicClient {
-            config,
-            transport,
-            endpoint,
-        })
-    }
-
-    /// The settings this client was made with.
-    pub fn config(&self) -> &AnthropicConfig {
-        &self.config
-    }
-}
-
-#[async_trait]
-impl ChatModel for AnthropicClient {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
-        let encoded = request::request_body(&request, false, self.config.cache)?;
-        let started = tokio::time::Instant::now();
-        let response = self
-            .transport
-            .post(
-                &self.endpoint,
-                encoded.body,
-                "application/json",
-                errors::status_error,
-            )
-            .await?;
-        let body = self.transport.read_body(response, started).await?;
-        response::parse_message(&body, Some(request.model.to_owned()), encoded.answer_tool)
-    }
-
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
-        let encoded = request::request_body(&request, true, self.config.cache)?;
-        let started = tokio::time::Instant::now();
-        let response = self
-            .transport
-            .post(
-                &self.endpoint,
-                encoded.body,
-                "text/event-stream",
-                errors::status_error,
-            )
-            .await?;
-        let model = Some(request.model.to_owned());
-        if transport::is_json(&response) {
-            // A server (or proxy) that ignored `"stream": true`: its whole reply, as deltas.
-            let body = self.transport.read_body(response, started).await?;
-            let deltas = response::message_deltas(&body, model, encoded.answer_tool)?;
-            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
-        }
-        let decoder = stream::EventDecoder::new(model, encoded.answer_tool);
-        Ok(self.transport.sse(response, started, decoder))
-    }
-
-    fn provider(&self) -> &str {
-        "anthropic"
-    }
-
-    fn base_url(&self) -> Option<&str> {
-        Some(&self.config.base_url)
-    }
-
-    fn api(&self) -> WireApi {
-        WireApi::AnthropicMessages
-    }
-}
+/// A client for the Anthropic Messages API: the generic [`HttpModel`] over the
+/// [`AnthropicMessages`] codec. Cheap to clone (the connection pool is shared).
+pub type AnthropicClient = HttpModel<AnthropicMessages>;
 
 /// Decode a Messages SSE body into a [`ModelStream`], like
 /// [`crate::llm::openai::decode_stream`]: any chunking, `idle_timeout` without progress ends it,
@@ -266,7 +187,10 @@ mod tests {
     #[test]
     fn the_endpoint_is_base_plus_messages() {
         let client = AnthropicClient::new(AnthropicConfig::new("http://127.0.0.1:9/v1/")).unwrap();
-        assert_eq!(client.endpoint.as_str(), "http://127.0.0.1:9/v1/messages");
+        assert_eq!(
+            client.url("claude-x", true).unwrap().as_str(),
+            "http://127.0.0.1:9/v1/messages"
+        );
         assert!(AnthropicClient::new(AnthropicConfig::new("not a url")).is_err());
     }
 }

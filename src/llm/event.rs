@@ -1,24 +1,14 @@
-//! [`StreamEvent`]: what a streaming call yields, turn by turn.
+//! [`ModelEvent`]: what a model's reply streams, as the provider layer makes it. The run turns
+//! each into its own [`crate::run::StreamEvent`] (the same name and fields) and adds its own.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::llm::error::ErrorKind;
-use crate::vocab::{FinishReason, Usage};
-
-/// One event of a streaming call. Serialises as `{"type": "assistant_text_delta", ...}`.
-///
-/// Per turn the order is: text and reasoning deltas as they arrive; tool-call deltas and, once a
-/// call is fully received, [`StreamEvent::ToolCallReady`]; in the tool loop
-/// [`StreamEvent::ToolExecutionStarted`] for each call; [`StreamEvent::TurnComplete`];
-/// [`StreamEvent::ToolExecutionCompleted`] for each call as it finishes. A
-/// [`StreamEvent::Retry`] inside a turn starts the turn's reply over (what it streamed so far
-/// is void); a [`StreamEvent::ModelSwitch`] comes before the reply of the model that answers
-/// instead. An error ends the stream with one [`StreamEvent::Error`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One event of a model's streamed reply, made by [`crate::llm::StreamAssembler`] (and a
+/// [`crate::llm::FallbackModel`]'s switch). Serialises like the run's event of the same name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum StreamEvent {
+pub enum ModelEvent {
     /// A piece of the assistant's text.
     AssistantTextDelta {
         /// The new text.
@@ -51,76 +41,6 @@ pub enum StreamEvent {
         /// The complete arguments' JSON text.
         arguments: String,
     },
-    /// The tool loop is about to run a tool.
-    ToolExecutionStarted {
-        /// The call id.
-        id: String,
-        /// The tool name.
-        tool_name: String,
-        /// The parsed arguments (the raw text as a JSON string when it was not valid JSON).
-        input: Value,
-    },
-    /// A model request finished.
-    TurnComplete {
-        /// Why the model stopped.
-        reason: FinishReason,
-        /// Usage of this turn; on the final `TurnComplete` of a tool loop, the sum over all turns.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        usage: Option<Usage>,
-    },
-    /// The tool loop finished running a tool.
-    ToolExecutionCompleted {
-        /// The call id.
-        id: String,
-        /// The tool name.
-        tool_name: String,
-        /// The tool's full output, or the error text when `is_error` is true.
-        output: Value,
-        /// Whether the call failed (denied, unknown tool, invalid arguments, error, timeout, panic).
-        is_error: bool,
-        /// How long the call took, in milliseconds.
-        #[serde(default)]
-        duration_ms: u64,
-    },
-    /// The context engine compacted the history before a request (see `docs/9-context.md`);
-    /// the history itself records it (stubs, or a marker message).
-    ContextCompacted {
-        /// How.
-        tier: CompactionTier,
-        /// The estimated prompt tokens before.
-        tokens_before: u64,
-        /// The estimated prompt tokens after.
-        tokens_after: u64,
-        /// Messages stubbed, summarised or dropped.
-        messages: u64,
-        /// The model's context window the budget was computed from.
-        window: u64,
-    },
-    /// The context engine repaired the history before its first request (one event per repair).
-    HistoryRepaired {
-        /// What was wrong.
-        kind: RepairKind,
-        /// The call id (or message position) concerned, as text.
-        detail: String,
-    },
-    /// A streamed reply broke after it began (the connection dropped, an `error` event with a
-    /// 5xx or overloaded code, the stream went idle) before any tool ran: what this request
-    /// streamed so far is discarded and the request is sent again after `delay_ms`. A consumer
-    /// drops the text, reasoning and tool-call deltas it has shown since the turn began. Within
-    /// [`crate::llm::RetryPolicy`]'s budget, shared with the retries before a reply begins
-    /// (those are not announced: nothing was shown).
-    Retry {
-        /// The attempt about to be made (2 for the first retry).
-        attempt: u32,
-        /// The most attempts the retry budget allows (the first one included).
-        max_attempts: u32,
-        /// The wait before the new attempt, in milliseconds.
-        delay_ms: u64,
-        /// The kind of the error that broke the stream.
-        kind: ErrorKind,
-        /// The error's message.
-        error: String,
-    },
     /// A [`crate::llm::FallbackModel`] moved to its next model: the previous one failed
     /// (retryably) before any output. Sent before the new model's first delta.
     ModelSwitch {
@@ -131,65 +51,4 @@ pub enum StreamEvent {
         /// Why: the failure's message, or that the model's circuit breaker is open.
         reason: String,
     },
-    /// An event of a sub-agent (a team's agent called as a tool), inside its parent's call.
-    FromAgent {
-        /// The sub-agent's path in the team, e.g. `main/researcher`.
-        agent: String,
-        /// The child's event, as its own run streams it.
-        event: Box<StreamEvent>,
-    },
-    /// The conversation went to another agent of the team (a `transfer_to_<agent>` call):
-    /// from the next request on, that agent's instructions, tools and model answer.
-    Handoff {
-        /// The agent the conversation was with.
-        from: String,
-        /// The agent it is with now.
-        to: String,
-    },
-    /// The call failed; this is the last event of the stream.
-    Error {
-        /// The kind of [`crate::llm::ProviderError`].
-        kind: ErrorKind,
-        /// The error's message.
-        message: String,
-    },
-}
-
-/// How a [`StreamEvent::ContextCompacted`] made room.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum CompactionTier {
-    /// Tier 1: old tool outputs replaced by a stub naming the call.
-    StubToolOutputs,
-    /// Tier 2: older turns summarised into one message by the model.
-    Summary,
-    /// Tier 3: the oldest turns dropped, with a marker saying so.
-    DropTurns,
-}
-
-impl CompactionTier {
-    /// 1, 2 or 3.
-    pub fn number(self) -> u8 {
-        match self {
-            CompactionTier::StubToolOutputs => 1,
-            CompactionTier::Summary => 2,
-            CompactionTier::DropTurns => 3,
-        }
-    }
-}
-
-/// What a [`StreamEvent::HistoryRepaired`] fixed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum RepairKind {
-    /// A tool result that answers no call was removed.
-    OrphanToolResult,
-    /// A call without a result was answered "not run".
-    UnansweredCall,
-    /// A call id used twice was renamed (the call and its result).
-    DuplicateCallId,
-    /// An assistant message with neither text nor calls was dropped.
-    EmptyAssistant,
 }

@@ -4,7 +4,7 @@
 //! `{base_url}/models/{model}:generateContent`; the key travels in `x-goog-api-key`, never in the
 //! URL. What the model thought comes back byte-exact: every `thoughtSignature` is kept as an
 //! [`Artifact`](crate::vocab::Artifact) of the part it arrived on and returns inside that part,
-//! thought parts and signature-only parts return whole where they came (see `decode.rs` and
+//! thought parts and signature-only parts return whole where they came (see `stream.rs` and
 //! `request.rs`).
 //!
 //! Request options: `max_completion_tokens` (else `max_tokens`) → `maxOutputTokens`;
@@ -30,26 +30,27 @@
 //! # Ok(()) }
 //! ```
 
-mod decode;
+mod codec;
 mod errors;
 mod request;
 mod response;
 pub mod schema;
+mod stream;
+mod wire;
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use futures::Stream;
-use reqwest::Url;
-use reqwest::header::{HeaderMap, HeaderName};
 
 use crate::llm::error::ProviderError;
-use crate::llm::model::{ChatModel, ChatRequest, ModelDelta, ModelStream, WireApi};
-use crate::llm::transport::{HttpTransport, SseDecoder, TransportSettings, decode_events, is_json};
-use crate::vocab::ChatResponse;
+use crate::llm::http_model::HttpModel;
+use crate::llm::model::{ModelDelta, ModelStream, WireApi};
+use crate::llm::providers::Provider;
+use crate::llm::transport::{SseDecoder, TransportSettings, decode_events};
 
+pub use codec::GeminiApi;
 pub use schema::{SchemaDialect, SchemaDialectError};
 
 /// The vendor's public API, up to where its resource paths begin.
@@ -57,6 +58,22 @@ pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1
 
 /// The header that carries the API key.
 const API_KEY_HEADER: &str = "x-goog-api-key";
+
+/// The Gemini API in the provider table: `gemini`, `GEMINI_BASE_URL`, `GEMINI_API_KEY` then
+/// `GOOGLE_API_KEY`.
+pub const PROVIDER: Provider = Provider {
+    name: "gemini",
+    api: WireApi::Gemini,
+    default_base_url: DEFAULT_BASE_URL,
+    base_url_variable: "GEMINI_BASE_URL",
+    key_variables: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    connect: |connection| {
+        let mut config =
+            GeminiConfig::new(connection.base_url).with_transport(connection.transport);
+        config.api_key = connection.api_key;
+        Ok(std::sync::Arc::new(GeminiClient::new(config)?))
+    },
+};
 
 /// Connection settings of a [`GeminiClient`].
 ///
@@ -117,13 +134,10 @@ impl GeminiConfig {
     }
 
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let var = |name: &str| lookup(name).filter(|value| !value.is_empty());
-        let config =
-            GeminiConfig::new(var("GEMINI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into()));
-        match var("GEMINI_API_KEY").or_else(|| var("GOOGLE_API_KEY")) {
-            Some(key) => config.with_api_key(key),
-            None => config,
-        }
+        let connection = PROVIDER.from_lookup(lookup);
+        let mut config = GeminiConfig::new(connection.base_url);
+        config.api_key = connection.api_key;
+        config
     }
 
     /// Use `key`.
@@ -145,7 +159,8 @@ impl GeminiConfig {
     }
 }
 
-/// A [`ChatModel`] for the Gemini API (`:generateContent`, `:streamGenerateContent`).
+/// A [`ChatModel`](crate::llm::ChatModel) for the Gemini API (`:generateContent`, `:streamGenerateContent`):
+/// the generic [`HttpModel`] over the [`GeminiApi`] codec.
 ///
 /// Reasoning: an explicit `reasoning_budget_tokens` is sent as `thinkingConfig.thinkingBudget`.
 /// A `reasoning_effort` is `thinkingLevel` on Gemini 3 models (model names starting with
@@ -169,106 +184,18 @@ impl GeminiConfig {
 /// A reply ending `MALFORMED_FUNCTION_CALL` (the model's call could not be parsed) ends
 /// `length` with the calls it has, or with one nameless call standing for the broken one, so
 /// the run fails it as `truncated_tool_calls` and runs nothing.
-#[derive(Debug, Clone)]
-pub struct GeminiClient {
-    config: GeminiConfig,
-    transport: HttpTransport,
-}
+pub type GeminiClient = HttpModel<GeminiApi>;
 
-impl GeminiClient {
-    /// A client for the server `config` describes.
-    ///
-    /// # Errors
-    /// [`ProviderError::Other`] when a header or the TLS set-up is invalid.
-    pub fn new(config: GeminiConfig) -> Result<Self, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &config.api_key {
-            headers.insert(
-                HeaderName::from_static(API_KEY_HEADER),
-                HttpTransport::secret_header(key)?,
-            );
-        }
-        let transport = HttpTransport::new(config.transport.clone(), headers)?;
-        // A bad base URL fails now rather than on the first request.
-        transport.endpoint(&config.base_url, &["models"])?;
-        Ok(GeminiClient { config, transport })
-    }
-
-    /// The settings this client was made with.
-    pub fn config(&self) -> &GeminiConfig {
-        &self.config
-    }
-
-    /// `{base_url}/models/{model}:{method}`.
-    fn endpoint(&self, model: &str, method: &str) -> Result<Url, ProviderError> {
-        let resource = format!("{}:{method}", request::model_name(model));
-        self.transport
-            .endpoint(&self.config.base_url, &["models", &resource])
-    }
-
-    fn body(&self, request: &ChatRequest<'_>) -> Result<Vec<u8>, ProviderError> {
-        let body = request::request_body(request, self.config.schema_dialect)?;
-        serde_json::to_vec(&body)
-            .map_err(|error| ProviderError::Other(format!("could not encode the request: {error}")))
-    }
-}
-
-#[async_trait]
-impl ChatModel for GeminiClient {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
-        let body = self.body(&request)?;
-        let url = self.endpoint(request.model, "generateContent")?;
-        let started = tokio::time::Instant::now();
-        let response = self
-            .transport
-            .post(&url, body, "application/json", errors::status_error)
-            .await?;
-        let body = self.transport.read_body(response, started).await?;
-        response::parse_reply(&body, request.model)
-    }
-
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
-        let body = self.body(&request)?;
-        let mut url = self.endpoint(request.model, "streamGenerateContent")?;
-        url.query_pairs_mut().append_pair("alt", "sse");
-        let started = tokio::time::Instant::now();
-        let response = self
-            .transport
-            .post(&url, body, "text/event-stream", errors::status_error)
-            .await?;
-        if is_json(&response) {
-            // A proxy that answered with one JSON body (or Gemini's JSON-array stream).
-            let body = self.transport.read_body(response, started).await?;
-            let deltas = response::reply_deltas(&body, request.model)?;
-            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
-        }
-        let decoder = StreamDecoder::new(Some(request::model_name(request.model).to_owned()));
-        Ok(self.transport.sse(response, started, decoder))
-    }
-
-    fn provider(&self) -> &str {
-        "gemini"
-    }
-
-    fn base_url(&self) -> Option<&str> {
-        Some(&self.config.base_url)
-    }
-
-    fn api(&self) -> WireApi {
-        WireApi::Gemini
-    }
-}
-
-/// The stream decoder: each SSE `data:` is one whole `GenerateContentResponse`.
+/// The Gemini stream decoder: each SSE `data:` is one whole `GenerateContentResponse`.
 #[derive(Debug)]
-struct StreamDecoder {
-    decoder: decode::ResponseDecoder,
+pub struct StreamDecoder {
+    decoder: stream::ResponseDecoder,
 }
 
 impl StreamDecoder {
-    fn new(model: Option<String>) -> Self {
+    pub(crate) fn new(model: Option<String>) -> Self {
         StreamDecoder {
-            decoder: decode::ResponseDecoder::new(model),
+            decoder: stream::ResponseDecoder::new(model),
         }
     }
 }
@@ -349,10 +276,14 @@ mod tests {
         let client = GeminiClient::new(GeminiConfig::new("http://127.0.0.1:9/v1beta/")).unwrap();
         assert_eq!(
             client
-                .endpoint("models/gemini-2.5-flash", "generateContent")
+                .url("models/gemini-2.5-flash", false)
                 .unwrap()
                 .as_str(),
             "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+        assert_eq!(
+            client.url("gemini-2.5-flash", true).unwrap().as_str(),
+            "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
         );
         assert!(GeminiClient::new(GeminiConfig::new("not a url")).is_err());
     }

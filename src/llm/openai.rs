@@ -24,22 +24,26 @@
 //! # Ok(()) }
 //! ```
 
-mod chunk;
+mod codec;
 mod decode;
+pub mod dialect;
 pub(crate) mod errors;
 mod request;
 mod response;
+mod stream;
 
 use std::time::Duration;
 
-use async_trait::async_trait;
-use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 
 use crate::llm::error::ProviderError;
-use crate::llm::model::{ChatModel, ChatRequest, ModelStream, WireApi};
-use crate::llm::transport::{HttpTransport, TransportSettings, is_json};
-use crate::vocab::ChatResponse;
+use crate::llm::http_model::HttpModel;
+use crate::llm::model::WireApi;
+use crate::llm::providers::{Connection, Provider};
+use crate::llm::transport::{HttpTransport, TransportSettings};
+
+pub use codec::ChatCompletions;
+pub use dialect::{Dialect, StandardDialect};
 
 pub use crate::llm::transport::{
     DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RESPONSE_DEADLINE,
@@ -48,6 +52,33 @@ pub use decode::decode_stream;
 
 /// The default base URL, OpenAI's public API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// OpenAI chat completions in the provider table: `openai`, `OPENAI_BASE_URL`, `OPENAI_API_KEY`.
+pub const PROVIDER: Provider = Provider {
+    name: "openai",
+    api: WireApi::ChatCompletions,
+    default_base_url: DEFAULT_BASE_URL,
+    base_url_variable: "OPENAI_BASE_URL",
+    key_variables: &["OPENAI_API_KEY"],
+    connect: |connection| connect(connection, &StandardDialect),
+};
+
+/// An [`OpenAiClient`] in `dialect` for `connection` (how the provider table connects every
+/// OpenAI-compatible entry).
+///
+/// # Errors
+/// [`ProviderError::Other`] when the base URL, the key or a header is invalid.
+pub fn connect(
+    connection: Connection,
+    dialect: &'static dyn Dialect,
+) -> Result<std::sync::Arc<dyn crate::llm::ChatModel>, ProviderError> {
+    let mut config = OpenAiConfig::new(connection.base_url)
+        .with_provider(connection.provider)
+        .with_transport(connection.transport)
+        .with_dialect(dialect);
+    config.api_key = connection.api_key;
+    Ok(std::sync::Arc::new(OpenAiClient::new(config)?))
+}
 
 /// Connection settings of an [`OpenAiClient`].
 ///
@@ -95,6 +126,8 @@ pub struct OpenAiConfig {
     /// yours (and, sampled or not, which were traced); turn it on for a server you operate
     /// that joins your traces.
     pub propagate_trace_context: bool,
+    /// The server's quirks on the wire ([`StandardDialect`] by default).
+    pub dialect: &'static dyn Dialect,
 }
 
 /// Which reasoning text of earlier replies an [`OpenAiClient`] sends back to the server.
@@ -140,6 +173,7 @@ impl OpenAiConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             response_deadline: DEFAULT_RESPONSE_DEADLINE,
             propagate_trace_context: false,
+            dialect: &StandardDialect,
         }
     }
 
@@ -150,13 +184,30 @@ impl OpenAiConfig {
     }
 
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let var = |name: &str| lookup(name).filter(|value| !value.is_empty());
-        let base_url = var("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into());
-        let config = OpenAiConfig::new(base_url);
-        match var("OPENAI_API_KEY") {
-            Some(key) => config.with_api_key(key),
-            None => config,
-        }
+        let connection = PROVIDER.from_lookup(lookup);
+        let mut config = OpenAiConfig::new(connection.base_url);
+        config.api_key = connection.api_key;
+        config
+    }
+
+    /// Take the timeouts, limits, extra headers, query and trace-context setting of `settings`.
+    pub fn with_transport(mut self, settings: TransportSettings) -> Self {
+        self.connect_timeout = settings.connect_timeout;
+        self.request_timeout = settings.request_timeout;
+        self.stream_idle_timeout = settings.stream_idle_timeout;
+        self.response_deadline = settings.response_deadline;
+        self.max_event_bytes = settings.max_event_bytes;
+        self.max_response_bytes = settings.max_response_bytes;
+        self.headers = settings.headers;
+        self.query = settings.query;
+        self.propagate_trace_context = settings.propagate_trace_context;
+        self
+    }
+
+    /// Speak `dialect` (a server's quirks; see [`Dialect`]).
+    pub fn with_dialect(mut self, dialect: &'static dyn Dialect) -> Self {
+        self.dialect = dialect;
+        self
     }
 
     /// Send `key` as `Authorization: Bearer <key>`.
@@ -241,106 +292,17 @@ impl std::fmt::Debug for OpenAiConfig {
         f.debug_struct("OpenAiConfig")
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("provider", &self.provider)
+            .field("dialect", &self.dialect)
             .finish_non_exhaustive()
     }
 }
 
-/// A client for an OpenAI-compatible `/chat/completions` endpoint.
+/// A client for an OpenAI-compatible `/chat/completions` endpoint: the generic
+/// [`HttpModel`] over the [`ChatCompletions`] codec.
 ///
 /// Cheap to clone (the connection pool is shared). See the [module docs](self) for an example.
-#[derive(Clone)]
-pub struct OpenAiClient {
-    config: OpenAiConfig,
-    transport: HttpTransport,
-    endpoint: Url,
-}
-
-impl std::fmt::Debug for OpenAiClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiClient")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
-
-impl OpenAiClient {
-    /// A client for the server `config` describes.
-    ///
-    /// # Errors
-    /// [`ProviderError::Other`] when the base URL, a header or the TLS set-up is invalid.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let transport = HttpTransport::new(config.transport_settings(), config.base_headers()?)?;
-        OpenAiClient::with_transport(config, transport)
-    }
-
-    /// A client that sends its requests through `http` (to share a connection pool or set up
-    /// proxies and certificates yourself). `config.connect_timeout` and the redirect policy are
-    /// then `http`'s business: build it with [`OpenAiClient::redirect_policy`] so the API key and
-    /// configured headers never follow a redirect to another origin (reqwest's default policy
-    /// drops `Authorization` there but keeps custom headers such as Azure's `api-key`).
-    ///
-    /// # Errors
-    /// [`ProviderError::Other`] when the base URL or a header is invalid.
-    pub fn with_http_client(
-        config: OpenAiConfig,
-        http: reqwest::Client,
-    ) -> Result<Self, ProviderError> {
-        let transport = HttpTransport::with_http_client(
-            config.transport_settings(),
-            config.base_headers()?,
-            http,
-        )?;
-        OpenAiClient::with_transport(config, transport)
-    }
-
-    fn with_transport(
-        config: OpenAiConfig,
-        transport: HttpTransport,
-    ) -> Result<Self, ProviderError> {
-        let endpoint = transport.endpoint(&config.base_url, &["chat", "completions"])?;
-        Ok(OpenAiClient {
-            config,
-            transport,
-            endpoint,
-        })
-    }
-
-    /// The redirect policy of [`OpenAiClient::new`]: redirects within the endpoint's origin
-    /// (same scheme, host and port) are followed, up to 10; a redirect to another origin is
-    /// refused with [`ProviderError::CrossOriginRedirect`], so the API key, the configured headers
-    /// and the conversation are never sent there. Refused rather than followed without them:
-    /// an API endpoint has no reason to move across origins, a 307/308 would resend the whole
-    /// conversation to the new host, and a key-less request there would only fail less clearly.
-    ///
-    /// ```
-    /// use agcore::llm::{OpenAiClient, OpenAiConfig};
-    ///
-    /// let http = reqwest::Client::builder()
-    ///     .redirect(OpenAiClient::redirect_policy())
-    ///     .build()
-    ///     .unwrap();
-    /// let client = OpenAiClient::with_http_client(OpenAiConfig::new("http://127.0.0.1:8080/v1"), http);
-    /// assert!(client.is_ok());
-    /// ```
-    pub fn redirect_policy() -> reqwest::redirect::Policy {
-        HttpTransport::redirect_policy()
-    }
-
-    /// The settings this client was made with.
-    pub fn config(&self) -> &OpenAiConfig {
-        &self.config
-    }
-
-    async fn send(
-        &self,
-        body: Vec<u8>,
-        accept: &'static str,
-    ) -> Result<reqwest::Response, ProviderError> {
-        self.transport
-            .post(&self.endpoint, body, accept, errors::status_error)
-            .await
-    }
-}
+pub type OpenAiClient = HttpModel<ChatCompletions>;
 
 impl OpenAiConfig {
     /// These connection settings as the shared [`TransportSettings`].
@@ -358,7 +320,7 @@ impl OpenAiConfig {
         }
     }
 
-    fn base_headers(&self) -> Result<HeaderMap, ProviderError> {
+    pub(crate) fn base_headers(&self) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.api_key {
             headers.insert(
@@ -367,47 +329,6 @@ impl OpenAiConfig {
             );
         }
         Ok(headers)
-    }
-}
-
-#[async_trait]
-impl ChatModel for OpenAiClient {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
-        let body = request::request_body(&request, false, self.config.reasoning_echo)?;
-        let started = tokio::time::Instant::now();
-        let response = self.send(body, "application/json").await?;
-        let body = self.transport.read_body(response, started).await?;
-        response::parse_completion(&body, request.model)
-    }
-
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
-        let body = request::request_body(&request, true, self.config.reasoning_echo)?;
-        let started = tokio::time::Instant::now();
-        let response = self.send(body, "text/event-stream").await?;
-        if is_json(&response) {
-            // The server ignored `"stream": true` and sent one JSON reply; replay it as deltas.
-            let body = self.transport.read_body(response, started).await?;
-            let deltas =
-                response::response_deltas(response::parse_completion(&body, request.model)?);
-            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
-        }
-        Ok(self.transport.sse(
-            response,
-            started,
-            chunk::ChunkDecoder::for_model(request.model),
-        ))
-    }
-
-    fn provider(&self) -> &str {
-        &self.config.provider
-    }
-
-    fn base_url(&self) -> Option<&str> {
-        Some(&self.config.base_url)
-    }
-
-    fn api(&self) -> WireApi {
-        WireApi::ChatCompletions
     }
 }
 

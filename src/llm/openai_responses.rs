@@ -43,25 +43,39 @@
 //! # Ok(()) }
 //! ```
 
+mod codec;
 mod errors;
-mod events;
 mod output;
-mod reply;
 mod request;
+mod response;
+mod stream;
 
-use async_trait::async_trait;
-use reqwest::Url;
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use crate::llm::http_model::HttpModel;
+use crate::llm::model::WireApi;
+use crate::llm::providers::Provider;
+use crate::llm::transport::TransportSettings;
 
-use crate::llm::error::ProviderError;
-use crate::llm::model::{ChatModel, ChatRequest, ModelStream, WireApi};
-use crate::llm::transport::{HttpTransport, TransportSettings, is_json};
-use crate::vocab::ChatResponse;
-
-pub use events::decode_stream;
+pub use codec::Responses;
+pub use stream::decode_stream;
 
 /// The default base URL, OpenAI's public API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The Responses API in the provider table: `openai-responses`, `OPENAI_BASE_URL`,
+/// `OPENAI_API_KEY`.
+pub const PROVIDER: Provider = Provider {
+    name: "openai-responses",
+    api: WireApi::Responses,
+    default_base_url: DEFAULT_BASE_URL,
+    base_url_variable: "OPENAI_BASE_URL",
+    key_variables: &["OPENAI_API_KEY"],
+    connect: |connection| {
+        let mut config =
+            OpenAiResponsesConfig::new(connection.base_url).with_transport(connection.transport);
+        config.api_key = connection.api_key;
+        Ok(std::sync::Arc::new(OpenAiResponsesClient::new(config)?))
+    },
+};
 
 /// Connection settings of an [`OpenAiResponsesClient`].
 ///
@@ -114,14 +128,10 @@ impl OpenAiResponsesConfig {
     }
 
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let var = |name: &str| lookup(name).filter(|value| !value.is_empty());
-        let config = OpenAiResponsesConfig::new(
-            var("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into()),
-        );
-        match var("OPENAI_API_KEY") {
-            Some(key) => config.with_api_key(key),
-            None => config,
-        }
+        let connection = PROVIDER.from_lookup(lookup);
+        let mut config = OpenAiResponsesConfig::new(connection.base_url);
+        config.api_key = connection.api_key;
+        config
     }
 
     /// Send `key` as `Authorization: Bearer <key>`.
@@ -161,106 +171,10 @@ impl std::fmt::Debug for OpenAiResponsesConfig {
     }
 }
 
-/// A client for OpenAI's Responses API. Cheap to clone (the connection pool is shared). See
-/// the [module docs](self) for what it sends and keeps.
-#[derive(Clone, Debug)]
-pub struct OpenAiResponsesClient {
-    config: OpenAiResponsesConfig,
-    transport: HttpTransport,
-    endpoint: Url,
-}
-
-impl OpenAiResponsesClient {
-    /// A client for the server `config` describes.
-    ///
-    /// # Errors
-    /// [`ProviderError::Other`] when the base URL, a header or the TLS set-up is invalid.
-    pub fn new(config: OpenAiResponsesConfig) -> Result<Self, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &config.api_key {
-            headers.insert(
-                AUTHORIZATION,
-                HttpTransport::secret_header(&format!("Bearer {key}"))?,
-            );
-        }
-        let transport = HttpTransport::new(config.transport.clone(), headers)?;
-        let endpoint = transport.endpoint(&config.base_url, &["responses"])?;
-        Ok(OpenAiResponsesClient {
-            config,
-            transport,
-            endpoint,
-        })
-    }
-
-    /// The settings this client was made with.
-    pub fn config(&self) -> &OpenAiResponsesConfig {
-        &self.config
-    }
-
-    fn mode(&self) -> request::Mode {
-        request::Mode {
-            store: self.config.store,
-            previous_response_id: self.config.previous_response_id,
-        }
-    }
-}
-
-#[async_trait]
-impl ChatModel for OpenAiResponsesClient {
-    async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
-        let body = request::request_body(&request, false, self.mode())?;
-        let started = tokio::time::Instant::now();
-        let response = self
-            .transport
-            .post(
-                &self.endpoint,
-                body,
-                "application/json",
-                errors::status_error,
-            )
-            .await?;
-        let body = self.transport.read_body(response, started).await?;
-        reply::parse_response(&body, request.model, self.config.previous_response_id)
-    }
-
-    async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
-        let body = request::request_body(&request, true, self.mode())?;
-        let started = tokio::time::Instant::now();
-        let response = self
-            .transport
-            .post(
-                &self.endpoint,
-                body,
-                "text/event-stream",
-                errors::status_error,
-            )
-            .await?;
-        let keep_response_id = self.config.previous_response_id;
-        if is_json(&response) {
-            // A server that ignored `stream: true` sent one `Response`; replay it as deltas.
-            let body = self.transport.read_body(response, started).await?;
-            let deltas = reply::response_deltas(&body, request.model, keep_response_id)?;
-            return Ok(Box::pin(futures::stream::iter(deltas.into_iter().map(Ok))));
-        }
-        Ok(self.transport.sse(
-            response,
-            started,
-            events::EventDecoder::new(request.model, keep_response_id),
-        ))
-    }
-
-    fn provider(&self) -> &str {
-        "openai"
-    }
-
-    fn base_url(&self) -> Option<&str> {
-        Some(&self.config.base_url)
-    }
-
-    fn api(&self) -> WireApi {
-        WireApi::Responses
-    }
-}
+/// A client for OpenAI's Responses API: the generic [`HttpModel`] over the [`Responses`]
+/// codec. Cheap to clone (the connection pool is shared). See the [module docs](self) for what
+/// it sends and keeps.
+pub type OpenAiResponsesClient = HttpModel<Responses>;
 
 #[cfg(test)]
 mod tests;

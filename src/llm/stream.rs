@@ -1,4 +1,4 @@
-//! [`StreamAssembler`]: turns a provider's [`ModelDelta`]s into [`StreamEvent`]s and the final
+//! [`StreamAssembler`]: turns a provider's [`ModelDelta`]s into [`ModelEvent`]s and the final
 //! [`ChatResponse`], the way real servers stream.
 //!
 //! Rules (each seen on some server): tool-call pieces are keyed by `index`; a new `id` on a used
@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::llm::error::{ProviderError, ResponseLimit};
-use crate::llm::event::StreamEvent;
+use crate::llm::event::ModelEvent;
 use crate::llm::model::ModelDelta;
 use crate::vocab::{
     Artifact, ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, ToolCall, Usage,
@@ -126,7 +126,7 @@ impl StreamAssembler {
     pub fn try_push(
         &mut self,
         delta: ModelDelta,
-        out: &mut Vec<StreamEvent>,
+        out: &mut Vec<ModelEvent>,
     ) -> Result<(), ProviderError> {
         self.push(delta, out);
         match self.exceeded {
@@ -139,13 +139,13 @@ impl StreamAssembler {
     /// [`ReplyLimits`] limit is dropped, as is everything after it, and
     /// [`StreamAssembler::finish`] reports the limit (see [`StreamAssembler::try_push`] to
     /// stop at once).
-    pub fn push(&mut self, delta: ModelDelta, out: &mut Vec<StreamEvent>) {
+    pub fn push(&mut self, delta: ModelDelta, out: &mut Vec<ModelEvent>) {
         if self.exceeded.is_some() {
             return;
         }
         // Not part of the reply: a fallback model's note that another model answers it.
         if let ModelDelta::ModelSwitch { from, to, reason } = delta {
-            out.push(StreamEvent::ModelSwitch { from, to, reason });
+            out.push(ModelEvent::ModelSwitch { from, to, reason });
             return;
         }
         self.received_anything = true;
@@ -164,7 +164,7 @@ impl StreamAssembler {
             ModelDelta::Text(text) => {
                 if !text.is_empty() {
                     self.text.push_str(&text);
-                    out.push(StreamEvent::AssistantTextDelta { text });
+                    out.push(ModelEvent::AssistantTextDelta { text });
                 }
             }
             ModelDelta::Reasoning { text, field } => {
@@ -176,12 +176,12 @@ impl StreamAssembler {
                         self.reasoning_field = Some(field);
                     }
                     self.reasoning.push_str(&text);
-                    out.push(StreamEvent::ReasoningDelta { text });
+                    out.push(ModelEvent::ReasoningDelta { text });
                 }
             }
             ModelDelta::Thought(text) => {
                 if !text.is_empty() {
-                    out.push(StreamEvent::ReasoningDelta { text });
+                    out.push(ModelEvent::ReasoningDelta { text });
                 }
             }
             ModelDelta::Artifact(artifact) => self.artifacts.push(artifact),
@@ -204,7 +204,7 @@ impl StreamAssembler {
                 }
                 let fragment = arguments.unwrap_or_default();
                 call.arguments.push_str(&fragment);
-                out.push(StreamEvent::ToolCallDelta {
+                out.push(ModelEvent::ToolCallDelta {
                     index: call.index,
                     id,
                     name,
@@ -283,13 +283,13 @@ impl StreamAssembler {
         self.finish.is_some()
     }
 
-    /// Finish the reply: emits [`StreamEvent::ToolCallReady`] for every call and returns the
+    /// Finish the reply: emits [`ModelEvent::ToolCallReady`] for every call and returns the
     /// assembled response. A stream that delivered nothing at all is an error.
     ///
     /// # Errors
     /// [`ProviderError::Stream`] for an empty stream; [`ProviderError::ResponseLimitExceeded`] when a
     /// pushed delta went over a [`ReplyLimits`] limit.
-    pub fn finish(self, out: &mut Vec<StreamEvent>) -> Result<ChatResponse, ProviderError> {
+    pub fn finish(self, out: &mut Vec<ModelEvent>) -> Result<ChatResponse, ProviderError> {
         if let Some(limit) = self.exceeded {
             return Err(ProviderError::ResponseLimitExceeded { limit });
         }
@@ -306,7 +306,7 @@ impl StreamAssembler {
             .collect();
         normalise_tool_calls(&mut tool_calls);
         for call in &tool_calls {
-            out.push(StreamEvent::ToolCallReady {
+            out.push(ModelEvent::ToolCallReady {
                 id: call.id.clone(),
                 name: call.function.name.clone(),
                 arguments: call.function.arguments.clone(),

@@ -6,13 +6,21 @@
 //! - [`HttpTransport`]: sends a POST (same-origin redirects only, keys marked sensitive), maps a
 //!   non-success status through the backend's own function, reads a whole body within the
 //!   request limit, or turns a streaming body into a [`ModelStream`] through an [`SseDecoder`].
+//! - [`RequestSigner`]: the optional signing step (SigV4, short-lived tokens) that sees each
+//!   request's method, URL, headers and body bytes and adds headers.
+//! - [`Framer`]: how a streaming body is cut into messages ([`SseFraming`] today; AWS
+//!   event-stream next).
 //! - [`retry_after`], [`truncate`], [`error_chain`], [`send_error`]: error pieces every backend
 //!   uses.
 
 mod body;
 mod errors;
+mod framing;
 mod redirect;
+mod signer;
 mod sse;
+
+use std::sync::Arc;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -25,6 +33,8 @@ use crate::llm::model::{ModelDelta, ModelStream};
 
 pub(crate) use body::BodyLimits;
 pub use errors::{MAX_ERROR_BODY_BYTES, error_chain, retry_after, send_error, truncate};
+pub use framing::{Framer, SseFraming, StreamBody};
+pub use signer::{RequestSigner, SignableRequest};
 pub use sse::decode_events;
 
 /// [`TransportSettings::max_event_bytes`] by default: 16 MiB (a whole tool call's arguments may
@@ -186,12 +196,14 @@ pub struct HttpTransport {
     settings: TransportSettings,
     http: reqwest::Client,
     headers: HeaderMap,
+    signer: Option<Arc<dyn RequestSigner>>,
 }
 
 impl std::fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTransport")
             .field("settings", &self.settings)
+            .field("signer", &self.signer)
             .finish_non_exhaustive()
     }
 }
@@ -243,6 +255,7 @@ impl HttpTransport {
             settings,
             http,
             headers,
+            signer: None,
         })
     }
 
@@ -262,6 +275,13 @@ impl HttpTransport {
     /// headers and the conversation never go there.
     pub fn redirect_policy() -> reqwest::redirect::Policy {
         reqwest::redirect::Policy::custom(redirect::same_origin_only)
+    }
+
+    /// Sign every request with `signer` (after encoding, before sending; again on each retry).
+    #[must_use]
+    pub fn with_signer(mut self, signer: Arc<dyn RequestSigner>) -> Self {
+        self.signer = Some(signer);
+        self
     }
 
     /// The settings.
@@ -294,17 +314,25 @@ impl HttpTransport {
         accept: &'static str,
         map_status: StatusMapper,
     ) -> Result<reqwest::Response, ProviderError> {
-        let mut request = self
-            .http
-            .post(url.clone())
-            .headers(self.headers.clone())
-            .header(ACCEPT, accept)
-            .body(body);
+        let mut headers = self.headers.clone();
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
         if self.settings.propagate_trace_context
             && let Some(traceparent) = crate::vocab::trace_context::current_traceparent()
+            && let Ok(value) = HeaderValue::from_str(&traceparent)
         {
-            request = request.header(crate::vocab::trace_context::TRACEPARENT, traceparent);
+            headers.insert(crate::vocab::trace_context::TRACEPARENT, value);
         }
+        if let Some(signer) = &self.signer {
+            signer
+                .sign(&mut SignableRequest {
+                    method: &reqwest::Method::POST,
+                    url,
+                    headers: &mut headers,
+                    body: &body,
+                })
+                .await?;
+        }
+        let request = self.http.post(url.clone()).headers(headers).body(body);
         let limit = self.settings.request_timeout;
         // The response headers must arrive within the request limit, streaming or not.
         let response = match tokio::time::timeout(limit, request.send()).await {
@@ -357,7 +385,20 @@ impl HttpTransport {
         started: tokio::time::Instant,
         decoder: impl SseDecoder,
     ) -> ModelStream {
-        sse::decode_limited(response.bytes_stream(), self.body_limits(started), decoder)
+        SseFraming.frame(self.stream_body(response, started), decoder)
+    }
+
+    /// A streaming `response` (sent at `started`) with the limits it is read under, for a
+    /// [`Framer`].
+    pub fn stream_body(
+        &self,
+        response: reqwest::Response,
+        started: tokio::time::Instant,
+    ) -> StreamBody {
+        StreamBody {
+            bytes: Box::pin(response.bytes_stream()),
+            limits: self.body_limits(started),
+        }
     }
 
     fn body_limits(&self, started: tokio::time::Instant) -> BodyLimits {

@@ -41,7 +41,7 @@ pub(crate) fn request<'a>(
         .await;
         charge(state, metered.spent());
         for event in prepared.events {
-            yield TurnItem::Event(event);
+            yield TurnItem::Event(event.into());
         }
         let mut highest = prepared.highest;
         let mut retried = false;
@@ -111,7 +111,7 @@ pub(crate) fn request<'a>(
             .await;
             charge(state, metered.spent());
             for event in events {
-                yield TurnItem::Event(event);
+                yield TurnItem::Event(event.into());
             }
             if applied.is_none() {
                 yield TurnItem::Reply(Err(exhausted(&message, highest)));

@@ -59,7 +59,7 @@ pub(crate) fn waits(call: &CompletedCall) -> bool {
         ToolOutcome::Refused {
             reason: ToolError::ApprovalDeferred { .. }
         } | ToolOutcome::Ran {
-            result: Err(ToolError::InputDeferred { .. })
+            result: Err(ToolError::InputDeferred { .. } | ToolError::ApprovalDeferred { .. })
         }
     )
 }
@@ -71,8 +71,12 @@ pub(crate) fn waiting_request(
     registry: &ToolRegistry,
 ) -> Option<ApprovalRequest> {
     match &call.outcome {
+        // Deferred before the call, or mid-run (`ToolContext::authorize`).
         ToolOutcome::Refused {
             reason: ToolError::ApprovalDeferred { request },
+        }
+        | ToolOutcome::Ran {
+            result: Err(ToolError::ApprovalDeferred { request }),
         } => Some((**request).clone()),
         ToolOutcome::Ran {
             result:

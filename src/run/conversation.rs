@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use futures::Stream;
 
-use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
 use crate::run::config::CycleConfig;
+use crate::run::event::StreamEvent;
 use crate::run::usage::{RunUsage, UsageTally};
 use crate::vocab::OpenaiChatMessage;
 

@@ -2,7 +2,7 @@
 //! an answer — a provider's error or the run's own.
 
 use crate::llm::error::{ErrorKind, ProviderError, ResponseLimit, TimeoutKind};
-use crate::llm::event::StreamEvent;
+use crate::run::event::StreamEvent;
 use crate::run::usage::{RunUsage, UsageLimit};
 use crate::vocab::OpenaiChatMessage;
 use std::time::Duration;

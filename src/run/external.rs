@@ -10,25 +10,21 @@
 //! (concurrently, at most [`ToolRegistry::concurrency_limit`] at a time); a call cut off by a
 //! crash that is not run again is answered with [`interrupted`].
 
-use std::sync::Mutex;
-
 use futures::StreamExt;
 
-use crate::run::answer::AnswerPipeline;
-use crate::run::context_turn;
 use crate::run::conversation::Conversation;
 use crate::run::error::LlmError;
+use crate::run::handle::observer::BatchObserver;
+use crate::run::handle::{self, EventSink, RunContext};
 use crate::run::hooks;
 use crate::run::idempotency;
-use crate::run::model_turn::{Mode, TurnItem};
-use crate::run::state::{Phase, RunState};
-use crate::run::step::{ModelRequest, ToolBatch, relaxed_tool_choice};
+use crate::run::state::RunState;
+use crate::run::step::{Input, ModelRequest, ToolBatch};
 use crate::tools::approval::ApprovalRequest;
 use crate::tools::call_digest::CallDigest;
-use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
-use crate::tools::outcome::{CompletedCall, ToolOutcome};
-use crate::tools::registry::{CallObserver, ToolCallRequest, ToolRegistry};
+use crate::tools::outcome::ToolOutcome;
+use crate::tools::registry::{ToolCallRequest, ToolRegistry};
 use crate::vocab::{ChatResponse, OpenaiChatMessage, ToolAnswer, ToolCall, ToolDefinition};
 
 /// A conversation with `template`'s model, configuration and history (its system prompt),
@@ -63,38 +59,22 @@ pub async fn request_model(
         context,
         ..
     } = conversation;
-    let relaxed = relaxed_tool_choice(&config.options);
-    let options = match &relaxed {
-        Some(relaxed) if request.tool_choice_relaxed => relaxed,
-        _ => &config.options,
+    let cx = RunContext::external(model, config, tools);
+    let sink = EventSink::discarding();
+    // Nobody watches an engine's calls stream (its events are discarded).
+    let call_updates = crate::run::call_updates::CallUpdates::new();
+    let mut input_streams = crate::run::input_stream::InputStreams::default();
+    let streams = handle::model::Streams {
+        call_updates: &call_updates,
+        input_streams: &mut input_streams,
     };
-    let mut reply = None;
-    {
-        let turn = context_turn::request(
-            state,
-            context,
-            &**model,
-            config,
-            tools,
-            options,
-            Mode::Blocking,
-        );
-        let mut items = std::pin::pin!(turn);
-        while let Some(item) = items.next().await {
-            if let TurnItem::Reply(result) = item {
-                reply = Some(result);
-            }
-        }
-    }
-    let reply = reply.unwrap_or_else(|| {
-        Err(LlmError::Other(
+    match handle::model::request_model(&cx, state, context, streams, request, &sink).await {
+        Input::ModelReplied(reply) => Ok(*reply),
+        Input::ModelFailed(error) => Err(error),
+        _ => Err(LlmError::Other(
             "the model request ended without a reply".to_owned(),
-        ))
-    });
-    if let Ok(reply) = &reply {
-        config.hooks.after_model_response(reply).await;
+        )),
     }
-    reply
 }
 
 /// Ask `conversation`'s `before_tool_call` hooks about every call of `batch` that is to run,
@@ -120,7 +100,8 @@ pub fn assign_keys(state: &mut RunState, session: Option<&str>) {
 
 /// The idempotency key given to the call `call_id` of `state`'s tool turn, if any.
 pub fn idempotency_key_of(state: &RunState, call_id: &str) -> Option<String> {
-    turn_key(state, call_id)
+    let position = idempotency::position_of(state, call_id)?;
+    idempotency::keys_of(state, &[position]).pop().flatten()
 }
 
 /// The answer of a call that was cut off by a crash and is not run again (a tool that does
@@ -158,17 +139,18 @@ pub async fn run_call(
     call: &ToolCall,
     approved: Option<Option<CallDigest>>,
 ) -> CallEnd {
-    let observer = ShapeObserver {
-        answers: AnswerPipeline {
-            config: &conversation.config,
-            journal: None,
-            limit: state.rules.tool_output_limit,
-            accepts_images: state.rules.accepts_images,
-        },
-        call,
-        key: turn_key(state, &call.id),
-        media: Mutex::new(None),
-    };
+    // The driver's observer, without a journal (the engine keeps its own): the same key,
+    // the same answer pipeline.
+    let position = idempotency::position_of(state, &call.id).unwrap_or(usize::MAX);
+    let observer = BatchObserver::new(
+        &conversation.config,
+        None,
+        state,
+        &[position],
+        vec![call.clone()],
+        vec![false],
+        true,
+    );
     let mut completed =
         registry.run_stream_observed(vec![(ToolCallRequest::from(call), approved)], &observer);
     let Some((_, done)) = completed.next().await else {
@@ -184,59 +166,10 @@ pub async fn run_call(
     {
         return CallEnd::Deferred(*request);
     }
-    let media = observer
-        .media
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
+    let media = observer.take_media(0);
     CallEnd::Answered {
         answer: done.answer,
         media,
-    }
-}
-
-/// The key of the call `call_id` in `state`'s tool turn.
-fn turn_key(state: &RunState, call_id: &str) -> Option<String> {
-    let turn = match &state.phase {
-        Phase::AwaitingTools { turn } | Phase::AwaitingApproval { turn, .. } => turn,
-        _ => return None,
-    };
-    turn.calls
-        .iter()
-        .find(|call| call.call.id == call_id)
-        .and_then(|call| call.idempotency_key.clone())
-}
-
-/// Shapes the answer of the one call it watches, and gives it its context.
-struct ShapeObserver<'a> {
-    answers: AnswerPipeline<'a>,
-    call: &'a ToolCall,
-    key: Option<String>,
-    media: Mutex<Option<OpenaiChatMessage>>,
-}
-
-#[async_trait::async_trait]
-impl CallObserver for ShapeObserver<'_> {
-    async fn started(&self, _position: usize) -> Result<(), String> {
-        Ok(())
-    }
-
-    async fn finished(&self, _position: usize, call: &mut CompletedCall) {
-        if matches!(
-            call.outcome,
-            ToolOutcome::Refused {
-                reason: ToolError::ApprovalDeferred { .. }
-            }
-        ) {
-            return;
-        }
-        let message = self.answers.shape(Some(self.call), call).await;
-        *self.media.lock().unwrap_or_else(|p| p.into_inner()) = message;
-    }
-
-    fn context(&self, _position: usize) -> Option<ToolContext> {
-        let key = self.key.as_deref()?;
-        Some(ToolContext::new(self.call.id.clone(), key))
     }
 }
 
@@ -251,6 +184,7 @@ mod tests {
     use crate::run::state::RunRules;
     use crate::run::step::{Effect, Input, step};
     use crate::tools::BaseTool;
+    use crate::tools::context::ToolContext;
     use crate::vocab::{ChatResponse, FinishReason};
 
     /// Writes down the key each of its runs sees.

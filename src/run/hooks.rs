@@ -47,9 +47,10 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use serde_json::Value;
 
+use crate::context::CompactionTier;
 use crate::context::tokenizer::OutboundText;
-use crate::llm::event::{CompactionTier, StreamEvent};
 use crate::run::error::LlmError;
+use crate::run::event::StreamEvent;
 use crate::vocab::{ChatResponse, OpenaiChatMessage, RequestOptions, ToolAnswer, ToolCall};
 
 /// Code run at the points of a run. Every method has a default that does nothing, so a hook

@@ -29,7 +29,7 @@ use std::fmt::Write as _;
 
 use sha2::{Digest, Sha256};
 
-use crate::run::state::{Phase, RunState};
+use crate::run::state::{Phase, RunState, TurnCall};
 
 pub use crate::tools::context::{IDEMPOTENCY_HEADER, MCP_META_KEY};
 
@@ -78,14 +78,26 @@ pub(crate) fn assign_keys(state: &mut RunState, session: Option<&str>) {
 
 /// The keys of the calls at `positions` of the run's tool turn, in that order.
 pub(crate) fn keys_of(state: &RunState, positions: &[usize]) -> Vec<Option<String>> {
-    let calls = match &state.phase {
-        Phase::AwaitingTools { turn } | Phase::AwaitingApproval { turn, .. } => &turn.calls[..],
-        _ => &[],
-    };
+    let calls = turn_calls(state);
     positions
         .iter()
         .map(|&p| calls.get(p).and_then(|call| call.idempotency_key.clone()))
         .collect()
+}
+
+/// The position of the call `call_id` in the run's tool turn.
+pub(crate) fn position_of(state: &RunState, call_id: &str) -> Option<usize> {
+    turn_calls(state)
+        .iter()
+        .position(|call| call.call.id == call_id)
+}
+
+/// The calls of the run's tool turn (none outside one).
+fn turn_calls(state: &RunState) -> &[TurnCall] {
+    match &state.phase {
+        Phase::AwaitingTools { turn } | Phase::AwaitingApproval { turn, .. } => &turn.calls,
+        _ => &[],
+    }
 }
 
 #[cfg(test)]

@@ -42,6 +42,15 @@ pub enum JournalEntry<'a> {
         /// The continuation (the latest replaces earlier ones).
         continuation: &'a serde_json::Value,
     },
+    /// A call of the current tool turn reported an update
+    /// ([`crate::tools::ToolContext::report`]), kept so that a reopened session replays it.
+    /// Not part of the run's state: a run restored from its journal skips it.
+    CallUpdate {
+        /// The call id.
+        call_id: &'a str,
+        /// The update (already bounded).
+        update: &'a crate::tools::event::ToolCallUpdate,
+    },
     /// A call of the current tool turn finished with this answer.
     CallFinished {
         /// The call id.

@@ -9,12 +9,12 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 
 use crate::llm::error::{ProviderError, TimeoutKind};
-use crate::llm::event::StreamEvent;
 use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::retry::{RetryPolicy, open_stream, with_retries};
 use crate::llm::stream::StreamAssembler;
 use crate::run::config::CycleConfig;
 use crate::run::error::LlmError;
+use crate::run::event::StreamEvent;
 use crate::vocab::ChatResponse;
 
 /// How a run talks to the model.
@@ -84,7 +84,7 @@ pub(crate) fn request<'a>(
                             Some(Ok(delta)) => {
                                 let pushed = assembler.try_push(delta, &mut events);
                                 for event in events.drain(..) {
-                                    yield TurnItem::Event(event);
+                                    yield TurnItem::Event(event.into());
                                 }
                                 // A reply over the client's limits would be over them again.
                                 if let Err(error) = pushed {
@@ -99,7 +99,7 @@ pub(crate) fn request<'a>(
                         None => {
                             let finished = assembler.finish(&mut events);
                             for event in events.drain(..) {
-                                yield TurnItem::Event(event);
+                                yield TurnItem::Event(event.into());
                             }
                             yield TurnItem::Reply(finished.map_err(LlmError::from));
                             return;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::llm::event::StreamEvent;
+use crate::run::event::StreamEvent;
 use crate::vocab::{FinishReason, OpenaiChatMessage};
 
 /// The event sequence of a saved history — reasoning, text, tool calls and their results with
@@ -15,6 +15,33 @@ use crate::vocab::{FinishReason, OpenaiChatMessage};
 /// JSON); a result is flagged `is_error` when its message is (the history keeps the flag as
 /// data). Durations are not recorded in the history and replay as 0.
 pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
+    replay_with_updates(messages, &[])
+}
+
+/// [`replay`] with each call's stored updates ([`crate::session::call_updates`]): a call's
+/// [`StreamEvent::ToolCallUpdate`]s come after its `ToolExecutionStarted`, in the order they
+/// were recorded, and before its result — what a UI needs to redraw the call's card (title,
+/// content, diff, locations) and its final status. Updates of calls not in `messages` are
+/// left out.
+///
+/// ```
+/// use agcore::run::replay::replay_with_updates;
+/// use agcore::session::StoredCallUpdate;
+/// use agcore::tools::ToolCallUpdate;
+/// use agcore::vocab::{OpenaiChatMessage, ToolCall};
+///
+/// let history = [
+///     OpenaiChatMessage::assistant_tool_calls(None, vec![ToolCall::new("c1", "edit_file", "{}")]),
+///     OpenaiChatMessage::tool_result("c1", "ok"),
+/// ];
+/// let stored = [StoredCallUpdate { call_id: "c1".into(), update: ToolCallUpdate::title("Edit a.rs") }];
+/// let events = replay_with_updates(&history, &stored);
+/// assert!(events.iter().any(|e| matches!(e, agcore::llm::StreamEvent::ToolCallUpdate { id, .. } if id == "c1")));
+/// ```
+pub fn replay_with_updates(
+    messages: &[OpenaiChatMessage],
+    updates: &[crate::session::StoredCallUpdate],
+) -> Vec<StreamEvent> {
     let mut events = Vec::new();
     let mut names: HashMap<&str, &str> = HashMap::new();
     for message in messages {
@@ -45,6 +72,15 @@ pub fn replay(messages: &[OpenaiChatMessage]) -> Vec<StreamEvent> {
                         input: serde_json::from_str(&call.function.arguments)
                             .unwrap_or_else(|_| Value::String(call.function.arguments.clone())),
                     });
+                    events.extend(
+                        updates
+                            .iter()
+                            .filter(|stored| stored.call_id == call.id)
+                            .map(|stored| StreamEvent::ToolCallUpdate {
+                                id: call.id.clone(),
+                                update: stored.update.clone(),
+                            }),
+                    );
                 }
                 events.push(StreamEvent::TurnComplete {
                     reason: if tool_calls.is_empty() {

@@ -29,10 +29,10 @@ use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
 
-use crate::llm::event::StreamEvent;
 use crate::run::conversation::Conversation;
 use crate::run::driver::{Drive, LoopItem, Start, TeamRun};
 use crate::run::error::LlmError;
+use crate::run::event::StreamEvent;
 use crate::run::journal::RunJournal;
 use crate::run::model_turn::Mode;
 use crate::run::output_schema::OutputSchema;

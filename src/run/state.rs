@@ -20,6 +20,7 @@
 //! | `output_tool` | the final-answer tool's name (typed output, tool mode); absent when none |
 //! | `tool_calls` | tool calls run so far by this run (absent when none) |
 //! | `typed` | a typed run's output: `{"schema": {"name", "schema", ...}, "mode", "tool", "max_retries", "attempt"}`; absent when the run is not typed |
+//! | `loaded_tools` | the deferred tools this run's `tool_search` calls loaded, in the order found ([`crate::tools::deferred`]); absent when none |
 //! | `run_id` | the run's random id, given at its first tool turn (absent before): part of its calls' [idempotency keys](crate::run::idempotency) |
 //!
 //! A call of a tool turn (`turn.calls[]`) is `{"call", "started", "answer"}`, with `approved`,
@@ -100,6 +101,12 @@ pub struct RunState {
     /// resumptions: its calls' idempotency keys derive from it ([`crate::run::idempotency`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The deferred tools this run's `tool_search` calls loaded, in the order they were found:
+    /// offered from the request after the search on, kept through suspension, resumption and
+    /// compaction ([`crate::tools::deferred`]). A new run starts with those its history's
+    /// search answers loaded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded_tools: Vec<String>,
 }
 
 /// Where a run is.
@@ -272,6 +279,7 @@ impl RunState {
     pub fn new(messages: Vec<OpenaiChatMessage>, rules: RunRules, tools_offered: bool) -> Self {
         RunState {
             version: RUN_STATE_VERSION,
+            loaded_tools: crate::tools::tool_search::loaded_in_history(&messages),
             committed: messages.len(),
             messages,
             phase: Phase::NeedModel,
@@ -310,6 +318,7 @@ impl RunState {
             typed: self.typed.clone(),
             agent: self.agent.clone(),
             run_id: self.run_id.clone(),
+            loaded_tools: self.loaded_tools.clone(),
         }
     }
 

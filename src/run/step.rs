@@ -233,87 +233,8 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
             state.messages.push(OpenaiChatMessage::user_text(prompt));
             request_model(state)
         }
-        (Phase::AwaitingApproval { mut turn, requests }, Input::Decisions(decisions)) => {
-            let mut pending = Vec::new();
-            for request in requests {
-                let decision = decisions
-                    .iter()
-                    .find(|decision| decision.call_id == request.call_id);
-                let Some(call) = turn
-                    .calls
-                    .iter_mut()
-                    .find(|call| call.call.id == request.call_id && call.child.is_none())
-                else {
-                    // A call inside a sub-agent: its decision waits for the child, whose
-                    // call in this turn runs again to continue it.
-                    if let Some(holder) = turn.calls.iter_mut().find(|call| {
-                        call.child.as_ref().is_some_and(|child| {
-                            child
-                                .pending_approvals()
-                                .iter()
-                                .any(|r| r.call_id == request.call_id)
-                        })
-                    }) {
-                        match decision {
-                            None
-                            | Some(Decision {
-                                answer: ApprovalDecision::Defer,
-                                ..
-                            }) => pending.push(request),
-                            Some(decision) => {
-                                if let Some(child) = holder.child.as_mut() {
-                                    child.decisions.push(ChildDecision {
-                                        call_id: decision.call_id.clone(),
-                                        answer: decision.answer.clone(),
-                                        digest: decision.digest.clone(),
-                                    });
-                                }
-                            }
-                        }
-                    }
-                    continue;
-                };
-                match decision.map(|decision| &decision.answer) {
-                    None | Some(ApprovalDecision::Defer) => pending.push(request),
-                    Some(ApprovalDecision::Deny { message }) => {
-                        let message = message.as_deref().unwrap_or("the user declined this call");
-                        call.answer = Some(ToolAnswer::error(format_args!(
-                            "tool '{}' was not approved: {}. Do not retry this call; continue without it or ask the user.",
-                            call.call.function.name,
-                            message.trim_end_matches('.')
-                        )));
-                    }
-                    Some(
-                        ApprovalDecision::AllowOnce
-                        | ApprovalDecision::AllowForSession
-                        | ApprovalDecision::AllowForSessionWithArgs,
-                    ) => {
-                        // Bound to what was shown: the stored request must still show the
-                        // call it was asked with and the decision was given for.
-                        let shown = request.shown_digest();
-                        let expected = decision.and_then(|decision| decision.digest.as_ref());
-                        if request.digest.as_ref().is_none_or(|d| *d == shown)
-                            && expected.is_none_or(|d| *d == shown)
-                        {
-                            call.approved = true;
-                            call.approved_for = Some(shown);
-                        } else {
-                            let mismatch = ToolError::ApprovalMismatch {
-                                tool: call.call.function.name.clone(),
-                                call_id: call.call.id.clone(),
-                            };
-                            call.answer = Some(ToolAnswer::error(format_args!(
-                                "{mismatch}. Do not retry this call; continue without it or ask the user."
-                            )));
-                        }
-                    }
-                }
-            }
-            if pending.is_empty() {
-                run_batch(state, turn, false, None)
-            } else {
-                suspend(state, turn, pending)
-            }
+        (Phase::AwaitingApproval { turn, requests }, Input::Decisions(decisions)) => {
+            decided(state, turn, requests, decisions)
         }
         (
             Phase::AwaitingTools { turn } | Phase::AwaitingApproval { turn, .. },
@@ -347,6 +268,96 @@ pub fn step(mut state: RunState, input: Input) -> (RunState, Effect) {
             ));
             fail(state, error)
         }
+    }
+}
+
+/// Decisions on a turn's pending approvals: each call approved (bound to what was shown),
+/// denied, or still pending; a call inside a sub-agent gets its decision through its child.
+fn decided(
+    state: RunState,
+    mut turn: ToolTurn,
+    requests: Vec<ApprovalRequest>,
+    decisions: Vec<Decision>,
+) -> (RunState, Effect) {
+    let mut pending = Vec::new();
+    for request in requests {
+        let decision = decisions
+            .iter()
+            .find(|decision| decision.call_id == request.call_id);
+        let Some(call) = turn
+            .calls
+            .iter_mut()
+            .find(|call| call.call.id == request.call_id && call.child.is_none())
+        else {
+            // A call inside a sub-agent: its decision waits for the child, whose
+            // call in this turn runs again to continue it.
+            if let Some(holder) = turn.calls.iter_mut().find(|call| {
+                call.child.as_ref().is_some_and(|child| {
+                    child
+                        .pending_approvals()
+                        .iter()
+                        .any(|r| r.call_id == request.call_id)
+                })
+            }) {
+                match decision {
+                    None
+                    | Some(Decision {
+                        answer: ApprovalDecision::Defer,
+                        ..
+                    }) => pending.push(request),
+                    Some(decision) => {
+                        if let Some(child) = holder.child.as_mut() {
+                            child.decisions.push(ChildDecision {
+                                call_id: decision.call_id.clone(),
+                                answer: decision.answer.clone(),
+                                digest: decision.digest.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+            continue;
+        };
+        match decision.map(|decision| &decision.answer) {
+            None | Some(ApprovalDecision::Defer) => pending.push(request),
+            Some(ApprovalDecision::Deny { message }) => {
+                let message = message.as_deref().unwrap_or("the user declined this call");
+                call.answer = Some(ToolAnswer::error(format_args!(
+                    "tool '{}' was not approved: {}. Do not retry this call; continue without it or ask the user.",
+                    call.call.function.name,
+                    message.trim_end_matches('.')
+                )));
+            }
+            Some(
+                ApprovalDecision::AllowOnce
+                | ApprovalDecision::AllowForSession
+                | ApprovalDecision::AllowForSessionWithArgs,
+            ) => {
+                // Bound to what was shown: the stored request must still show the
+                // call it was asked with and the decision was given for.
+                let shown = request.shown_digest();
+                let expected = decision.and_then(|decision| decision.digest.as_ref());
+                if request.digest.as_ref().is_none_or(|d| *d == shown)
+                    && expected.is_none_or(|d| *d == shown)
+                {
+                    call.approved = true;
+                    call.approved_for = Some(shown);
+                } else {
+                    let mismatch = ToolError::ApprovalMismatch {
+                        tool: call.call.function.name.clone(),
+                        call_id: call.call.id.clone(),
+                    };
+                    call.answer = Some(ToolAnswer::error(format_args!(
+                        "{mismatch}. Do not retry this call; continue without it or ask the user."
+                    )));
+                }
+            }
+        }
+    }
+    if pending.is_empty() {
+        run_batch(state, turn, false, None)
+    } else {
+        suspend(state, turn, pending)
     }
 }
 

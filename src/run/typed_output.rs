@@ -12,10 +12,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::llm::event::StreamEvent;
 use crate::run::conversation::Conversation;
 use crate::run::driver::{Drive, LoopItem, Start, drive};
 use crate::run::error::LlmError;
+use crate::run::event::StreamEvent;
 use crate::run::model_turn::Mode;
 use crate::run::output_schema::{OutputMode, TypedRun};
 use crate::run::output_schema::{OutputSchema, SchemaError, extract_json};

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::run::journal::JournalEntry;
 use crate::run::state::{ChildRun, RunState};
-use crate::session::journal::{CALL_CONTINUES, CALL_FINISHED, CALL_STARTED, RUN};
+use crate::session::journal::{CALL_CONTINUES, CALL_FINISHED, CALL_STARTED, CALL_UPDATE, RUN};
 use crate::vocab::{OpenaiChatMessage, ToolAnswer};
 
 /// The step kind holding a sub-agent's record.
@@ -55,6 +55,9 @@ pub(crate) fn encode(entry: &JournalEntry<'_>) -> Result<(&'static str, Value), 
                 json!({ "call_id": call_id, "answer": answer }),
             ),
         },
+        JournalEntry::CallUpdate { call_id, update } => {
+            (CALL_UPDATE, json!({ "call_id": call_id, "update": update }))
+        }
         JournalEntry::Child {
             call_id,
             agent,
@@ -143,6 +146,8 @@ pub(crate) fn replay(parent: &mut RunState, payload: &Value) -> Result<(), Strin
                 _ => replay(run, &inner)?,
             }
         }
+        // A sub-agent's call updates are for UIs only.
+        CALL_UPDATE => {}
         other => {
             return Err(format!(
                 "child step kind {other:?} is unknown to this agcore"

@@ -12,6 +12,7 @@
 //! | `call_finished` | `{"call_id": "...", "answer": {"content": "...", "is_error": false}}`, and `"media"` (the user message with its images or audio) when it had any for the model | its answer (and media) |
 //! | `call_continues` | `{"call_id": "...", "continuation": {...}}` | how that call goes on when run again (an MCP task's id, a multi-round-trip request's state): a restored run continues it |
 //! | `child` | `{"call_id", "agent", "step": {"kind", "payload"}}`: a sub-agent's own step inside the parent's call (see `session::child_steps`) | the child's history and run, on that call of the run in progress |
+//! | `call_update` | `{"call_id": "...", "update": {...}}`: a [`crate::tools::ToolCallUpdate`] the call reported | nothing of the run: [`crate::session::call_updates`] replays it to a UI |
 //! | `grant` | a [`SessionGrant`]: `{"tool": "..."}`, or with `"arguments"` | an "allow for the session" answer, kept for the rest of the session ([`Restored::grants`]) |
 //!
 //! A `messages` or `truncate` step after a `run` step closes that run (its turn was committed,
@@ -45,6 +46,8 @@ pub const CALL_STARTED: &str = "call_started";
 pub const CALL_FINISHED: &str = "call_finished";
 /// The step kind recording how a started call goes on ([`JournalEntry::CallContinues`]).
 pub const CALL_CONTINUES: &str = "call_continues";
+/// The step kind recording an update a call reported ([`JournalEntry::CallUpdate`]).
+pub const CALL_UPDATE: &str = "call_update";
 /// The step kind recording an "allow for the session" grant.
 pub const GRANT: &str = "grant";
 
@@ -136,6 +139,8 @@ pub fn replay(session: &Session) -> Result<Restored> {
                     }
                 }
             }
+            // For UIs only ([`crate::session::call_updates`]): the run does not need it.
+            CALL_UPDATE => {}
             crate::session::child_steps::CHILD => {
                 let Some(state) = run.as_mut() else {
                     return Err(bad("a child step outside a run".to_owned()));
@@ -354,6 +359,10 @@ impl RunJournal for SessionJournal {
                     None => json!({ "call_id": call_id, "answer": answer }),
                 };
                 self.append(CALL_FINISHED, payload).await
+            }
+            JournalEntry::CallUpdate { call_id, update } => {
+                self.append(CALL_UPDATE, json!({ "call_id": call_id, "update": update }))
+                    .await
             }
             child @ JournalEntry::Child { .. } => {
                 match crate::session::child_steps::encode(&child) {

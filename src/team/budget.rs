@@ -4,13 +4,26 @@
 use crate::run::state::RunState;
 use crate::run::usage::{RunUsage, UsageLimits};
 
+/// The most sub-agents one run runs at once (the rest of a turn's sub-agent calls wait for a
+/// place): a model asking for a hundred children at once gets them eight at a time.
+pub const MAX_CONCURRENT_CHILDREN: usize = 8;
+
 /// The limits of a child started now by the run in `parent`: its own, tightened by what is
 /// left of the parent's.
-pub(crate) fn child_limits(own: &UsageLimits, parent: &RunState) -> UsageLimits {
+///
+/// `siblings` children start together (one tool turn's sub-agent calls): each is given an equal
+/// share of what is left, reserved before any of them starts, so together they cannot spend
+/// more than the parent had left — and, share within share, the root's limits bound the whole
+/// tree whatever its fan-out and depth. (A child whose request share is 0 fails at once with
+/// [`crate::run::LlmError::UsageLimitExceeded`], which its parent reads as the call's error.)
+pub(crate) fn child_limits(own: &UsageLimits, parent: &RunState, siblings: usize) -> UsageLimits {
     let limits = &parent.rules.usage_limits;
     let used = crate::run::budget::run_usage(parent);
-    let left64 = |max: Option<u64>, used: u64| max.map(|max| max.saturating_sub(used));
-    let left32 = |max: Option<u32>, used: u32| max.map(|max| max.saturating_sub(used));
+    let siblings = siblings.max(1);
+    let shares64 = u64::try_from(siblings).unwrap_or(u64::MAX);
+    let shares32 = u32::try_from(siblings).unwrap_or(u32::MAX);
+    let left64 = |max: Option<u64>, used: u64| max.map(|max| max.saturating_sub(used) / shares64);
+    let left32 = |max: Option<u32>, used: u32| max.map(|max| max.saturating_sub(used) / shares32);
     let tighter64 = |a: Option<u64>, b: Option<u64>| match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -20,8 +33,8 @@ pub(crate) fn child_limits(own: &UsageLimits, parent: &RunState) -> UsageLimits 
         (a, b) => a.or(b),
     };
     let cost_left = match (limits.max_cost, parent.rules.prices.as_ref()) {
-        (Some(max), Some(prices)) => Some((max - used.cost(prices)).max(0.0)),
-        (max, _) => max,
+        (Some(max), Some(prices)) => Some((max - used.cost(prices)).max(0.0) / siblings as f64),
+        (max, _) => max.map(|max| max / siblings as f64),
     };
     UsageLimits {
         max_requests: tighter32(own.max_requests, left32(limits.max_requests, used.requests)),

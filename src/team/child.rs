@@ -8,11 +8,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::{Stream, StreamExt};
 
-use crate::llm::event::StreamEvent;
 use crate::llm::model::ChatModel;
 use crate::run::config::CycleConfig;
 use crate::run::conversation::Conversation;
 use crate::run::driver::{Drive, LoopItem, Start, TeamRun};
+use crate::run::event::StreamEvent;
 use crate::run::journal::{JournalEntry, JournalError, RunJournal};
 use crate::run::model_turn::Mode;
 use crate::run::output_schema::OutputSchema;
@@ -232,43 +232,42 @@ pub(crate) fn run<'a>(call: ChildCall<'a>) -> Pin<Box<dyn Stream<Item = ChildIte
         }
         // The child's run is over (its state dropped): what it spent is known.
         let usage = cycle.last_run_usage();
-        match outcome {
-            Some(Outcome::Answer(text)) => {
-                let text = if text.trim().is_empty() {
-                    format!("(agent '{name}' finished without an answer)")
-                } else {
-                    text
-                };
-                yield ChildItem::Done { answer: ToolAnswer::ok(text), usage, duration: began.elapsed() };
-            }
-            Some(Outcome::Suspended(state)) => {
-                let requests = state.pending_approvals().to_vec();
-                let child = Box::new(ChildRun {
-                    agent: name,
-                    messages: Vec::new(),
-                    run: Some(*state),
-                    decisions: Vec::new(),
-                });
-                yield ChildItem::Suspended { child, requests };
-            }
-            Some(Outcome::Failed(problem)) => {
-                yield ChildItem::Done {
-                    answer: ToolAnswer::error(format!(
-                        "agent '{name}' failed: {problem}. Decide whether to retry with a clearer or smaller task, or to go on without it."
-                    )),
-                    usage,
-                    duration: began.elapsed(),
-                };
-            }
-            None => {
-                yield ChildItem::Done {
-                    answer: ToolAnswer::error(format!("agent '{name}' ended without an answer")),
-                    usage,
-                    duration: began.elapsed(),
-                };
-            }
-        }
+        yield ended(name, outcome, usage, began.elapsed());
     })
+}
+
+/// What a child's run that ended with `outcome` yields to its parent.
+fn ended(
+    name: String,
+    outcome: Option<Outcome>,
+    usage: RunUsage,
+    duration: std::time::Duration,
+) -> ChildItem {
+    let answer = match outcome {
+        Some(Outcome::Answer(text)) if text.trim().is_empty() => {
+            ToolAnswer::ok(format!("(agent '{name}' finished without an answer)"))
+        }
+        Some(Outcome::Answer(text)) => ToolAnswer::ok(text),
+        Some(Outcome::Suspended(state)) => {
+            let requests = state.pending_approvals().to_vec();
+            let child = Box::new(ChildRun {
+                agent: name,
+                messages: Vec::new(),
+                run: Some(*state),
+                decisions: Vec::new(),
+            });
+            return ChildItem::Suspended { child, requests };
+        }
+        Some(Outcome::Failed(problem)) => ToolAnswer::error(format!(
+            "agent '{name}' failed: {problem}. Decide whether to retry with a clearer or smaller task, or to go on without it."
+        )),
+        None => ToolAnswer::error(format!("agent '{name}' ended without an answer")),
+    };
+    ChildItem::Done {
+        answer,
+        usage,
+        duration,
+    }
 }
 
 enum Outcome {

@@ -1,6 +1,7 @@
 //! Handoffs: which agent a conversation is with ([`current_agent`]), and what the agent that
 //! receives it sees ([`HandoffHistory`]).
 
+use crate::team::Team;
 use crate::team::agent::HandoffHistory;
 use crate::team::tools::TRANSFER_PREFIX;
 use crate::vocab::{OpenaiChatMessage, ToolCall};
@@ -36,6 +37,44 @@ pub fn current_agent(history: &[OpenaiChatMessage]) -> Option<String> {
         }
     }
     None
+}
+
+/// The agent a run of `team` entered at `entry` is with after `history`: `entry`, moved by
+/// each successful `transfer_to_<agent>` call only when the agent holding the conversation at
+/// that call may hand off to that agent. `None` when no handoff counted.
+///
+/// This is what a run starts with. [`current_agent`] reads names only: a tool merely *named*
+/// `transfer_to_x` that answered successfully (one registered before names in the handoff
+/// namespace were refused, or a history written elsewhere) would move it; here, only a handoff
+/// the team itself offers at that point does.
+pub fn current_agent_in(team: &Team, entry: &str, history: &[OpenaiChatMessage]) -> Option<String> {
+    let mut current = team.agent(entry)?;
+    let mut moved = false;
+    for (index, message) in history.iter().enumerate() {
+        let OpenaiChatMessage::Assistant {
+            tool_calls: calls, ..
+        } = message
+        else {
+            continue;
+        };
+        for call in calls {
+            let Some(to) = call.function.name.strip_prefix(TRANSFER_PREFIX) else {
+                continue;
+            };
+            let answered = history[index + 1..].iter().any(|m| {
+                matches!(m, OpenaiChatMessage::Tool { tool_call_id, .. }
+                    if *tool_call_id == call.id && !m.is_tool_error())
+            });
+            if !answered || !current.handoffs().iter().any(|h| h == to) {
+                continue;
+            }
+            if let Some(next) = team.agent(to) {
+                current = next;
+                moved = true;
+            }
+        }
+    }
+    moved.then(|| current.name().to_owned())
 }
 
 /// `history` as the agent receiving a handoff sees it under `filter`. The system prompt and

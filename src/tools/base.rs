@@ -12,6 +12,7 @@ use crate::tools::error::ToolError;
 use crate::tools::kind::ToolKind;
 use crate::tools::media::ToolMedia;
 pub use crate::tools::source::ToolSource;
+use crate::tools::streaming::StreamingInput;
 
 /// A tool the model can call.
 ///
@@ -160,6 +161,23 @@ pub trait BaseTool: Send + Sync {
     /// own normalisation ([`ArgumentKind::normalize`]).
     fn normalize_argument(&self, _argument: &str, _value: &Value) -> Option<String> {
         None
+    }
+
+    /// Whether the tool wants a call's input while the model is still streaming it
+    /// ([`BaseTool::watch_input`]). By default: no.
+    fn supports_input_streaming(&self) -> bool {
+        false
+    }
+
+    /// Watch a call's input as the model streams it: partial values, then — only once the call
+    /// passed validation, permissions, rules and approval — the final one. Runs on its own
+    /// task inside the call's [`crate::tools::ToolContext`], beside the model's stream, and is
+    /// aborted when the call ends. Use it to prepare and to report (a title, a diff that grows),
+    /// never to act: the action belongs in [`BaseTool::execute`], which runs after the gates
+    /// (see [`crate::tools::streaming`] for why a watcher cannot act too early). Called only
+    /// when [`BaseTool::supports_input_streaming`] says so. By default: nothing.
+    async fn watch_input(&self, input: StreamingInput) {
+        drop(input);
     }
 }
 

@@ -35,7 +35,8 @@
 //! creates links, and with `fs.protected_hardlinks` a link's creator could read the file
 //! anyway). The write tools also refuse agcore's own configuration and trust files — any
 //! `agcore.toml`, anything under `.agcore/` or the user's agcore config and data directories,
-//! by any name the path goes by — unless [`BuiltinOptions::allow_writing_agcore_config`]: a
+//! and the files given as [`BuiltinOptions::protected_files`] (an agent's instructions), by
+//! any name the path goes by — unless [`BuiltinOptions::allow_writing_agcore_config`]: a
 //! model allowed to write must not configure the next agcore run. Writes go to a temporary file
 //! renamed over the target (permissions kept), one writer per file at a time.
 //!
@@ -151,6 +152,9 @@ pub struct BuiltinOptions {
     pub sandbox: crate::tools::sandbox::SandboxPolicy,
     /// The sandbox helper program (`None`: [`crate::tools::sandbox::SandboxHelper::discover`]).
     pub sandbox_helper: Option<crate::tools::sandbox::SandboxHelper>,
+    /// Further files the write tools refuse like agcore's own configuration: files a trusted
+    /// config reads (an agent's instructions file, its output schema file).
+    pub protected_files: Vec<std::path::PathBuf>,
 }
 
 impl BuiltinOptions {
@@ -190,6 +194,15 @@ impl BuiltinOptions {
         self
     }
 
+    /// Refuse writes to `files` too, like agcore's own configuration.
+    pub fn protecting_files<I: IntoIterator<Item = std::path::PathBuf>>(
+        mut self,
+        files: I,
+    ) -> Self {
+        self.protected_files.extend(files);
+        self
+    }
+
     /// Run at most `max` `run_command` commands at once.
     pub fn max_concurrent_commands(mut self, max: usize) -> Self {
         self.max_concurrent_commands = Some(max);
@@ -220,9 +233,11 @@ pub fn builtin_tools_with(
     tools.extend([
         WriteFile::new(workspace.clone())
             .allow_writing_agcore_config(options.allow_writing_agcore_config)
+            .protecting_files(&options.protected_files)
             .erase(),
         EditFile::new(workspace.clone())
             .allow_writing_agcore_config(options.allow_writing_agcore_config)
+            .protecting_files(&options.protected_files)
             .erase(),
         run_command.erase(),
         FetchUrl::new()

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::tools::approval::{ApprovalPolicy, UnannotatedTools};
 use crate::tools::exposure::{ExposureError, ExposurePolicy};
 use crate::tools::permission::{Permission, PermissionChecker, PermissionConfig};
-use crate::tools::profile::Profile;
+use crate::tools::profile::{Profile, ProfileEntry};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::rules::{ArgumentRule, ArgumentRules};
 use crate::tools::sandbox::SandboxPolicy;
@@ -24,6 +24,7 @@ use crate::tools::sandbox::SandboxPolicy;
 /// idempotent = ["run_command"] # also run again after a crash cut a call off (see below)
 /// sandbox = { mode = "workspace-write", network = "off" }  # run_command's OS sandbox
 /// unannotated = "ask"        # MCP tools without annotations: ask per call, or "hide"
+/// deferred = ["mcp:github"]  # found with tool_search instead of sent (profile entries)
 ///
 /// [tools.permissions]        # the design's PermissionConfig; default shown
 /// allowed = ["read", "network"]
@@ -81,6 +82,11 @@ pub struct ToolsConfig {
     /// off). Restricted mode makes it `read-only` with the network off whatever it says.
     #[serde(default, skip_serializing_if = "is_default_sandbox")]
     pub sandbox: SandboxPolicy,
+    /// Deferred tools, written like a profile's entries (`mcp:github`, a tool name,
+    /// `kind:fetch`): offered through `tool_search` instead of sent with every request
+    /// ([`crate::tools::deferred`]; [`ToolRegistry::with_deferred_tools`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deferred: Vec<ProfileEntry>,
 }
 
 fn is_default_sandbox(policy: &SandboxPolicy) -> bool {
@@ -122,7 +128,7 @@ impl ToolsConfig {
     }
 
     /// Configure `registry` with these settings (checker, approval policy, exposure policy,
-    /// rules on arguments, idempotent tools). Check the profiles and rules against the registered tools
+    /// rules on arguments, idempotent tools, deferred tools). Check the profiles and rules against the registered tools
     /// afterwards with [`ToolRegistry::check_exposure`].
     pub fn apply(&self, registry: ToolRegistry) -> Result<ToolRegistry, ExposureError> {
         Ok(registry
@@ -130,6 +136,7 @@ impl ToolsConfig {
             .with_approval_policy(self.approval_policy())
             .with_exposure(self.exposure_policy()?)
             .with_argument_rules(ArgumentRules::new(self.rules.iter().cloned())?)
-            .with_idempotent_tools(self.idempotent.iter().cloned()))
+            .with_idempotent_tools(self.idempotent.iter().cloned())
+            .with_deferred_tools(self.deferred.iter().cloned()))
     }
 }

@@ -21,6 +21,21 @@ pub enum ToolError {
     #[error("tool '{0}' failed: {1}")]
     ExecutionFailed(String, String),
 
+    /// The tool ran and failed, and says more than a message: `output` is its structured
+    /// output of the failure (Zed's `Result<Output, Output>`: a failed test run with its
+    /// report, a build with its diagnostics). The model reads the message and the output; the
+    /// caller gets `output` in [`crate::llm::StreamEvent::ToolExecutionCompleted`] (with
+    /// `is_error`). Build it with [`ToolError::failed_with_output`].
+    #[error("tool '{tool}' failed: {message}")]
+    FailedWithOutput {
+        /// The tool.
+        tool: String,
+        /// What went wrong, for the model.
+        message: String,
+        /// The structured output of the failure.
+        output: serde_json::Value,
+    },
+
     /// The arguments were not valid JSON or did not match the schema: `(tool, what is wrong)`.
     #[error("invalid arguments for tool '{0}': {1}")]
     InvalidArguments(String, String),
@@ -207,6 +222,35 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// A failure of `tool` that carries structured output ([`ToolError::FailedWithOutput`]).
+    ///
+    /// ```
+    /// use agcore::tools::ToolError;
+    /// use serde_json::json;
+    ///
+    /// let error = ToolError::failed_with_output("test", "2 tests failed", json!({"failed": ["a", "b"]}));
+    /// assert_eq!(error.failure_output(), Some(&json!({"failed": ["a", "b"]})));
+    /// ```
+    pub fn failed_with_output(
+        tool: impl Into<String>,
+        message: impl Into<String>,
+        output: serde_json::Value,
+    ) -> Self {
+        ToolError::FailedWithOutput {
+            tool: tool.into(),
+            message: message.into(),
+            output,
+        }
+    }
+
+    /// The structured output a failed call carries, if any ([`ToolError::FailedWithOutput`]).
+    pub fn failure_output(&self) -> Option<&serde_json::Value> {
+        match self {
+            ToolError::FailedWithOutput { output, .. } => Some(output),
+            _ => None,
+        }
+    }
+
     /// The tool this error is about, when it names one.
     pub fn tool_name(&self) -> Option<&str> {
         match self {
@@ -225,7 +269,8 @@ impl ToolError {
             | ToolError::DeniedByRule { tool, .. }
             | ToolError::ApprovalMismatch { tool, .. }
             | ToolError::McpInputRounds { tool, .. }
-            | ToolError::InputDeferred { tool, .. } => Some(tool),
+            | ToolError::InputDeferred { tool, .. }
+            | ToolError::FailedWithOutput { tool, .. } => Some(tool),
             ToolError::ApprovalDeferred { request } => Some(&request.tool),
             _ => None,
         }

@@ -191,6 +191,13 @@ pub enum ExposureError {
         /// The name.
         tool: String,
     },
+    /// An entry of the deferred tools (`[tools] deferred`, `"deferLoading"`) matches no
+    /// registered tool.
+    #[error("deferred entry '{entry}' matches no registered tool")]
+    DeferredMatchesNothing {
+        /// The entry, as written.
+        entry: String,
+    },
 }
 
 /// Every problem [`crate::tools::ExposurePolicy::check`] found.

@@ -20,6 +20,7 @@ use crate::tools::approval::{
     SessionGrant, SessionGrants,
 };
 use crate::tools::approval_trace::{DENIED, DecidedBy, approval_here};
+use crate::tools::authorize::{CallAuthority, ask_approver, panic_message};
 use crate::tools::base::{BaseTool, default_model_content};
 use crate::tools::call::parse_arguments_for;
 use crate::tools::call_digest::CallDigest;
@@ -29,12 +30,16 @@ use crate::tools::error::ToolError;
 use crate::tools::exposure::{ExposurePolicy, ExposureReport, ToolExposure};
 use crate::tools::outcome::{CompletedCall, ToolOutcome};
 use crate::tools::permission::{Permission, PermissionChecker, denied_error};
-use crate::tools::profile::Profile;
+use crate::tools::profile::{Profile, ProfileEntry};
 use crate::tools::reasons::{ExposureCheckError, ExposureError, HiddenBecause};
 use crate::tools::recheck::{self, CallRules};
 use crate::tools::rules::{ArgumentRules, RuleAction};
 use crate::tools::validate::{compile_schema, validate_arguments};
 use crate::vocab::{ToolAnswer, ToolDefinition};
+
+/// The prefix of a team's handoff tools (`transfer_to_<agent>`): no registered tool may take a
+/// name starting with it ([`ToolRegistry::register`]). The same as `team::TRANSFER_PREFIX`.
+pub const HANDOFF_PREFIX: &str = "transfer_to_";
 
 /// A registered tool and what registration computed for it once.
 #[derive(Clone)]
@@ -101,6 +106,11 @@ pub struct ToolRegistry {
     rules: Arc<ArgumentRules>,
     /// Tools counted as idempotent besides those that declare it themselves.
     idempotent: Arc<BTreeSet<String>>,
+    /// Which tools are deferred: offered only once `tool_search` found them
+    /// ([`crate::tools::deferred`]).
+    deferred: Arc<[ProfileEntry]>,
+    /// Whether the run reports calls' titles and partial input as the model streams them.
+    input_updates: bool,
 }
 
 impl Default for ToolRegistry {
@@ -165,7 +175,26 @@ impl ToolRegistry {
             grant_recorder: None,
             rules: Arc::new(ArgumentRules::default()),
             idempotent: Arc::new(BTreeSet::new()),
+            deferred: Arc::new([]),
+            input_updates: false,
         }
+    }
+
+    /// Have the run report each call while the model streams its arguments: a
+    /// [`crate::llm::StreamEvent::ToolCallUpdate`] with the best title so far
+    /// ([`BaseTool::title`] on the partial input) and the partial input, parsed with `jiter`'s
+    /// partial mode at most every few hundred bytes (see [`crate::tools::streaming`]). Off by
+    /// default (nothing is parsed early unless a tool [supports input
+    /// streaming](BaseTool::supports_input_streaming)); a UI that shows calls live turns it on.
+    pub fn with_input_updates(mut self, on: bool) -> Self {
+        self.input_updates = on;
+        self
+    }
+
+    /// Whether the run reports calls as their arguments stream
+    /// ([`ToolRegistry::with_input_updates`]).
+    pub fn input_updates(&self) -> bool {
+        self.input_updates
     }
 
     /// Apply exposure gates (profiles, restricted mode, flags) to what the model is offered
@@ -218,6 +247,16 @@ impl ToolRegistry {
             .iter()
             .filter(|name| !self.tools.contains_key(name.as_str()))
             .map(|name| ExposureError::IdempotentUnknownTool { tool: name.clone() })
+    }
+
+    /// Deferred entries that match no registered tool (a typo defers nothing, silently).
+    fn deferred_problems(&self) -> impl Iterator<Item = ExposureError> + '_ {
+        self.deferred
+            .iter()
+            .filter(|entry| !self.tools().any(|tool| entry.matches(tool.as_ref())))
+            .map(|entry| ExposureError::DeferredMatchesNothing {
+                entry: entry.to_string(),
+            })
     }
 
     /// Rules on arguments that name a tool that is not registered or an argument it does not
@@ -336,6 +375,7 @@ impl ToolRegistry {
             .into_iter()
             .chain(self.rule_problems())
             .chain(self.idempotent_problems())
+            .chain(self.deferred_problems())
             .collect::<Vec<_>>();
         if problems.is_empty() {
             Ok(())
@@ -389,6 +429,8 @@ impl ToolRegistry {
             grant_recorder: self.grant_recorder.clone(),
             rules: Arc::clone(&self.rules),
             idempotent: Arc::clone(&self.idempotent),
+            deferred: Arc::clone(&self.deferred),
+            input_updates: self.input_updates,
         }
     }
 
@@ -404,10 +446,21 @@ impl ToolRegistry {
     }
 
     /// Register a tool. Fails with [`ToolError::DuplicateName`], [`ToolError::InvalidName`]
-    /// (not `^[a-zA-Z0-9_-]{1,64}$`) or [`ToolError::InvalidSchema`].
+    /// (not `^[a-zA-Z0-9_-]{1,64}$`, or in the handoff namespace [`HANDOFF_PREFIX`]) or
+    /// [`ToolError::InvalidSchema`].
     pub fn register(&mut self, tool: Arc<dyn BaseTool>) -> Result<(), ToolError> {
         let name = tool.name().to_owned();
         validate_tool_name(&name)?;
+        // A team's handoffs are offered under these names and answered by the run; a tool of
+        // such a name (an MCP server's, say) would look like a handoff in the history.
+        if name.starts_with(HANDOFF_PREFIX) {
+            return Err(ToolError::InvalidName {
+                name,
+                reason: format!(
+                    "names starting with '{HANDOFF_PREFIX}' are reserved for a team's handoffs"
+                ),
+            });
+        }
         if self.tools.contains_key(&name) {
             return Err(ToolError::DuplicateName(name));
         }
@@ -467,14 +520,40 @@ impl ToolRegistry {
     /// support, and permissions that can pass. [`ToolRegistry::explain`] says why the others
     /// are hidden.
     pub fn exposed_definitions(&self, provider: &str, model: &str) -> Vec<ToolDefinition> {
+        self.exposed_tools(provider, model)
+            .map(|tool| definition_of(tool.as_ref()))
+            .collect()
+    }
+
+    /// The tools that pass every exposure gate for `provider`/`model`, in registration order
+    /// (what [`ToolRegistry::exposed_definitions`] describes; deferred tools included).
+    pub fn exposed_tools<'a>(
+        &'a self,
+        provider: &'a str,
+        model: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<dyn BaseTool>> + 'a {
         self.tools
             .values()
-            .map(|entry| entry.tool.as_ref())
-            .filter(|tool| self.passes_policy(*tool))
-            .filter(|tool| tool.supports_provider(provider, model))
-            .filter(|tool| self.permission_decision(*tool).refused.is_empty())
-            .map(definition_of)
-            .collect()
+            .map(|entry| &entry.tool)
+            .filter(|tool| self.passes_policy(tool.as_ref()))
+            .filter(move |tool| tool.supports_provider(provider, model))
+            .filter(|tool| self.permission_decision(tool.as_ref()).refused.is_empty())
+    }
+
+    /// Defer the tools these entries match (tool names, `mcp:<server>`, `kind:<kind>`, ...):
+    /// they are registered, gated and run as usual, but the model is offered `tool_search`
+    /// instead of their schemas until a search finds them ([`crate::tools::deferred`]).
+    /// Adds to the entries given before.
+    pub fn with_deferred_tools(mut self, entries: impl IntoIterator<Item = ProfileEntry>) -> Self {
+        let mut all = self.deferred.to_vec();
+        all.extend(entries);
+        self.deferred = all.into();
+        self
+    }
+
+    /// Whether `tool` is deferred ([`ToolRegistry::with_deferred_tools`]).
+    pub fn is_deferred(&self, tool: &dyn BaseTool) -> bool {
+        self.deferred.iter().any(|entry| entry.matches(tool))
     }
 
     /// Run one call: look up → exposure gate → check permissions → validate the arguments →
@@ -564,6 +643,11 @@ impl ToolRegistry {
                 reason,
             };
             return self.refused(call.id, call.name, prepared.input, error, started);
+        }
+        // Past every gate: a tool watching its streamed input gets the final one now, not before.
+        if let Some(feed) = ToolContext::current().and_then(|context| context.take_approval_feed())
+        {
+            feed.approve(&prepared.input);
         }
         self.execute(call.id, call.name, prepared, started).await
     }
@@ -717,6 +801,8 @@ impl ToolRegistry {
             ToolError::Timeout { .. } => {
                 " Try a smaller or simpler request, or continue without it.".to_owned()
             }
+            // The structured output of the failure, for the model to act on.
+            ToolError::FailedWithOutput { output, .. } => format!("\nOutput: {output}"),
             _ => String::new(),
         };
         let text = error.to_string();
@@ -952,7 +1038,17 @@ impl ToolRegistry {
             input: input.clone(),
             allowed_by,
         });
-        let execution = tool.execute_rendered(input.clone());
+        // The call may ask mid-run ([`ToolContext::authorize`]) through the same approver.
+        let authority = CallAuthority {
+            call_id: id.clone(),
+            tool: Arc::clone(tool),
+            input: input.clone(),
+            approver: self.approver.clone(),
+            grants: Arc::clone(&self.grants),
+            recorder: self.grant_recorder.clone(),
+            rules: Arc::clone(&self.rules),
+        };
+        let execution = authority.scope(tool.execute_rendered(input.clone()));
         let run = AssertUnwindSafe(async move {
             match call_rules {
                 Some(call_rules) => recheck::scope(call_rules, execution).await,
@@ -1063,29 +1159,7 @@ impl CallObserver for NoObserver {
     async fn finished(&self, _position: usize, _call: &mut CompletedCall) {}
 }
 
-/// `approver`'s decision on `request`; a panicking approver denies the call instead of taking
-/// the turn down.
-async fn ask_approver(approver: &dyn Approver, request: &ApprovalRequest) -> ApprovalDecision {
-    AssertUnwindSafe(approver.approve(request))
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| ApprovalDecision::Deny {
-            message: Some(format!(
-                "the approver failed ({})",
-                panic_message(panic.as_ref())
-            )),
-        })
-}
-
 /// The definition the model sees for `tool`.
 pub fn definition_of(tool: &dyn BaseTool) -> ToolDefinition {
     ToolDefinition::function(tool.name(), tool.current_description(), tool.parameters())
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
 }

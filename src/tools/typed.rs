@@ -7,6 +7,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+
+use crate::tools::streaming::StreamingInput;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -141,6 +143,19 @@ pub trait Tool: Send + Sync + Sized + 'static {
         &self,
         input: Self::Input,
     ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// Whether the tool receives a call's input while the model streams it (see
+    /// [`BaseTool::supports_input_streaming`]); by default not.
+    fn supports_input_streaming() -> bool {
+        false
+    }
+
+    /// Watch a call's input as it streams, to prepare and report — never to act (see
+    /// [`BaseTool::watch_input`] and [`crate::tools::streaming`]). By default: nothing.
+    fn watch_input(&self, input: StreamingInput) -> impl Future<Output = ()> + Send {
+        drop(input);
+        std::future::ready(())
+    }
 
     /// Erase into the registry's `Arc<dyn BaseTool>`.
     fn erase(self) -> Arc<dyn BaseTool> {
@@ -286,6 +301,14 @@ impl<T: Tool> BaseTool for TypedTool<T> {
 
     fn normalize_argument(&self, argument: &str, value: &Value) -> Option<String> {
         self.tool.normalize_argument(argument, value)
+    }
+
+    fn supports_input_streaming(&self) -> bool {
+        T::supports_input_streaming()
+    }
+
+    async fn watch_input(&self, input: StreamingInput) {
+        self.tool.watch_input(input).await;
     }
 }
 

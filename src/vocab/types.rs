@@ -389,6 +389,7 @@ impl OpenaiToolDefinition {
                 description: (!description.is_empty()).then_some(description),
                 parameters,
                 strict: None,
+                defer_loading: false,
             },
         }
     }
@@ -413,6 +414,12 @@ pub struct FunctionDefinition {
     /// OpenAI structured-outputs strict mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
+    /// A deferred tool offered to an API with native tool search (Anthropic's
+    /// `defer_loading`): the API loads it when its own search finds it
+    /// ([`crate::tools::deferred`]). Never serialised: only an encoder that has native search
+    /// reads it.
+    #[serde(skip)]
+    pub defer_loading: bool,
 }
 
 fn empty_object_schema() -> Value {

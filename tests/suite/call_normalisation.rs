@@ -122,7 +122,7 @@ async fn a_streamed_reply_without_ids_or_arguments_is_normalised_by_the_assemble
     let ready: Vec<String> = events
         .iter()
         .filter_map(|event| match event {
-            agcore::llm::StreamEvent::ToolCallReady { id, .. } => Some(id.clone()),
+            agcore::llm::ModelEvent::ToolCallReady { id, .. } => Some(id.clone()),
             _ => None,
         })
         .collect();

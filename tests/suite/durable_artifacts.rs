@@ -1417,7 +1417,23 @@ async fn thinking_suspended_here_resumed_elsewhere(postgres: bool) {
     let session = store.load("thinking").await.unwrap().unwrap();
     assert_eq!(session.format_version, SESSION_FORMAT_VERSION);
     let restored = agcore::session::replay(&session).unwrap();
-    assert!(!thinking_blocks(&restored.history).is_empty());
+    // After compaction: the kept turn (the answer) goes back with its thinking byte for byte —
+    // asserted on the request itself, which the new reply's thinking cannot satisfy.
+    let answer: Value =
+        serde_json::from_str(&support::anthropic_fake::fixture("thinking_answer.json")).unwrap();
+    let compacted = &received[3].body;
+    let kept: Vec<&Value> = compacted["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|block| block["type"] == "thinking")
+        .collect();
+    assert_eq!(kept, [&answer["content"][0]], "{compacted:#}");
+    // In the store: the kept turn's thinking and the new reply's.
+    assert_eq!(thinking_blocks(&restored.history).len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,9 @@
-//! The layering of the tool system and the CLI, read from the sources: imports (`crate::` paths
-//! between files) go one way. The tools core (vocabulary → policies → registry) and the MCP
-//! client (parts → façade) have no import circle, the core names no MCP type, and no circle in
-//! the CLI is larger than two files.
+//! The layering of the crate, the tool system and the CLI, read from the sources: imports
+//! (`crate::` paths between files) go one way. The crate's modules follow the layer table of
+//! `src/lib.rs` (each imports only the ones above it) and no import circle crosses folders;
+//! the tools core (vocabulary → policies → registry) and the MCP client (parts → façade) have
+//! no import circle, the core names no MCP type, and no circle in the CLI is larger than two
+//! files.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -180,4 +182,177 @@ fn no_import_circle_of_the_cli_is_larger_than_two_files() {
         .filter(|circle| circle.len() > 2)
         .collect();
     assert!(large.is_empty(), "import circles: {large:?}");
+}
+
+/// The crate's files without their unit tests (a test may reach anywhere).
+fn library(root: &Path) -> BTreeMap<String, String> {
+    modules(root)
+        .into_iter()
+        .filter(|(module, _)| !module.ends_with("tests"))
+        .map(|(module, text)| match text.find("#[cfg(test)]\nmod ") {
+            Some(at) => (module, text[..at].to_owned()),
+            None => (module, text),
+        })
+        .collect()
+}
+
+/// The layers as the table of `src/lib.rs` lists them, top first.
+fn layer_table() -> Vec<String> {
+    let row = Regex::new(r"(?m)^//! \| \[`([a-z_]+)`\] \|").unwrap();
+    let lib = std::fs::read_to_string(root("src/lib.rs")).unwrap();
+    row.captures_iter(&lib)
+        .map(|found| found[1].to_owned())
+        .collect()
+}
+
+/// `llm.rs` re-exports the design's names (`agcore::llm::{LlmCycle, StreamEvent, ...}`) from
+/// the layers below it: a façade, not a use.
+const FACADE: &str = "llm";
+
+/// Imports against the table still to be removed (issue 31, item 2: teams above the run, the
+/// run naming no team type). The list may only shrink: a new one fails the table test, and
+/// one that is gone must leave the list.
+const KNOWN_BREACHES: &[(&str, &str)] = &[
+    ("run::driver", "team"),
+    ("run::handle::finish", "team"),
+    ("run::handle::seat", "team"),
+    ("run::handle::seat", "team::tools"),
+    ("run::handle::start", "team"),
+    ("run::handle::team_calls", "team"),
+    ("run::handle::team_calls", "team::child"),
+    ("run::handle::team_calls", "team::tools"),
+    ("run::handle::tools", "team::child"),
+    ("run::request", "team"),
+];
+
+fn layer_of(module: &str) -> &str {
+    module.split("::").next().unwrap_or_default()
+}
+
+/// The imports (file → file) from a layer to one at or below it in the table.
+fn breaches<'a>(
+    edges: &BTreeMap<&'a str, BTreeSet<&'a str>>,
+    table: &[String],
+) -> BTreeSet<(&'a str, &'a str)> {
+    let rank = |module: &str| table.iter().position(|layer| layer == layer_of(module));
+    let mut found = BTreeSet::new();
+    for (&from, targets) in edges {
+        if from.is_empty() || from == FACADE {
+            continue;
+        }
+        for &to in targets {
+            let (Some(above), Some(below)) = (rank(from), rank(to)) else {
+                assert!(
+                    to.is_empty(),
+                    "a layer missing from the table: {from} -> {to}"
+                );
+                continue;
+            };
+            if layer_of(from) != layer_of(to) && below >= above {
+                found.insert((from, to));
+            }
+        }
+    }
+    found
+}
+
+/// The folder a file is in; a folder's face (`run.rs` beside `run/`) is in its folder.
+fn folder_of<'a>(files: &BTreeMap<String, String>, module: &'a str) -> &'a str {
+    let prefix = format!("{module}::");
+    if files.keys().any(|other| other.starts_with(&prefix)) {
+        return module;
+    }
+    module.rsplit_once("::").map_or("", |(folder, _)| folder)
+}
+
+/// The import circles whose files are in more than one folder, not counting the façade's
+/// re-exports and the known breaches.
+fn circles_across_folders(files: &BTreeMap<String, String>) -> Vec<Vec<String>> {
+    let mut edges = imports(files);
+    edges.remove(FACADE);
+    for (from, to) in KNOWN_BREACHES {
+        if let Some(targets) = edges.get_mut(from) {
+            targets.remove(to);
+        }
+    }
+    circles(&edges)
+        .into_iter()
+        .filter(|circle| {
+            let folders: BTreeSet<&str> = circle.iter().map(|m| folder_of(files, m)).collect();
+            folders.len() > 1
+        })
+        .map(|circle| circle.into_iter().map(str::to_owned).collect())
+        .collect()
+}
+
+#[test]
+fn the_crate_follows_the_layer_table_of_lib_rs() {
+    let table = layer_table();
+    assert_eq!(
+        table,
+        [
+            "vocab",
+            "display",
+            "owner_only",
+            "llm",
+            "tools",
+            "prompt",
+            "context",
+            "run",
+            "team",
+            "session"
+        ],
+        "the table of src/lib.rs"
+    );
+    let files = library(&root("src"));
+    let layers: BTreeSet<&str> = files
+        .keys()
+        .map(|m| layer_of(m))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let listed: BTreeSet<&str> = table.iter().map(String::as_str).collect();
+    assert_eq!(layers, listed, "every module has a row, every row a module");
+    let found = breaches(&imports(&files), &table);
+    let known: BTreeSet<(&str, &str)> = KNOWN_BREACHES.iter().copied().collect();
+    assert_eq!(
+        found, known,
+        "imports against the table (left: found, right: known)"
+    );
+}
+
+#[test]
+fn no_import_circle_crosses_folders() {
+    let files = library(&root("src"));
+    let across = circles_across_folders(&files);
+    assert!(
+        across.is_empty(),
+        "import circles across folders: {across:?}"
+    );
+}
+
+#[test]
+fn a_planted_run_to_team_import_is_caught() {
+    // The checks above are shown to fail: a new import of the run's pure step machine from the
+    // team breaks the table, and one from the vocabulary back to it makes a circle across
+    // folders.
+    let table = layer_table();
+    let mut files = library(&root("src"));
+    files
+        .get_mut("run::step")
+        .unwrap()
+        .push_str("\nuse crate::team::Team;\n");
+    let found = breaches(&imports(&files), &table);
+    assert!(found.contains(&("run::step", "team")), "{found:?}");
+    files
+        .get_mut("vocab")
+        .unwrap()
+        .push_str("\nuse crate::run::step::step;\n");
+    let across = circles_across_folders(&files);
+    assert!(
+        across
+            .iter()
+            .any(|circle| circle.contains(&"vocab".to_owned())
+                && circle.contains(&"run::step".to_owned())),
+        "{across:?}"
+    );
 }

@@ -34,6 +34,7 @@ fn run_scenario(scenario: &str) {
         return;
     };
     let client = conformance_client();
+    let results = tempfile::tempdir().unwrap();
     let output = std::process::Command::new(node)
         .arg(&suite)
         .args([
@@ -42,8 +43,10 @@ fn run_scenario(scenario: &str) {
             "30000",
             "--scenario",
             scenario,
-            "--command",
+            "--output-dir",
         ])
+        .arg(results.path())
+        .arg("--command")
         .arg(&client)
         .output()
         .expect("run the conformance suite");
@@ -54,6 +57,16 @@ fn run_scenario(scenario: &str) {
             && (stdout.contains("OVERALL: PASSED") || stderr.contains("OVERALL: PASSED")),
         "scenario {scenario} failed ({}):\n{stdout}\n{stderr}",
         output.status
+    );
+    // A pass may hide checks the suite could not observe: none may be skipped.
+    let skipped = super::mcp_conformance_next::checks_with(results.path(), "SKIPPED");
+    assert!(
+        skipped.is_empty(),
+        "scenario {scenario} passed with checks skipped: {skipped:?}"
+    );
+    assert!(
+        !super::mcp_conformance_next::checks_with(results.path(), "SUCCESS").is_empty(),
+        "scenario {scenario}: no checks.json under the output directory"
     );
 }
 

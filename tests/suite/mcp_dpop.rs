@@ -367,3 +367,63 @@ async fn a_stored_workload_dpop_token_works_in_the_next_client_with_its_stored_k
             .any(|post| post.rpc.as_deref() == Some("tools/call") && post.status == 200)
     );
 }
+
+/// The checking fake's DPoP verifier is shown to refuse (issue 33, item 10): a proof whose
+/// signature was edited, one re-keyed (its `jwk` names another key than the one that signed),
+/// one with a stale `iat`, and one sent twice (a replay) — while a fresh, well-signed proof
+/// passes once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dpop_verifier_refuses_forged_rekeyed_stale_and_replayed_proofs() {
+    use crate::support::oauth_fake::{public_jwk, signed_proof, verified_claims};
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let rng = aws_lc_rs::rand::SystemRandom::new();
+    let key = |rng| {
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, rng).unwrap();
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).unwrap()
+    };
+    let (mine, other) = (key(&rng), key(&rng));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let fake = OAuthFake::start(Options {
+        dpop: true,
+        ..Options::default()
+    })
+    .await;
+    let htu = format!("{}/token", fake.server.uri());
+    let claims = |iat: u64, jti: &str| json!({"htm": "POST", "htu": htu, "iat": iat, "jti": jti});
+    let good = signed_proof(&mine, &public_jwk(&mine), &claims(now, "a"));
+    assert!(verified_claims(&good).is_some());
+    let mut forged = good.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    let rekeyed = signed_proof(&mine, &public_jwk(&other), &claims(now, "b"));
+    let stale = signed_proof(&mine, &public_jwk(&mine), &claims(now - 3_600, "c"));
+    for (what, proof) in [
+        ("forged", &forged),
+        ("re-keyed", &rekeyed),
+        ("stale", &stale),
+    ] {
+        assert!(verified_claims(proof).is_none(), "a {what} proof verified");
+    }
+    // Through the fake: the fresh proof gets a token once; sent again it is refused.
+    let token = |proof: String| {
+        let url = htu.clone();
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("DPoP", proof)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body("grant_type=authorization_code&code=c")
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(token(good.clone()).await, 200);
+    assert_eq!(token(good).await, 400, "a replayed proof got a token");
+    assert_eq!(token(stale).await, 400);
+}

@@ -55,12 +55,14 @@ async fn assemble(mut stream: ModelStream) -> Outcome {
                 assert!(stream.next().await.is_none(), "nothing may follow an error");
                 return Outcome {
                     response: Err(error.to_string()),
-                    events,
+                    events: events.into_iter().map(StreamEvent::from).collect(),
                 };
             }
         }
     }
     let response = assembler.finish(&mut events).map_err(|e| e.to_string());
+    // The run streams the model's events as its own, unchanged.
+    let events = events.into_iter().map(StreamEvent::from).collect();
     Outcome { response, events }
 }
 

@@ -67,6 +67,8 @@ pub struct Seen {
 #[derive(Default)]
 struct State {
     seen: Vec<Seen>,
+    /// The `jti` of every proof that verified: a proof sent again is a replay.
+    jtis: std::collections::HashSet<String>,
     /// The thumbprint of the key the token was issued to.
     jkt: Option<String>,
 }
@@ -119,7 +121,14 @@ impl Respond for Responder {
                 .map(str::to_owned)
         };
         let proof_header = header("dpop");
-        let proof = proof_header.as_deref().and_then(verified_claims);
+        // A proof verifies once: its `jti` sent again is a replay, refused like a bad proof.
+        let proof = proof_header
+            .as_deref()
+            .and_then(verified_claims)
+            .filter(|(claims, _)| {
+                let jti = claims["jti"].as_str().unwrap_or_default().to_owned();
+                self.state.lock().unwrap().jtis.insert(jti)
+            });
         let rpc = (request.url.path() == "/mcp" && request.method.as_str() == "POST")
             .then(|| serde_json::from_slice::<Value>(&request.body).ok())
             .flatten();
@@ -377,5 +386,47 @@ pub fn verified_claims(proof: &str) -> Option<(Value, String)> {
         .ok()?;
     let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#);
     let jkt = URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()));
-    Some((decode(claims)?, jkt))
+    let claims = decode(claims)?;
+    // Fresh (RFC 9449 §11.1: `iat` within an acceptable window; five minutes either way, far
+    // from any test's speed) and with a `jti` to detect replays by.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs() as i64;
+    if (claims["iat"].as_i64()? - now).abs() > 300
+        || claims["jti"].as_str().is_none_or(str::is_empty)
+    {
+        return None;
+    }
+    Some((claims, jkt))
+}
+
+/// A `dpop+jwt` proof signed by `signer` with `jwk` in its header (any key: a re-keyed proof
+/// names another key than the one that signed) and `claims`: for the verifier's own tests.
+pub fn signed_proof(
+    signer: &aws_lc_rs::signature::EcdsaKeyPair,
+    jwk: &Value,
+    claims: &Value,
+) -> String {
+    let rng = aws_lc_rs::rand::SystemRandom::new();
+    let header = json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": jwk});
+    let text = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    );
+    let signature = signer.sign(&rng, text.as_bytes()).unwrap();
+    format!("{text}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+}
+
+/// The public JWK of `key`.
+pub fn public_jwk(key: &aws_lc_rs::signature::EcdsaKeyPair) -> Value {
+    use aws_lc_rs::signature::KeyPair;
+    let point = key.public_key().as_ref();
+    json!({
+        "kty": "EC",
+        "crv": "P-256",
+        "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+        "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+    })
 }

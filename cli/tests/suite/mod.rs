@@ -11,6 +11,7 @@ mod cli_providers;
 mod cli_stream_retry;
 mod commands;
 mod context_cli;
+mod deferred_tools_cli;
 mod hardening_display;
 mod hooks_cli;
 mod mcp_catalog;

@@ -139,3 +139,35 @@ fn a_silent_postgres_fails_within_the_configured_timeout() {
     assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
     drop(silent);
 }
+
+/// Issue 33, item 7: the spill folder of large outputs is agcore's own: one left `0755` (by an
+/// older agcore, a umask) is made owner-only when it is used, with its `agcore` parent.
+#[test]
+#[cfg(unix)]
+fn an_open_spill_folder_is_made_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join(".home/data/agcore");
+    let outputs = data.join("outputs");
+    std::fs::create_dir_all(&outputs).unwrap();
+    for folder in [&data, &outputs] {
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let config = dir.path().join(".home/config/agcore");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[context]\nkeep_large_outputs = true\n",
+    )
+    .unwrap();
+    let output = crate::support::agcore(dir.path())
+        .args(["tools", "--tools", "builtin"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    for folder in [&data, &outputs] {
+        let mode = std::fs::metadata(folder).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{} is {mode:o}", folder.display());
+    }
+}

@@ -17,7 +17,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::support::restate::{
-    ADMIN, Endpoint, PATIENCE, Restate, call, inside_netns, lines, server_binary, wait_until,
+    ADMIN, Endpoint, IDENTITY_PUBLIC_KEY, INGRESS, PATIENCE, Restate, call, inside_netns, lines,
+    query, server_binary, wait_until,
 };
 use crate::support::{Reply, agcore, assert_history_valid, base_url, fake_openai, request_bodies};
 
@@ -829,5 +830,164 @@ fn serve_on_an_address_in_use_exits_at_once_naming_it() {
     assert!(
         stderr.contains(&address) && stderr.contains("could not bind"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_verified_endpoint_serves_restate_and_refuses_unsigned_requests() {
+    in_netns(
+        "a_verified_endpoint_serves_restate_and_refuses_unsigned_requests",
+        || async {
+            let Some(binary) = server_binary() else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            config(dir, false);
+            let model = fake_openai(vec![Reply::text("signed hello")]).await;
+            let restate = Restate::start_signing(&binary, dir).await;
+            let mut args = endpoint_args(&model);
+            args.extend(["--identity-key".to_owned(), IDENTITY_PUBLIC_KEY.to_owned()]);
+            let endpoint = Endpoint::start(dir, "127.0.0.1:9080", &args).await;
+            // Restate signs discovery and invocations: both are served.
+            restate.register(&endpoint.uri()).await;
+            assert_eq!(
+                call("signed", "run", Some(&json!("hi"))).await,
+                (200, json!("signed hello"))
+            );
+            // Straight to the endpoint, unsigned: refused before anything runs.
+            let direct = reqwest::Client::builder()
+                .http2_prior_knowledge()
+                .timeout(PATIENCE)
+                .build()
+                .unwrap();
+            for (method, path) in [
+                (reqwest::Method::GET, "/discover"),
+                (reqwest::Method::POST, "/invoke/AgentSession/run"),
+            ] {
+                let response = direct
+                    .request(method, format!("{}{path}", endpoint.uri()))
+                    .header("content-type", "application/vnd.restate.invocation.v5")
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status().as_u16(), 401, "{path}");
+            }
+            assert_eq!(request_bodies(&model).await.len(), 1);
+            let log = lines(&dir.join("endpoint-127.0.0.1_9080.log")).join("\n");
+            assert!(log.contains("requests are verified"), "{log}");
+        },
+    );
+}
+
+#[test]
+fn a_raw_awakeable_resolution_does_not_approve_a_call() {
+    in_netns(
+        "a_raw_awakeable_resolution_does_not_approve_a_call",
+        || async {
+            let Some(binary) = server_binary() else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            config(dir, true);
+            let runs = dir.join("runs");
+            let model = fake_openai(vec![
+                command("call-f", &format!("echo f >> {}", runs.display())),
+                Reply::text("approved done"),
+            ])
+            .await;
+            let restate = Restate::start(&binary, dir).await;
+            let endpoint = Endpoint::start(dir, "127.0.0.1:9080", &endpoint_args(&model)).await;
+            restate.register(&endpoint.uri()).await;
+            let run = tokio::spawn(async { call("s-forged", "run", Some(&json!("go"))).await });
+            assert_eq!(wait_for_pending("s-forged").await[0]["id"], "call-f");
+            // Whoever reaches the ingress resolves the awakeable the run waits on, without
+            // `approve`: with the decision alone, then with a made-up proof.
+            for forged in [
+                json!({"allow": true}),
+                json!({"allow": true, "proof": "00".repeat(32)}),
+            ] {
+                let awakeable = pending_awakeable("s-forged").await;
+                let response = reqwest::Client::new()
+                    .post(format!("{INGRESS}/restate/awakeables/{awakeable}/resolve"))
+                    .json(&forged)
+                    .timeout(PATIENCE)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(response.status().is_success(), "{}", response.status());
+                // The run took it and waits on a new awakeable — or, were it approved, went on.
+                wait_until("the run took the forged resolution", || async {
+                    run.is_finished() || pending_awakeable("s-forged").await != awakeable
+                })
+                .await;
+                assert!(
+                    lines(&runs).is_empty(),
+                    "a raw resolution {forged} approved the call"
+                );
+            }
+            let (status, decided) = call(
+                "s-forged",
+                "approve",
+                Some(&json!({"id": "call-f", "allow": true})),
+            )
+            .await;
+            assert_eq!(status, 200, "{decided}");
+            assert_eq!(run.await.unwrap(), (200, json!("approved done")));
+            assert_eq!(lines(&runs), ["f"]);
+        },
+    );
+}
+
+/// The awakeable `session`'s waiting call is kept with (the object's state, read through the
+/// admin API's query engine, which the `state` handler does not show).
+async fn pending_awakeable(session: &str) -> String {
+    let rows = query(&format!(
+        "SELECT value_utf8 FROM state WHERE service_name = 'AgentSession' \
+         AND service_key = '{session}' AND key = 'pending'"
+    ))
+    .await;
+    let Some(text) = rows.first().and_then(|row| row["value_utf8"].as_str()) else {
+        return String::new();
+    };
+    let pending: Value = serde_json::from_str(text).unwrap();
+    pending[0]["awakeable"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn serve_on_a_network_address_without_an_identity_key_refuses_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = agcore(dir.path())
+        .args([
+            "restate",
+            "serve",
+            "--bind",
+            "0.0.0.0:0",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--identity-key") && stderr.contains("0.0.0.0:0"),
+        "{stderr}"
+    );
+    let help = agcore(dir.path())
+        .args(["restate", "serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("--identity-key") && help.contains("loopback"),
+        "{help}"
     );
 }

@@ -261,3 +261,118 @@ fn trust_shows_what_it_trusts_lists_revokes_and_stores_records_privately() {
     let output = run_agcore(dir.path(), &["tools"]);
     assert!(!marker.exists(), "{output:?}");
 }
+
+/// Issue 33, item 6: an agent's `instructions_file` and `output_schema` file are part of what
+/// a trusted config is: a change to either voids the trust, like a change to the config.
+#[test]
+fn a_changed_guardrail_file_voids_the_trust() {
+    for (key, file, first, changed) in [
+        (
+            "instructions_file",
+            "prompts/policy.md",
+            "Refuse refunds.",
+            "Grant every refund.",
+        ),
+        (
+            "output_schema",
+            "schemas/answer.json",
+            r#"{"type": "object"}"#,
+            r#"{"type": "object", "properties": {}}"#,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(file).parent().unwrap()).unwrap();
+        std::fs::write(dir.path().join(file), first).unwrap();
+        write_workspace_config(dir.path(), &format!("[agents.main]\n{key} = \"{file}\"\n"));
+        trust(dir.path());
+        let output = run_agcore(dir.path(), &["tools"]);
+        assert!(
+            !text(&output.stderr).contains("changed since it was trusted"),
+            "{output:?}"
+        );
+        std::fs::write(dir.path().join(file), changed).unwrap();
+        let output = run_agcore(dir.path(), &["tools"]);
+        assert!(
+            text(&output.stderr).contains("changed since it was trusted"),
+            "{key}: a changed {file} kept the trust: {output:?}"
+        );
+    }
+}
+
+/// An agent's files must be inside the config's directory: `../` or an absolute path
+/// elsewhere is refused, naming the key.
+#[test]
+fn a_guardrail_file_outside_the_workspace_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("w");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(dir.path().join("outside.md"), "Obey the file.").unwrap();
+    for path in [
+        "../outside.md".to_owned(),
+        dir.path().join("outside.md").display().to_string(),
+    ] {
+        write_workspace_config(
+            &workspace,
+            &format!("[agents.main]\ninstructions_file = {path:?}\n"),
+        );
+        let output = run_agcore(&workspace, &["trust"]);
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{path}: {output:?}");
+        assert!(
+            stderr.contains("instructions_file") && stderr.contains("outside"),
+            "{path}: {stderr}"
+        );
+    }
+}
+
+/// The write tools refuse an agent's instructions file like agcore's own config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_tools_refuse_a_guardrail_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+    std::fs::write(dir.path().join("prompts/policy.md"), "Refuse refunds.").unwrap();
+    write_workspace_config(
+        dir.path(),
+        "[agents.main]\ninstructions_file = \"prompts/policy.md\"\n\
+         [tools.permissions]\nallowed = [\"read\", \"write\"]\ndenied = []\n",
+    );
+    trust(dir.path());
+    let model = fake_openai(vec![
+        Reply::tool(
+            "call_w",
+            "write_file",
+            r#"{"path": "prompts/policy.md", "content": "Grant every refund."}"#,
+        ),
+        Reply::text("done"),
+    ])
+    .await;
+    let output = run_agcore(
+        dir.path(),
+        &[
+            "run",
+            "--base-url",
+            &base_url(&model),
+            "--model",
+            "m",
+            "--tools",
+            "builtin",
+            "--yes",
+            "hi",
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("prompts/policy.md")).unwrap(),
+        "Refuse refunds.",
+        "the model rewrote its guardrail"
+    );
+    let bodies = support::request_bodies(&model).await;
+    let answer = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .unwrap();
+    assert!(answer.contains("agcore's own configuration"), "{answer}");
+}

@@ -25,6 +25,15 @@ pub const ADMIN: &str = "http://127.0.0.1:9070";
 /// The ingress.
 pub const INGRESS: &str = "http://127.0.0.1:8080";
 
+/// A test-only ed25519 key Restate signs its requests to endpoints with
+/// ([`Restate::start_signing`]), and its public half as `--identity-key` takes it.
+pub const IDENTITY_PRIVATE_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIC1dH5CGEPKVaGmUYgAUYGvjkdzfOeb0LJO18fW2TfGD
+-----END PRIVATE KEY-----
+";
+/// The public half of [`IDENTITY_PRIVATE_KEY`].
+pub const IDENTITY_PUBLIC_KEY: &str = "publickeyv1_7cNGGP2ELVBwdNy3zZXz8qJSHwo1U6GQEZngMKcVbjaQ";
+
 /// How long a server or endpoint may take to come up, or a run to finish.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -95,6 +104,22 @@ impl Restate {
     /// Start the server (`binary`) with its data and log in `dir`; returns once the admin API
     /// and the ingress answer.
     pub async fn start(binary: &Path, dir: &Path) -> Restate {
+        Restate::start_with(binary, dir, "").await
+    }
+
+    /// [`Restate::start`], signing its requests to endpoints with [`IDENTITY_PRIVATE_KEY`].
+    pub async fn start_signing(binary: &Path, dir: &Path) -> Restate {
+        let key = dir.join("identity.pem");
+        std::fs::write(&key, IDENTITY_PRIVATE_KEY).unwrap();
+        let line = format!(
+            "request-identity-private-key-pem-file = {:?}\n",
+            key.display().to_string()
+        );
+        Restate::start_with(binary, dir, &line).await
+    }
+
+    /// [`Restate::start`] with `invoker` added to its `[worker.invoker]` section.
+    async fn start_with(binary: &Path, dir: &Path, invoker: &str) -> Restate {
         let config = dir.join("restate.toml");
         std::fs::write(
             &config,
@@ -125,7 +150,7 @@ bind-address = "127.0.0.1:8080"
 # Few streams per connection: invocations spread over several connections, so over the
 # endpoints behind a connection-balancing proxy.
 http2-streams-per-connection-limit = 4
-"#,
+{invoker}"#,
                 base = dir.join("restate-data").display()
             ),
         )
@@ -281,4 +306,20 @@ pub fn lines(path: &Path) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// The rows of `sql` run by the admin API's query engine (`POST /query`).
+pub async fn query(sql: &str) -> Vec<Value> {
+    let response = reqwest::Client::new()
+        .post(format!("{ADMIN}/query"))
+        .header("accept", "application/json")
+        .json(&serde_json::json!({ "query": sql }))
+        .timeout(PATIENCE)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert!(status.is_success(), "{sql}: {status} {body}");
+    body["rows"].as_array().cloned().unwrap_or_default()
 }

@@ -16,6 +16,9 @@
 //!   its own `tools/call` request as structured content (`{"meta": {...}}`) — to check what a
 //!   client sends there.
 //! - `--page-size N`: `tools/list` answers in pages of N tools.
+//! - `--tools-file FILE`: also offers the tools FILE lists (a JSON array of MCP `Tool`s: `name`,
+//!   `description`, `inputSchema`, `annotations`); a call of one answers with
+//!   `{"tool": name, "arguments": {...}}` as text — a large catalog for tool search tests.
 //! - `--image-resource`: offers resources: `demo://pixel.png`, a PNG blob.
 //! - `--ended-file FILE`: when the client closes stdin (a graceful close), take 300 ms (a
 //!   server saving its state) and write `stdin closed` to FILE before exiting; a server killed
@@ -61,6 +64,8 @@ struct Demo {
     ttl_ms: Option<u64>,
     /// `--echo-meta`: offer `meta`, which answers with its request's `_meta`.
     echo_meta: bool,
+    /// `--tools-file`: extra tools read from a JSON file, answered with their arguments.
+    file_tools: Arc<Vec<Tool>>,
 }
 
 /// The URI of the `--image-resource` resource.
@@ -176,6 +181,7 @@ impl Demo {
                 .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true)),
             );
         }
+        tools.extend(self.file_tools.iter().cloned());
         tools
     }
 }
@@ -373,6 +379,9 @@ impl ServerHandler for Demo {
                     json!({ "meta": meta }),
                 )))
             }
+            other if self.file_tools.iter().any(|tool| tool.name == other) => {
+                text(json!({"tool": other, "arguments": args}).to_string())
+            }
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool '{other}'"),
                 None,
@@ -399,6 +408,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
         max_protocol: None,
         ttl_ms: None,
         echo_meta: false,
+        file_tools: Arc::new(Vec::new()),
     };
     let mut http = None;
     let mut fault = std::env::var("MCP_DEMO_FAULT").ok();
@@ -409,6 +419,14 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
             "--test-tools" => demo.test_tools = true,
             "--image-resource" => demo.image_resource = true,
             "--echo-meta" => demo.echo_meta = true,
+            "--tools-file" => {
+                let file = args.next().ok_or("--tools-file needs a path")?;
+                let text = std::fs::read_to_string(&file)
+                    .map_err(|error| format!("--tools-file {file}: {error}"))?;
+                let tools: Vec<Tool> = serde_json::from_str(&text)
+                    .map_err(|error| format!("--tools-file {file}: {error}"))?;
+                demo.file_tools = Arc::new(tools);
+            }
             "--page-size" => {
                 demo.page_size = args
                     .next()
@@ -435,7 +453,7 @@ fn parse_args(cli_args: Vec<String>) -> Result<Options, String> {
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: mcp-demo-server [--test-tools] [--image-resource] [--echo-meta] [--page-size N] [--fault MODE] [--ended-file FILE] [--http ADDR] [--max-protocol VERSION] [--ttl-ms N]"
+                    "usage: mcp-demo-server [--test-tools] [--image-resource] [--echo-meta] [--tools-file FILE] [--page-size N] [--fault MODE] [--ended-file FILE] [--http ADDR] [--max-protocol VERSION] [--ttl-ms N]"
                         .into(),
                 );
             }

@@ -16,8 +16,6 @@
 //! and the prefix hashes match. Compaction rewrites the history and loses the cached message
 //! prefix (the tools and system markers still hit).
 
-use serde_json::{Value, json};
-
 /// Anthropic's limit on markers per request.
 pub(crate) const MAX_BREAKPOINTS: usize = 4;
 
@@ -64,56 +62,6 @@ pub(crate) fn plan(tools: usize, system_blocks: usize, roles: &[Role]) -> Breakp
     let extra = plan.messages.len().saturating_sub(room);
     plan.messages.drain(..extra);
     plan
-}
-
-/// Put the markers of `plan` on `tools`, `system` and `messages` (wire JSON). A message is
-/// marked on its last block that can carry a marker (thinking blocks cannot); a message
-/// without one is left unmarked.
-pub(crate) fn mark(
-    plan: &Breakpoints,
-    tools: &mut [Value],
-    system: &mut [Value],
-    messages: &mut [Value],
-) {
-    if plan.tools
-        && let Some(tool) = tools.last_mut()
-    {
-        set_marker(tool);
-    }
-    if plan.system
-        && let Some(block) = system.last_mut()
-    {
-        set_marker(block);
-    }
-    for &index in &plan.messages {
-        let Some(blocks) = messages
-            .get_mut(index)
-            .and_then(|message| message.get_mut("content"))
-            .and_then(Value::as_array_mut)
-        else {
-            continue;
-        };
-        if let Some(block) = blocks
-            .iter_mut()
-            .rev()
-            .find(|block| can_carry_marker(block))
-        {
-            set_marker(block);
-        }
-    }
-}
-
-fn can_carry_marker(block: &Value) -> bool {
-    !matches!(
-        block.get("type").and_then(Value::as_str),
-        Some("thinking" | "redacted_thinking")
-    )
-}
-
-fn set_marker(target: &mut Value) {
-    if let Value::Object(fields) = target {
-        fields.insert("cache_control".into(), json!({"type": "ephemeral"}));
-    }
 }
 
 #[cfg(test)]
@@ -166,28 +114,5 @@ mod tests {
                 assert_eq!(plan.messages.last(), Some(&4));
             }
         }
-    }
-
-    #[test]
-    fn markers_skip_thinking_blocks() {
-        let mut messages = vec![json!({"role": "assistant", "content": [
-            {"type": "text", "text": "a"},
-            {"type": "thinking", "thinking": "t", "signature": "s"}
-        ]})];
-        let mut tools = vec![json!({"name": "f"})];
-        let mut system = vec![json!({"type": "text", "text": "s"})];
-        let plan = Breakpoints {
-            tools: true,
-            system: true,
-            messages: vec![0, 5],
-        };
-        mark(&plan, &mut tools, &mut system, &mut messages);
-        assert_eq!(tools[0]["cache_control"], json!({"type": "ephemeral"}));
-        assert_eq!(system[0]["cache_control"], json!({"type": "ephemeral"}));
-        assert_eq!(
-            messages[0]["content"][0]["cache_control"],
-            json!({"type": "ephemeral"})
-        );
-        assert!(messages[0]["content"][1].get("cache_control").is_none());
     }
 }

@@ -23,16 +23,20 @@
 //! schema; the decoders turn that call back into the answer text. Not sent (the API has no
 //! such parameter): `seed`, `presence_penalty`, `frequency_penalty`, `stream_options`.
 
+use std::borrow::Cow;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::llm::anthropic::cache::{self, Role};
 use crate::llm::anthropic::thinking;
+use crate::llm::anthropic::wire::{self, Block, Marked, Message, ResultContent, Tool};
 use crate::llm::error::ProviderError;
 use crate::llm::model::ChatRequest;
-use crate::vocab::artifact::{layout, merge_fields};
+use crate::vocab::artifact::{Element, layout};
 use crate::vocab::{
-    ArtifactProvider, ContentPart, Element, MessageContent, OpenaiChatMessage, RequestOptions,
-    ToolCall, ToolChoice, ToolDefinition,
+    ArtifactProvider, ContentPart, MessageContent, OpenaiChatMessage, RequestOptions, ToolCall,
+    ToolChoice, ToolDefinition,
 };
 
 /// `max_tokens` when the options set none (the API requires one).
@@ -58,16 +62,34 @@ pub(crate) fn request_body(
     cache: bool,
 ) -> Result<Encoded, ProviderError> {
     let options = request.options;
-    let (system, mut messages) = conversation(request.messages, request.model);
-    let mut system = system;
+    let (mut system, mut messages) = conversation(request.messages, request.model);
     let answer = answer_tool(options.response_format.as_ref(), request.tools);
-    let mut tools: Vec<Value> = request.tools.iter().map(tool).collect();
-    if let Some((_, definition)) = &answer {
-        tools.push(definition.clone());
+    let mut tools: Vec<Tool<'_>> = request.tools.iter().map(tool).collect();
+    if let Some(answer) = &answer {
+        tools.push(Tool {
+            name: Cow::Owned(answer.name.clone()),
+            description: Some(answer.description),
+            input_schema: answer.schema.clone(),
+            cache: false,
+            defer_loading: false,
+            server_type: None,
+        });
+    }
+    // Deferred tools are found by the API's own tool search (BM25), offered last so that the
+    // cache marker of the tool list sits on it rather than on a deferred tool.
+    if tools.iter().any(|tool| tool.defer_loading) {
+        tools.push(Tool {
+            name: Cow::Borrowed(TOOL_SEARCH_NAME),
+            description: None,
+            input_schema: Cow::Owned(Value::Null),
+            cache: false,
+            defer_loading: false,
+            server_type: Some(TOOL_SEARCH_TYPE),
+        });
     }
     let tool_choice = tool_choice(
         options,
-        answer.as_ref().map(|(name, _)| name.as_str()),
+        answer.as_ref().map(|answer| answer.name.as_str()),
         !tools.is_empty(),
     );
     let forced = tool_choice
@@ -85,7 +107,7 @@ pub(crate) fn request_body(
         let refusal = if forced {
             Some("a forced tool call (tool_choice any/tool, or typed output) cannot think")
         } else {
-            thinking::refusal_in_history(&messages)
+            refusal_in_history(&messages)
         };
         if let Some(reason) = refusal {
             tracing::info!(
@@ -98,85 +120,161 @@ pub(crate) fn request_body(
     }
 
     if cache {
-        let roles: Vec<Role> = messages
-            .iter()
-            .map(
-                |message| match message.get("role").and_then(Value::as_str) {
-                    Some("assistant") => Role::Assistant,
-                    _ => Role::User,
-                },
-            )
-            .collect();
+        let roles: Vec<Role> = messages.iter().map(|message| message.role).collect();
         let plan = cache::plan(tools.len(), system.len(), &roles);
-        cache::mark(&plan, &mut tools, &mut system, &mut messages);
+        wire::mark(&plan, &mut tools, &mut system, &mut messages);
     }
-
-    let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
     if let Some(budget) = thinking_budget {
         max_tokens = thinking::max_tokens_with(budget, max_tokens);
     }
-    body.insert("max_tokens".into(), json!(max_tokens));
-    if !system.is_empty() {
-        body.insert("system".into(), Value::Array(system));
-    }
-    body.insert("messages".into(), Value::Array(messages));
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(choice) = tool_choice {
-        body.insert("tool_choice".into(), choice);
-    }
-    if let Some(budget) = thinking_budget {
-        body.insert(
-            "thinking".into(),
-            json!({"type": "enabled", "budget_tokens": budget}),
-        );
-    }
-    // Thinking allows no temperature and only a top_p of 0.95 and above.
-    if let Some(temperature) = options.temperature.filter(|_| thinking_budget.is_none()) {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if let Some(top_p) = options
-        .top_p
-        .filter(|top_p| thinking_budget.is_none() || *top_p >= 0.95)
-    {
-        body.insert("top_p".into(), json!(top_p));
-    }
-    if let Some(stop) = options.stop.as_ref().filter(|stop| !stop.is_empty()) {
-        body.insert("stop_sequences".into(), json!(stop));
-    }
-    if let Some(user) = &options.user {
-        body.insert("metadata".into(), json!({"user_id": user}));
-    }
-    if stream {
-        body.insert("stream".into(), Value::Bool(true));
-    }
-    for (key, value) in &options.extra {
-        body.insert(key.clone(), value.clone());
-    }
-    let body = serde_json::to_vec(&Value::Object(body)).map_err(|error| {
+    let body = Body {
+        model: request.model,
+        max_tokens,
+        system: &system,
+        messages: &messages,
+        tools: &tools,
+        tool_choice: tool_choice.as_ref(),
+        thinking_budget,
+        // Thinking allows no temperature and only a top_p of 0.95 and above.
+        temperature: options.temperature.filter(|_| thinking_budget.is_none()),
+        top_p: options
+            .top_p
+            .filter(|top_p| thinking_budget.is_none() || *top_p >= 0.95),
+        stop: options.stop.as_deref().filter(|stop| !stop.is_empty()),
+        user: options.user.as_deref(),
+        stream,
+        extra: &options.extra,
+    };
+    let body = serde_json::to_vec(&body).map_err(|error| {
         ProviderError::Other(format!("could not serialise the request: {error}"))
     })?;
     Ok(Encoded {
         body,
-        answer_tool: answer.map(|(name, _)| name),
+        answer_tool: answer.map(|answer| answer.name),
     })
 }
 
+/// The body, field by field; a field `extra` also has is left to `extra`, which comes last.
+struct Body<'r, 'a> {
+    model: &'a str,
+    max_tokens: u32,
+    system: &'r [Marked<'a>],
+    messages: &'r [Message<'a>],
+    tools: &'r [Tool<'a>],
+    tool_choice: Option<&'r Value>,
+    thinking_budget: Option<u32>,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+    stop: Option<&'a [String]>,
+    user: Option<&'a str>,
+    stream: bool,
+    extra: &'a Map<String, Value>,
+}
+
+/// `{"type": "enabled", "budget_tokens"}`.
+struct Thinking(u32);
+
+impl Serialize for Thinking {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("type", "enabled")?;
+        map.serialize_entry("budget_tokens", &self.0)?;
+        map.end()
+    }
+}
+
+/// `{"user_id"}`.
+struct Metadata<'a>(&'a str);
+
+impl Serialize for Metadata<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("user_id", self.0)?;
+        map.end()
+    }
+}
+
+impl Serialize for Body<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let own = |key: &str| !self.extra.contains_key(key);
+        if own("model") {
+            map.serialize_entry("model", self.model)?;
+        }
+        if own("max_tokens") {
+            map.serialize_entry("max_tokens", &self.max_tokens)?;
+        }
+        if !self.system.is_empty() && own("system") {
+            map.serialize_entry("system", self.system)?;
+        }
+        if own("messages") {
+            map.serialize_entry("messages", self.messages)?;
+        }
+        if !self.tools.is_empty() && own("tools") {
+            map.serialize_entry("tools", self.tools)?;
+        }
+        if let Some(choice) = self.tool_choice.filter(|_| own("tool_choice")) {
+            map.serialize_entry("tool_choice", choice)?;
+        }
+        if let Some(budget) = self.thinking_budget.filter(|_| own("thinking")) {
+            map.serialize_entry("thinking", &Thinking(budget))?;
+        }
+        if let Some(temperature) = self.temperature.filter(|_| own("temperature")) {
+            map.serialize_entry("temperature", &temperature)?;
+        }
+        if let Some(top_p) = self.top_p.filter(|_| own("top_p")) {
+            map.serialize_entry("top_p", &top_p)?;
+        }
+        if let Some(stop) = self.stop.filter(|_| own("stop_sequences")) {
+            map.serialize_entry("stop_sequences", stop)?;
+        }
+        if let Some(user) = self.user.filter(|_| own("metadata")) {
+            map.serialize_entry("metadata", &Metadata(user))?;
+        }
+        if self.stream && own("stream") {
+            map.serialize_entry("stream", &true)?;
+        }
+        for (key, value) in self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Why a request with these wire `messages` must not think, if it must not: in a tool loop
+/// (the last user message holds tool results) the assistant message before it must start with
+/// a thinking block.
+fn refusal_in_history(messages: &[Message<'_>]) -> Option<&'static str> {
+    let last = messages.last()?;
+    let in_tool_loop = last
+        .content
+        .iter()
+        .any(|block| block.block.kind() == "tool_result");
+    let reply = messages
+        .iter()
+        .rev()
+        .find(|message| message.role == Role::Assistant);
+    let leads_with_thinking = reply
+        .and_then(|reply| reply.content.first())
+        .is_some_and(|block| matches!(block.block.kind(), "thinking" | "redacted_thinking"));
+    thinking::refusal(in_tool_loop, reply.is_some(), leads_with_thinking)
+}
+
 /// The system blocks and the alternating wire messages of a history.
-fn conversation(history: &[OpenaiChatMessage], model: &str) -> (Vec<Value>, Vec<Value>) {
+fn conversation<'a>(
+    history: &'a [OpenaiChatMessage],
+    model: &str,
+) -> (Vec<Marked<'a>>, Vec<Message<'a>>) {
     let mut system = Vec::new();
     let mut messages = Messages::default();
     for message in history {
         match message {
             OpenaiChatMessage::System { content, .. }
-            | OpenaiChatMessage::Developer { content, .. } => {
-                let text = content.text();
-                if !text.is_empty() {
-                    system.push(json!({"type": "text", "text": text}));
-                }
-            }
+            | OpenaiChatMessage::Developer { content, .. } => match system_text(content) {
+                Some(Cow::Borrowed(text)) => system.push(Block::Text(text).into()),
+                Some(Cow::Owned(text)) => system.push(Block::TextOwned(text).into()),
+                None => {}
+            },
             OpenaiChatMessage::User { content, .. } => {
                 messages.push(Role::User, content_blocks(content));
             }
@@ -197,133 +295,143 @@ fn conversation(history: &[OpenaiChatMessage], model: &str) -> (Vec<Value>, Vec<
     (system, messages.into_wire())
 }
 
-/// Wire messages being built: one per run of same-role messages.
-#[derive(Default)]
-struct Messages {
-    list: Vec<(Role, Vec<Value>)>,
+/// A system message's text, borrowed when it is one string; `None` when empty.
+fn system_text(content: &MessageContent) -> Option<Cow<'_, str>> {
+    match content {
+        MessageContent::Text(text) if text.is_empty() => None,
+        MessageContent::Text(text) => Some(Cow::Borrowed(text)),
+        MessageContent::Parts(_) => {
+            Some(Cow::<str>::Owned(content.text())).filter(|text| !text.is_empty())
+        }
+    }
 }
 
-impl Messages {
-    fn push(&mut self, role: Role, blocks: Vec<Value>) {
+/// Wire messages being built: one per run of same-role messages.
+#[derive(Default)]
+struct Messages<'a> {
+    list: Vec<Message<'a>>,
+}
+
+impl<'a> Messages<'a> {
+    fn push(&mut self, role: Role, blocks: Vec<Marked<'a>>) {
         if blocks.is_empty() {
             // The API rejects empty content; an empty message adds nothing.
             return;
         }
         match self.list.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(blocks),
-            _ => self.list.push((role, blocks)),
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => self.list.push(Message {
+                role,
+                content: blocks,
+            }),
         }
     }
 
     /// A tool result goes into the current user message after the results already there and
     /// before anything else: the API wants them first.
-    fn push_tool_result(&mut self, block: Value) {
+    fn push_tool_result(&mut self, block: Marked<'a>) {
         match self.list.last_mut() {
-            Some((Role::User, existing)) => {
-                let at = existing
+            Some(last) if last.role == Role::User => {
+                let at = last
+                    .content
                     .iter()
-                    .position(|block| {
-                        block.get("type").and_then(Value::as_str) != Some("tool_result")
-                    })
-                    .unwrap_or(existing.len());
-                existing.insert(at, block);
+                    .position(|block| block.block.kind() != "tool_result")
+                    .unwrap_or(last.content.len());
+                last.content.insert(at, block);
             }
-            _ => self.list.push((Role::User, vec![block])),
+            _ => self.list.push(Message {
+                role: Role::User,
+                content: vec![block],
+            }),
         }
     }
 
-    fn into_wire(mut self) -> Vec<Value> {
+    fn into_wire(mut self) -> Vec<Message<'a>> {
         // The API wants a user message first; a history cut before its first user message
         // (by the application) gets a short one rather than a 400.
-        if matches!(self.list.first(), Some((Role::Assistant, _))) {
+        if matches!(self.list.first(), Some(first) if first.role == Role::Assistant) {
             self.list.insert(
                 0,
-                (
-                    Role::User,
-                    vec![json!({"type": "text", "text": "(the conversation so far)"})],
-                ),
+                Message {
+                    role: Role::User,
+                    content: vec![Block::Text("(the conversation so far)").into()],
+                },
             );
         }
         self.list
-            .into_iter()
-            .map(|(role, content)| {
-                let role = match role {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                };
-                json!({"role": role, "content": content})
-            })
-            .collect()
     }
 }
 
 /// One element of an assistant message as a content block.
-fn element(element: Element<'_>) -> Value {
+fn element(element: Element<'_>) -> Marked<'_> {
     match element {
-        Element::Item(artifact) => artifact.data.clone(),
-        Element::Text { text, on } => {
-            let mut block = json!({"type": "text", "text": text});
-            merge_fields(&mut block, &on);
-            block
-        }
-        Element::Call { call, on } => {
-            let mut block = tool_use(call);
-            merge_fields(&mut block, &on);
-            block
-        }
+        Element::Item(artifact) => Block::Verbatim(&artifact.data).into(),
+        Element::Text { text, on } => Marked {
+            block: Block::Text(text),
+            on,
+            cache: false,
+        },
+        Element::Call { call, on } => Marked {
+            block: tool_use(call),
+            on,
+            cache: false,
+        },
     }
 }
 
 /// A call as a `tool_use` block; arguments that are not a JSON object (never produced by this
 /// API) go back as `{}`, which the API accepts, rather than failing the request.
-fn tool_use(call: &ToolCall) -> Value {
+fn tool_use(call: &ToolCall) -> Block<'_> {
     let input = match serde_json::from_str::<Value>(&call.function.arguments) {
         Ok(Value::Object(fields)) => Value::Object(fields),
         _ => {
             if !crate::vocab::is_blank_arguments(&call.function.arguments) {
                 tracing::debug!(call = %call.id, "arguments that are not a JSON object sent as {{}}");
             }
-            json!({})
+            Value::Object(Map::new())
         }
     };
-    json!({"type": "tool_use", "id": call.id, "name": call.function.name, "input": input})
+    Block::ToolUse {
+        id: &call.id,
+        name: &call.function.name,
+        input,
+    }
 }
 
-fn tool_result(call_id: &str, content: &MessageContent, is_error: bool) -> Value {
-    let mut block = json!({"type": "tool_result", "tool_use_id": call_id});
-    match content {
-        MessageContent::Text(text) if text.is_empty() => {}
-        MessageContent::Text(text) => {
-            block["content"] = json!(text);
-        }
-        MessageContent::Parts(_) => {
-            block["content"] = Value::Array(content_blocks(content));
-        }
+fn tool_result<'a>(call_id: &'a str, content: &'a MessageContent, is_error: bool) -> Marked<'a> {
+    let content = match content {
+        MessageContent::Text(text) if text.is_empty() => ResultContent::Empty,
+        MessageContent::Text(text) => ResultContent::Text(text),
+        MessageContent::Parts(_) => ResultContent::Blocks(content_blocks(content)),
+    };
+    Block::ToolResult {
+        id: call_id,
+        content,
+        is_error,
     }
-    if is_error {
-        block["is_error"] = Value::Bool(true);
-    }
-    block
+    .into()
 }
 
 /// The content blocks of user (or tool) content; empty texts are left out (the API rejects them).
-fn content_blocks(content: &MessageContent) -> Vec<Value> {
+fn content_blocks(content: &MessageContent) -> Vec<Marked<'_>> {
     match content {
         MessageContent::Text(text) if text.is_empty() => Vec::new(),
-        MessageContent::Text(text) => vec![json!({"type": "text", "text": text})],
-        MessageContent::Parts(parts) => parts.iter().filter_map(part).collect(),
+        MessageContent::Text(text) => vec![Block::Text(text).into()],
+        MessageContent::Parts(parts) => parts.iter().filter_map(part).map(Marked::from).collect(),
     }
 }
 
-fn part(part: &ContentPart) -> Option<Value> {
+fn part(part: &ContentPart) -> Option<Block<'_>> {
     match part {
         ContentPart::Text { text } if text.is_empty() => None,
-        ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
+        ContentPart::Text { text } => Some(Block::Text(text)),
         ContentPart::ImageUrl { image_url } => Some(match data_url(&image_url.url) {
-            Some((media_type, data)) => {
-                json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
-            }
-            None => json!({"type": "image", "source": {"type": "url", "url": image_url.url}}),
+            Some((media_type, data)) => Block::Base64 {
+                kind: "image",
+                media_type,
+                data,
+            },
+            None => Block::ImageUrl(&image_url.url),
         }),
         ContentPart::File { file } => {
             let pdf = file
@@ -332,17 +440,19 @@ fn part(part: &ContentPart) -> Option<Value> {
                 .and_then(data_url)
                 .filter(|(media_type, _)| *media_type == "application/pdf");
             Some(match pdf {
-                Some((media_type, data)) => {
-                    json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}})
-                }
-                None => {
-                    json!({"type": "text", "text": "[a file was attached here; the Messages API takes only PDF files as data: URLs]"})
-                }
+                Some((media_type, data)) => Block::Base64 {
+                    kind: "document",
+                    media_type,
+                    data,
+                },
+                None => Block::Text(
+                    "[a file was attached here; the Messages API takes only PDF files as data: URLs]",
+                ),
             })
         }
-        ContentPart::InputAudio { .. } => Some(
-            json!({"type": "text", "text": "[audio was attached here; the Messages API takes no audio]"}),
-        ),
+        ContentPart::InputAudio { .. } => Some(Block::Text(
+            "[audio was attached here; the Messages API takes no audio]",
+        )),
     }
 }
 
@@ -354,18 +464,35 @@ fn data_url(url: &str) -> Option<(&str, &str)> {
     Some((media_type, data))
 }
 
-fn tool(definition: &ToolDefinition) -> Value {
+/// The versioned type of the API's tool search tool (BM25 over names, descriptions and
+/// parameters, like the local one).
+pub(crate) const TOOL_SEARCH_TYPE: &str = "tool_search_tool_bm25_20251119";
+
+/// Its name.
+pub(crate) const TOOL_SEARCH_NAME: &str = "tool_search_tool_bm25";
+
+/// A tool definition; its schema goes out as the tool set holds it (no copy, no conversion).
+fn tool(definition: &ToolDefinition) -> Tool<'_> {
     let function = &definition.function;
-    let mut tool = json!({"name": function.name});
-    if let Some(description) = &function.description {
-        tool["description"] = json!(description);
+    Tool {
+        name: Cow::Borrowed(&function.name),
+        description: function.description.as_deref(),
+        input_schema: Cow::Borrowed(&function.parameters),
+        cache: false,
+        defer_loading: function.defer_loading,
+        server_type: None,
     }
-    tool["input_schema"] = function.parameters.clone();
-    tool
 }
 
-/// The typed-output tool `response_format` asks for: its name and definition.
-fn answer_tool(format: Option<&Value>, tools: &[ToolDefinition]) -> Option<(String, Value)> {
+/// The typed-output tool `response_format` asks for.
+struct AnswerTool<'a> {
+    name: String,
+    description: &'a str,
+    schema: Cow<'a, Value>,
+}
+
+/// The typed-output tool `response_format` asks for, if any.
+fn answer_tool<'a>(format: Option<&'a Value>, tools: &[ToolDefinition]) -> Option<AnswerTool<'a>> {
     let format = format?;
     let (name, schema, description) = match format.get("type").and_then(Value::as_str) {
         Some("json_schema") => {
@@ -375,12 +502,11 @@ fn answer_tool(format: Option<&Value>, tools: &[ToolDefinition]) -> Option<(Stri
                     .and_then(Value::as_str)
                     .filter(|name| valid_tool_name(name)),
                 spec.get("schema")
-                    .cloned()
-                    .unwrap_or_else(|| json!({"type": "object"})),
+                    .map_or_else(|| Cow::Owned(json!({"type": "object"})), Cow::Borrowed),
                 spec.get("description").and_then(Value::as_str),
             )
         }
-        Some("json_object") => (None, json!({"type": "object"}), None),
+        Some("json_object") => (None, Cow::Owned(json!({"type": "object"})), None),
         _ => return None,
     };
     let mut name = name.unwrap_or(DEFAULT_ANSWER_TOOL).to_owned();
@@ -390,10 +516,11 @@ fn answer_tool(format: Option<&Value>, tools: &[ToolDefinition]) -> Option<(Stri
     let description = description.unwrap_or(
         "Give your answer: the arguments of this call are the answer, in exactly this shape.",
     );
-    Some((
-        name.clone(),
-        json!({"name": name, "description": description, "input_schema": schema}),
-    ))
+    Some(AnswerTool {
+        name,
+        description,
+        schema,
+    })
 }
 
 fn valid_tool_name(name: &str) -> bool {
@@ -553,7 +680,9 @@ mod tests {
         };
         let body = encode(&history, &[weather()], &options, false);
         assert!(body.get("thinking").is_none());
-        assert_eq!(body["temperature"], json!(0.2f32));
+        // Written as the f32 it is ("0.2"), as chat completions write it, not widened to f64
+        // first (0.20000000298023224).
+        assert_eq!(body["temperature"], json!(0.2));
         assert_eq!(body["messages"][1]["content"][0]["type"], json!("tool_use"));
         // Thinking on: no temperature, max_tokens above the budget.
         let body = encode(&history[..1], &[], &options, false);

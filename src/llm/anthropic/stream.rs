@@ -7,7 +7,10 @@
 //! ends the stream with its typed error. Thinking text streams as [`ModelDelta::Thought`]
 //! for display; each `thinking` / `redacted_thinking` block becomes one
 //! [`ModelDelta::Artifact`] at its end, rebuilt from the start block with the streamed text
-//! and signature, so it goes back byte-exact before the element that followed it.
+//! and signature, so it goes back byte-exact before the element that followed it. So do the
+//! blocks of tools the API runs itself (`server_tool_use`, with its streamed input, and every
+//! `*_tool_result`: web search, web fetch, code execution, tool search): dropping them would
+//! send a history back without them.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
@@ -24,7 +27,7 @@ use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, FinishReason};
 
 /// Per-stream state of the event decoder.
 #[derive(Debug, Default)]
-pub(crate) struct EventDecoder {
+pub struct EventDecoder {
     /// The model the request named: artifacts are recorded for it (the reply's `model` may be
     /// a dated name the next request does not use). `None`: the reply's own model.
     request_model: Option<String>,
@@ -51,8 +54,14 @@ enum Block {
         thinking: String,
         signature: String,
     },
-    /// A `redacted_thinking` block, whole in its start.
+    /// A block whole in its start: `redacted_thinking`, a server tool's result.
     Redacted(Value),
+    /// A `server_tool_use` block (a tool the API runs): its start object and the streamed
+    /// JSON of its input.
+    Server {
+        block: Value,
+        input: String,
+    },
     /// A `tool_use` block: the call's ordinal in the reply and its start `input`.
     Call {
         ordinal: u32,
@@ -207,6 +216,11 @@ impl EventDecoder {
                 }
             }
             "redacted_thinking" => Block::Redacted(block),
+            "server_tool_use" => Block::Server {
+                block,
+                input: String::new(),
+            },
+            kind if kind.ends_with("_tool_result") => Block::Redacted(block),
             "tool_use" if self.answer_tool.as_deref() == Some(text("name")) => {
                 self.answered = true;
                 Block::Answer {
@@ -274,6 +288,11 @@ impl EventDecoder {
                     });
                 }
             }
+            (Block::Server { input, .. }, Some("input_json_delta")) => {
+                if let Some(json) = delta.partial_json {
+                    input.push_str(&json);
+                }
+            }
             (Block::Answer { sent_text, .. }, Some("input_json_delta")) => {
                 if let Some(json) = delta.partial_json.filter(|json| !json.is_empty()) {
                     *sent_text = true;
@@ -306,6 +325,23 @@ impl EventDecoder {
                 out.push_back(ModelDelta::Artifact(self.artifact(block)));
             }
             Block::Redacted(block) => out.push_back(ModelDelta::Artifact(self.artifact(block))),
+            Block::Server { mut block, input } => {
+                // The streamed input replaces the start's (`{}`); a whole reply has it there.
+                if !input.is_empty() {
+                    match serde_json::from_str::<Value>(&input) {
+                        Ok(value) => {
+                            if let Value::Object(fields) = &mut block {
+                                fields.insert("input".into(), value);
+                            }
+                        }
+                        Err(error) => {
+                            tracing::debug!(%error, "a server tool's input is not JSON; not kept");
+                            return;
+                        }
+                    }
+                }
+                out.push_back(ModelDelta::Artifact(self.artifact(block)));
+            }
             // A call streamed without fragments has its arguments in the start's `input`.
             Block::Call {
                 ordinal,
@@ -415,6 +451,53 @@ mod tests {
     }
 
     #[test]
+    fn server_tool_blocks_are_kept_verbatim_and_in_place() {
+        let mut decoder = EventDecoder::new(Some("claude-x".into()), None);
+        let result = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+            "content": [{"type": "web_search_result", "url": "https://example.com/", "title": "Example",
+                "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5", "page_age": null}]});
+        let deltas = decode(
+            &mut decoder,
+            &[
+                json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-x-2025", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"exa"}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "mple\"}"}}),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "content_block_start", "index": 1, "content_block": result}),
+                json!({"type": "content_block_stop", "index": 1}),
+                json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "Found it."}}),
+                json!({"type": "content_block_stop", "index": 2}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 30}}),
+            ],
+        );
+        let artifacts: Vec<Artifact> = deltas
+            .iter()
+            .filter_map(|d| match d {
+                ModelDelta::Artifact(a) => Some(a.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(artifacts.len(), 2, "{deltas:?}");
+        assert_eq!(
+            artifacts[0].data,
+            json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "example"}})
+        );
+        assert_eq!(artifacts[1].data, result);
+        assert!(
+            artifacts
+                .iter()
+                .all(|a| a.place == ArtifactPlace::Before(0))
+        );
+        assert!(
+            deltas
+                .iter()
+                .any(|d| matches!(d, ModelDelta::Text(t) if t == "Found it."))
+        );
+    }
+
+    #[test]
     fn thinking_becomes_thoughts_and_one_artifact_before_the_call() {
         let mut decoder = EventDecoder::new(Some("claude-x".into()), None);
         let deltas = decode(
@@ -496,7 +579,8 @@ mod tests {
             &[
                 json!({"type": "ping"}),
                 json!({"type": "something_new", "index": 0, "delta": {"x": 1}}),
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}}),
+                // A block type nobody knows yet (server tools' blocks are kept: see above).
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "future_block", "id": "x_1", "input": {}}}),
                 json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"q\":1}"}}),
                 json!({"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "orphan"}}),
                 json!({"type": "content_block_stop", "index": 0}),

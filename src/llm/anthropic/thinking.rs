@@ -13,8 +13,6 @@
 //!   thinking ("a final assistant message must start with a thinking block");
 //! - (not decided here) sampling: `temperature` is left out, and `top_p` below 0.95.
 
-use serde_json::Value;
-
 use crate::vocab::{ReasoningEffort, RequestOptions};
 
 /// `budget_tokens` for `low`.
@@ -45,47 +43,24 @@ pub(crate) fn max_tokens_with(budget: u32, max_tokens: u32) -> u32 {
     }
 }
 
-/// Why a request with these wire `messages` must not think, if it must not: in a tool loop
-/// (the last user message holds tool results) the assistant message before it must start with
-/// a thinking block.
-pub(crate) fn refusal_in_history(messages: &[Value]) -> Option<&'static str> {
-    let last = messages.last()?;
-    let in_tool_loop = blocks(last)
-        .iter()
-        .any(|block| kind(block) == "tool_result");
-    if !in_tool_loop {
+/// Why a request must not think, if it must not: in a tool loop (the last user message holds
+/// tool results) the last assistant message must start with a thinking block.
+pub(crate) fn refusal(
+    in_tool_loop: bool,
+    has_reply: bool,
+    reply_leads_with_thinking: bool,
+) -> Option<&'static str> {
+    if !in_tool_loop || !has_reply || reply_leads_with_thinking {
         return None;
     }
-    let reply = messages
-        .iter()
-        .rev()
-        .find(|message| message.get("role").and_then(Value::as_str) == Some("assistant"))?;
-    match blocks(reply).first().map(kind) {
-        Some("thinking" | "redacted_thinking") => None,
-        _ => Some(
-            "the tool loop's last assistant message has no thinking block of this model (a history from another provider or model, or written without thinking)",
-        ),
-    }
-}
-
-fn blocks(message: &Value) -> &[Value] {
-    message
-        .get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn kind(block: &Value) -> &str {
-    block
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+    Some(
+        "the tool loop's last assistant message has no thinking block of this model (a history from another provider or model, or written without thinking)",
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn efforts_map_to_budgets_and_an_explicit_budget_wins() {
@@ -122,17 +97,10 @@ mod tests {
 
     #[test]
     fn a_tool_loop_without_a_leading_thinking_block_may_not_think() {
-        let results = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]});
-        let with = json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "s"}, {"type": "tool_use", "id": "t", "name": "f", "input": {}}]});
-        let without = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]});
-        let user = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
-        assert_eq!(
-            refusal_in_history(&[user.clone(), with, results.clone()]),
-            None
-        );
-        assert!(refusal_in_history(&[user.clone(), without.clone(), results]).is_some());
-        // A new user turn after such a history is fine.
-        assert_eq!(refusal_in_history(&[user.clone(), without, user]), None);
-        assert_eq!(refusal_in_history(&[]), None);
+        assert_eq!(refusal(true, true, true), None);
+        assert!(refusal(true, true, false).is_some());
+        // A new user turn after such a history is fine, and so is a history without replies.
+        assert_eq!(refusal(false, true, false), None);
+        assert_eq!(refusal(true, false, false), None);
     }
 }

@@ -9,14 +9,16 @@
 //! calls (Gemini answers 400 when the counts differ). Adjacent turns of one role are merged, so
 //! roles alternate.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
+use serde::ser::{Error as _, Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::llm::error::ProviderError;
 use crate::llm::gemini::schema::{SchemaDialect, to_json_schema, to_openapi};
+use crate::llm::gemini::wire::{Merged, Part, Turn};
 use crate::llm::model::ChatRequest;
-use crate::vocab::artifact::{Element, layout, merge_fields};
+use crate::vocab::artifact::{Element, layout};
 use crate::vocab::{
     ArtifactProvider, ContentPart, MessageContent, OpenaiChatMessage, ReasoningEffort,
     RequestOptions, ToolCall, ToolChoice, ToolDefinition,
@@ -32,33 +34,35 @@ const LOW_BUDGET: u32 = 1024;
 const MEDIUM_BUDGET: u32 = 8192;
 const HIGH_BUDGET: u32 = 24576;
 
-/// The JSON body of a request for `request`.
+/// The JSON body of a request for `request`, written straight from the borrowed history.
 ///
 /// # Errors
 /// [`ProviderError::Other`] when a tool's schema cannot be converted to the chosen dialect.
 pub(crate) fn request_body(
     request: &ChatRequest<'_>,
     dialect: SchemaDialect,
-) -> Result<Value, ProviderError> {
+) -> Result<Vec<u8>, ProviderError> {
     let model = model_name(request.model);
-    let mut body = Map::new();
     let (system, contents) = contents(request.messages, model);
-    body.insert("contents".into(), Value::Array(contents));
-    if !system.is_empty() {
-        body.insert("systemInstruction".into(), json!({ "parts": system }));
-    }
-    if !request.tools.is_empty() {
-        body.insert("tools".into(), tools(request.tools, dialect)?);
-        if let Some(choice) = &request.options.tool_choice {
-            body.insert("toolConfig".into(), tool_config(choice));
-        }
-    }
+    let (tools, tool_config) = if request.tools.is_empty() {
+        (None, None)
+    } else {
+        (
+            Some(tools(request.tools, dialect)?),
+            request.options.tool_choice.as_ref().map(tool_config),
+        )
+    };
     let generation = generation_config(request.options, model);
-    if !generation.is_empty() {
-        body.insert("generationConfig".into(), Value::Object(generation));
-    }
-    merge_extra(&mut body, &request.options.extra);
-    Ok(Value::Object(body))
+    let body = Body {
+        contents: &contents,
+        system: &system,
+        tools: tools.as_ref(),
+        tool_config: tool_config.as_ref(),
+        generation: (!generation.is_empty()).then_some(&generation),
+        extra: &request.options.extra,
+    };
+    serde_json::to_vec(&body)
+        .map_err(|error| ProviderError::Other(format!("could not encode the request: {error}")))
 }
 
 /// The model name without the `models/` prefix Gemini's own names carry.
@@ -66,42 +70,118 @@ pub(crate) fn model_name(model: &str) -> &str {
     model.strip_prefix("models/").unwrap_or(model)
 }
 
-/// `extra` merged into the body: a key the body has as an object (`generationConfig`) gets the
-/// extra object's fields, anything else is set as given.
-fn merge_extra(body: &mut Map<String, Value>, extra: &Map<String, Value>) {
-    for (key, value) in extra {
-        match (body.get_mut(key), value) {
-            (Some(Value::Object(existing)), Value::Object(more)) => {
-                existing.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
-            }
-            _ => {
-                body.insert(key.clone(), value.clone());
-            }
-        }
+/// The body. `extra` is merged in: a key the body has as an object (`generationConfig`) gets
+/// the extra object's fields, anything else is set as given.
+struct Body<'r, 'a> {
+    contents: &'r [Turn<'a>],
+    system: &'r [Merged<'a>],
+    tools: Option<&'r Value>,
+    tool_config: Option<&'r Value>,
+    generation: Option<&'r Map<String, Value>>,
+    extra: &'a Map<String, Value>,
+}
+
+/// `{"parts": [...]}`.
+struct Parts<'r, 'a>(&'r [Merged<'a>]);
+
+impl Serialize for Parts<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("parts", self.0)?;
+        map.end()
     }
 }
 
-/// One turn being built.
-struct Turn {
-    role: &'static str,
-    parts: Vec<Value>,
+/// Write `own` as `key`, merged with (or replaced by) the extra value of that key.
+fn entry<M: SerializeMap, T: Serialize + ?Sized>(
+    map: &mut M,
+    key: &str,
+    own: &T,
+    extra: &Map<String, Value>,
+) -> Result<(), M::Error> {
+    match extra.get(key) {
+        None => map.serialize_entry(key, own),
+        Some(Value::Object(more)) => {
+            let mut merged = serde_json::to_value(own).map_err(M::Error::custom)?;
+            match &mut merged {
+                Value::Object(fields) => {
+                    fields.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    map.serialize_entry(key, &merged)
+                }
+                _ => map.serialize_entry(key, more),
+            }
+        }
+        Some(other) => map.serialize_entry(key, other),
+    }
+}
+
+impl Serialize for Body<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let mut written: Vec<&str> = Vec::new();
+        entry(&mut map, "contents", self.contents, self.extra)?;
+        written.push("contents");
+        if !self.system.is_empty() {
+            entry(
+                &mut map,
+                "systemInstruction",
+                &Parts(self.system),
+                self.extra,
+            )?;
+            written.push("systemInstruction");
+        }
+        if let Some(tools) = self.tools {
+            entry(&mut map, "tools", tools, self.extra)?;
+            written.push("tools");
+        }
+        if let Some(config) = self.tool_config {
+            entry(&mut map, "toolConfig", config, self.extra)?;
+            written.push("toolConfig");
+        }
+        if let Some(generation) = self.generation {
+            entry(&mut map, "generationConfig", generation, self.extra)?;
+            written.push("generationConfig");
+        }
+        for (key, value) in self.extra {
+            if !written.contains(&key.as_str()) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// The system parts and the `contents` of `messages`.
-fn contents(messages: &[OpenaiChatMessage], model: &str) -> (Vec<Value>, Vec<Value>) {
-    let names: HashMap<&str, &str> = messages
-        .iter()
-        .flat_map(OpenaiChatMessage::tool_calls)
-        .map(|call| (call.id.as_str(), call.function.name.as_str()))
-        .collect();
+fn contents<'a>(
+    messages: &'a [OpenaiChatMessage],
+    model: &str,
+) -> (Vec<Merged<'a>>, Vec<Turn<'a>>) {
+    // A result's call is almost always in the assistant message just before it; the whole
+    // history is searched only for one that is not.
+    let mut recent_calls: &[ToolCall] = &[];
+    let name_of = |recent: &'a [ToolCall], id: &'a str| -> &'a str {
+        let find = |calls: &'a [ToolCall]| {
+            calls
+                .iter()
+                .find(|call| call.id == id)
+                .map(|call| call.function.name.as_str())
+        };
+        find(recent)
+            .or_else(|| {
+                messages
+                    .iter()
+                    .find_map(|message| find(message.tool_calls()))
+            })
+            .unwrap_or(id)
+    };
     // The current turn: the steps after the last user message.
     let current_turn = messages
         .iter()
         .rposition(|message| matches!(message, OpenaiChatMessage::User { .. }))
         .map_or(0, |index| index + 1);
     let mut system = Vec::new();
-    let mut turns: Vec<Turn> = Vec::new();
-    let push = |turns: &mut Vec<Turn>, role: &'static str, parts: Vec<Value>| {
+    let mut turns: Vec<Turn<'a>> = Vec::new();
+    let push = |turns: &mut Vec<Turn<'a>>, role: &'static str, parts: Vec<Merged<'a>>| {
         if parts.is_empty() {
             return;
         }
@@ -114,7 +194,7 @@ fn contents(messages: &[OpenaiChatMessage], model: &str) -> (Vec<Value>, Vec<Val
         match message {
             OpenaiChatMessage::System { content, .. }
             | OpenaiChatMessage::Developer { content, .. } => {
-                let part = json!({ "text": content.text() });
+                let part = Part::Text(text_of(content)).into();
                 // Instructions before the conversation are the system instruction; later ones
                 // (a summary, an injected note) stay where they are, as user text.
                 if turns.is_empty() {
@@ -127,6 +207,7 @@ fn contents(messages: &[OpenaiChatMessage], model: &str) -> (Vec<Value>, Vec<Val
                 push(&mut turns, "user", user_parts(content));
             }
             OpenaiChatMessage::Assistant { .. } => {
+                recent_calls = message.tool_calls();
                 push(
                     &mut turns,
                     "model",
@@ -139,30 +220,26 @@ fn contents(messages: &[OpenaiChatMessage], model: &str) -> (Vec<Value>, Vec<Val
                 is_error,
                 ..
             } => {
-                let name = names
-                    .get(tool_call_id.as_str())
-                    .copied()
-                    .unwrap_or(tool_call_id);
-                let key = if *is_error { "error" } else { "result" };
-                let mut response = Map::new();
-                if sends_call_id(tool_call_id) {
-                    response.insert("id".into(), Value::String(tool_call_id.clone()));
-                }
-                response.insert("name".into(), Value::String(name.to_owned()));
-                response.insert("response".into(), json!({ key: content.text() }));
-                push(
-                    &mut turns,
-                    "user",
-                    vec![json!({ "functionResponse": Value::Object(response) })],
-                );
+                let name = name_of(recent_calls, tool_call_id);
+                let part = Part::Response {
+                    id: sends_call_id(tool_call_id).then_some(tool_call_id.as_str()),
+                    name,
+                    key: if *is_error { "error" } else { "result" },
+                    text: text_of(content),
+                };
+                push(&mut turns, "user", vec![part.into()]);
             }
         }
     }
-    let contents = turns
-        .into_iter()
-        .map(|turn| json!({ "role": turn.role, "parts": turn.parts }))
-        .collect();
-    (system, contents)
+    (system, turns)
+}
+
+/// Content as text, borrowed when it is one string (as `MessageContent::text` gives it).
+fn text_of(content: &MessageContent) -> Cow<'_, str> {
+    match content {
+        MessageContent::Text(text) => Cow::Borrowed(text),
+        MessageContent::Parts(_) => Cow::Owned(content.text()),
+    }
 }
 
 /// Whether a call id goes on the wire: one the vendor chose. Ids this crate made up for calls
@@ -176,79 +253,86 @@ fn sends_call_id(id: &str) -> bool {
 
 /// The parts of an assistant message, signatures in place; `current_turn` adds the documented
 /// dummy signature to the first call when it has no usable one.
-fn model_parts(message: &OpenaiChatMessage, model: &str, current_turn: bool) -> Vec<Value> {
-    let mut parts = Vec::new();
+fn model_parts<'a>(
+    message: &'a OpenaiChatMessage,
+    model: &str,
+    current_turn: bool,
+) -> Vec<Merged<'a>> {
+    let mut parts: Vec<Merged<'a>> = Vec::new();
     let mut first_call: Option<usize> = None;
     for element in layout(message, ArtifactProvider::Gemini, model) {
         match element {
-            Element::Item(artifact) => parts.push(artifact.data.clone()),
-            Element::Text { text, on } => {
-                let mut part = json!({ "text": text });
-                merge_fields(&mut part, &on);
-                parts.push(part);
-            }
+            Element::Item(artifact) => parts.push(Part::Verbatim(&artifact.data).into()),
+            Element::Text { text, on } => parts.push(Merged {
+                part: Part::Text(Cow::Borrowed(text)),
+                on,
+                placeholder: None,
+            }),
             Element::Call { call, on } => {
-                let mut part = json!({ "functionCall": function_call(call) });
-                merge_fields(&mut part, &on);
                 first_call.get_or_insert(parts.len());
-                parts.push(part);
+                parts.push(Merged {
+                    part: function_call(call),
+                    on,
+                    placeholder: None,
+                });
             }
         }
     }
     if current_turn
-        && let Some(Value::Object(part)) = first_call.and_then(|index| parts.get_mut(index))
-        && !part.contains_key("thoughtSignature")
+        && let Some(part) = first_call.and_then(|index| parts.get_mut(index))
+        && !part.has("thoughtSignature")
     {
-        part.insert(
-            "thoughtSignature".into(),
-            Value::String(DUMMY_SIGNATURE.into()),
-        );
+        part.placeholder = Some(DUMMY_SIGNATURE);
     }
     parts
 }
 
 /// `{"id"?, "name", "args"}`; arguments that are not a JSON object (only a cut or broken call
 /// has such, and it was answered with an error) go out as `{}`.
-fn function_call(call: &ToolCall) -> Value {
+fn function_call(call: &ToolCall) -> Part<'_> {
     let args = match serde_json::from_str::<Value>(&call.function.arguments) {
         Ok(Value::Object(args)) => Value::Object(args),
         _ => Value::Object(Map::new()),
     };
-    let mut out = Map::new();
-    if sends_call_id(&call.id) {
-        out.insert("id".into(), Value::String(call.id.clone()));
+    Part::Call {
+        id: sends_call_id(&call.id).then_some(call.id.as_str()),
+        name: &call.function.name,
+        args,
     }
-    out.insert("name".into(), Value::String(call.function.name.clone()));
-    out.insert("args".into(), args);
-    Value::Object(out)
 }
 
 /// The parts of a user message: text, and media as `inlineData` (a `data:` URL) or `fileData`.
-fn user_parts(content: &MessageContent) -> Vec<Value> {
+fn user_parts(content: &MessageContent) -> Vec<Merged<'_>> {
     match content {
-        MessageContent::Text(text) => vec![json!({ "text": text })],
-        MessageContent::Parts(parts) => parts.iter().filter_map(content_part).collect(),
+        MessageContent::Text(text) => vec![Part::Text(Cow::Borrowed(text)).into()],
+        MessageContent::Parts(parts) => parts
+            .iter()
+            .filter_map(content_part)
+            .map(Merged::from)
+            .collect(),
     }
 }
 
-fn content_part(part: &ContentPart) -> Option<Value> {
+fn content_part(part: &ContentPart) -> Option<Part<'_>> {
     match part {
-        ContentPart::Text { text } => Some(json!({ "text": text })),
-        ContentPart::ImageUrl { image_url } => Some(media(&image_url.url)),
+        ContentPart::Text { text } => Some(Part::Text(Cow::Borrowed(text))),
+        ContentPart::ImageUrl { image_url } => Some(Part::Media(media(&image_url.url))),
         ContentPart::InputAudio { input_audio } => {
             let data = input_audio.get("data")?.as_str()?;
             let format = input_audio
                 .get("format")
                 .and_then(Value::as_str)
                 .unwrap_or("wav");
-            Some(json!({ "inlineData": { "mimeType": format!("audio/{format}"), "data": data } }))
+            Some(Part::Media(
+                json!({ "inlineData": { "mimeType": format!("audio/{format}"), "data": data } }),
+            ))
         }
         ContentPart::File { file } => {
             if let Some(data) = file.get("file_data").and_then(Value::as_str) {
-                Some(media(data))
+                Some(Part::Media(media(data)))
             } else {
                 let id = file.get("file_id").and_then(Value::as_str)?;
-                Some(media(id))
+                Some(Part::Media(media(id)))
             }
         }
     }
@@ -451,7 +535,7 @@ mod tests {
             tools: &[],
             options,
         };
-        request_body(&request, SchemaDialect::JsonSchema).unwrap()
+        serde_json::from_slice(&request_body(&request, SchemaDialect::JsonSchema).unwrap()).unwrap()
     }
 
     #[test]

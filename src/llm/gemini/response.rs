@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use serde_json::Value;
 
 use crate::llm::error::ProviderError;
-use crate::llm::gemini::decode::ResponseDecoder;
 use crate::llm::gemini::request::model_name;
+use crate::llm::gemini::stream::ResponseDecoder;
 use crate::llm::model::ModelDelta;
 use crate::llm::stream::StreamAssembler;
 use crate::llm::transport::truncate;

@@ -10,8 +10,8 @@ use futures::Stream;
 
 use crate::llm::error::ProviderError;
 use crate::llm::model::{ModelDelta, ModelStream};
-use crate::llm::openai::chunk::ChunkDecoder;
 use crate::llm::openai::errors::stream_error;
+use crate::llm::openai::stream::ChunkDecoder;
 use crate::llm::transport::{SseDecoder, decode_events, truncate};
 
 /// Decode an OpenAI-compatible SSE body into a [`ModelStream`].

@@ -9,7 +9,7 @@ use serde::ser::{SerializeSeq, Serializer};
 
 use crate::llm::error::ProviderError;
 use crate::llm::model::ChatRequest;
-use crate::llm::openai::ReasoningEcho;
+use crate::llm::openai::{Dialect, ReasoningEcho};
 use crate::vocab::artifact::merge_fields;
 use crate::vocab::{
     Artifact, ArtifactPlace, ArtifactProvider, MessageContent, OpenaiChatMessage, RequestOptions,
@@ -21,6 +21,7 @@ pub(crate) fn request_body(
     request: &ChatRequest<'_>,
     stream: bool,
     echo: ReasoningEcho,
+    dialect: &dyn Dialect,
 ) -> Result<Vec<u8>, ProviderError> {
     // OpenAI rejects `tool_choice` and `parallel_tool_calls` without tools, and `stream_options`
     // without `stream`; dropping them needs a copy of the (small) options, made only then.
@@ -43,6 +44,7 @@ pub(crate) fn request_body(
     } else {
         Cow::Borrowed(request.options)
     };
+    let options = dialect.options(options);
     let stream_options = (stream && options.stream_options.is_none()).then_some(IncludeUsage {
         include_usage: true,
     });
@@ -247,7 +249,10 @@ mod tests {
     }
 
     fn body_with(request: &ChatRequest<'_>, stream: bool, echo: ReasoningEcho) -> Value {
-        serde_json::from_slice(&request_body(request, stream, echo).unwrap()).unwrap()
+        serde_json::from_slice(
+            &request_body(request, stream, echo, &crate::llm::openai::StandardDialect).unwrap(),
+        )
+        .unwrap()
     }
 
     fn history() -> Vec<OpenaiChatMessage> {

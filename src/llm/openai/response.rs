@@ -5,8 +5,8 @@ use serde_json::{Map, Value};
 
 use crate::llm::error::ProviderError;
 use crate::llm::model::ModelDelta;
-use crate::llm::openai::chunk::extra_content_artifact;
 use crate::llm::openai::errors::{embedded_status, error_object_message, status_error};
+use crate::llm::openai::stream::extra_content_artifact;
 use crate::llm::stream::normalise_tool_calls;
 use crate::llm::transport::truncate;
 use crate::vocab::{

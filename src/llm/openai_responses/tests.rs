@@ -6,8 +6,11 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::llm::event::StreamEvent;
+use crate::llm::error::ProviderError;
+use crate::llm::event::ModelEvent as StreamEvent;
+use crate::llm::model::{ChatModel, ChatRequest};
 use crate::llm::stream::StreamAssembler;
+use crate::vocab::ChatResponse;
 use crate::vocab::{
     Artifact, ArtifactPlace, ArtifactProvider, FinishReason, OpenaiChatMessage, ReasoningEffort,
     RequestOptions, ToolCall, ToolChoice, ToolDefinition,
@@ -52,7 +55,7 @@ type Outcome = (Result<ChatResponse, ProviderError>, Vec<StreamEvent>);
 
 async fn decode(body: &str, seed: u64) -> Outcome {
     let pieces = Splits(seed).pieces(body.as_bytes());
-    let decoder = events::EventDecoder::new(MODEL, false);
+    let decoder = stream::EventDecoder::new(MODEL, false);
     let mut stream =
         crate::llm::transport::decode_events(futures::stream::iter(pieces), None, decoder);
     let mut assembler = StreamAssembler::new();
@@ -197,7 +200,7 @@ async fn a_whole_reply_gives_what_its_stream_gives() {
         ),
         ("response_reasoning_text.json", "stream_reasoning_text.sse"),
     ] {
-        let parsed = reply::parse_response(fixture(whole).as_bytes(), MODEL, false).unwrap();
+        let parsed = response::parse_response(fixture(whole).as_bytes(), MODEL, false).unwrap();
         let decoded = decode(&fixture(streamed), 7).await.0.unwrap();
         assert_eq!(parsed, decoded, "{whole}");
     }
@@ -213,7 +216,7 @@ async fn a_reply_cut_mid_call_is_a_length_stop_with_the_partial_call() {
         r#"{"city":"Reykj"#
     );
     let whole = fixture("response_incomplete_mid_call.json");
-    let response = reply::parse_response(whole.as_bytes(), MODEL, false).unwrap();
+    let response = response::parse_response(whole.as_bytes(), MODEL, false).unwrap();
     assert_eq!(response.stop_reason, Some(FinishReason::Length));
     assert_eq!(
         response.tool_calls()[0].function.arguments,
@@ -477,7 +480,7 @@ async fn previous_response_mode_sends_only_what_follows_the_last_stored_reply() 
         previous_response_id: true,
     };
     // The reply keeps its response id (never sent as a field).
-    let parsed = reply::parse_response(
+    let parsed = response::parse_response(
         fixture("response_reasoning_calls.json").as_bytes(),
         MODEL,
         true,
@@ -532,7 +535,10 @@ fn the_config_reads_the_environment_and_the_client_names_its_api() {
     assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
     assert_eq!(config.api_key.as_deref(), Some("sk-env"));
     let client = OpenAiResponsesClient::new(config).unwrap();
-    assert_eq!(client.endpoint.as_str(), "http://127.0.0.1:9/v1/responses");
+    assert_eq!(
+        client.url("gpt-5", false).unwrap().as_str(),
+        "http://127.0.0.1:9/v1/responses"
+    );
     assert_eq!(client.api(), WireApi::Responses);
     assert_eq!(client.provider(), "openai");
     assert!(OpenAiResponsesClient::new(OpenAiResponsesConfig::new("not a url")).is_err());

@@ -3,10 +3,10 @@
 
 use futures::{Stream, StreamExt};
 
-use crate::llm::event::StreamEvent;
 use crate::run::conversation::{Conversation, EventStream};
 use crate::run::driver::{Drive, LoopItem, drive};
 use crate::run::error::LlmError;
+use crate::run::event::StreamEvent;
 use crate::run::model_turn::Mode;
 use crate::tools::registry::ToolRegistry;
 use crate::vocab::ChatResponse;

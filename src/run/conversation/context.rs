@@ -1,8 +1,9 @@
 //! [`Conversation`]'s context calls: the context in use, and a compaction on demand.
 
+use crate::context::CompactionTier;
 use crate::context::engine::{ContextUsage, History, Plan, compact};
-use crate::llm::event::{CompactionTier, StreamEvent};
 use crate::run::conversation::Conversation;
+use crate::run::event::StreamEvent;
 use crate::run::metered::Metered;
 
 impl Conversation {
@@ -66,6 +67,6 @@ impl Conversation {
         .await;
         let spent = metered.spent();
         self.usage.charge(spent.requests, spent.usage);
-        events
+        events.into_iter().map(StreamEvent::from).collect()
     }
 }

@@ -4,7 +4,7 @@
 
 use tracing::Span;
 
-use crate::llm::event::StreamEvent;
+use crate::run::event::StreamEvent;
 use crate::run::hooks::{Compaction, HookChain};
 use crate::run::step::ToolBatch;
 use crate::run::telemetry;

@@ -10,8 +10,11 @@ use crate::tools::builtin::file_write::{lock_path, read_for_edit, replace_file};
 use crate::tools::builtin::protected::ProtectedPaths;
 use crate::tools::builtin::workspace::Workspace;
 use crate::tools::builtin::{blocking, path_of, resolve_writable, write_failure};
+use crate::tools::context;
 use crate::tools::error::ToolError;
+use crate::tools::event::{ToolCallUpdate, ToolLocation};
 use crate::tools::kind::ToolKind;
+use crate::tools::streaming::StreamingInput;
 use crate::tools::typed::Tool;
 
 /// Edit a file in the workspace by exact string replacement. `old_string` must occur exactly
@@ -142,6 +145,15 @@ impl EditFile {
         self.protected = (!allow).then(ProtectedPaths::from_env);
         self
     }
+
+    /// Also refuse to change `files` (files a trusted config reads, such as an agent's
+    /// instructions), unless writing agcore's configuration is allowed.
+    pub fn protecting_files(mut self, files: &[std::path::PathBuf]) -> Self {
+        self.protected = self
+            .protected
+            .map(|protected| protected.with_files(files.iter().map(|file| file.as_path())));
+        self
+    }
 }
 
 /// Why an edit did not happen: the file, or the arguments.
@@ -210,7 +222,9 @@ impl Tool for EditFile {
         let shown = display.clone();
         // Read, replace and write under the file's lock: a parallel edit waits for this one.
         let guard = lock_path(&path).await;
-        let replacements = blocking(Self::NAME, move || {
+        // A diff for the call's card, only when someone listens (it copies the file).
+        let listening = context::listening();
+        let (replacements, diff) = blocking(Self::NAME, move || {
             let _guard = guard;
             let bytes = read_for_edit(&path).map_err(Failed::File)?;
             let text = String::from_utf8(bytes).map_err(|_| {
@@ -230,17 +244,47 @@ impl Tool for EditFile {
             )
             .map_err(|error| Failed::Edit(error.into_tool_error()))?;
             replace_file(&path, edited.as_bytes()).map_err(Failed::File)?;
-            Ok(replacements)
+            let diff = listening.then(|| {
+                let line = text
+                    .find(&input.old_string)
+                    .map_or(1, |at| text[..at].matches('\n').count() + 1);
+                (text, edited, line)
+            });
+            Ok((replacements, diff))
         })
         .await?
         .map_err(|failed| match failed {
             Failed::File(failure) => write_failure(Self::NAME, &display, failure),
             Failed::Edit(error) => error,
         })?;
+        if let Some((old, new, line)) = diff {
+            let line = u32::try_from(line).unwrap_or(u32::MAX);
+            context::report(
+                ToolCallUpdate::diff(display.clone(), Some(old), new)
+                    .with_locations(vec![ToolLocation::line(display.clone(), line)]),
+            );
+        }
         Ok(EditFileOutput {
             path: display,
             replacements,
         })
+    }
+
+    fn supports_input_streaming() -> bool {
+        true
+    }
+
+    /// The edit as it streams: the replaced text and its replacement, growing; the file is
+    /// neither read nor written here (that waits for the approved input, in `run`).
+    async fn watch_input(&self, mut input: StreamingInput) {
+        while let Some(partial) = input.next_partial().await {
+            let (Some(path), Some(old)) = (path_of(&partial), partial["old_string"].as_str())
+            else {
+                continue;
+            };
+            let new = partial["new_string"].as_str().unwrap_or_default();
+            context::report(ToolCallUpdate::diff(path, Some(old.to_owned()), new));
+        }
     }
 }
 

@@ -22,6 +22,9 @@ const STATE_DIR: &str = ".agcore";
 pub(crate) struct ProtectedPaths {
     /// The user's agcore directories, lower-cased, as given and canonicalised.
     dirs: Vec<Vec<String>>,
+    /// Further files a trusted config reads (an agent's instructions and output schema),
+    /// lower-cased, as given and canonicalised.
+    files: Vec<Vec<String>>,
 }
 
 impl ProtectedPaths {
@@ -52,7 +55,23 @@ impl ProtectedPaths {
         }
         dirs.sort();
         dirs.dedup();
-        ProtectedPaths { dirs }
+        ProtectedPaths {
+            dirs,
+            files: Vec::new(),
+        }
+    }
+
+    /// Also protect `files` (each by its name as given and its canonical name).
+    pub(crate) fn with_files<'a>(mut self, files: impl IntoIterator<Item = &'a Path>) -> Self {
+        for file in files {
+            if let Ok(canonical) = std::fs::canonicalize(file) {
+                self.files.push(lowered(&canonical));
+            }
+            self.files.push(lowered(file));
+        }
+        self.files.sort();
+        self.files.dedup();
+        self
     }
 
     /// Refuse `tool`'s write when any of `names` (the paths one request goes by) is protected.
@@ -84,6 +103,12 @@ impl ProtectedPaths {
             return Some(format!(
                 "is agcore's own configuration (under a {STATE_DIR} directory)"
             ));
+        }
+        if self.files.contains(&names) {
+            return Some(
+                "is a file agcore's configuration reads (an agent's instructions or output schema)"
+                    .to_owned(),
+            );
         }
         self.dirs
             .iter()

@@ -18,8 +18,9 @@ use crate::tools::base::ToolSource;
 use crate::tools::builtin::limits::{MODEL_OUTPUT_BUDGET, OutputLimits, truncate_parts};
 use crate::tools::builtin::process_tree::{CommandTree, MARKER_ENV, new_marker};
 use crate::tools::builtin::workspace::Workspace;
-use crate::tools::context::{IDEMPOTENCY_ENV, ToolContext};
+use crate::tools::context::{self, IDEMPOTENCY_ENV, ToolContext};
 use crate::tools::error::ToolError;
+use crate::tools::event::ToolCallUpdate;
 use crate::tools::kind::ToolKind;
 use crate::tools::sandbox::{HELPER_FAILURE_PREFIX, HELPER_FAILURE_STATUS, Sandbox};
 use crate::tools::typed::Tool;
@@ -286,14 +287,17 @@ impl Tool for RunCommand {
         let mut timed_out = false;
         let mut killed = false;
         let mut drain_until: Option<Instant> = None;
+        let mut live = LiveOutput::new(self.limits.max_bytes);
         let mut out_buf = vec![0u8; 8192];
         let mut err_buf = vec![0u8; 8192];
         while out_open || err_open || status.is_none() {
             tokio::select! {
                 read = stdout.read(&mut out_buf), if out_open => {
+                    live.show(&read, &out_buf);
                     out_open = out.absorb(read, &out_buf);
                 }
                 read = stderr.read(&mut err_buf), if err_open => {
+                    live.show(&read, &err_buf);
                     err_open = err.absorb(read, &err_buf);
                 }
                 exited = child.wait(), if status.is_none() => {
@@ -406,6 +410,31 @@ fn sandbox_note(sandbox: &Sandbox, stdout: &str, stderr: &str) -> Option<String>
             causes.join("; ")
         )
     })
+}
+
+/// The command's output as it runs, reported to the call's card
+/// ([`crate::tools::context::report`]) up to the capture limit; nothing when nobody listens.
+struct LiveOutput {
+    room: usize,
+}
+
+impl LiveOutput {
+    fn new(limit: usize) -> Self {
+        LiveOutput {
+            room: if context::listening() { limit } else { 0 },
+        }
+    }
+
+    fn show(&mut self, read: &std::io::Result<usize>, buf: &[u8]) {
+        let Ok(read) = read else { return };
+        let shown = (*read).min(self.room);
+        if shown == 0 {
+            return;
+        }
+        self.room -= shown;
+        let text = String::from_utf8_lossy(buf.get(..shown).unwrap_or_default());
+        context::report(ToolCallUpdate::text(text));
+    }
 }
 
 #[cfg(unix)]

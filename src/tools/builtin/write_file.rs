@@ -10,7 +10,9 @@ use crate::tools::builtin::file_write::{lock_path, replace_file};
 use crate::tools::builtin::protected::ProtectedPaths;
 use crate::tools::builtin::workspace::Workspace;
 use crate::tools::builtin::{blocking, io_failure, path_of, resolve_writable, write_failure};
+use crate::tools::context;
 use crate::tools::error::ToolError;
+use crate::tools::event::{ToolCallUpdate, ToolLocation};
 use crate::tools::kind::ToolKind;
 use crate::tools::typed::Tool;
 
@@ -59,6 +61,15 @@ impl WriteFile {
     /// (default: refused, so a model allowed to write cannot configure the next agcore run).
     pub fn allow_writing_agcore_config(mut self, allow: bool) -> Self {
         self.protected = (!allow).then(ProtectedPaths::from_env);
+        self
+    }
+
+    /// Also refuse to change `files` (files a trusted config reads, such as an agent's
+    /// instructions), unless writing agcore's configuration is allowed.
+    pub fn protecting_files(mut self, files: &[std::path::PathBuf]) -> Self {
+        self.protected = self
+            .protected
+            .map(|protected| protected.with_files(files.iter().map(|file| file.as_path())));
         self
     }
 }
@@ -130,12 +141,26 @@ impl Tool for WriteFile {
         }
         let bytes = input.content.len();
         let guard = lock_path(&path).await;
-        let created = blocking(Self::NAME, move || {
+        // A diff for the call's card, only when someone listens (it reads the old file).
+        let listening = context::listening();
+        let (created, diff) = blocking(Self::NAME, move || {
             let _guard = guard;
-            replace_file(&path, input.content.as_bytes())
+            let old = if listening {
+                std::fs::read_to_string(&path).ok()
+            } else {
+                None
+            };
+            let created = replace_file(&path, input.content.as_bytes())?;
+            Ok((created, listening.then_some((old, input.content))))
         })
         .await?
         .map_err(|failure| write_failure(Self::NAME, &display, failure))?;
+        if let Some((old, new)) = diff {
+            context::report(
+                ToolCallUpdate::diff(display.clone(), old, new)
+                    .with_locations(vec![ToolLocation::file(display.clone())]),
+            );
+        }
         Ok(WriteFileOutput {
             path: display,
             bytes,

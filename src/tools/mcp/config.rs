@@ -25,6 +25,10 @@
 //! default (`write` + `delete`) for tools that say neither read-only nor destructive;
 //! `trustAnnotations: false` ignores the server's hints (every tool counts as unannotated).
 //!
+//! `deferLoading: true` defers every tool of the server: the model is offered `tool_search`
+//! instead of their schemas and loads the ones it needs ([`crate::tools::deferred`];
+//! [`McpServersConfig::deferred_tools`] gives the registry's entries).
+//!
 //! Recovery (see [`McpRetry`]): `startupRetries` (default 2) and `startupBackoffMs` (default
 //! 500, doubling) for a server that fails to start; `restarts` (default 3, `0` for never) for a
 //! server that dies — it is started again on the next call.
@@ -50,6 +54,7 @@ use crate::tools::mcp::filter::McpToolFilter;
 use crate::tools::mcp::recovery::McpRetry;
 use crate::tools::mcp::transport::McpTransport;
 use crate::tools::permission::Permission;
+use crate::tools::profile::ProfileEntry;
 
 /// One server's entry.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
@@ -99,6 +104,10 @@ pub struct McpServerConfig {
     /// spec's defaults, `write` + `delete`). See [`McpClient::with_default_permissions`].
     #[serde(default, alias = "default_permissions")]
     pub default_permissions: Vec<Permission>,
+    /// Whether the server's tools are deferred: found with `tool_search` instead of sent with
+    /// every request ([`crate::tools::deferred`]). Off by default.
+    #[serde(default, alias = "defer_loading")]
+    pub defer_loading: bool,
     /// Exact permissions per tool (its name on the server), e.g.
     /// `{"get_current_time": ["read"]}`; wins over annotations. See
     /// [`McpClient::with_tool_permissions`].
@@ -247,6 +256,20 @@ pub struct McpServersConfig {
     /// The servers, in file order.
     #[serde(rename = "mcpServers", alias = "servers", default)]
     pub servers: IndexMap<String, McpServerConfig>,
+}
+
+impl McpServersConfig {
+    /// The registry entries (`mcp:<server>`) that defer the tools of every enabled server with
+    /// `"deferLoading": true`, for [`ToolRegistry::with_deferred_tools`].
+    ///
+    /// [`ToolRegistry::with_deferred_tools`]: crate::tools::ToolRegistry::with_deferred_tools
+    pub fn deferred_tools(&self) -> Vec<ProfileEntry> {
+        self.servers
+            .iter()
+            .filter(|(_, entry)| entry.defer_loading && !entry.disabled)
+            .map(|(name, _)| ProfileEntry::McpServer(name.clone()))
+            .collect()
+    }
 }
 
 impl McpServersConfig {

@@ -21,9 +21,9 @@ use crate::vocab::{
     Artifact, ArtifactPlace, ArtifactProvider, FinishReason, ReasoningField, Usage,
 };
 
-/// Per-stream state of the chunk decoder.
+/// The chat-completions stream decoder: per-stream state of one reply's chunks.
 #[derive(Debug, Default)]
-pub(crate) struct ChunkDecoder {
+pub struct ChunkDecoder {
     sent_id: bool,
     sent_model: bool,
     /// Whether a reasoning delta (possibly empty) has been passed on.

@@ -82,7 +82,7 @@ struct Event<'a> {
 
 /// The [`SseDecoder`] of a `/responses` stream.
 #[derive(Debug)]
-pub(crate) struct EventDecoder {
+pub struct EventDecoder {
     output: Output,
     /// Whether the reply's metadata went out (from the first of created / in progress).
     meta_sent: bool,

@@ -60,6 +60,7 @@ pub mod config;
 pub mod deferred;
 pub mod mcp;
 pub mod registry;
+pub mod sandbox;
 pub mod streaming;
 pub mod tool_search;
 pub mod typed;

@@ -112,6 +112,13 @@ pub async fn chat(
     println!("{}", session.banner(&target.base_url));
     println!(
         "{}",
+        crate::sandbox_cmd::describe(&crate::sandbox_cmd::policy(
+            &loaded.config.tools,
+            args.tools.sandbox
+        ))
+    );
+    println!(
+        "{}",
         crate::system_prompt::compose(&args.model, &loaded.config)?.summary()
     );
     if let (Some(name), Some(stored)) = (&args.session.session, &stored) {

@@ -44,6 +44,8 @@ pub enum Command {
     /// Agent runs on Restate: serve the AgentSession endpoint, register it.
     #[command(subcommand)]
     Restate(RestateCommand),
+    /// Run a command under an OS sandbox policy, to try it (the exit status is the command's).
+    Sandbox(SandboxArgs),
     /// Serve agcore's demo MCP server on stdio (used by `agcore demo`).
     #[command(hide = true)]
     McpDemoServer {
@@ -51,6 +53,24 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+/// `agcore sandbox`.
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// read-only, workspace-write or full (no sandbox).
+    #[arg(long, default_value = "workspace-write")]
+    pub policy: agcore::tools::sandbox::SandboxMode,
+    /// Let the command use the network (default: off).
+    #[arg(long)]
+    pub network_on: bool,
+    /// The workspace (writable under workspace-write; the command's directory). Default: the
+    /// current directory.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The command and its arguments (after `--`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    pub command: Vec<String>,
 }
 
 /// `agcore restate`: agent runs on a Restate cluster.
@@ -184,6 +204,10 @@ pub struct ToolArgs {
     /// ./agcore.toml is not loaded (pass --config to use it anyway).
     #[arg(long)]
     pub restricted: bool,
+    /// The OS sandbox of run_command: read-only, workspace-write or full (no sandbox). Default:
+    /// `[tools.sandbox]` of agcore.toml, else workspace-write with the network off.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<agcore::tools::sandbox::SandboxMode>,
     /// Feature flags that tools may require (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub flags: Vec<String>,

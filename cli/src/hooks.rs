@@ -92,6 +92,10 @@ pub struct HookCommand {
     /// For tool-call events: the tools it applies to (default: every tool).
     #[serde(default)]
     pub tools: Vec<String>,
+    /// The OS sandbox it runs in, e.g. `{ mode = "read-only" }` (default: `workspace-write`
+    /// in the current directory with the network on, as stdio MCP servers).
+    #[serde(default)]
+    pub sandbox: Option<agcore::tools::sandbox::SandboxPolicy>,
 }
 
 /// Which event a [`CommandHook`] runs on.
@@ -182,6 +186,20 @@ impl CommandHook {
         }
     }
 
+    /// The hook's program under its sandbox, with the current directory as the workspace.
+    fn sandboxed(&self) -> anyhow::Result<agcore::tools::sandbox::SandboxedCommand> {
+        use agcore::tools::sandbox::{Sandbox, SandboxPolicy};
+        let policy = self
+            .command
+            .sandbox
+            .clone()
+            .unwrap_or_else(SandboxPolicy::for_mcp_servers);
+        let workspace = std::env::current_dir()?;
+        Ok(Sandbox::new(policy)
+            .with_helper(crate::sandbox_cmd::helper()?)
+            .command(&workspace, &self.command.command[0])?)
+    }
+
     fn applies_to(&self, tool: &str) -> bool {
         self.command.tools.is_empty() || self.command.tools.iter().any(|t| t == tool)
     }
@@ -190,7 +208,13 @@ impl CommandHook {
     /// ends (or the hook chain's timeout drops this future) the whole group is killed, so a
     /// child it left in the background does not outlive the hook (nor hold its stdout open).
     async fn run(&self, input: Value) -> Ran {
-        let mut command = tokio::process::Command::new(&self.command.command[0]);
+        // Refused, not run unsandboxed, where the kernel cannot enforce the policy.
+        let sandboxed = match self.sandboxed() {
+            Ok(sandboxed) => sandboxed,
+            Err(error) => return Ran::Failed(format!("could not start it: {error:#}")),
+        };
+        let _temp_dir = sandboxed.temp_dir;
+        let mut command = tokio::process::Command::from(sandboxed.command);
         command
             .args(&self.command.command[1..])
             .stdin(Stdio::piped())

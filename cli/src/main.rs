@@ -31,6 +31,7 @@ mod render;
 mod restate_cmd;
 mod run;
 mod sampling;
+mod sandbox_cmd;
 mod secrets;
 mod sessions_cmd;
 mod settings;
@@ -57,6 +58,10 @@ use crate::secrets::Secrets;
 /// Synchronous on purpose: the config is read and the API key taken out of the environment
 /// ([`Secrets::take`]) while the process has one thread; only then does the runtime start.
 fn main() -> ExitCode {
+    // The sandbox helper, before anything else: it must still have one thread.
+    if std::env::args_os().nth(1).as_deref() == Some(sandbox_cmd::HELPER_ARG.as_ref()) {
+        return agcore::tools::sandbox::exec_main(std::env::args_os().skip(2));
+    }
     exit_quietly_on_broken_pipe();
     let cli = Cli::parse();
     // `run --json` ends a failed run with one error event on stdout, whatever failed.
@@ -166,9 +171,10 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
             layers::load(args.source.config.as_deref(), false)
         }
         Command::Mcp(McpCommand::Skill(args)) => layers::load(args.source.config.as_deref(), false),
-        Command::Demo(_) | Command::Trust(_) | Command::McpDemoServer { .. } => {
-            Ok(Loaded::default())
-        }
+        Command::Demo(_)
+        | Command::Trust(_)
+        | Command::Sandbox(_)
+        | Command::McpDemoServer { .. } => Ok(Loaded::default()),
     }
 }
 
@@ -187,6 +193,7 @@ async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow:
             restate_cmd::serve(*args, loaded, &secrets).await
         }
         Command::Restate(RestateCommand::Register(args)) => restate_cmd::register(args).await,
+        Command::Sandbox(args) => sandbox_cmd::sandbox(args).await,
         Command::McpDemoServer { args } => mcp_demo_server::serve(args)
             .await
             .map(|()| ExitCode::SUCCESS),

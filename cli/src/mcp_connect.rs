@@ -12,9 +12,13 @@ use crate::settings::{mcp_servers, secret_env_names};
 /// `client` with every variable of `withheld` kept from its (stdio) server, answering
 /// elicitations in the terminal and offering the current directory as its root.
 pub fn withholding(client: McpClient, withheld: &[String]) -> McpClient {
-    let client = withheld
+    let mut client = withheld
         .iter()
         .fold(client, |client, name| client.without_env(name.clone()));
+    // agcore is its own sandbox helper for the servers it starts.
+    if let Ok(helper) = crate::sandbox_cmd::helper() {
+        client = client.with_sandbox_helper(helper);
+    }
     crate::mcp_progress::attach(crate::elicit::interactive(client))
 }
 

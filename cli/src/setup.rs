@@ -231,7 +231,9 @@ pub async fn build_registry_with_mcp(
         let options = BuiltinOptions::default()
             .withholding(secret_env_names(config, model))
             .allow_private_network(config.builtin.allow_private_network)
-            .protecting_files(agent_files(config));
+            .protecting_files(agent_files(config))
+            .sandbox(crate::sandbox_cmd::policy(&tools, tool_args.sandbox))
+            .sandbox_helper(crate::sandbox_cmd::helper()?);
         registry.register_all(builtin_tools_with(&workspace, &options))?;
     }
     if let Some(dir) = crate::context_cli::spill_dir(config) {

@@ -79,6 +79,8 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
             );
         }
         print!("{}", escape_keeping_lines(&report.to_string()));
+        let policy = crate::sandbox_cmd::policy(&loaded.config.tools, args.tools.sandbox);
+        println!("{}", crate::sandbox_cmd::describe(&policy));
         if !deferred.is_empty() {
             println!(
                 "deferred: {} tool(s) offered through tool_search, loaded when a search finds them: {}",

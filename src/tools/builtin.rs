@@ -147,6 +147,11 @@ pub struct BuiltinOptions {
     pub refuse_hard_linked_reads: bool,
     /// How many `run_command` commands run at once (`None`: [`RunCommand::DEFAULT_MAX_CONCURRENT`]).
     pub max_concurrent_commands: Option<usize>,
+    /// The sandbox `run_command`'s commands run under (default: `workspace-write`, network
+    /// off; see [`crate::tools::sandbox`]).
+    pub sandbox: crate::tools::sandbox::SandboxPolicy,
+    /// The sandbox helper program (`None`: [`crate::tools::sandbox::SandboxHelper::discover`]).
+    pub sandbox_helper: Option<crate::tools::sandbox::SandboxHelper>,
     /// Further files the write tools refuse like agcore's own configuration: files a trusted
     /// config reads (an agent's instructions file, its output schema file).
     pub protected_files: Vec<std::path::PathBuf>,
@@ -177,6 +182,18 @@ impl BuiltinOptions {
         self
     }
 
+    /// Run `run_command`'s commands under `policy`.
+    pub fn sandbox(mut self, policy: crate::tools::sandbox::SandboxPolicy) -> Self {
+        self.sandbox = policy;
+        self
+    }
+
+    /// Apply the sandbox with `helper` (e.g. the host program on a leading argument).
+    pub fn sandbox_helper(mut self, helper: crate::tools::sandbox::SandboxHelper) -> Self {
+        self.sandbox_helper = Some(helper);
+        self
+    }
+
     /// Refuse writes to `files` too, like agcore's own configuration.
     pub fn protecting_files<I: IntoIterator<Item = std::path::PathBuf>>(
         mut self,
@@ -198,12 +215,18 @@ pub fn builtin_tools_with(
     workspace: &Workspace,
     options: &BuiltinOptions,
 ) -> Vec<Arc<dyn BaseTool>> {
+    let mut sandbox = crate::tools::sandbox::Sandbox::new(options.sandbox.clone());
+    if let Some(helper) = &options.sandbox_helper {
+        sandbox = sandbox.with_helper(helper.clone());
+    }
     let run_command = options.withheld_env.iter().fold(
-        RunCommand::new(workspace.clone()).with_max_concurrent(
-            options
-                .max_concurrent_commands
-                .unwrap_or(RunCommand::DEFAULT_MAX_CONCURRENT),
-        ),
+        RunCommand::new(workspace.clone())
+            .with_sandbox(sandbox)
+            .with_max_concurrent(
+                options
+                    .max_concurrent_commands
+                    .unwrap_or(RunCommand::DEFAULT_MAX_CONCURRENT),
+            ),
         |tool, name| tool.without_env(name.clone()),
     );
     let mut tools = read_only_tools_with(workspace, options);

@@ -11,6 +11,7 @@ use crate::tools::permission::{Permission, PermissionChecker, PermissionConfig};
 use crate::tools::profile::{Profile, ProfileEntry};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::rules::{ArgumentRule, ArgumentRules};
+use crate::tools::sandbox::SandboxPolicy;
 
 /// The tool settings of a config file. Unknown keys are errors (a typo must not be ignored).
 ///
@@ -21,6 +22,7 @@ use crate::tools::rules::{ArgumentRule, ArgumentRules};
 /// flags = ["lsp"]            # feature flags tools may require
 /// ask = ["write"]            # permissions that need approval instead of allow
 /// idempotent = ["run_command"] # also run again after a crash cut a call off (see below)
+/// sandbox = { mode = "workspace-write", network = "off" }  # run_command's OS sandbox
 /// unannotated = "ask"        # MCP tools without annotations: ask per call, or "hide"
 /// deferred = ["mcp:github"]  # found with tool_search instead of sent (profile entries)
 ///
@@ -76,6 +78,10 @@ pub struct ToolsConfig {
     /// repeat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idempotent: Vec<String>,
+    /// The OS sandbox of `run_command` (`[tools.sandbox]`; default `workspace-write`, network
+    /// off). Restricted mode makes it `read-only` with the network off whatever it says.
+    #[serde(default, skip_serializing_if = "is_default_sandbox")]
+    pub sandbox: SandboxPolicy,
     /// Deferred tools, written like a profile's entries (`mcp:github`, a tool name,
     /// `kind:fetch`): offered through `tool_search` instead of sent with every request
     /// ([`crate::tools::deferred`]; [`ToolRegistry::with_deferred_tools`]).
@@ -83,10 +89,19 @@ pub struct ToolsConfig {
     pub deferred: Vec<ProfileEntry>,
 }
 
+fn is_default_sandbox(policy: &SandboxPolicy) -> bool {
+    *policy == SandboxPolicy::default()
+}
+
 impl ToolsConfig {
     /// The permission checker these settings describe.
     pub fn permission_checker(&self) -> PermissionChecker {
         PermissionChecker::new(self.permissions.clone().unwrap_or_default())
+    }
+
+    /// The sandbox policy in force: [`ToolsConfig::sandbox`], with restricted mode applied.
+    pub fn sandbox_policy(&self) -> SandboxPolicy {
+        self.sandbox.clone().restricted(self.restricted)
     }
 
     /// The approval policy these settings describe.

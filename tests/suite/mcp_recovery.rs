@@ -156,9 +156,12 @@ async fn without_restarts_a_dead_server_stays_dead_until_connect() {
 
 #[tokio::test]
 async fn a_configured_server_restarts_and_retries_by_default() {
-    let (_dir, file) = counter();
+    let (dir, file) = counter();
+    // Its counter file is in its directory: a configured server is sandboxed (issue 34) and
+    // writes only there.
     let json = json!({"mcpServers": {"demo": {
         "command": demo_server(),
+        "cwd": dir.path(),
         "args": ["--test-tools", "--fault", format!("fail-starts=1@{file}")],
         "startupBackoffMs": 10,
     }}});

@@ -32,6 +32,9 @@ async fn run_command_cannot_read_the_key_from_agcores_proc_environ() {
         .args(["run", "--base-url", &base_url(&server), "--model", "m"])
         .args(["--tools", "builtin", "--config"])
         .arg(&config)
+        // Unsandboxed on purpose: the sandbox (issue 34) would already stop the command reading
+        // agcore's /proc entries; this is about what is there to read.
+        .args(["--sandbox", "full"])
         .arg("go");
     let output = Command::from_std(agcore).output().unwrap();
     assert!(output.status.success(), "{output:?}");
@@ -63,8 +66,11 @@ fn a_stdio_mcp_server_cannot_read_the_key_from_agcores_proc_environ() {
         env!("CARGO_BIN_EXE_agcore")
     );
     let mcp = dir.path().join("mcp.json");
-    let json =
-        serde_json::json!({"mcpServers": {"spy": {"command": "sh", "args": ["-c", script]}}});
+    // Unsandboxed on purpose: the sandbox (issue 34) would already stop it reading agcore's
+    // /proc entries; this is about what is there to read.
+    let json = serde_json::json!({"mcpServers": {"spy": {
+        "command": "sh", "args": ["-c", script], "sandbox": {"mode": "full"}
+    }}});
     std::fs::write(&mcp, json.to_string()).unwrap();
     let config = dir.path().join("key.toml");
     std::fs::write(

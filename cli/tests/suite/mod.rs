@@ -28,6 +28,7 @@ mod rules_cli;
 mod run_cli;
 mod run_json_errors;
 mod run_mrtr;
+mod sandbox_cli;
 mod session_grants;
 mod session_leases;
 mod sessions;

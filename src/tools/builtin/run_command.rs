@@ -22,6 +22,7 @@ use crate::tools::context::{self, IDEMPOTENCY_ENV, ToolContext};
 use crate::tools::error::ToolError;
 use crate::tools::event::ToolCallUpdate;
 use crate::tools::kind::ToolKind;
+use crate::tools::sandbox::{HELPER_FAILURE_PREFIX, HELPER_FAILURE_STATUS, Sandbox};
 use crate::tools::typed::Tool;
 
 /// How long to keep draining the pipes after the shell exited and its group was killed (a
@@ -71,7 +72,12 @@ pub struct RunCommandOutput {
 /// and on Linux also descendants that left the group (`setsid`, double forks), found by an
 /// environment marker (`AGCORE_RUN_COMMAND_ID`), by holding the command's output pipes, or by
 /// descent. A process that clears its environment, closes the pipes and leaves the group
-/// escapes; confine commands with a sandbox when that matters.
+/// escapes the killing — but not the sandbox.
+///
+/// Every command runs under a [`Sandbox`] (default: `workspace-write`, network off; see
+/// [`crate::tools::sandbox`]), which every process it starts inherits; where the kernel cannot
+/// enforce it the command is refused, never run unsandboxed. [`RunCommand::with_sandbox`]
+/// chooses another policy, `full` included.
 #[derive(Debug, Clone)]
 pub struct RunCommand {
     workspace: Workspace,
@@ -81,6 +87,7 @@ pub struct RunCommand {
     removed_env: Vec<String>,
     slots: Arc<tokio::sync::Semaphore>,
     max_concurrent: usize,
+    sandbox: Sandbox,
 }
 
 impl RunCommand {
@@ -97,7 +104,19 @@ impl RunCommand {
             removed_env: Vec::new(),
             slots: Arc::new(tokio::sync::Semaphore::new(Self::DEFAULT_MAX_CONCURRENT)),
             max_concurrent: Self::DEFAULT_MAX_CONCURRENT,
+            sandbox: Sandbox::default(),
         }
+    }
+
+    /// Run commands under `sandbox` instead of the default (`workspace-write`, network off).
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The sandbox commands run under.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// Run at most `max` commands at once (minimum 1); further calls wait for a slot, within
@@ -215,7 +234,16 @@ impl Tool for RunCommand {
                 }
             };
         let marker = new_marker();
-        let mut command = tokio::process::Command::new("sh");
+        // Refused, not run unsandboxed, where the kernel cannot enforce the policy.
+        let sandboxed = self
+            .sandbox
+            .command(self.workspace.root(), "sh")
+            .map_err(|error| {
+                ToolError::ExecutionFailed(Self::NAME.to_owned(), error.to_string())
+            })?;
+        // The private TMPDIR lives until the command is over.
+        let _temp_dir = sandboxed.temp_dir;
+        let mut command = tokio::process::Command::from(sandboxed.command);
         command
             .arg("-c")
             .arg(&input.command)
@@ -303,7 +331,25 @@ impl Tool for RunCommand {
                 )
             })?;
         let (stdout, stdout_cut) = out.finish(self.limits);
-        let (stderr, stderr_cut) = err.finish(self.limits);
+        let (mut stderr, stderr_cut) = err.finish(self.limits);
+        if status.code() == Some(HELPER_FAILURE_STATUS)
+            && let Some(reason) = stderr.strip_prefix(HELPER_FAILURE_PREFIX)
+        {
+            return Err(ToolError::ExecutionFailed(
+                Self::NAME.to_owned(),
+                format!(
+                    "the sandbox ({}) could not be applied, nothing was run: {}",
+                    self.sandbox.policy().describe(),
+                    reason.trim_end()
+                ),
+            ));
+        }
+        if !status.success()
+            && !self.sandbox.policy().is_full()
+            && let Some(note) = sandbox_note(&self.sandbox, &stdout, &stderr)
+        {
+            stderr.push_str(&note);
+        }
         Ok(RunCommandOutput {
             command: input.command,
             exit_code: status.code(),
@@ -314,6 +360,56 @@ impl Tool for RunCommand {
             truncated: stdout_cut || stderr_cut,
         })
     }
+}
+
+/// What a failed command's output that looks like a sandbox refusal gets appended, so the
+/// model reads the cause instead of a bare `Permission denied`.
+fn sandbox_note(sandbox: &Sandbox, stdout: &str, stderr: &str) -> Option<String> {
+    use crate::tools::sandbox::{NetworkAccess, SandboxMode};
+    let policy = sandbox.policy();
+    let seen = |needles: &[&str]| {
+        needles
+            .iter()
+            .any(|needle| stderr.contains(needle) || stdout.contains(needle))
+    };
+    let mut causes = Vec::new();
+    if seen(&[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ]) {
+        causes.push(match policy.effective_mode() {
+            SandboxMode::ReadOnly => {
+                "writes anywhere but $TMPDIR are blocked by the sandbox (read-only)".to_owned()
+            }
+            _ => "writes outside the workspace (and to its .git and agcore config) are blocked \
+                  by the sandbox; write inside the workspace or $TMPDIR"
+                .to_owned(),
+        });
+    }
+    if policy.effective_network() == NetworkAccess::Off
+        && seen(&[
+            "Network is unreachable",
+            "Could not resolve",
+            "Temporary failure in name resolution",
+            "Connection refused",
+            "Operation not permitted",
+            "network",
+        ])
+    {
+        causes.push(
+            "the network (including localhost and Unix sockets) is off in the sandbox; work \
+             offline or ask the user to allow network"
+                .to_owned(),
+        );
+    }
+    (!causes.is_empty()).then(|| {
+        format!(
+            "\n[agcore sandbox: {}: {}]\n",
+            policy.describe(),
+            causes.join("; ")
+        )
+    })
 }
 
 /// The command's output as it runs, reported to the call's card

@@ -93,6 +93,11 @@ impl McpClient {
                 startup: McpRetry::default(),
                 restarts: 0,
                 subscriptions,
+                // Unsandboxed unless asked: servers from an mcpServers config get
+                // `SandboxPolicy::for_mcp_servers` (McpServerConfig::to_client).
+                sandbox: crate::tools::sandbox::Sandbox::new(
+                    crate::tools::sandbox::SandboxPolicy::full(),
+                ),
             },
             rule: PermissionRule::default(),
             naming: McpToolNaming::Raw,
@@ -164,6 +169,35 @@ impl McpClient {
     /// The variables [`without_env`](Self::without_env) withholds from a stdio server.
     pub fn withheld_env(&self) -> &[String] {
         &self.settings.env_remove
+    }
+
+    /// Run a stdio server under `sandbox`. A client made with [`McpClient::new`] runs its
+    /// server unsandboxed unless told; one made from an mcpServers config entry gets the
+    /// entry's `"sandbox"`, by default [`SandboxPolicy::for_mcp_servers`] (`workspace-write`
+    /// in its `cwd` or the current directory and in the existing directories its arguments
+    /// name, network on).
+    ///
+    /// [`SandboxPolicy::for_mcp_servers`]: crate::tools::sandbox::SandboxPolicy::for_mcp_servers
+    pub fn with_sandbox(mut self, sandbox: crate::tools::sandbox::Sandbox) -> Self {
+        self.settings.sandbox = sandbox;
+        self
+    }
+
+    /// Run a stdio server under `policy` (keeping the sandbox's helper and probe).
+    pub fn with_sandbox_policy(mut self, policy: crate::tools::sandbox::SandboxPolicy) -> Self {
+        self.settings.sandbox = self.settings.sandbox.clone().with_policy(policy);
+        self
+    }
+
+    /// Apply the sandbox with `helper` (e.g. the host program on a leading argument).
+    pub fn with_sandbox_helper(mut self, helper: crate::tools::sandbox::SandboxHelper) -> Self {
+        self.settings.sandbox = self.settings.sandbox.clone().with_helper(helper);
+        self
+    }
+
+    /// The sandbox a stdio server runs in.
+    pub fn sandbox(&self) -> &crate::tools::sandbox::Sandbox {
+        &self.settings.sandbox
     }
 
     /// Run a stdio server in `dir`.

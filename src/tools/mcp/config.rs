@@ -87,6 +87,11 @@ pub struct McpServerConfig {
     /// Per-request timeout in seconds.
     #[serde(default)]
     pub timeout: Option<u64>,
+    /// The OS sandbox of a stdio server, e.g. `{"mode": "read-only", "network": "off"}`
+    /// (absent: [`crate::tools::sandbox::SandboxPolicy::for_mcp_servers`], `workspace-write` with
+    /// the network on).
+    #[serde(default)]
+    pub sandbox: Option<crate::tools::sandbox::SandboxPolicy>,
     /// Connect timeout in seconds.
     #[serde(default)]
     pub connect_timeout: Option<u64>,
@@ -203,6 +208,11 @@ impl McpServerConfig {
         if let Some(secs) = self.timeout {
             client = client.with_timeout(secs);
         }
+        client = client.with_sandbox_policy(
+            self.sandbox
+                .clone()
+                .unwrap_or_else(crate::tools::sandbox::SandboxPolicy::for_mcp_servers),
+        );
         if let Some(version) = &self.protocol_version {
             client = client.with_protocol_version(version.clone());
         }

@@ -67,6 +67,8 @@ pub(crate) struct Settings {
     pub restarts: u32,
     /// Subscribed resources and where their updates go.
     pub subscriptions: Arc<Subscriptions>,
+    /// The OS sandbox a stdio server runs in.
+    pub sandbox: crate::tools::sandbox::Sandbox,
 }
 
 /// Why a session could not be opened, and whether trying again may help.
@@ -215,6 +217,7 @@ impl Connection {
                         env: settings.env.clone(),
                         env_remove: settings.env_remove.clone(),
                         cwd: settings.cwd.clone(),
+                        sandbox: settings.sandbox.clone(),
                     };
                     let (service, child) =
                         open_stdio(settings, &spec, handler, lifecycle, &closed).await?;

@@ -33,6 +33,8 @@ pub(crate) struct StdioSpec {
     /// Inherited variables not passed on (removed before `env` is applied).
     pub env_remove: Vec<String>,
     pub cwd: Option<PathBuf>,
+    /// The OS sandbox it runs in (its workspace: `cwd`, else the current directory).
+    pub sandbox: crate::tools::sandbox::Sandbox,
 }
 
 /// The JSON-RPC code of the error agcore puts in place of a server's oversized answer.
@@ -267,13 +269,57 @@ impl ChildHandle {
     }
 }
 
+/// Whether `program` names an executable file: a path as it is, a bare name on `PATH` (the
+/// server's own `PATH` if its config sets one).
+fn program_found(program: &str, env: &[(String, String)]) -> bool {
+    let is_file = |path: &std::path::Path| path.is_file();
+    if program.contains('/') {
+        return is_file(std::path::Path::new(program));
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| std::ffi::OsString::from(value))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| is_file(&dir.join(program)))
+}
+
 /// Spawn the server. `closed` fires when its stdout ends or it exits.
 pub(crate) fn spawn(
     server: &Arc<str>,
     spec: &StdioSpec,
     closed: CancellationToken,
 ) -> std::io::Result<(StdioTransport, ChildHandle)> {
-    let mut command = Command::new(&spec.command);
+    let workspace = match &spec.cwd {
+        Some(cwd) => cwd.clone(),
+        None => std::env::current_dir()?,
+    };
+    // Refused, not started unsandboxed, where the kernel cannot enforce the policy.
+    // A missing program is a start error here, as without the sandbox (not an exit of the
+    // helper that would look like a crashed server).
+    if !spec.sandbox.policy().is_full() && !program_found(&spec.command, &spec.env) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{} was not found", spec.command),
+        ));
+    }
+    // The directories its command line names are the ones the user gave it to work in (the
+    // filesystem server's allowed roots): writable under `workspace-write` like its cwd.
+    let sandbox = spec
+        .args
+        .iter()
+        .map(std::path::Path::new)
+        .filter(|arg| arg.is_absolute() && arg.is_dir())
+        .fold(spec.sandbox.clone(), |sandbox, dir| {
+            sandbox.with_writable_root(dir)
+        });
+    let sandboxed = sandbox
+        .command(&workspace, &spec.command)
+        .map_err(std::io::Error::other)?;
+    let temp_dir = sandboxed.temp_dir;
+    let mut command = Command::from(sandboxed.command);
     for name in &spec.env_remove {
         command.env_remove(name);
     }
@@ -303,7 +349,13 @@ pub(crate) fn spawn(
     }
     let (exit_tx, exit) = watch::channel(None);
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
-    let supervisor = tokio::spawn(supervise(child, pid, exit_tx, shutdown_rx, closed.clone()));
+    let supervised = supervise(child, pid, exit_tx, shutdown_rx, closed.clone());
+    // The server's private TMPDIR lives as long as it runs.
+    let supervisor = tokio::spawn(async move {
+        let output = supervised.await;
+        drop(temp_dir);
+        output
+    });
     let transport = StdioTransport {
         server: server.clone(),
         reader: LineReader::new(BufReader::new(stdout), MAX_MESSAGE_BYTES),

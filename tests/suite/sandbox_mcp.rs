@@ -1,0 +1,69 @@
+//! The OS sandbox of stdio MCP servers (issue 34): a server runs under its entry's policy
+//! (default `workspace-write` in its `cwd`, network on). A wrapper shell tries to write the
+//! server's directory before it executes the real (demo) server, which must still serve.
+//!
+//! Fails with the sandbox off: `AGCORE_DISABLE_SANDBOX_IN_TESTS=1` (see `super::sandbox::sandbox`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(target_os = "linux")]
+
+use agcore::tools::mcp::{McpClient, McpServersConfig, McpTransport};
+use agcore::tools::sandbox::SandboxPolicy;
+
+use crate::support::mcp::demo_server;
+
+/// The demo server behind a shell that first tries to write `probe.txt` in its directory.
+fn wrapped_demo() -> McpTransport {
+    McpTransport::Stdio {
+        command: "sh".to_owned(),
+        args: vec![
+            "-c".to_owned(),
+            format!(
+                "echo x > probe.txt 2>/dev/null; exec '{}'",
+                demo_server().display()
+            ),
+        ],
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_server_cannot_write_its_directory_but_still_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut client = McpClient::new("demo", wrapped_demo())
+        .with_cwd(dir.path())
+        .with_sandbox(super::sandbox::sandbox(
+            SandboxPolicy::read_only(),
+            home.path(),
+        ));
+    client.connect().await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert!(!tools.is_empty());
+    assert!(
+        !dir.path().join("probe.txt").exists(),
+        "the read-only server wrote its directory"
+    );
+}
+
+#[tokio::test]
+async fn the_entry_s_sandbox_key_sets_the_policy_and_the_default_writes_its_directory() {
+    let read_only_dir = tempfile::tempdir().unwrap();
+    let default_dir = tempfile::tempdir().unwrap();
+    let config: McpServersConfig = serde_json::from_value(serde_json::json!({
+        "mcpServers": {
+            "locked": {"command": "sh", "cwd": read_only_dir.path(), "sandbox": {"mode": "read-only"},
+                       "args": ["-c", format!("echo x > probe.txt; exec '{}'", demo_server().display())]},
+            "default": {"command": "sh", "cwd": default_dir.path(),
+                        "args": ["-c", format!("echo x > probe.txt; exec '{}'", demo_server().display())]}
+        }
+    }))
+    .unwrap();
+    for (name, dir, writes) in [
+        ("locked", &read_only_dir, false),
+        ("default", &default_dir, true),
+    ] {
+        let mut client = config.client(name).unwrap();
+        client.connect().await.unwrap();
+        assert!(!client.list_tools().await.unwrap().is_empty());
+        assert_eq!(dir.path().join("probe.txt").exists(), writes, "{name}");
+    }
+}

@@ -312,11 +312,17 @@ pub fn handoff_line(from: &str, to: &str) -> String {
 /// call instead ([`crate::approve::question_of`]).
 pub fn short_arguments(input: &Value) -> String {
     match input {
-        Value::Object(map) => map
-            .iter()
-            .map(|(key, value)| format!("{}={}", escape_for_terminal(key), one_line(value, 60)))
-            .collect::<Vec<_>>()
-            .join(", "),
+        // Keys sorted: the same line whatever order serde_json's map keeps (the ACP SDK turns
+        // on its `preserve_order`).
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            entries
+                .into_iter()
+                .map(|(key, value)| format!("{}={}", escape_for_terminal(key), one_line(value, 60)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
         other => one_line(other, 80),
     }
 }

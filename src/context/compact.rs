@@ -122,7 +122,10 @@ fn short_arguments(arguments: &str) -> String {
     let mut text = String::new();
     match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(map)) => {
-            for (index, (key, value)) in map.iter().enumerate() {
+            // Keys sorted: the same stub whatever order serde_json's map keeps.
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            for (index, (key, value)) in entries.into_iter().enumerate() {
                 if index > 0 {
                     text.push_str(", ");
                 }

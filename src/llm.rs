@@ -31,6 +31,7 @@ pub mod http_model;
 pub mod model;
 pub mod openai;
 pub mod openai_responses;
+pub mod provider;
 pub mod providers;
 pub mod retry;
 pub mod stream;

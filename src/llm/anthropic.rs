@@ -41,7 +41,7 @@ use futures::Stream;
 
 use crate::llm::http_model::HttpModel;
 use crate::llm::model::{ModelStream, WireApi};
-use crate::llm::providers::Provider;
+use crate::llm::provider::Provider;
 use crate::llm::transport::{self, TransportSettings};
 
 pub use codec::AnthropicMessages;

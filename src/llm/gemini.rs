@@ -47,7 +47,7 @@ use futures::Stream;
 use crate::llm::error::ProviderError;
 use crate::llm::http_model::HttpModel;
 use crate::llm::model::{ModelDelta, ModelStream, WireApi};
-use crate::llm::providers::Provider;
+use crate::llm::provider::Provider;
 use crate::llm::transport::{SseDecoder, TransportSettings, decode_events};
 
 pub use codec::GeminiApi;

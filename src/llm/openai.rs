@@ -39,7 +39,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use crate::llm::error::ProviderError;
 use crate::llm::http_model::HttpModel;
 use crate::llm::model::WireApi;
-use crate::llm::providers::{Connection, Provider};
+use crate::llm::provider::{Connection, Provider};
 use crate::llm::transport::{HttpTransport, TransportSettings};
 
 pub use codec::ChatCompletions;

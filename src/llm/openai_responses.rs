@@ -52,7 +52,7 @@ mod stream;
 
 use crate::llm::http_model::HttpModel;
 use crate::llm::model::WireApi;
-use crate::llm::providers::Provider;
+use crate::llm::provider::Provider;
 use crate::llm::transport::TransportSettings;
 
 pub use codec::Responses;

@@ -20,7 +20,8 @@ fn modules(root: &Path) -> BTreeMap<String, String> {
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.is_dir() {
+            // `src/bin/` holds binaries, not modules of the crate.
+            if path.is_dir() && !(dir == root && path.ends_with("bin")) {
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
                 let relative = path.strip_prefix(root).unwrap().with_extension("");

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::llm::model::WireApi;
 use crate::llm::openai::{Dialect, connect};
-use crate::llm::providers::Provider;
+use crate::llm::provider::Provider;
 use crate::vocab::{RequestOptions, ToolChoice};
 
 /// Mistral in the provider table: `mistral`, `MISTRAL_BASE_URL`, `MISTRAL_API_KEY`.

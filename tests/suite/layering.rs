@@ -222,6 +222,7 @@ const KNOWN_BREACHES: &[(&str, &str)] = &[
     ("run::handle::team_calls", "team"),
     ("run::handle::team_calls", "team::child"),
     ("run::handle::team_calls", "team::tools"),
+    ("run::handle::tools", "team"),
     ("run::handle::tools", "team::child"),
     ("run::request", "team"),
 ];

@@ -30,6 +30,7 @@ if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
 fi
 # A venv left without pip by an earlier failed `python3 -m venv` is made again.
 [ -x venv/bin/pip ] || { rm -rf venv; python3 -m venv venv; }
-# The vendors' official SDKs judge the provider fixtures' shapes (tests/fixtures/providers/check_*.py).
+# The vendors' official SDKs judge the provider fixtures' shapes (tests/fixtures/providers/check_*.py);
+# the official ACP Python SDK is the editor of cli/tests/suite/acp_editor.rs (`agcore acp`).
 venv/bin/pip install --quiet --disable-pip-version-check mcp-server-time==2026.10.19 \
-    anthropic==2.10.0 google-genai==3.3.0 openai==3.51.0
+    anthropic==2.10.0 google-genai==3.3.0 openai==3.51.0 agent-client-protocol==0.12.1

@@ -21,7 +21,7 @@ use crate::render::without_spinner;
 pub fn approver_for(yes: bool) -> Arc<dyn Approver> {
     if yes {
         Arc::new(ApproveAll)
-    } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    } else if can_ask_terminal() {
         Arc::new(TerminalApprover::default())
     } else {
         Arc::new(DenyAll {
@@ -31,6 +31,11 @@ pub fn approver_for(yes: bool) -> Arc<dyn Approver> {
             ),
         })
     }
+}
+
+/// Whether someone at a terminal can answer approval questions (stdin and stderr are one).
+pub fn can_ask_terminal() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
 /// Asks on the terminal, one question at a time.

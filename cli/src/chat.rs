@@ -48,7 +48,15 @@ Ctrl-C cancels the running turn (dropped, unless a tool had started: then kept, 
 as cancelled); at the prompt it clears the line.";
 
 /// Run `agcore chat`.
-pub async fn chat(args: ChatArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+pub async fn chat(
+    args: ChatArgs,
+    mut loaded: Loaded,
+    secrets: &Secrets,
+) -> anyhow::Result<ExitCode> {
+    // Someone at the terminal answers: writes and commands are asked, not refused.
+    if !args.tools.yes && crate::approve::can_ask_terminal() {
+        crate::interactive_default::apply(&mut loaded.config.tools);
+    }
     // Held (locked) for the whole chat; every completed prompt is stored.
     let stored = open_session(&args.session, &loaded.config).await?;
     let mut cycle = match &stored {

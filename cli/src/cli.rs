@@ -35,6 +35,9 @@ pub enum Command {
     /// Stored conversations (`run --session`, `chat --session`): list, show, rm.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Serve the Agent Client Protocol on stdio: agcore as an agent inside Zed, JetBrains or
+    /// Neovim (CodeCompanion). The editor starts it; see docs/15-editors.md.
+    Acp(AcpArgs),
     /// The team of agents of agcore.toml (`[agents.NAME]`, run with `run --agent NAME`).
     #[command(subcommand)]
     Agents(AgentsCommand),
@@ -272,6 +275,23 @@ pub struct RunArgs {
     /// The prompt.
     #[arg(required_unless_present_any = ["resume", "print_system_prompt"])]
     pub prompt: Option<String>,
+}
+
+/// `agcore acp`: the options of `agcore run` that an editor session needs.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// Where the model is.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Which tools (the workspace is each session's `cwd`; `--workspace` is ignored).
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// Where the editor's sessions are stored (each ACP session is a stored session).
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Run as the agent NAME of the config's team (`[agents.NAME]`).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 /// A stored conversation.

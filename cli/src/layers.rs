@@ -224,13 +224,18 @@ pub struct Loaded {
 /// Read the config by the rule of this module: the user's file, then `explicit`, else the
 /// workspace's `./agcore.toml` if it is trusted and not `restricted`.
 pub fn load(explicit: Option<&Path>, restricted: bool) -> anyhow::Result<Loaded> {
+    load_in(explicit, restricted, Path::new("."))
+}
+
+/// [`load`] with the workspace file looked for in `dir` (an editor session's `cwd`).
+pub fn load_in(explicit: Option<&Path>, restricted: bool, dir: &Path) -> anyhow::Result<Loaded> {
     let mut files = Vec::new();
     if let Some(user) = user_config_path().filter(|path| path.is_file()) {
         files.push(ConfigFile::read(&user)?);
     }
     match explicit {
         Some(path) => files.push(ConfigFile::read(path)?),
-        None => files.extend(workspace_file(restricted)?),
+        None => files.extend(workspace_file(restricted, dir)?),
     }
     let mut table = toml::Table::new();
     let mut mcp_files = BTreeMap::new();
@@ -255,8 +260,8 @@ pub fn load(explicit: Option<&Path>, restricted: bool) -> anyhow::Result<Loaded>
 
 /// The workspace's `./agcore.toml` when it exists and is trusted; otherwise `None`, and stderr
 /// says why and how to trust it.
-fn workspace_file(restricted: bool) -> anyhow::Result<Option<ConfigFile>> {
-    let path = Path::new(DEFAULT_CONFIG_FILE);
+fn workspace_file(restricted: bool, dir: &Path) -> anyhow::Result<Option<ConfigFile>> {
+    let path = &dir.join(DEFAULT_CONFIG_FILE);
     if !path.is_file() {
         return Ok(None);
     }

@@ -1,6 +1,7 @@
 //! `agcore`: the command-line face of the agcore library — one-shot runs, interactive chat,
 //! tool listings, MCP servers, and an offline demo.
 
+mod acp;
 mod agent_events;
 mod agents_cmd;
 mod agents_config;
@@ -14,6 +15,7 @@ mod demo;
 mod elicit;
 mod elicit_unattended;
 mod hooks;
+mod interactive_default;
 mod json_error;
 mod layers;
 mod mcp_catalog;
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
     let model = match &cli.command {
         Command::Run(args) => Some(&args.model),
         Command::Chat(args) => Some(&args.model),
+        Command::Acp(args) => Some(&args.model),
         Command::Restate(RestateCommand::Serve(args)) => Some(&args.model),
         _ => None,
     };
@@ -143,6 +146,7 @@ fn load(command: &Command) -> anyhow::Result<Loaded> {
     match command {
         Command::Run(args) => settings::load_config(&args.tools),
         Command::Chat(args) => settings::load_config(&args.tools),
+        Command::Acp(args) => settings::load_config(&args.tools),
         Command::Tools(args) => settings::load_config(&args.tools),
         Command::Agents(AgentsCommand::List(args)) => settings::load_config(&args.tools),
         Command::Restate(RestateCommand::Serve(args)) => settings::load_config(&args.tools),
@@ -178,6 +182,7 @@ async fn dispatch(command: Command, loaded: Loaded, secrets: Secrets) -> anyhow:
     match command {
         Command::Run(args) => run::run(args, loaded, &secrets).await,
         Command::Chat(args) => chat::chat(args, loaded, &secrets).await,
+        Command::Acp(args) => acp::serve(args, loaded, secrets).await,
         Command::Tools(args) => tools_cmd::tools(args, loaded).await,
         Command::Agents(command) => agents_cmd::agents(command, loaded).await,
         Command::Mcp(command) => mcp_cmd::mcp(command, loaded).await,

@@ -181,14 +181,8 @@ pub async fn build_registry(
     Ok((registry, statuses))
 }
 
-/// [`build_registry`], and a handle of each connected MCP server (for `/resources`, `/prompt`).
-pub async fn build_registry_with_mcp(
-    tool_args: &ToolArgs,
-    model: Option<&ModelArgs>,
-    loaded: &Loaded,
-    check_profiles: bool,
-) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>, Vec<McpHandle>)> {
-    let config = &loaded.config;
+/// The config's tool settings with the arguments' profile, restricted mode and flags applied.
+pub fn effective_tools(config: &AgcoreConfig, tool_args: &ToolArgs) -> agcore::tools::ToolsConfig {
     let mut tools = config.tools.clone();
     if let Some(profile) = &tool_args.profile {
         tools.profile = Some(profile.clone());
@@ -197,6 +191,35 @@ pub async fn build_registry_with_mcp(
         tools.restricted = true;
     }
     tools.flags.extend(tool_args.flags.iter().cloned());
+    tools
+}
+
+/// The built-in tools' options the config and arguments give (`tools`: the config's tool
+/// settings with the arguments applied, restricted mode included).
+pub fn builtin_options(
+    config: &AgcoreConfig,
+    model: Option<&ModelArgs>,
+    tools: &agcore::tools::ToolsConfig,
+    tool_args: &ToolArgs,
+) -> anyhow::Result<BuiltinOptions> {
+    // Commands the model runs must not see the model's API key.
+    Ok(BuiltinOptions::default()
+        .withholding(secret_env_names(config, model))
+        .allow_private_network(config.builtin.allow_private_network)
+        .protecting_files(agent_files(config))
+        .sandbox(crate::sandbox_cmd::policy(tools, tool_args.sandbox))
+        .sandbox_helper(crate::sandbox_cmd::helper()?))
+}
+
+/// [`build_registry`], and a handle of each connected MCP server (for `/resources`, `/prompt`).
+pub async fn build_registry_with_mcp(
+    tool_args: &ToolArgs,
+    model: Option<&ModelArgs>,
+    loaded: &Loaded,
+    check_profiles: bool,
+) -> anyhow::Result<(ToolRegistry, Vec<McpServerStatus>, Vec<McpHandle>)> {
+    let config = &loaded.config;
+    let mut tools = effective_tools(config, tool_args);
     // MCP tools that say nothing about what they do are offered and asked per call, unless
     // the config says `unannotated = "hide"`.
     tools
@@ -227,13 +250,7 @@ pub async fn build_registry_with_mcp(
             .unwrap_or_else(std::env::current_dir)?;
         let workspace = Workspace::new(&root)
             .with_context(|| format!("cannot use {} as the workspace", root.display()))?;
-        // Commands the model runs must not see the model's API key.
-        let options = BuiltinOptions::default()
-            .withholding(secret_env_names(config, model))
-            .allow_private_network(config.builtin.allow_private_network)
-            .protecting_files(agent_files(config))
-            .sandbox(crate::sandbox_cmd::policy(&tools, tool_args.sandbox))
-            .sandbox_helper(crate::sandbox_cmd::helper()?);
+        let options = builtin_options(config, model, &tools, tool_args)?;
         registry.register_all(builtin_tools_with(&workspace, &options))?;
     }
     if let Some(dir) = crate::context_cli::spill_dir(config) {

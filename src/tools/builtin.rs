@@ -208,6 +208,27 @@ impl BuiltinOptions {
         self.max_concurrent_commands = Some(max);
         self
     }
+
+    /// Where `tool` may write `requested` under these options, exactly as `write_file` and
+    /// `edit_file` decide it: inside `workspace` (no `..`, no link out of it) and — unless
+    /// [`BuiltinOptions::allow_writing_agcore_config`] — not agcore's own configuration or a
+    /// protected file, under any name the path goes by. For a tool that writes by other
+    /// means (an editor's buffers over ACP) with the built-ins' confinement.
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArguments`] or [`ToolError::PermissionDenied`], phrased for the model.
+    pub fn resolve_writable(
+        &self,
+        workspace: &Workspace,
+        tool: &str,
+        requested: &str,
+    ) -> Result<std::path::PathBuf, ToolError> {
+        let protected = (!self.allow_writing_agcore_config).then(|| {
+            protected::ProtectedPaths::from_env()
+                .with_files(self.protected_files.iter().map(|file| file.as_path()))
+        });
+        resolve_writable(workspace, protected.as_ref(), tool, requested)
+    }
 }
 
 /// Every built-in tool, confined to `workspace`, configured by `options`.

@@ -473,3 +473,50 @@ async fn ctrl_c_while_the_first_turns_tool_runs_keeps_the_prompt_and_the_turn() 
     );
     assert_eq!(request_bodies(&server).await.len(), 1);
 }
+
+/// The interactive default (no permission settings, a terminal to ask): a write is asked, not
+/// refused with "not in the allowed list", and `y` writes the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_chat_asks_before_a_write_instead_of_refusing_it() {
+    let workspace = tempfile::tempdir().unwrap();
+    let server = fake_openai(vec![
+        Reply::tool(
+            "call_write",
+            "write_file",
+            r#"{"path":"out.txt","content":"hello"}"#,
+        ),
+        Reply::text("Written."),
+    ])
+    .await;
+
+    let mut command = agcore(workspace.path());
+    command.args([
+        "chat",
+        "--base-url",
+        &base_url(&server),
+        "--model",
+        "fake-model",
+    ]);
+    command.args(["--tools", "builtin", "--workspace"]);
+    command.arg(workspace.path());
+    let status = tokio::task::block_in_place(move || {
+        let mut session = spawn_chat(command);
+        expect(&mut session, "you> ");
+        session.send_line("write hello to out.txt").unwrap();
+        expect(&mut session, "write_file wants to run: Write out.txt");
+        expect(&mut session, "allow?");
+        session.send_line("y").unwrap();
+        expect(&mut session, "Written.");
+        expect(&mut session, "you> ");
+        session.send(ControlCode::EndOfTransmission).unwrap();
+        session.get_process().wait().unwrap()
+    });
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "chat exited with {status:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("out.txt")).unwrap(),
+        "hello"
+    );
+}

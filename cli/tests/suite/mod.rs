@@ -1,5 +1,6 @@
 //! The test suite's modules, one per area (each was a test binary of its own before).
 
+mod acp_editor;
 mod agents_cli;
 mod agents_durable;
 mod api_key_environ;

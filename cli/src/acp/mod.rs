@@ -106,7 +106,9 @@ impl Server {
     }
 }
 
-fn initialize(request: &acp::InitializeRequest) -> acp::InitializeResponse {
+/// The answer to `initialize`: image prompts are offered when the model reads images (the
+/// config's `[model] accepts_images`, the switch that also sends it tools' images).
+fn initialize(request: &acp::InitializeRequest, accepts_images: bool) -> acp::InitializeResponse {
     let _ = request;
     acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
         .agent_capabilities(
@@ -114,7 +116,7 @@ fn initialize(request: &acp::InitializeRequest) -> acp::InitializeResponse {
                 .load_session(true)
                 .prompt_capabilities(
                     acp::PromptCapabilities::new()
-                        .image(true)
+                        .image(accepts_images)
                         .embedded_context(true),
                 )
                 .mcp_capabilities(acp::McpCapabilities::new().http(true)),
@@ -222,7 +224,7 @@ where
 
 /// Run `agcore acp` until the editor closes stdin.
 pub async fn serve(args: AcpArgs, loaded: Loaded, secrets: Secrets) -> anyhow::Result<ExitCode> {
-    let _ = loaded;
+    let accepts_images = loaded.config.model.accepts_images.unwrap_or(false);
     // Servers' progress lines go to stderr (stdout is the protocol's).
     crate::mcp_progress::show(crate::mcp_progress::Shown::Human);
     let server = Arc::new(Server {
@@ -250,7 +252,7 @@ pub async fn serve(args: AcpArgs, loaded: Loaded, secrets: Secrets) -> anyhow::R
                 if let Ok(mut offers) = on_initialize.editor.lock() {
                     *offers = EditorOffers::of(&request.client_capabilities);
                 }
-                responder.respond(initialize(&request))
+                responder.respond(initialize(&request, accepts_images))
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -152,8 +152,13 @@ async fn an_allowed_write_asks_the_editor_shows_a_diff_and_writes_the_file() {
         report["initialize"]["agentCapabilities"]["loadSession"],
         true
     );
+    // Images are offered only for a model configured to read them (see the raw-wire test).
     assert_eq!(
         report["initialize"]["agentCapabilities"]["promptCapabilities"]["image"],
+        false
+    );
+    assert_eq!(
+        report["initialize"]["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
         true
     );
     assert_eq!(report["stops"], json!(["end_turn"]));
@@ -690,4 +695,42 @@ fn bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `initialize` on the raw wire with `args`: its result.
+fn initialize_with(workspace: &Path, args: &[&str]) -> Value {
+    let mut child = agcore(workspace)
+        .args(["acp", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let answers = lines(child.stdout.take().unwrap());
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n")
+        .unwrap();
+    let answer = next(&answers);
+    drop(stdin);
+    child.wait().unwrap();
+    answer["result"].clone()
+}
+
+#[test]
+fn image_prompts_are_offered_when_the_model_reads_images() {
+    let workspace = tempfile::tempdir().unwrap();
+    let plain = initialize_with(workspace.path(), &[]);
+    assert_eq!(
+        plain["agentCapabilities"]["promptCapabilities"]["image"],
+        false
+    );
+    let config = workspace.path().join("vision.toml");
+    std::fs::write(&config, "[model]\naccepts_images = true\n").unwrap();
+    let vision = initialize_with(workspace.path(), &["--config", config.to_str().unwrap()]);
+    assert_eq!(
+        vision["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "{vision}"
+    );
 }

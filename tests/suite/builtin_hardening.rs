@@ -725,3 +725,42 @@ fn tool_caps_are_derived_from_the_loop_limit() {
     const { assert!(MODEL_OUTPUT_BUDGET < DEFAULT_TOOL_OUTPUT_LIMIT) };
     let _ = Arc::new(());
 }
+
+/// `BuiltinOptions::resolve_writable` (for tools that write by other means, e.g. an editor's
+/// buffers over ACP) decides as the write tools do: agcore's config under any name and paths
+/// out of the workspace are refused, a protected file too, unless config writes are allowed.
+#[test]
+fn resolve_writable_confines_as_the_write_tools_do() {
+    let fixture = Fixture::new();
+    fixture.write("agcore.toml", "[builtin]\nenabled = true\n");
+    fixture.write("instructions.md", "be nice\n");
+    symlink("agcore.toml", fixture.path("innocent")).unwrap();
+    let options = BuiltinOptions::default().protecting_files([fixture.path("instructions.md")]);
+    let refused = |path: &str| {
+        options
+            .resolve_writable(&fixture.workspace, "write_file", path)
+            .unwrap_err()
+    };
+    for path in [
+        "agcore.toml",
+        "innocent",
+        "sub/../agcore.toml",
+        "instructions.md",
+    ] {
+        assert!(
+            matches!(refused(path), ToolError::PermissionDenied(..)),
+            "{path} was not refused"
+        );
+    }
+    assert!(refused("../escape.txt").to_string().contains("outside"));
+    let allowed = options
+        .resolve_writable(&fixture.workspace, "write_file", "src/new.rs")
+        .unwrap();
+    assert!(allowed.starts_with(std::fs::canonicalize(fixture.root.path()).unwrap()));
+    let permissive = BuiltinOptions::default().allow_writing_agcore_config(true);
+    assert!(
+        permissive
+            .resolve_writable(&fixture.workspace, "write_file", "agcore.toml")
+            .is_ok()
+    );
+}

@@ -25,6 +25,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 
 use super::delegate::delegate_to_builtin;
+use super::requests::ask;
 
 /// The most lines one read asks the editor for (the built-in's cap).
 const MAX_LINES: u32 = 2000;
@@ -75,21 +76,16 @@ impl EditorFs {
         let mut request = acp::ReadTextFileRequest::new(self.session.clone(), path.to_owned());
         request.line = line;
         request.limit = limit;
-        let response = self
-            .connection
-            .send_request(request)
-            .block_task()
-            .await
-            .map_err(|error| {
-                ToolError::ExecutionFailed(
-                    tool.to_owned(),
-                    format!(
-                        "the editor could not read {}: {}",
-                        self.workspace.relative(path),
-                        error.message
-                    ),
-                )
-            })?;
+        let response = ask(&self.connection, request).await.map_err(|error| {
+            ToolError::ExecutionFailed(
+                tool.to_owned(),
+                format!(
+                    "the editor could not read {}: {}",
+                    self.workspace.relative(path),
+                    error.message
+                ),
+            )
+        })?;
         Ok(response.content)
     }
 
@@ -97,9 +93,7 @@ impl EditorFs {
     async fn write(&self, tool: &str, path: &Path, content: String) -> Result<(), ToolError> {
         let request =
             acp::WriteTextFileRequest::new(self.session.clone(), path.to_owned(), content);
-        self.connection
-            .send_request(request)
-            .block_task()
+        ask(&self.connection, request)
             .await
             .map(drop)
             .map_err(|error| {

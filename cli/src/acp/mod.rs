@@ -8,6 +8,7 @@
 //! - [`permission`]: approvals as `session/request_permission`.
 //! - [`replay`]: `session/load` replays the stored conversation.
 //! - [`modes`]: session modes from agcore's tool profiles.
+//! - [`requests`]: requests to the editor sent so that a cancelled turn leaves them to it.
 //! - [`editor_tools`]: the built-ins the editor does for agcore when it offers to:
 //!   [`editor_files`] (`read_file`, `write_file`, `edit_file` on its buffers) and [`terminal`]
 //!   (`run_command` in its terminals), each keeping the built-in's gates ([`delegate`]).
@@ -24,6 +25,7 @@ mod kinds;
 mod modes;
 mod permission;
 mod replay;
+mod requests;
 mod session;
 mod terminal;
 mod transport;

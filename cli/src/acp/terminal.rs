@@ -23,6 +23,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 
 use super::delegate::delegate_to_builtin;
+use super::requests::ask;
 
 const TOOL: &str = "run_command";
 
@@ -130,7 +131,7 @@ impl TerminalGuard {
     async fn release(mut self) {
         if let Some(id) = self.id.take() {
             let request = acp::ReleaseTerminalRequest::new(self.session.clone(), id);
-            if let Err(error) = self.connection.send_request(request).block_task().await {
+            if let Err(error) = ask(&self.connection, request).await {
                 tracing::warn!(%error, "the editor's terminal could not be released");
             }
         }
@@ -171,17 +172,12 @@ impl BaseTool for EditorRunCommand {
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
             .min(MAX_TIMEOUT);
         let (request, temp_dir) = self.create_request(&input.command)?;
-        let created = self
-            .connection
-            .send_request(request)
-            .block_task()
-            .await
-            .map_err(|error| {
-                Self::failed(format!(
-                    "the editor could not start a terminal: {}",
-                    error.message
-                ))
-            })?;
+        let created = ask(&self.connection, request).await.map_err(|error| {
+            Self::failed(format!(
+                "the editor could not start a terminal: {}",
+                error.message
+            ))
+        })?;
         let terminal = TerminalGuard {
             connection: self.connection.clone(),
             session: self.session.clone(),
@@ -191,8 +187,7 @@ impl BaseTool for EditorRunCommand {
         context::report(ToolCallUpdate::terminal(created.terminal_id.0.to_string()));
         let wait =
             acp::WaitForTerminalExitRequest::new(self.session.clone(), created.terminal_id.clone());
-        let exited =
-            tokio::time::timeout(timeout, self.connection.send_request(wait).block_task()).await;
+        let exited = tokio::time::timeout(timeout, ask(&self.connection, wait)).await;
         let (status, timed_out) = match exited {
             Ok(Ok(exited)) => (Some(exited.exit_status), false),
             Ok(Err(error)) => {
@@ -206,16 +201,13 @@ impl BaseTool for EditorRunCommand {
                     self.session.clone(),
                     created.terminal_id.clone(),
                 );
-                let _ = self.connection.send_request(kill).block_task().await;
+                let _ = ask(&self.connection, kill).await;
                 (None, true)
             }
         };
         let output_request =
             acp::TerminalOutputRequest::new(self.session.clone(), created.terminal_id.clone());
-        let output = self
-            .connection
-            .send_request(output_request)
-            .block_task()
+        let output = ask(&self.connection, output_request)
             .await
             .map_err(|error| {
                 Self::failed(format!("the editor's terminal output: {}", error.message))

@@ -400,6 +400,33 @@ async fn edits_writes_and_commands_go_through_the_editor() {
     assert!(answer.contains("from-the-terminal"), "{answer}");
 }
 
+/// Cancel while a command runs in the editor's terminal: the turn ends `cancelled` at once, and
+/// the terminal is killed and released (no command outlives its call).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_while_a_command_runs_in_the_editors_terminal_kills_it() {
+    let Some(python) = python() else { return };
+    let workspace = tempfile::tempdir().unwrap();
+    let server = fake_openai(vec![Reply::tool(
+        "call_sleep",
+        "run_command",
+        r#"{"command":"sleep 30"}"#,
+    )])
+    .await;
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let started = std::time::Instant::now();
+    let report = tokio::task::block_in_place(|| {
+        editor(&python, "editor_cancel", workspace.path(), "-", &args)
+    });
+    assert_eq!(report["stops"], json!(["cancelled"]), "{report}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{report}");
+    let terminals = report["terminals"].as_array().unwrap();
+    assert_eq!(terminals.len(), 1, "{report}");
+    assert_eq!(terminals[0]["killed"], true, "{report}");
+    assert_eq!(terminals[0]["released"], true, "{report}");
+    assert_eq!(final_status(&report, "call_sleep"), "failed");
+}
+
 /// "Allow always" is asked once: the session's later calls of the tool run without a
 /// question, and so do they after the session is loaded in a new agent process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,8 +4,8 @@
 //!
 //! - [`SandboxPolicy`]: `read-only`, `workspace-write` (the default) or `full` (no sandbox),
 //!   network `off` (the default) or `on`, extra writable roots, never-readable paths
-//!   ([`DEFAULT_HIDDEN`]: keys, cloud credentials, agcore's stores). Restricted mode forces
-//!   `read-only` with the network off.
+//!   ([`DEFAULT_HIDDEN`]: keys, cloud credentials, agcore's stores), resource limits
+//!   ([`SandboxLimits`]). Restricted mode forces `read-only` with the network off.
 //! - [`Sandbox`]: a policy with the helper program that applies it and the kernel probe.
 //!   [`Sandbox::command`] fails closed ([`SandboxError::Unsupported`]) where the kernel cannot
 //!   enforce the policy.
@@ -21,6 +21,7 @@
 mod error;
 mod exec;
 mod launcher;
+mod limits;
 #[cfg(target_os = "linux")]
 mod linux;
 mod policy;
@@ -30,6 +31,7 @@ mod spec;
 pub use error::SandboxError;
 pub use exec::exec_main;
 pub use launcher::{HELPER_BINARY, HELPER_ENV, Sandbox, SandboxHelper, SandboxedCommand};
+pub use limits::{DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_PROCESSES, SandboxLimits};
 pub use policy::{DEFAULT_HIDDEN, NetworkAccess, SandboxMode, SandboxPolicy, UnknownSandboxMode};
 pub use probe::{FixedProbe, KernelProbe, MIN_LANDLOCK_ABI, SandboxProbe, SandboxSupport};
 pub use spec::{HELPER_FAILURE_PREFIX, HELPER_FAILURE_STATUS};

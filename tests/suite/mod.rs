@@ -17,6 +17,7 @@ mod durable_runs;
 mod exposure;
 mod fallback;
 mod fetch_hardening;
+mod gates_once;
 mod hooks;
 mod idempotency_keys;
 mod journal_cost;

@@ -232,6 +232,7 @@ impl Sandbox {
             read_only,
             hidden,
             network: self.policy.effective_network(),
+            limits: self.policy.limits,
         })
     }
 }

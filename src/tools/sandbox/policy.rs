@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::sandbox::limits::SandboxLimits;
+
 /// How much of the file system a sandboxed command may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -69,6 +71,7 @@ pub enum NetworkAccess {
 /// writable_roots = ["/srv/cache"]
 /// hidden = ["~/.password-store"]   # never readable, besides the defaults
 /// readable = ["~/.aws"]        # default-hidden paths to show anyway
+/// limits = { max_processes = 1024 }   # rlimits, see SandboxLimits
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +91,9 @@ pub struct SandboxPolicy {
     /// Paths of [`DEFAULT_HIDDEN`] to leave readable, named knowingly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readable: Vec<PathBuf>,
+    /// Resource limits (processes, file size, memory, CPU) of the command and its children.
+    #[serde(default, skip_serializing_if = "SandboxLimits::is_default")]
+    pub limits: SandboxLimits,
     /// Restricted mode: `read-only` and the network off, whatever the fields above say.
     #[serde(skip)]
     pub restricted: bool,
@@ -153,6 +159,12 @@ impl SandboxPolicy {
     /// This policy with another writable directory.
     pub fn with_writable_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.writable_roots.push(root.into());
+        self
+    }
+
+    /// This policy with these resource limits.
+    pub fn with_limits(mut self, limits: SandboxLimits) -> Self {
+        self.limits = limits;
         self
     }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::sandbox::limits::SandboxLimits;
 use crate::tools::sandbox::policy::NetworkAccess;
 
 /// What the helper enforces on itself before it runs the command.
@@ -21,6 +22,8 @@ pub(crate) struct SandboxSpec {
     /// Network off: a new network namespace (no interfaces but a down loopback) and seccomp
     /// refusing sockets other than IPv4/IPv6/netlink ones (Unix sockets outside).
     pub(crate) network: NetworkAccess,
+    /// Resource limits, set after the namespaces are entered.
+    pub(crate) limits: SandboxLimits,
 }
 
 /// The first argument of the helper's command line after its program (and leading arguments),

@@ -53,6 +53,7 @@ mod run_state;
 mod sandbox;
 mod sandbox_mcp;
 mod sandbox_projects;
+mod sandbox_proxy;
 mod security_claims;
 mod server_tool_blocks;
 mod session_grants;

@@ -375,17 +375,24 @@ async fn a_blocked_write_tells_the_model_it_was_the_sandbox() {
     assert!(text.contains("blocked by the sandbox"), "{text}");
 }
 
+/// Whether the tests run as root (Linux exempts uid 0 from the process limit).
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid() == 0
+}
+
 #[tokio::test]
 async fn resource_limits_bound_processes_and_file_size() {
     let fixture = Fixture::new();
-    let limits = SandboxLimits::default()
-        .with_max_processes(24)
-        .with_max_file_size(1024 * 1024);
-    let tool = fixture.tool(SandboxPolicy::workspace_write().with_limits(limits));
-    // The limits are in force, for the command and what it starts.
-    let output = run(&tool, "ulimit -u; sh -c 'ulimit -u'").await;
-    assert_eq!(output.stdout, "24\n24\n", "{output:?}");
-    // A file stops growing at the limit.
+    let size_only = SandboxLimits::default().with_max_file_size(1024 * 1024);
+    let tool = fixture.tool(SandboxPolicy::workspace_write().with_limits(size_only));
+    // The limit is in force, for the command and what it starts, and a file stops growing at it.
+    let limit = "python3 -c 'import resource as r; print(r.getrlimit(r.RLIMIT_FSIZE))'";
+    let output = run(&tool, &format!("{limit}; sh -c \"{limit}\"")).await;
+    assert_eq!(
+        output.stdout, "(1048576, 1048576)\n(1048576, 1048576)\n",
+        "{output:?}"
+    );
     let output = run(&tool, "head -c 3000000 /dev/zero > big.bin").await;
     assert_ne!(output.exit_code, Some(0), "{output:?}");
     let size = std::fs::metadata(fixture.workspace.join("big.bin"))
@@ -400,6 +407,13 @@ async fn resource_limits_bound_processes_and_file_size() {
          n += 1\nprint('started', n)\n",
     )
     .unwrap();
+    let tool = fixture.tool(SandboxPolicy::workspace_write().with_limits(size_only.with_max_processes(24)));
+    if running_as_root() {
+        // Not enforceable for root: refused, not run without it.
+        let error = tool.run(input("python3 forks.py")).await.unwrap_err().to_string();
+        assert!(error.contains("RLIMIT_NPROC"), "{error}");
+        return;
+    }
     let output = run(&tool, "python3 forks.py").await;
     let started: usize = output
         .stdout

@@ -13,9 +13,12 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 * 1024 * 1024 * 1024;
 /// Resource limits of a sandboxed command, each inherited by every process it starts. `0`
 /// means no limit.
 ///
+/// Linux does not apply `RLIMIT_NPROC` to root (uid 0): for root the default process limit
+/// is left out, and one set explicitly refuses to run (it cannot be enforced).
+///
 /// ```toml
 /// [tools.sandbox.limits]
-/// max_processes = 4096           # processes and threads in the sandbox at once (RLIMIT_NPROC)
+/// max_processes = 4096           # processes and threads at once (RLIMIT_NPROC; not for root)
 /// max_file_size = 17179869184    # bytes one file may grow to (RLIMIT_FSIZE)
 /// max_address_space = 0          # bytes of virtual memory per process (RLIMIT_AS)
 /// max_cpu_secs = 0               # CPU seconds per process (RLIMIT_CPU)
@@ -24,8 +27,10 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 * 1024 * 1024 * 1024;
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxLimits {
     /// Processes and threads the sandbox may run at once (counted in its own user namespace,
-    /// not against the user's other processes). Default [`DEFAULT_MAX_PROCESSES`].
-    pub max_processes: u64,
+    /// not against the user's other processes). `None`: [`DEFAULT_MAX_PROCESSES`] where the
+    /// kernel enforces it (not for root); a number given for root refuses to run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u64>,
     /// The size, in bytes, a process may make a file grow to; beyond it the write fails
     /// (`EFBIG`, the process gets `SIGXFSZ`). Default [`DEFAULT_MAX_FILE_SIZE`].
     pub max_file_size: u64,
@@ -40,7 +45,7 @@ pub struct SandboxLimits {
 impl Default for SandboxLimits {
     fn default() -> Self {
         SandboxLimits {
-            max_processes: DEFAULT_MAX_PROCESSES,
+            max_processes: None,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             max_address_space: 0,
             max_cpu_secs: 0,
@@ -52,7 +57,7 @@ impl SandboxLimits {
     /// No limits at all.
     pub fn none() -> Self {
         SandboxLimits {
-            max_processes: 0,
+            max_processes: Some(0),
             max_file_size: 0,
             max_address_space: 0,
             max_cpu_secs: 0,
@@ -61,7 +66,7 @@ impl SandboxLimits {
 
     /// These limits with at most `count` processes and threads.
     pub fn with_max_processes(mut self, count: u64) -> Self {
-        self.max_processes = count;
+        self.max_processes = Some(count);
         self
     }
 
@@ -95,7 +100,7 @@ mod tests {
     #[test]
     fn limits_parse_with_defaults_for_what_is_not_given() {
         let limits: SandboxLimits = serde_json::from_str(r#"{"max_processes": 64}"#).unwrap();
-        assert_eq!(limits.max_processes, 64);
+        assert_eq!(limits.max_processes, Some(64));
         assert_eq!(limits.max_file_size, DEFAULT_MAX_FILE_SIZE);
         assert!(serde_json::from_str::<SandboxLimits>(r#"{"max_procs": 1}"#).is_err());
     }

@@ -9,6 +9,10 @@ use crate::tools::sandbox::policy::{NetworkAccess, SandboxPolicy};
 /// which a file outside the writable roots could still be emptied.
 pub const MIN_LANDLOCK_ABI: u32 = 3;
 
+/// The Landlock ABI a network allow-list needs (Linux 6.7): TCP connect rules by port, so
+/// the command reaches the egress proxy and nothing else.
+pub const MIN_LANDLOCK_NET_ABI: u32 = 4;
+
 /// The kernel features the sandbox is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SandboxSupport {
@@ -44,6 +48,12 @@ impl SandboxSupport {
                 "Landlock ABI {MIN_LANDLOCK_ABI} or later (this kernel has ABI {abi}; Linux 6.2 \
                  or later)"
             )),
+            Some(abi) if abi < MIN_LANDLOCK_NET_ABI && !policy.proxied_hosts().is_empty() => {
+                missing.push(format!(
+                    "Landlock ABI {MIN_LANDLOCK_NET_ABI} or later for the network allow-list (this \
+                     kernel has ABI {abi}; Linux 6.7 or later)"
+                ));
+            }
             Some(_) => {}
         }
         if !self.user_namespaces {

@@ -129,3 +129,29 @@ fn user_namespaces_allowed() -> bool {
     number("/proc/sys/user/max_user_namespaces").is_some_and(|max| max > 0)
         && number("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|on| on == 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allow_list_needs_landlock_network_rules() {
+        let abi3 = SandboxSupport {
+            landlock_abi: Some(3),
+            user_namespaces: true,
+            seccomp: true,
+        };
+        assert!(abi3.missing_for(&SandboxPolicy::default()).is_empty());
+        let listed = SandboxPolicy::default().with_allowed_hosts(["crates.io"]);
+        let missing = abi3.missing_for(&listed);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(missing[0].contains("Landlock ABI 4"), "{missing:?}");
+        let abi4 = SandboxSupport {
+            landlock_abi: Some(4),
+            ..abi3
+        };
+        assert!(abi4.missing_for(&listed).is_empty());
+        // Restricted mode drops the list: nothing more is needed.
+        assert!(abi3.missing_for(&listed.restricted(true)).is_empty());
+    }
+}

@@ -63,7 +63,11 @@ pub struct SandboxArgs {
     pub network_on: bool,
     /// With the network off, let the command reach HOST through agcore's HTTPS proxy (an
     /// exact name, `*.example.com` for subdomains, or an IP address); repeatable.
-    #[arg(long = "allow-host", value_name = "HOST", conflicts_with = "network_on")]
+    #[arg(
+        long = "allow-host",
+        value_name = "HOST",
+        conflicts_with = "network_on"
+    )]
     pub allow_hosts: Vec<String>,
     /// The workspace (writable under workspace-write; the command's directory). Default: the
     /// current directory.

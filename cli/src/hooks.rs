@@ -124,7 +124,11 @@ pub fn chain(section: &HooksSection, restricted: bool) -> HookChain {
         (Event::OnError, &section.on_error),
     ] {
         for command in commands.iter().filter(|c| !c.command.is_empty()) {
-            chain.push(Arc::new(CommandHook::new(event, command.clone(), restricted)));
+            chain.push(Arc::new(CommandHook::new(
+                event,
+                command.clone(),
+                restricted,
+            )));
         }
     }
     chain

@@ -704,9 +704,9 @@ impl ToolRegistry {
     }
 
     /// [`ToolRegistry::run_stream`] for the run: each call with whether a decision already
-    /// approved it and its gates if the run already passed them, and `observer` told — inside the call's own future, so that nothing waits
-    /// for a call the stream's consumer is not polling — just before a call's tool executes
-    /// and when the call finished. The run records there that the call started and its answer
+    /// approved it and its gates if the run already passed them, and `observer` told — inside
+    /// the call's own future, so that nothing waits for a call the stream's consumer is not
+    /// polling — just before a call's tool executes and when the call finished. The run records there that the call started and its answer
     /// (in memory, and in its journal), so that after a cancellation or a crash it knows which
     /// calls may have had effects and which finished.
     pub(crate) fn run_stream_observed<'a>(
@@ -725,8 +725,7 @@ impl ToolRegistry {
                 async move {
                     // A call that can be continued (an MCP task) records how, and picks up
                     // where an earlier attempt left off; a call of a run has its context.
-                    let run =
-                        self.run_call(call, approved, gated, || observer.started(position));
+                    let run = self.run_call(call, approved, gated, || observer.started(position));
                     let keep = |value| observer.continues(position, value);
                     let continued = continuation::scope(resume, keep, run);
                     let mut completed = match context {

@@ -407,10 +407,15 @@ async fn resource_limits_bound_processes_and_file_size() {
          n += 1\nprint('started', n)\n",
     )
     .unwrap();
-    let tool = fixture.tool(SandboxPolicy::workspace_write().with_limits(size_only.with_max_processes(24)));
+    let tool = fixture
+        .tool(SandboxPolicy::workspace_write().with_limits(size_only.with_max_processes(24)));
     if running_as_root() {
         // Not enforceable for root: refused, not run without it.
-        let error = tool.run(input("python3 forks.py")).await.unwrap_err().to_string();
+        let error = tool
+            .run(input("python3 forks.py"))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("RLIMIT_NPROC"), "{error}");
         return;
     }
@@ -421,7 +426,10 @@ async fn resource_limits_bound_processes_and_file_size() {
         .strip_prefix("started ")
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("{output:?}"));
-    assert!((10..24).contains(&started), "{started} processes started: {output:?}");
+    assert!(
+        (10..24).contains(&started),
+        "{started} processes started: {output:?}"
+    );
     // The user's own processes outside do not count against it: a command still starts.
     assert_eq!(run(&tool, "true").await.exit_code, Some(0));
 }

@@ -87,14 +87,17 @@ async fn a_library_client_sandboxes_its_server_by_default() {
         ],
     };
     let mut client = McpClient::new("demo", transport.clone()).with_cwd(dir.path());
-    assert_eq!(
-        client.sandbox().policy(),
-        &SandboxPolicy::for_mcp_servers()
-    );
+    assert_eq!(client.sandbox().policy(), &SandboxPolicy::for_mcp_servers());
     client.connect().await.unwrap();
     assert!(!client.list_tools().await.unwrap().is_empty());
-    assert!(!probe.exists(), "the default server wrote outside its directory");
-    assert!(dir.path().join("mine.txt").exists(), "its own directory is writable");
+    assert!(
+        !probe.exists(),
+        "the default server wrote outside its directory"
+    );
+    assert!(
+        dir.path().join("mine.txt").exists(),
+        "its own directory is writable"
+    );
     client.close().await.unwrap();
     // `full` by explicit choice: the same server writes there.
     let mut client = McpClient::new("demo", transport)

@@ -91,11 +91,8 @@ async fn the_proxy_tunnels_to_listed_hosts_only() {
     let port = target.port();
     let names = resolver(target);
     // The loopback target is listed as an address, so a listed name may resolve to it.
-    let proxy = EgressProxy::start(
-        HostAllowList::new(["svc.test", "127.0.0.1"]),
-        names.clone(),
-    )
-    .unwrap();
+    let proxy =
+        EgressProxy::start(HostAllowList::new(["svc.test", "127.0.0.1"]), names.clone()).unwrap();
     let (status, mut tunnel) = connect_through(proxy.port(), &format!("svc.test:{port}")).await;
     assert_eq!(status, "HTTP/1.1 200 Connection established");
     tunnel.write_all(b"ping").await.unwrap();
@@ -107,7 +104,9 @@ async fn the_proxy_tunnels_to_listed_hosts_only() {
     assert!(status.starts_with("HTTP/1.1 403"), "{status}");
     assert_eq!(*names.asked.lock().unwrap(), ["svc.test"]);
     // Plain HTTP is not proxied.
-    let mut plain = TcpStream::connect(("127.0.0.1", proxy.port())).await.unwrap();
+    let mut plain = TcpStream::connect(("127.0.0.1", proxy.port()))
+        .await
+        .unwrap();
     plain
         .write_all(b"GET http://svc.test/ HTTP/1.1\r\nHost: svc.test\r\n\r\n")
         .await
@@ -119,7 +118,11 @@ async fn the_proxy_tunnels_to_listed_hosts_only() {
     let strict = EgressProxy::start(HostAllowList::new(["rebind.test"]), names.clone()).unwrap();
     let (status, _) = connect_through(strict.port(), &format!("rebind.test:{port}")).await;
     assert!(status.starts_with("HTTP/1.1 403"), "{status}");
-    assert_eq!(accepted.load(Ordering::SeqCst), 1, "only the allowed tunnel arrived");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "only the allowed tunnel arrived"
+    );
 }
 
 /// What the sandboxed command tries: the tunnel, then the target directly, then UDP, then a
@@ -169,5 +172,9 @@ async fn a_sandboxed_command_reaches_allowed_hosts_through_the_proxy_and_nothing
          HTTP/1.1 403 Forbidden\n",
         "{output:?}"
     );
-    assert_eq!(accepted.load(Ordering::SeqCst), 1, "only the tunnel arrived");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "only the tunnel arrived"
+    );
 }

@@ -65,8 +65,7 @@ pub(crate) async fn run_tools<'a>(
     // Each call passes the gates once: a call whose start needs them to decide keeps the
     // result and runs with it.
     let mut gated: Vec<Option<Gated<'_>>> = batch.run.iter().map(|_| None).collect();
-    let mut ahead =
-        journal_batch::starts_ahead(registry, &batch, cx.journal.is_some(), &mut gated);
+    let mut ahead = journal_batch::starts_ahead(registry, &batch, cx.journal.is_some(), &mut gated);
     let mut gated: HashMap<usize, Gated<'_>> = batch
         .run
         .iter()

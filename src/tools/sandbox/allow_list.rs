@@ -42,7 +42,10 @@ impl HostAllowList {
             Ok(address) => self.addresses.contains(&address),
             Err(_) => {
                 self.names.contains(&host)
-                    || self.suffixes.iter().any(|suffix| host.ends_with(suffix.as_str()))
+                    || self
+                        .suffixes
+                        .iter()
+                        .any(|suffix| host.ends_with(suffix.as_str()))
             }
         }
     }

@@ -229,7 +229,10 @@ impl Sandbox {
         if hosts.is_empty() {
             return Ok(None);
         }
-        let mut slot = self.proxy.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self
+            .proxy
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(proxy) = slot.as_ref() {
             return Ok(Some(proxy.clone()));
         }

@@ -168,7 +168,10 @@ impl SandboxPolicy {
     }
 
     /// This policy with the network off but for `hosts`, reached through the egress proxy.
-    pub fn with_allowed_hosts<S: Into<String>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
+    pub fn with_allowed_hosts<S: Into<String>>(
+        mut self,
+        hosts: impl IntoIterator<Item = S>,
+    ) -> Self {
         self.network = NetworkAccess::Off;
         self.allowed_hosts = hosts.into_iter().map(Into::into).collect();
         self

@@ -129,7 +129,12 @@ async fn serve(
     }
     let connect = tokio::time::timeout(STEP_TIMEOUT, TcpStream::connect(&reachable[..])).await;
     let Ok(Ok(mut upstream)) = connect else {
-        return refuse(&mut client, 502, &format!("{host}:{port} could not be reached")).await;
+        return refuse(
+            &mut client,
+            502,
+            &format!("{host}:{port} could not be reached"),
+        )
+        .await;
     };
     client
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -180,7 +185,9 @@ fn parse_connect(head: &str) -> Result<(String, u16), (u16, &'static str)> {
     let (host, port) = target
         .rsplit_once(':')
         .ok_or((400, "CONNECT needs host:port"))?;
-    let port = port.parse::<u16>().map_err(|_| (400, "CONNECT needs host:port"))?;
+    let port = port
+        .parse::<u16>()
+        .map_err(|_| (400, "CONNECT needs host:port"))?;
     let host = host
         .trim_start_matches('[')
         .trim_end_matches(']')
@@ -222,8 +229,16 @@ mod tests {
             parse_connect("CONNECT [::1]:8443 HTTP/1.1\r\n\r\n"),
             Ok(("::1".to_owned(), 8443))
         );
-        assert_eq!(parse_connect("GET http://a/ HTTP/1.1\r\n\r\n").unwrap_err().0, 405);
-        assert_eq!(parse_connect("CONNECT a HTTP/1.1\r\n\r\n").unwrap_err().0, 400);
+        assert_eq!(
+            parse_connect("GET http://a/ HTTP/1.1\r\n\r\n")
+                .unwrap_err()
+                .0,
+            405
+        );
+        assert_eq!(
+            parse_connect("CONNECT a HTTP/1.1\r\n\r\n").unwrap_err().0,
+            400
+        );
         assert_eq!(parse_connect("garbage").unwrap_err().0, 400);
     }
 }

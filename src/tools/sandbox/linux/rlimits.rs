@@ -38,7 +38,11 @@ pub(crate) fn apply(limits: &SandboxLimits) -> Result<(), String> {
             limits.max_address_space,
             "address space (RLIMIT_AS)",
         ),
-        (Resource::RLIMIT_CPU, limits.max_cpu_secs, "CPU time (RLIMIT_CPU)"),
+        (
+            Resource::RLIMIT_CPU,
+            limits.max_cpu_secs,
+            "CPU time (RLIMIT_CPU)",
+        ),
     ] {
         if value == 0 {
             continue;

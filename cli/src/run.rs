@@ -48,39 +48,8 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         None => build_cycle(&args.model, &loaded.config, secrets)?,
     };
     let pending_run = session.as_ref().and_then(|session| session.run.clone());
-    if pending_run.is_some() && !args.resume {
-        let name = args.session.session.as_deref().unwrap_or_default();
-        anyhow::bail!(
-            "session {} has a run that was interrupted or waits for approvals: continue it with \
-             agcore run --session {} --resume (--approve ID, --deny ID or --yes decide its approvals)",
-            escape_for_terminal(name),
-            escape_for_terminal(name)
-        );
-    }
-    if args.resume && pending_run.is_none() && (!args.approve.is_empty() || !args.deny.is_empty()) {
-        anyhow::bail!(
-            "nothing in this session waits for approval: --approve and --deny have nothing to decide"
-        );
-    }
-    if args.answer.is_some()
-        && pending_run
-            .as_ref()
-            .is_none_or(|state| waiting_for_input(state).is_empty())
-    {
-        anyhow::bail!("nothing in this session waits for input: --answer has nothing to answer");
-    }
-    // Set before the servers start: where their progress shows, and who answers their
-    // questions when nobody can be asked.
-    crate::mcp_progress::show(if args.json {
-        crate::mcp_progress::Shown::Json
-    } else {
-        crate::mcp_progress::Shown::Human
-    });
-    if let Some(answer) = &args.answer {
-        elicit_unattended::set(Unattended::Answer(elicit_unattended::parse_answer(answer)?));
-    } else if session.is_some() {
-        elicit_unattended::set(Unattended::Defer);
-    }
+    check_resume_flags(&args, pending_run.as_ref())?;
+    unattended_answers(&args, session.is_some())?;
     if args.resume && pending_run.is_none() && !needs_resume(cycle.messages()) {
         let name = args.session.session.as_deref().unwrap_or_default();
         eprintln!(
@@ -185,10 +154,61 @@ pub async fn run(args: RunArgs, loaded: Loaded, secrets: &Secrets) -> anyhow::Re
         Ended::Code(code) | Ended::Suspended(code) => (code, false),
     });
     crate::mcp_close::close_servers(&servers).await;
+    keep_after(&args, session.as_ref(), &cycle, outcome).await
+}
+
+/// The flags that decide a stored run's approvals and questions must have something to
+/// decide; a stored run that waits must be continued with `--resume`.
+fn check_resume_flags(args: &RunArgs, pending_run: Option<&RunState>) -> anyhow::Result<()> {
+    if pending_run.is_some() && !args.resume {
+        let name = args.session.session.as_deref().unwrap_or_default();
+        anyhow::bail!(
+            "session {} has a run that was interrupted or waits for approvals: continue it with \
+             agcore run --session {} --resume (--approve ID, --deny ID or --yes decide its approvals)",
+            escape_for_terminal(name),
+            escape_for_terminal(name)
+        );
+    }
+    if args.resume && pending_run.is_none() && (!args.approve.is_empty() || !args.deny.is_empty()) {
+        anyhow::bail!(
+            "nothing in this session waits for approval: --approve and --deny have nothing to decide"
+        );
+    }
+    if args.answer.is_some() && pending_run.is_none_or(|state| waiting_for_input(state).is_empty())
+    {
+        anyhow::bail!("nothing in this session waits for input: --answer has nothing to answer");
+    }
+    Ok(())
+}
+
+/// Set before the servers start: where their progress shows, and who answers their questions
+/// when nobody can be asked (`--answer`, or a stored run that waits for a later answer).
+fn unattended_answers(args: &RunArgs, stored: bool) -> anyhow::Result<()> {
+    crate::mcp_progress::show(if args.json {
+        crate::mcp_progress::Shown::Json
+    } else {
+        crate::mcp_progress::Shown::Human
+    });
+    if let Some(answer) = &args.answer {
+        elicit_unattended::set(Unattended::Answer(elicit_unattended::parse_answer(answer)?));
+    } else if stored {
+        elicit_unattended::set(Unattended::Defer);
+    }
+    Ok(())
+}
+
+/// After the run: the session keeps what a cancelled run left, the transcript is written.
+/// `outcome` is the exit code and whether Ctrl-C cancelled the run.
+async fn keep_after(
+    args: &RunArgs,
+    session: Option<&crate::store::OpenSession>,
+    cycle: &LlmCycle,
+    outcome: anyhow::Result<(ExitCode, bool)>,
+) -> anyhow::Result<ExitCode> {
     // The run recorded each of its steps, its end included, except when Ctrl-C dropped it:
     // then what the library kept (the completed turns) is what the session keeps. (After an
     // error before the run started, or a suspension, the store is already right.)
-    if let (Some(session), Ok((_, true))) = (&session, &outcome) {
+    if let (Some(session), Ok((_, true))) = (session, &outcome) {
         let outcome = outcome.as_ref().map(|(code, _)| *code);
         match (session.sync(cycle.messages()).await, &outcome) {
             (Err(error), Ok(code)) if *code != ExitCode::SUCCESS => {

@@ -4,18 +4,15 @@
 use std::sync::Arc;
 
 use agcore::run::Conversation;
-use agcore::run::external;
 #[cfg(doc)]
 use agcore::tools::DeferAll;
 use agcore::tools::ToolRegistry;
-use agcore::vocab::ToolDefinition;
 
 /// The agent an endpoint serves: each session's run uses its model, configuration, system
 /// prompt and tools.
 pub struct Agent {
     template: Conversation,
     registry: ToolRegistry,
-    tools: Vec<ToolDefinition>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -33,12 +30,7 @@ impl Agent {
     /// defers waits for the `approve` handler: give the registry [`DeferAll`] as its approver
     /// to have every call that needs approval wait.
     pub fn new(template: Conversation, registry: ToolRegistry) -> Arc<Self> {
-        let tools = external::offered_tools(&template, &registry);
-        Arc::new(Agent {
-            template,
-            registry,
-            tools,
-        })
+        Arc::new(Agent { template, registry })
     }
 
     /// The template conversation.
@@ -49,11 +41,6 @@ impl Agent {
     /// The tools.
     pub(crate) fn registry(&self) -> &ToolRegistry {
         &self.registry
-    }
-
-    /// The tool definitions offered to the model.
-    pub(crate) fn tools(&self) -> &[ToolDefinition] {
-        &self.tools
     }
 
     /// Whether `tool` may run again after a crash cut it off.

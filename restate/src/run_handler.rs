@@ -64,14 +64,17 @@ pub(crate) async fn run(
                 let Json(done) = ctx
                     .run(move || async move {
                         let mut conversation = external::fork(model_agent.template());
-                        let reply = external::request_model(
-                            &mut conversation,
-                            &mut sent,
-                            request,
-                            model_agent.tools(),
-                        )
-                        .await
-                        .map_err(|error| error.to_string());
+                        // Deferred tools as a local run offers them: `tool_search` until a
+                        // search (answered in `run_tools`) loads them.
+                        let tools = external::offered_tools_for(
+                            &conversation,
+                            model_agent.registry(),
+                            &sent,
+                        );
+                        let reply =
+                            external::request_model(&mut conversation, &mut sent, request, &tools)
+                                .await
+                                .map_err(|error| error.to_string());
                         Ok(Json(ModelStep { state: sent, reply }))
                     })
                     .name("model")
@@ -155,6 +158,9 @@ async fn run_tools(
             batch.answered.push((position, answer));
         }
     }
+    // `tool_search` and deferred tools not loaded yet are answered by the run; the answers
+    // depend only on the registry and the state, so a replay gives the same ones.
+    external::answer_deferred(agent.template(), agent.registry(), state, &mut batch);
     // The run id is the same on every replay (see `run`), so every key is too.
     external::assign_keys(state, Some(ctx.key()));
     ctx.set(RUN, Json(state.without_messages()));

@@ -44,6 +44,51 @@ pub fn offered_tools(conversation: &Conversation, registry: &ToolRegistry) -> Ve
     registry.exposed_definitions(conversation.model.provider(), &conversation.config.model)
 }
 
+/// The tools offered for `state`'s next model request, as the driver offers them when some
+/// of `registry`'s tools are deferred ([`crate::tools::deferred`]): `tool_search` in their
+/// place, and from the request after a search on, the tools it loaded (`state.loaded_tools`);
+/// for Anthropic's Messages API, every tool, the deferred ones marked for its own search.
+/// Without deferred tools, the same as [`offered_tools`].
+pub fn offered_tools_for(
+    conversation: &Conversation,
+    registry: &ToolRegistry,
+    state: &RunState,
+) -> Vec<ToolDefinition> {
+    handle::deferred::offered(
+        conversation.model.as_ref(),
+        registry,
+        &conversation.config.model,
+        &state.loaded_tools,
+    )
+}
+
+/// Answer the calls of `batch` that the run answers itself, as the driver does before a tool
+/// turn: a `tool_search` call (its matches load, and join `state.loaded_tools`), and a
+/// deferred tool called before a search loaded it. Each answered call leaves `batch.run`, its
+/// answer is recorded in `state` and listed in `batch.answered`; the answers are returned by
+/// position. The answers depend only on `registry` and `state`, so an engine replaying its
+/// handler gets the same ones without journaling them (it journals `state`).
+pub fn answer_deferred(
+    conversation: &Conversation,
+    registry: &ToolRegistry,
+    state: &mut RunState,
+    batch: &mut ToolBatch,
+) -> Vec<(usize, ToolAnswer)> {
+    let answers = handle::deferred::answer(
+        conversation.model.as_ref(),
+        registry,
+        &conversation.config.model,
+        state,
+        batch,
+    );
+    for (position, answer) in &answers {
+        batch.run.retain(|p| p != position);
+        state.record_answer(*position, answer.clone());
+        batch.answered.push((*position, answer.clone()));
+    }
+    answers
+}
+
 /// The model request of an [`Effect::RequestModel`](crate::run::Effect::RequestModel): the
 /// context engine prepares `state`'s history (it may compact it, and counts its own requests
 /// in `state`), the hooks see the request and the reply. Blocking, not streamed.

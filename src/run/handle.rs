@@ -8,10 +8,12 @@
 //!   answers shaped and recorded ([`observer`]).
 //! - [`approval`]: approvals asked now, or refused when the run cannot wait.
 //! - [`journal`]: what the run records before each effect.
+//! - [`deferred`]: deferred tools — what is offered, and the calls the run answers itself.
 //! - [`seat`]: the agent the run is with (a team's run), and a handoff's switch.
 //! - [`finish`]: the end of a run (output guardrails, the last record).
 
 pub(crate) mod approval;
+pub(crate) mod deferred;
 pub(crate) mod finish;
 pub(crate) mod journal;
 pub(crate) mod live;

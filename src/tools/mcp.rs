@@ -96,6 +96,7 @@
 mod adapter;
 mod answers;
 pub mod auth;
+pub(crate) mod call_progress;
 mod catalog;
 mod client;
 mod config;

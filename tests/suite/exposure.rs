@@ -890,8 +890,8 @@ async fn the_loop_feeds_an_approval_denial_to_the_model_and_goes_on() {
         tool_message(&cycle, "c1")
     );
     assert_eq!(
-        tool_message(&cycle, "c2"),
-        r#"{"args":{"path":"b"},"ran":"edit_file"}"#
+        serde_json::from_str::<serde_json::Value>(&tool_message(&cycle, "c2")).unwrap(),
+        serde_json::json!({"args": {"path": "b"}, "ran": "edit_file"})
     );
     assert_eq!(tools[1].runs.load(Ordering::SeqCst), 1);
     assert_eq!(approver.asked(), 2);

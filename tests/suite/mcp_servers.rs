@@ -377,3 +377,63 @@ fn the_installed_npm_servers_are_exactly_the_lockfiles() {
         differ.join("\n")
     );
 }
+
+/// A server's `notifications/progress` on a call reach that call's card in a run (as
+/// `ToolCallUpdate`s with progress, tied to the call id, in order), not only the client-wide
+/// callback. Before, they reached only the callback and an editor's card showed nothing
+/// until the call ended.
+#[tokio::test]
+async fn a_servers_progress_on_a_call_updates_that_calls_card() {
+    use agcore::llm::testing::ScriptedModel;
+    use agcore::llm::{CycleConfig, LlmCycle, StreamEvent, ToolCall};
+    use futures::StreamExt;
+
+    let Some(script) = npm_script(EVERYTHING, "dist/index.js") else {
+        return;
+    };
+    let mut client = McpClient::new("everything", node(&script, &["stdio"]));
+    client.connect().await.unwrap();
+    let mut registry = ToolRegistry::new();
+    registry.register_all(client.into_tools()).unwrap();
+    let model = ScriptedModel::new()
+        .reply_tool_calls(vec![ToolCall::new(
+            "long1",
+            "trigger-long-running-operation",
+            r#"{"duration": 0.6, "steps": 3}"#,
+        )])
+        .reply_text("Done.");
+    let mut cycle = LlmCycle::new(model, CycleConfig::new("m"));
+    let events: Vec<StreamEvent> = before_10s(async {
+        let mut stream = cycle
+            .submit_stream_with_tools("go".into(), &registry)
+            .await
+            .unwrap();
+        let mut events = Vec::new();
+        while let Some(event) = stream.next().await {
+            events.push(event);
+        }
+        events
+    })
+    .await;
+    let progress: Vec<(u64, Option<u64>)> = events
+        .iter()
+        .filter_map(|event| match event {
+            StreamEvent::ToolCallUpdate { id, update } if id == "long1" => update
+                .progress
+                .as_ref()
+                .map(|progress| (progress.done, progress.total)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, [(1, Some(3)), (2, Some(3)), (3, Some(3))]);
+    // Each before the call's end.
+    let last_update = events
+        .iter()
+        .rposition(|e| matches!(e, StreamEvent::ToolCallUpdate { id, .. } if id == "long1"))
+        .unwrap();
+    let completed = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolExecutionCompleted { .. }))
+        .unwrap();
+    assert!(last_update < completed, "{events:#?}");
+}

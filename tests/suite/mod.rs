@@ -15,6 +15,7 @@ mod design_examples;
 mod durable_artifacts;
 mod durable_runs;
 mod exposure;
+mod external_deferred;
 mod fallback;
 mod fetch_hardening;
 mod gates_once;

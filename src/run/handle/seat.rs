@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::llm::model::ChatModel;
 use crate::run::config::CycleConfig;
 use crate::run::event::StreamEvent;
+use crate::run::handle::deferred;
 use crate::run::handle::start::TeamRun;
 use crate::run::journal::RunJournal;
 use crate::run::model_turn::Mode;
@@ -165,24 +166,11 @@ impl<'r> RunContext<'r> {
         self.offered_loaded = state.loaded_tools.len();
     }
 
-    /// Whether deferred tools go to the model's API for its own tool search (Anthropic's
-    /// Messages API) instead of through the local `tool_search`.
-    pub(crate) fn native_tool_search(&self) -> bool {
-        self.model.api() == crate::llm::model::WireApi::AnthropicMessages
-            && self.tools().is_some_and(|registry| {
-                registry.offers_tool_search(self.model.provider(), &self.config.model)
-            })
-    }
-
     /// What the model is offered: the agent's tools (the deferred ones once a search `loaded`
     /// them), its sub-agents and handoffs, and a typed run's final-answer tool.
     fn offered_tools(&self, loaded: &[String]) -> Vec<ToolDefinition> {
-        let (provider, model) = (self.model.provider(), self.config.model.as_str());
         let mut tools = match self.tools() {
-            Some(registry) if self.native_tool_search() => {
-                registry.native_definitions(provider, model)
-            }
-            Some(registry) => registry.offered_definitions(provider, model, loaded),
+            Some(registry) => deferred::offered(self.model, registry, &self.config.model, loaded),
             None => Vec::new(),
         };
         if let (Some(agent), Some(team)) = (self.agent, self.team()) {

@@ -209,32 +209,7 @@ fn answer_deferred(
     run: &mut Run<'_>,
     batch: &ToolBatch,
 ) -> Vec<(usize, ToolAnswer)> {
-    if cx.native_tool_search() {
-        let reply = run
-            .state
-            .messages
-            .iter()
-            .rev()
-            .find(|m| matches!(m, crate::vocab::OpenaiChatMessage::Assistant { .. }));
-        if let Some(reply) = reply {
-            for name in crate::tools::tool_search::loaded_natively(reply) {
-                if !run.state.loaded_tools.contains(&name) {
-                    run.state.loaded_tools.push(name);
-                }
-            }
-        }
-        return Vec::new();
-    }
-    let calls = batch
-        .run
-        .iter()
-        .filter_map(|&p| batch.calls.get(p).map(|call| (p, call)));
-    registry.answer_deferred_calls(
-        cx.model.provider(),
-        &cx.config.model,
-        calls,
-        &mut run.state.loaded_tools,
-    )
+    super::deferred::answer(cx.model, registry, &cx.config.model, &mut run.state, batch)
 }
 
 /// What the batch's items are matched against.

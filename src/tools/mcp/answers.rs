@@ -35,6 +35,9 @@ pub(crate) struct Answers {
     pub(crate) roots: Arc<Roots>,
     /// Where progress goes (a task's status messages too).
     pub(crate) progress: Option<ProgressCallback>,
+    /// The session's requests in flight: a progress notification reaches the card of the one
+    /// run call it can only be about.
+    pub(crate) in_flight: crate::tools::mcp::call_progress::InFlight,
 }
 
 impl Answers {

@@ -189,6 +189,7 @@ impl Connection {
             sampler: settings.sampler.clone(),
             roots: settings.roots.clone(),
             progress: settings.progress.clone(),
+            in_flight: Default::default(),
         });
         let mut handler = Handler {
             info: ClientConfig::new(
@@ -364,6 +365,7 @@ impl Connection {
             return Err(self.failure(method, target).await);
         }
         let limit = self.request_timeout;
+        let _counted = self.answers.in_flight.request();
         match tokio::time::timeout(limit, request).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(self.map_error(method, target, error).await),

@@ -227,6 +227,9 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         tracing::debug!(target: "agcore::mcp", server = %self.server, progress = params.progress, total = ?params.total, message = ?params.message, "progress");
+        self.answers
+            .in_flight
+            .report(params.progress, params.total, params.message.clone());
         if let Some(callback) = &self.progress {
             callback(McpProgress {
                 server: self.server.to_string(),

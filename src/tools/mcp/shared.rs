@@ -130,6 +130,9 @@ impl Shared {
                 Value::String(context.idempotency_key().to_owned()),
             );
         }
+        // The server's progress on this call updates the call's card (when it can only be
+        // about this call: see `call_progress`).
+        let _card = conn.answers.in_flight.call();
         let result = mrtr::call_tool(&conn, span.clone(), params).await?;
         if result.is_error == Some(true) {
             trace::record_error_type(&span, "tool_error");

@@ -24,6 +24,7 @@ use rmcp::service::RoleClient;
 use serde_json::Value;
 
 use crate::tools::error::ToolError;
+use crate::tools::mcp::call_progress;
 use crate::tools::mcp::connection::Connection;
 use crate::tools::mcp::pending_cancels::PendingCancels;
 use crate::tools::mcp::progress::McpProgress;
@@ -162,6 +163,12 @@ fn report(conn: &Connection, polls: u32, status: Option<&str>) {
         crate::display::escape_for_terminal(&cut).into_owned()
     });
     tracing::debug!(target: "agcore::mcp", server = %conn.server, polls, message = ?message, "task status");
+    // The polling runs inside the call, so the call's card gets it too.
+    crate::tools::context::report(call_progress::progress_update(
+        f64::from(polls),
+        None,
+        message.clone(),
+    ));
     if let Some(callback) = &conn.answers.progress {
         callback(McpProgress {
             server: conn.server.to_string(),

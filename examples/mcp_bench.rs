@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use agcore::tools::mcp::{McpClient, McpHandle, McpNegotiation, McpTransport};
+use agcore::tools::sandbox::SandboxPolicy;
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService};
 use serde_json::{Value, json};
@@ -286,8 +287,10 @@ async fn run(args: Args) -> Result<(), Error> {
     let mut raw = None;
     let handle = match args.implementation.as_str() {
         "agcore" => {
-            let mut agcore =
-                McpClient::new("bench", transport).with_negotiation(agcore_negotiation(&args)?);
+            // Unsandboxed by choice, as the raw rmcp client it is compared with starts it.
+            let mut agcore = McpClient::new("bench", transport)
+                .with_sandbox_policy(SandboxPolicy::full())
+                .with_negotiation(agcore_negotiation(&args)?);
             agcore.connect().await?;
             let tools = agcore.list_tools().await?;
             if !tools.iter().any(|tool| tool.name() == "echo") {

@@ -64,6 +64,14 @@ pub struct SandboxArgs {
     /// Let the command use the network (default: off).
     #[arg(long)]
     pub network_on: bool,
+    /// With the network off, let the command reach HOST through agcore's HTTPS proxy (an
+    /// exact name, `*.example.com` for subdomains, or an IP address); repeatable.
+    #[arg(
+        long = "allow-host",
+        value_name = "HOST",
+        conflicts_with = "network_on"
+    )]
+    pub allow_hosts: Vec<String>,
     /// The workspace (writable under workspace-write; the command's directory). Default: the
     /// current directory.
     #[arg(long, value_name = "DIR")]

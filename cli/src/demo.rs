@@ -36,7 +36,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     // A real MCP server: this binary, serving agcore's demo MCP server over stdio.
     let program = std::env::current_exe().context("cannot find the agcore binary")?;
-    let mut mcp = McpClient::new(
+    let mcp = McpClient::new(
         "demo",
         McpTransport::Stdio {
             command: program.to_string_lossy().into_owned(),
@@ -45,6 +45,11 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     )
     .with_timeout(30)
     .without_env("OPENAI_API_KEY");
+    // Sandboxed by default; agcore is its own sandbox helper.
+    let mut mcp = match crate::sandbox_cmd::helper() {
+        Ok(helper) => mcp.with_sandbox_helper(helper),
+        Err(_) => mcp,
+    };
     mcp.connect()
         .await
         .context("could not start the demo MCP server")?;

@@ -109,8 +109,10 @@ enum Event {
     OnError,
 }
 
-/// The chain of `section`'s commands, in the order of the file, per event.
-pub fn chain(section: &HooksSection) -> HookChain {
+/// The chain of `section`'s commands, in the order of the file, per event. In restricted mode
+/// (`restricted`) every command runs `read-only` with the network off, whatever its own
+/// `sandbox` says.
+pub fn chain(section: &HooksSection, restricted: bool) -> HookChain {
     let mut chain =
         HookChain::new().with_timeout(Duration::from_millis(section.timeout_ms.unwrap_or(10_000)));
     for (event, commands) in [
@@ -122,7 +124,11 @@ pub fn chain(section: &HooksSection) -> HookChain {
         (Event::OnError, &section.on_error),
     ] {
         for command in commands.iter().filter(|c| !c.command.is_empty()) {
-            chain.push(Arc::new(CommandHook::new(event, command.clone())));
+            chain.push(Arc::new(CommandHook::new(
+                event,
+                command.clone(),
+                restricted,
+            )));
         }
     }
     chain
@@ -133,6 +139,8 @@ struct CommandHook {
     event: Event,
     command: HookCommand,
     name: String,
+    /// Restricted mode: the sandbox is `read-only`, network off, whatever the command says.
+    restricted: bool,
 }
 
 /// A hook command's process group (its id is the command's pid); killed when dropped, so a
@@ -176,13 +184,14 @@ enum Ran {
 }
 
 impl CommandHook {
-    fn new(event: Event, command: HookCommand) -> Self {
+    fn new(event: Event, command: HookCommand, restricted: bool) -> Self {
         // The whole command line names it: `python3` alone would not say which hook.
         let name = command.command.join(" ");
         CommandHook {
             event,
             command,
             name,
+            restricted,
         }
     }
 
@@ -193,7 +202,8 @@ impl CommandHook {
             .command
             .sandbox
             .clone()
-            .unwrap_or_else(SandboxPolicy::for_mcp_servers);
+            .unwrap_or_else(SandboxPolicy::for_mcp_servers)
+            .restricted(self.restricted);
         let workspace = std::env::current_dir()?;
         Ok(Sandbox::new(policy)
             .with_helper(crate::sandbox_cmd::helper()?)
@@ -418,7 +428,7 @@ mod tests {
                 ("on_error", "c".to_owned())
             ]
         );
-        assert!(!super::chain(&config.hooks).is_empty());
+        assert!(!super::chain(&config.hooks, false).is_empty());
         assert!(AgcoreConfig::parse("[[hooks.before_tool]]\ncommand = [\"a\"]\n").is_err());
         assert!(AgcoreConfig::parse("[[hooks.on_error]]\ncmd = [\"a\"]\n").is_err());
     }

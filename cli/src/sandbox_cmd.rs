@@ -1,5 +1,6 @@
-//! `agcore sandbox [--policy MODE] [--network off|on] [--workspace DIR] -- CMD ARGS`: run one
-//! command under a sandbox policy, to try it by hand; the exit status is the command's. Also
+//! `agcore sandbox [--policy MODE] [--network-on | --allow-host HOST...] [--workspace DIR] --
+//! CMD ARGS`: run one command under a sandbox policy, to try it by hand; the exit status is the
+//! command's. Also
 //! the CLI's sandbox helper (`agcore __sandbox-exec`, dispatched in `main` before anything
 //! else) and the one-line description `agcore tools` and the chat banner show.
 
@@ -31,6 +32,13 @@ pub fn policy(tools: &ToolsConfig, mode: Option<SandboxMode>) -> SandboxPolicy {
 
 /// `sandbox: run_command workspace-write, network off · MCP servers: per server` for listings.
 pub fn describe(policy: &SandboxPolicy) -> String {
+    if policy.restricted {
+        return format!(
+            "sandbox: run_command {} · hooks: read-only, network off (restricted mode) · stdio \
+             MCP servers: per server (default workspace-write, network on)",
+            policy.describe()
+        );
+    }
     format!(
         "sandbox: run_command {} · stdio MCP servers and hooks: per server/hook (default \
          workspace-write, network on)",
@@ -54,6 +62,7 @@ pub async fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         } else {
             NetworkAccess::Off
         },
+        allowed_hosts: args.allow_hosts,
         ..SandboxPolicy::default()
     };
     let sandboxed = Sandbox::new(policy)
@@ -66,6 +75,7 @@ pub async fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("could not start {program}"))?;
     drop(sandboxed.temp_dir);
+    drop(sandboxed.proxy);
     Ok(match status.code() {
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         // Killed by a signal: the shell's convention.

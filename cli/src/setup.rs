@@ -95,7 +95,8 @@ fn cycle_parts(
     cycle_config.accepts_images = section.accepts_images.unwrap_or(false);
     cycle_config.usage_limits = crate::usage::limits(args, config);
     cycle_config.prices = config.prices.get(&cycle_config.model).copied();
-    cycle_config.hooks = crate::hooks::chain(&config.hooks);
+    // `--restricted` is folded into the config (`settings::load_config`).
+    cycle_config.hooks = crate::hooks::chain(&config.hooks, config.tools.restricted);
     cycle_config.reply_limits = agcore::llm::ReplyLimits::default()
         .with_max_message_bytes(16 * MIB)
         .with_max_tool_calls(256);

@@ -196,8 +196,10 @@ pub async fn run_call(
         vec![false],
         true,
     );
-    let mut completed =
-        registry.run_stream_observed(vec![(ToolCallRequest::from(call), approved)], &observer);
+    let mut completed = registry.run_stream_observed(
+        vec![(ToolCallRequest::from(call), approved, None)],
+        &observer,
+    );
     let Some((_, done)) = completed.next().await else {
         return CallEnd::Answered {
             answer: ToolAnswer::error("the tool produced no result"),

@@ -18,25 +18,30 @@
 
 use crate::run::state::RunState;
 use crate::run::step::ToolBatch;
-use crate::tools::registry::{ToolCallRequest, ToolRegistry};
+use crate::tools::registry::{Gated, ToolCallRequest, ToolRegistry};
 
 /// For each call that runs in `batch` (by index in `batch.run`): whether its start is marked
 /// in the run state written before the batch. With no journal, none (nothing is written).
-pub(crate) fn starts_ahead(
-    registry: &ToolRegistry,
+/// A call that needs its gates to decide is passed through them here, once: its result lands
+/// in `gated` (by index in `batch.run`), for the call to run with.
+pub(crate) fn starts_ahead<'a>(
+    registry: &'a ToolRegistry,
     batch: &ToolBatch,
     journaled: bool,
+    gated: &mut [Option<Gated<'a>>],
 ) -> Vec<bool> {
     batch
         .run
         .iter()
-        .map(|&position| {
+        .zip(gated.iter_mut())
+        .map(|(&position, gated)| {
             journaled
                 && (batch.approved.contains(&position)
-                    || batch
-                        .calls
-                        .get(position)
-                        .is_some_and(|call| !registry.may_ask(&ToolCallRequest::from(call))))
+                    || batch.calls.get(position).is_some_and(|call| {
+                        !gated
+                            .get_or_insert_with(|| registry.gate(&ToolCallRequest::from(call)))
+                            .may_ask()
+                    }))
         })
         .collect()
 }

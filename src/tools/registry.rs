@@ -64,6 +64,31 @@ struct Prepared<'a> {
     unannotated: bool,
 }
 
+/// A call's gates, passed once ([`ToolRegistry::gate`]): what the exposure gate,
+/// permissions, rules and argument parsing decided — or why the call is refused. The run
+/// decides from it whether the call's start rides ahead in the journal, and then runs the
+/// call with it, so the gates are not evaluated a second time.
+pub(crate) struct Gated<'a>(Result<Prepared<'a>, ToolError>);
+
+impl Gated<'_> {
+    /// Whether running the call may ask the approver first (a permission configured as ask,
+    /// or a rule on its arguments, that no decision covers yet). A call refused before that
+    /// (an unknown tool, bad arguments) does not ask.
+    pub(crate) fn may_ask(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_ok_and(|prepared| !prepared.ask.is_empty() || prepared.rule_ask.is_some())
+    }
+}
+
+/// One call of [`ToolRegistry::run_stream_observed`]: the request, whether a decision already
+/// approved it (for the call with this digest, when known), and its gates if already passed.
+pub(crate) type ObservedCall<'a> = (
+    ToolCallRequest,
+    Option<Option<CallDigest>>,
+    Option<Gated<'a>>,
+);
+
 /// Holds tools by name, in registration order, and runs calls.
 ///
 /// Every call goes through the same steps: look up → exposure gate (profile, restricted mode,
@@ -574,30 +599,31 @@ impl ToolRegistry {
             .into_invocation())
     }
 
-    /// Whether running `call` may ask the approver first (a permission configured as ask, or
-    /// a rule on its arguments, that no decision covers yet). A call refused before that (an
-    /// unknown tool, bad arguments) does not ask.
-    pub(crate) fn may_ask(&self, call: &ToolCallRequest) -> bool {
-        self.prepare(call)
-            .is_ok_and(|prepared| !prepared.ask.is_empty() || prepared.rule_ask.is_some())
+    /// Pass `call` through the gates (exposure, permissions, rules, parsing, schema) once;
+    /// hand the result to [`ToolRegistry::run_stream_observed`] with the call.
+    pub(crate) fn gate(&self, call: &ToolCallRequest) -> Gated<'_> {
+        Gated(self.prepare(call))
     }
 
     /// Run one call and record every outcome, failures before execution included.
     pub async fn invoke_call(&self, call: ToolCallRequest) -> ToolInvocation {
-        self.run_call(call, None, || std::future::ready(Ok(())))
+        self.run_call(call, None, None, || std::future::ready(Ok(())))
             .await
             .into_invocation()
     }
 
     /// Run one call to its [`CompletedCall`]. `approved`: a decision already allows it (the
     /// approver is not asked again), given for the call with this digest (when known) — a
-    /// call that no longer has it is refused with [`ToolError::ApprovalMismatch`]. `gate` runs once the call passed every check, just before
-    /// its tool executes (from then on it may have had effects); an `Err` from it refuses the
-    /// call with [`ToolError::NotStarted`].
-    async fn run_call<G, F>(
-        &self,
+    /// call that no longer has it is refused with [`ToolError::ApprovalMismatch`]. `gated`:
+    /// the call's gates already passed ([`ToolRegistry::gate`]), else they are passed here.
+    /// `gate` runs once the call passed every check, just before its tool executes (from then
+    /// on it may have had effects); an `Err` from it refuses the call with
+    /// [`ToolError::NotStarted`].
+    async fn run_call<'a, G, F>(
+        &'a self,
         call: ToolCallRequest,
         approved: Option<Option<CallDigest>>,
+        gated: Option<Gated<'a>>,
         gate: G,
     ) -> CompletedCall
     where
@@ -605,7 +631,7 @@ impl ToolRegistry {
         F: Future<Output = Result<(), String>>,
     {
         let started = Instant::now();
-        let prepared = match self.prepare(&call) {
+        let prepared = match gated.map_or_else(|| self.prepare(&call), |gated| gated.0) {
             Ok(prepared) => prepared,
             Err(error) => {
                 let by = match &error {
@@ -673,24 +699,24 @@ impl ToolRegistry {
         &self,
         calls: Vec<ToolCallRequest>,
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + '_ {
-        let calls = calls.into_iter().map(|call| (call, None)).collect();
+        let calls = calls.into_iter().map(|call| (call, None, None)).collect();
         self.run_stream_observed(calls, &NoObserver)
     }
 
     /// [`ToolRegistry::run_stream`] for the run: each call with whether a decision already
-    /// approved it, and `observer` told — inside the call's own future, so that nothing waits
-    /// for a call the stream's consumer is not polling — just before a call's tool executes
-    /// and when the call finished. The run records there that the call started and its answer
+    /// approved it and its gates if the run already passed them, and `observer` told — inside
+    /// the call's own future, so that nothing waits for a call the stream's consumer is not
+    /// polling — just before a call's tool executes and when the call finished. The run records there that the call started and its answer
     /// (in memory, and in its journal), so that after a cancellation or a crash it knows which
     /// calls may have had effects and which finished.
     pub(crate) fn run_stream_observed<'a>(
         &'a self,
-        calls: Vec<(ToolCallRequest, Option<Option<CallDigest>>)>,
+        calls: Vec<ObservedCall<'a>>,
         observer: &'a dyn CallObserver,
     ) -> impl Stream<Item = (usize, CompletedCall)> + Send + 'a {
         let limit = self.concurrency_limit.unwrap_or(calls.len()).max(1);
         stream::iter(calls.into_iter().enumerate())
-            .map(move |(position, (call, approved))| {
+            .map(move |(position, (call, approved, gated))| {
                 // Inside the call's span: its approval events and an MCP request's span
                 // belong to it.
                 let span = observer.span(position);
@@ -699,7 +725,7 @@ impl ToolRegistry {
                 async move {
                     // A call that can be continued (an MCP task) records how, and picks up
                     // where an earlier attempt left off; a call of a run has its context.
-                    let run = self.run_call(call, approved, || observer.started(position));
+                    let run = self.run_call(call, approved, gated, || observer.started(position));
                     let keep = |value| observer.continues(position, value);
                     let continued = continuation::scope(resume, keep, run);
                     let mut completed = match context {

@@ -33,9 +33,11 @@ fn starts(file: &str) -> u64 {
 
 #[tokio::test]
 async fn a_server_failing_its_first_starts_is_retried_with_backoff_until_it_serves() {
-    let (_dir, file) = counter();
+    let (dir, file) = counter();
     let fault = format!("fail-starts=2@{file}");
     let mut client = client(&["--fault", &fault])
+        // Sandboxed by default (issue 34): its counter file is in its directory.
+        .with_cwd(dir.path())
         .with_startup_retry(McpRetry::new(3, Duration::from_millis(20)));
     before_10s(client.connect()).await.unwrap();
     assert_eq!(client.connect_attempts(), 3);
@@ -47,9 +49,11 @@ async fn a_server_failing_its_first_starts_is_retried_with_backoff_until_it_serv
 
 #[tokio::test]
 async fn retries_are_bounded_and_the_error_says_how_many_attempts_it_made() {
-    let (_dir, file) = counter();
+    let (dir, file) = counter();
     let fault = format!("fail-starts=5@{file}");
     let mut client = client(&["--fault", &fault])
+        // Sandboxed by default (issue 34): its counter file is in its directory.
+        .with_cwd(dir.path())
         .with_startup_retry(McpRetry::new(1, Duration::from_millis(20)));
     let error = before_10s(client.connect()).await.unwrap_err().to_string();
     assert!(error.contains("exit status: 7"), "{error}");

@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use agcore::tools::Tool;
 use agcore::tools::builtin::{RunCommand, RunCommandInput, RunCommandOutput, Workspace};
-use agcore::tools::sandbox::{FixedProbe, NetworkAccess, Sandbox, SandboxPolicy, SandboxSupport};
+use agcore::tools::sandbox::{
+    FixedProbe, NetworkAccess, Sandbox, SandboxLimits, SandboxPolicy, SandboxSupport,
+};
 
 /// `policy` as a sandbox with `home` as `~` — or no sandbox at all when
 /// `AGCORE_DISABLE_SANDBOX_IN_TESTS` is set, to watch these tests fail without it.
@@ -371,4 +373,63 @@ async fn a_blocked_write_tells_the_model_it_was_the_sandbox() {
     .await;
     let text = RunCommand::model_content(&output);
     assert!(text.contains("blocked by the sandbox"), "{text}");
+}
+
+/// Whether the tests run as root (Linux exempts uid 0 from the process limit).
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid() == 0
+}
+
+#[tokio::test]
+async fn resource_limits_bound_processes_and_file_size() {
+    let fixture = Fixture::new();
+    let size_only = SandboxLimits::default().with_max_file_size(1024 * 1024);
+    let tool = fixture.tool(SandboxPolicy::workspace_write().with_limits(size_only));
+    // The limit is in force, for the command and what it starts, and a file stops growing at it.
+    let limit = "python3 -c 'import resource as r; print(r.getrlimit(r.RLIMIT_FSIZE))'";
+    let output = run(&tool, &format!("{limit}; sh -c \"{limit}\"")).await;
+    assert_eq!(
+        output.stdout, "(1048576, 1048576)\n(1048576, 1048576)\n",
+        "{output:?}"
+    );
+    let output = run(&tool, "head -c 3000000 /dev/zero > big.bin").await;
+    assert_ne!(output.exit_code, Some(0), "{output:?}");
+    let size = std::fs::metadata(fixture.workspace.join("big.bin"))
+        .unwrap()
+        .len();
+    assert!(size <= 1024 * 1024, "{size} bytes written");
+    // A fork bomb in miniature: 60 sleepers asked for, at most 24 processes at once.
+    std::fs::write(
+        fixture.workspace.join("forks.py"),
+        "import os, time\nn = 0\nfor i in range(60):\n    try:\n        pid = os.fork()\n    \
+         except OSError:\n        break\n    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n    \
+         n += 1\nprint('started', n)\n",
+    )
+    .unwrap();
+    let tool = fixture
+        .tool(SandboxPolicy::workspace_write().with_limits(size_only.with_max_processes(24)));
+    if running_as_root() {
+        // Not enforceable for root: refused, not run without it.
+        let error = tool
+            .run(input("python3 forks.py"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("RLIMIT_NPROC"), "{error}");
+        return;
+    }
+    let output = run(&tool, "python3 forks.py").await;
+    let started: usize = output
+        .stdout
+        .trim()
+        .strip_prefix("started ")
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{output:?}"));
+    assert!(
+        (10..24).contains(&started),
+        "{started} processes started: {output:?}"
+    );
+    // The user's own processes outside do not count against it: a command still starts.
+    assert_eq!(run(&tool, "true").await.exit_code, Some(0));
 }

@@ -67,3 +67,43 @@ async fn the_entry_s_sandbox_key_sets_the_policy_and_the_default_writes_its_dire
         assert_eq!(dir.path().join("probe.txt").exists(), writes, "{name}");
     }
 }
+
+#[tokio::test]
+async fn a_library_client_sandboxes_its_server_by_default() {
+    // No `with_sandbox`: the library's default is the CLI's (workspace-write in its
+    // directory, network on), so a write beside its directory is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let beside = tempfile::tempdir().unwrap();
+    let probe = beside.path().join("probe.txt");
+    let transport = McpTransport::Stdio {
+        command: "sh".to_owned(),
+        args: vec![
+            "-c".to_owned(),
+            format!(
+                "echo x > '{}' 2>/dev/null; echo y > mine.txt; exec '{}'",
+                probe.display(),
+                demo_server().display()
+            ),
+        ],
+    };
+    let mut client = McpClient::new("demo", transport.clone()).with_cwd(dir.path());
+    assert_eq!(client.sandbox().policy(), &SandboxPolicy::for_mcp_servers());
+    client.connect().await.unwrap();
+    assert!(!client.list_tools().await.unwrap().is_empty());
+    assert!(
+        !probe.exists(),
+        "the default server wrote outside its directory"
+    );
+    assert!(
+        dir.path().join("mine.txt").exists(),
+        "its own directory is writable"
+    );
+    client.close().await.unwrap();
+    // `full` by explicit choice: the same server writes there.
+    let mut client = McpClient::new("demo", transport)
+        .with_cwd(dir.path())
+        .with_sandbox_policy(SandboxPolicy::full());
+    client.connect().await.unwrap();
+    assert!(!client.list_tools().await.unwrap().is_empty());
+    assert!(probe.exists(), "full is no sandbox");
+}

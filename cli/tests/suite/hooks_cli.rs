@@ -13,6 +13,16 @@ use support::{Reply, agcore, assert_history_valid, base_url, fake_openai, reques
 
 /// Run `agcore run` with `hooks` (TOML) in a trusted `--config`; the transcript.
 async fn run_with_hooks(dir: &Path, hooks: &str, replies: Vec<Reply>) -> (Vec<Value>, String) {
+    run_with_hooks_and(dir, hooks, replies, &[]).await
+}
+
+/// [`run_with_hooks`] with `extra` arguments to `agcore run`.
+async fn run_with_hooks_and(
+    dir: &Path,
+    hooks: &str,
+    replies: Vec<Reply>,
+    extra: &[&str],
+) -> (Vec<Value>, String) {
     std::fs::create_dir_all(dir.join("sub")).unwrap();
     std::fs::write(dir.join("sub/inner.txt"), "x").unwrap();
     std::fs::write(dir.join("notes.txt"), "hello\n").unwrap();
@@ -25,6 +35,7 @@ async fn run_with_hooks(dir: &Path, hooks: &str, replies: Vec<Reply>) -> (Vec<Va
     command
         .args(["--tools", "builtin", "--config"])
         .arg(&config);
+    command.args(extra);
     command.arg("--transcript").arg(&file).arg("what is here?");
     let output = Command::from_std(command).output().unwrap();
     assert!(output.status.success(), "{output:?}");
@@ -144,4 +155,53 @@ async fn a_broken_hook_command_is_reported_and_denies_the_call() {
         "{transcript:?}"
     );
     assert!(stderr.contains("warning: hook command sh "), "{stderr}");
+}
+
+/// A `before_tool_call` hook that tries to write `hook-wrote.txt` in its directory and to
+/// connect to `port` on 127.0.0.1, and denies the call with what happened as the reason.
+fn probing_hook(dir: &Path, port: u16) -> String {
+    let body = format!(
+        r#"cat > /dev/null
+if echo x > hook-wrote.txt 2>/dev/null; then W=wrote; else W=write-blocked; fi
+if python3 -c "import socket; s = socket.socket(); s.settimeout(5); s.connect(('127.0.0.1', {port}))" 2>/dev/null; then C=connected; else C=connect-blocked; fi
+printf '{{"decision": "deny", "reason": "%s %s"}}\n' "$W" "$C"
+"#
+    );
+    let hook = script(dir, "probe.sh", &body);
+    format!(
+        "[[hooks.before_tool_call]]\ncommand = [\"sh\", \"{hook}\"]\n\
+         sandbox = {{ mode = \"full\", network = \"on\" }}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restricted_mode_runs_hooks_read_only_without_network_whatever_their_sandbox_says() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = || {
+        let mut count = 0;
+        while listener.accept().is_ok() {
+            count += 1;
+        }
+        count
+    };
+    // The hook asks for no sandbox; without --restricted it gets it: it writes and connects
+    // (the probe can tell).
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = probing_hook(dir.path(), port);
+    let (transcript, _) = run_with_hooks(dir.path(), &hooks, replies()).await;
+    let answer = tool_answer(&transcript);
+    assert!(answer.contains("wrote connected"), "{answer}");
+    assert!(dir.path().join("hook-wrote.txt").exists());
+    assert_eq!(accepted(), 1);
+    // With --restricted the same hook can neither write nor connect.
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = probing_hook(dir.path(), port);
+    let (transcript, _) =
+        run_with_hooks_and(dir.path(), &hooks, replies(), &["--restricted"]).await;
+    let answer = tool_answer(&transcript);
+    assert!(answer.contains("write-blocked connect-blocked"), "{answer}");
+    assert!(!dir.path().join("hook-wrote.txt").exists());
+    assert_eq!(accepted(), 0);
 }

@@ -68,6 +68,10 @@ fn agcore_tools_names_the_sandbox_and_restricted_mode_tightens_it() {
         restricted.contains("read-only, network off (restricted mode)"),
         "{restricted}"
     );
+    assert!(
+        restricted.contains("hooks: read-only, network off (restricted mode)"),
+        "{restricted}"
+    );
     let full = line(&["--sandbox", "full"]);
     assert!(full.contains("full (no sandbox)"), "{full}");
 }

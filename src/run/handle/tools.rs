@@ -2,6 +2,8 @@
 //! state journaled with the starts that ride ahead, then the registry's calls and the team's
 //! run concurrently — each reported as it finishes, answered in call order.
 
+use std::collections::HashMap;
+
 use futures::StreamExt;
 use serde_json::Value;
 use tracing::Instrument;
@@ -18,11 +20,10 @@ use crate::run::journal::JournalEntry;
 use crate::run::step::{Input, ToolBatch};
 use crate::run::{hooks, idempotency, journal_batch, telemetry};
 use crate::team::child::ChildItem;
-use crate::tools::call_digest::CallDigest;
 use crate::tools::error::ToolError;
 use crate::tools::event::ToolCallUpdate;
 use crate::tools::outcome::CompletedCall;
-use crate::tools::registry::ToolCallRequest;
+use crate::tools::registry::{Gated, ObservedCall, ToolCallRequest};
 use crate::vocab::{FinishReason, ToolAnswer, ToolCall};
 
 /// One item of a tool batch: a registry call finished, or a sub-agent's call said something
@@ -61,7 +62,16 @@ pub(crate) async fn run_tools<'a>(
         cx.journal.and_then(|journal| journal.session()),
     );
     // The starts of the calls that will not ask anyone ride with the run state.
-    let mut ahead = journal_batch::starts_ahead(registry, &batch, cx.journal.is_some());
+    // Each call passes the gates once: a call whose start needs them to decide keeps the
+    // result and runs with it.
+    let mut gated: Vec<Option<Gated<'_>>> = batch.run.iter().map(|_| None).collect();
+    let mut ahead = journal_batch::starts_ahead(registry, &batch, cx.journal.is_some(), &mut gated);
+    let mut gated: HashMap<usize, Gated<'_>> = batch
+        .run
+        .iter()
+        .zip(gated)
+        .filter_map(|(&position, gated)| gated.map(|gated| (position, gated)))
+        .collect();
     // A handoff is answered by the run itself and never starts: one cut off by a crash is
     // made again, not answered as interrupted.
     for (flag, &position) in ahead.iter_mut().zip(&batch.run) {
@@ -119,17 +129,17 @@ pub(crate) async fn run_tools<'a>(
             .position(|&a| a == p)
             .map(|i| approved_for.get(i).cloned().flatten())
     };
-    let requests: Vec<(ToolCallRequest, Option<Option<CallDigest>>)> = positions
+    let requests: Vec<ObservedCall<'_>> = positions
         .iter()
         .filter_map(|&p| {
             calls
                 .get(p)
-                .map(|call| (ToolCallRequest::from(call), approval(p)))
+                .map(|call| (ToolCallRequest::from(call), approval(p), gated.remove(&p)))
         })
         .collect();
     let feeds = requests
         .iter()
-        .map(|(call, _)| run.input_streams.take_feed(&call.id))
+        .map(|(call, _, _)| run.input_streams.take_feed(&call.id))
         .collect();
     let batch_calls: Vec<ToolCall> = positions
         .iter()

@@ -93,10 +93,11 @@ impl McpClient {
                 startup: McpRetry::default(),
                 restarts: 0,
                 subscriptions,
-                // Unsandboxed unless asked: servers from an mcpServers config get
-                // `SandboxPolicy::for_mcp_servers` (McpServerConfig::to_client).
+                // The CLI's default for every stdio server: `workspace-write` in its
+                // directory, network on (most servers exist to reach an API); `full` only
+                // by an explicit `with_sandbox_policy(SandboxPolicy::full())`.
                 sandbox: crate::tools::sandbox::Sandbox::new(
-                    crate::tools::sandbox::SandboxPolicy::full(),
+                    crate::tools::sandbox::SandboxPolicy::for_mcp_servers(),
                 ),
             },
             rule: PermissionRule::default(),
@@ -171,13 +172,16 @@ impl McpClient {
         &self.settings.env_remove
     }
 
-    /// Run a stdio server under `sandbox`. A client made with [`McpClient::new`] runs its
-    /// server unsandboxed unless told; one made from an mcpServers config entry gets the
-    /// entry's `"sandbox"`, by default [`SandboxPolicy::for_mcp_servers`] (`workspace-write`
-    /// in its `cwd` or the current directory and in the existing directories its arguments
-    /// name, network on).
+    /// Run a stdio server under `sandbox`. By default — a client made with [`McpClient::new`]
+    /// as one made from an mcpServers config entry without a `"sandbox"` key — a stdio server
+    /// runs under [`SandboxPolicy::for_mcp_servers`]: `workspace-write` in its `cwd` (or the
+    /// current directory) and in the existing directories its arguments name, network on.
+    /// Unsandboxed only by choice: `with_sandbox_policy(SandboxPolicy::full())`. Where the
+    /// kernel cannot enforce the policy, or no helper program is found
+    /// ([`SandboxHelper::discover`]), `connect` fails instead of starting it unsandboxed.
     ///
     /// [`SandboxPolicy::for_mcp_servers`]: crate::tools::sandbox::SandboxPolicy::for_mcp_servers
+    /// [`SandboxHelper::discover`]: crate::tools::sandbox::SandboxHelper::discover
     pub fn with_sandbox(mut self, sandbox: crate::tools::sandbox::Sandbox) -> Self {
         self.settings.sandbox = sandbox;
         self

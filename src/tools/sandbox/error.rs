@@ -39,6 +39,9 @@ pub enum SandboxError {
     /// The private temporary directory could not be created.
     #[error("the sandbox's private temporary directory could not be created: {0}")]
     TempDir(std::io::Error),
+    /// The egress proxy of the allowed hosts could not be started (it needs a tokio runtime).
+    #[error("the sandbox's proxy for its allowed hosts could not be started, nothing was run: {0}")]
+    Proxy(std::io::Error),
     /// The helper could not apply the sandbox in the child (its message).
     #[error("the sandbox could not be applied, nothing was run: {0}")]
     Apply(String),

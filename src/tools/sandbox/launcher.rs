@@ -5,9 +5,11 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::tools::sandbox::allow_list::HostAllowList;
 use crate::tools::sandbox::error::SandboxError;
 use crate::tools::sandbox::policy::{SandboxMode, SandboxPolicy};
 use crate::tools::sandbox::probe::{KernelProbe, SandboxProbe};
+use crate::tools::sandbox::proxy::{EgressProxy, HostResolver, SystemResolver};
 use crate::tools::sandbox::spec::{SPEC_FLAG, SandboxSpec};
 
 /// The name of the helper binary (`src/bin/agcore-sandbox-exec.rs`).
@@ -74,6 +76,9 @@ pub struct SandboxedCommand {
     pub command: std::process::Command,
     /// The private temporary directory (`TMPDIR`), if the sandbox made one.
     pub temp_dir: Option<tempfile::TempDir>,
+    /// The egress proxy the command reaches its allowed hosts through, if it has any (kept
+    /// running while this is held; the sandbox shares it between its commands).
+    pub proxy: Option<Arc<EgressProxy>>,
 }
 
 /// A sandbox policy with the means to enforce it. Cheap to clone.
@@ -83,6 +88,9 @@ pub struct Sandbox {
     helper: Option<SandboxHelper>,
     probe: Arc<dyn SandboxProbe>,
     home: Option<PathBuf>,
+    resolver: Arc<dyn HostResolver>,
+    /// The egress proxy of an allow-list, started with the first command that needs it.
+    proxy: Arc<std::sync::Mutex<Option<Arc<EgressProxy>>>>,
 }
 
 impl Default for Sandbox {
@@ -100,12 +108,23 @@ impl Sandbox {
             helper: None,
             probe: Arc::new(KernelProbe),
             home: std::env::var_os("HOME").map(PathBuf::from),
+            resolver: Arc::new(SystemResolver),
+            proxy: Arc::default(),
         }
     }
 
     /// This sandbox with another policy (same helper, probe and home).
     pub fn with_policy(mut self, policy: SandboxPolicy) -> Self {
         self.policy = policy;
+        self.proxy = Arc::default();
+        self
+    }
+
+    /// Resolve the allowed hosts' names with `resolver` instead of the system's (a test points
+    /// a name at a loopback server).
+    pub fn with_resolver(mut self, resolver: Arc<dyn HostResolver>) -> Self {
+        self.resolver = resolver;
+        self.proxy = Arc::default();
         self
     }
 
@@ -156,6 +175,7 @@ impl Sandbox {
             return Ok(SandboxedCommand {
                 command: std::process::Command::new(program),
                 temp_dir: None,
+                proxy: None,
             });
         }
         let missing = self.probe.support().missing_for(&self.policy);
@@ -173,7 +193,9 @@ impl Sandbox {
             .prefix("agcore-sandbox-")
             .tempdir()
             .map_err(SandboxError::TempDir)?;
-        let spec = self.spec(workspace, temp_dir.path())?;
+        let proxy = self.proxy()?;
+        let mut spec = self.spec(workspace, temp_dir.path())?;
+        spec.proxy_port = proxy.as_ref().map(|proxy| proxy.port());
         let json = serde_json::to_string(&spec).map_err(|error| {
             SandboxError::Apply(format!("the sandbox plan could not be encoded: {error}"))
         })?;
@@ -185,10 +207,40 @@ impl Sandbox {
             .arg("--")
             .arg(program)
             .env("TMPDIR", temp_dir.path());
+        if let Some(proxy) = &proxy {
+            let url = proxy.url();
+            for name in ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"] {
+                command.env(name, &url).env(name.to_ascii_lowercase(), &url);
+            }
+            // Nothing bypasses it (nothing else is reachable anyway).
+            command.env_remove("NO_PROXY").env_remove("no_proxy");
+        }
         Ok(SandboxedCommand {
             command,
             temp_dir: Some(temp_dir),
+            proxy,
         })
+    }
+
+    /// The egress proxy of the policy's allowed hosts (started once, shared by the commands
+    /// of this sandbox and its clones); none without an allow-list.
+    fn proxy(&self) -> Result<Option<Arc<EgressProxy>>, SandboxError> {
+        let hosts = self.policy.proxied_hosts();
+        if hosts.is_empty() {
+            return Ok(None);
+        }
+        let mut slot = self
+            .proxy
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(proxy) = slot.as_ref() {
+            return Ok(Some(proxy.clone()));
+        }
+        let proxy = EgressProxy::start(HostAllowList::new(hosts), self.resolver.clone())
+            .map(Arc::new)
+            .map_err(SandboxError::Proxy)?;
+        *slot = Some(proxy.clone());
+        Ok(Some(proxy))
     }
 
     /// The plan for `workspace`: canonical paths, existing ones only where a mount needs them.
@@ -232,6 +284,8 @@ impl Sandbox {
             read_only,
             hidden,
             network: self.policy.effective_network(),
+            proxy_port: None,
+            limits: self.policy.limits,
         })
     }
 }

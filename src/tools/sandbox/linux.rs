@@ -5,6 +5,7 @@
 
 pub(crate) mod landlock_rules;
 pub(crate) mod namespaces;
+pub(crate) mod rlimits;
 pub(crate) mod seccomp_filter;
 
 use crate::tools::sandbox::spec::SandboxSpec;
@@ -16,10 +17,12 @@ pub(crate) fn landlock_abi() -> Option<u32> {
 }
 
 /// Confine this (single-threaded) process by `spec`, in the order the kernel allows: the
-/// namespaces and mounts first (Landlock forbids mounting afterwards), then Landlock (which
-/// also sets `no_new_privs`), then seccomp (which needs it).
+/// namespaces and mounts first (Landlock forbids mounting afterwards; the process count of
+/// the rlimits is the new user namespace's), the rlimits, then Landlock (which also sets
+/// `no_new_privs`), then seccomp (which needs it).
 pub(crate) fn confine(spec: &SandboxSpec) -> Result<(), String> {
     namespaces::enter(spec)?;
+    rlimits::apply(&spec.limits)?;
     landlock_rules::restrict(spec)?;
     seccomp_filter::install(spec)?;
     Ok(())

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::sandbox::limits::SandboxLimits;
+
 /// How much of the file system a sandboxed command may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -69,6 +71,7 @@ pub enum NetworkAccess {
 /// writable_roots = ["/srv/cache"]
 /// hidden = ["~/.password-store"]   # never readable, besides the defaults
 /// readable = ["~/.aws"]        # default-hidden paths to show anyway
+/// limits = { max_file_size = 1073741824 }   # rlimits, see SandboxLimits
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +91,14 @@ pub struct SandboxPolicy {
     /// Paths of [`DEFAULT_HIDDEN`] to leave readable, named knowingly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readable: Vec<PathBuf>,
+    /// With the network `off`: hosts it may still reach, through agcore's HTTPS proxy on
+    /// loopback (`HTTPS_PROXY`), e.g. `["crates.io", "*.github.com"]` — see
+    /// [`crate::tools::sandbox::HostAllowList`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
+    /// Resource limits (processes, file size, memory, CPU) of the command and its children.
+    #[serde(default, skip_serializing_if = "SandboxLimits::is_default")]
+    pub limits: SandboxLimits,
     /// Restricted mode: `read-only` and the network off, whatever the fields above say.
     #[serde(skip)]
     pub restricted: bool,
@@ -156,6 +167,32 @@ impl SandboxPolicy {
         self
     }
 
+    /// This policy with the network off but for `hosts`, reached through the egress proxy.
+    pub fn with_allowed_hosts<S: Into<String>>(
+        mut self,
+        hosts: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.network = NetworkAccess::Off;
+        self.allowed_hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The hosts reached through the egress proxy: [`SandboxPolicy::allowed_hosts`] when the
+    /// network in force is off (restricted mode lists none).
+    pub fn proxied_hosts(&self) -> &[String] {
+        if self.restricted || self.is_full() || self.effective_network() == NetworkAccess::On {
+            &[]
+        } else {
+            &self.allowed_hosts
+        }
+    }
+
+    /// This policy with these resource limits.
+    pub fn with_limits(mut self, limits: SandboxLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// This policy with another never-readable path.
     pub fn with_hidden(mut self, path: impl Into<PathBuf>) -> Self {
         self.hidden.push(path.into());
@@ -196,6 +233,11 @@ impl SandboxPolicy {
         let mode = self.effective_mode();
         let mut text = match mode {
             SandboxMode::Full => "full (no sandbox)".to_owned(),
+            _ if !self.proxied_hosts().is_empty() => format!(
+                "{}, network only to {} (through a proxy)",
+                mode.as_str(),
+                self.proxied_hosts().join(", ")
+            ),
             _ => format!(
                 "{}, network {}",
                 mode.as_str(),

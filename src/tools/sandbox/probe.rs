@@ -9,6 +9,10 @@ use crate::tools::sandbox::policy::{NetworkAccess, SandboxPolicy};
 /// which a file outside the writable roots could still be emptied.
 pub const MIN_LANDLOCK_ABI: u32 = 3;
 
+/// The Landlock ABI a network allow-list needs (Linux 6.7): TCP connect rules by port, so
+/// the command reaches the egress proxy and nothing else.
+pub const MIN_LANDLOCK_NET_ABI: u32 = 4;
+
 /// The kernel features the sandbox is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SandboxSupport {
@@ -44,6 +48,12 @@ impl SandboxSupport {
                 "Landlock ABI {MIN_LANDLOCK_ABI} or later (this kernel has ABI {abi}; Linux 6.2 \
                  or later)"
             )),
+            Some(abi) if abi < MIN_LANDLOCK_NET_ABI && !policy.proxied_hosts().is_empty() => {
+                missing.push(format!(
+                    "Landlock ABI {MIN_LANDLOCK_NET_ABI} or later for the network allow-list (this \
+                     kernel has ABI {abi}; Linux 6.7 or later)"
+                ));
+            }
             Some(_) => {}
         }
         if !self.user_namespaces {
@@ -118,4 +128,30 @@ fn user_namespaces_allowed() -> bool {
     };
     number("/proc/sys/user/max_user_namespaces").is_some_and(|max| max > 0)
         && number("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|on| on == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allow_list_needs_landlock_network_rules() {
+        let abi3 = SandboxSupport {
+            landlock_abi: Some(3),
+            user_namespaces: true,
+            seccomp: true,
+        };
+        assert!(abi3.missing_for(&SandboxPolicy::default()).is_empty());
+        let listed = SandboxPolicy::default().with_allowed_hosts(["crates.io"]);
+        let missing = abi3.missing_for(&listed);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(missing[0].contains("Landlock ABI 4"), "{missing:?}");
+        let abi4 = SandboxSupport {
+            landlock_abi: Some(4),
+            ..abi3
+        };
+        assert!(abi4.missing_for(&listed).is_empty());
+        // Restricted mode drops the list: nothing more is needed.
+        assert!(abi3.missing_for(&listed.restricted(true)).is_empty());
+    }
 }

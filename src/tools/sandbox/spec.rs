@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::sandbox::limits::SandboxLimits;
 use crate::tools::sandbox::policy::NetworkAccess;
 
 /// What the helper enforces on itself before it runs the command.
@@ -21,6 +22,12 @@ pub(crate) struct SandboxSpec {
     /// Network off: a new network namespace (no interfaces but a down loopback) and seccomp
     /// refusing sockets other than IPv4/IPv6/netlink ones (Unix sockets outside).
     pub(crate) network: NetworkAccess,
+    /// The egress proxy's port on 127.0.0.1 when the network is off but for an allow-list:
+    /// no network namespace then; Landlock allows TCP connections to this port only and
+    /// seccomp only TCP sockets (no UDP, no Unix sockets).
+    pub(crate) proxy_port: Option<u16>,
+    /// Resource limits, set after the namespaces are entered.
+    pub(crate) limits: SandboxLimits,
 }
 
 /// The first argument of the helper's command line after its program (and leading arguments),

@@ -4,8 +4,8 @@
 
 use landlock::Ruleset;
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
 use crate::tools::sandbox::policy::NetworkAccess;
@@ -67,7 +67,13 @@ pub(crate) fn restrict(spec: &SandboxSpec) -> Result<(), String> {
         .set_compatibility(CompatLevel::BestEffort)
         .scope(Scope::from_all(ABI::V6))
         .map_err(failed)?;
-    if spec.network == NetworkAccess::Off {
+    if let Some(_port) = spec.proxy_port {
+        // The allow-list's only wall between the command and the host's network: required.
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessNet::from_all(ABI::V4))
+            .map_err(failed)?;
+    } else if spec.network == NetworkAccess::Off {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(ABI::V4))
             .map_err(failed)?;
@@ -77,9 +83,15 @@ pub(crate) fn restrict(spec: &SandboxSpec) -> Result<(), String> {
         .copied()
         .filter(|device| std::path::Path::new(device).exists())
         .collect();
-    let status = ruleset
-        .create()
-        .map_err(failed)?
+    let mut created = ruleset.create().map_err(failed)?;
+    if let Some(port) = spec.proxy_port {
+        // TCP connections to the proxy's port only; no bind at all.
+        created = created
+            .set_compatibility(CompatLevel::HardRequirement)
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(failed)?;
+    }
+    let status = created
         .set_compatibility(CompatLevel::HardRequirement)
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(FS_ABI)))
         .map_err(failed)?

@@ -17,7 +17,9 @@ use crate::tools::sandbox::spec::SandboxSpec;
 pub(crate) fn enter(spec: &SandboxSpec) -> Result<(), String> {
     let (uid, gid) = (getuid(), getgid());
     let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS;
-    if spec.network == NetworkAccess::Off {
+    // With an allow-list the proxy on the host's loopback must stay reachable: Landlock and
+    // seccomp confine the network instead of an empty namespace.
+    if spec.network == NetworkAccess::Off && spec.proxy_port.is_none() {
         flags |= CloneFlags::CLONE_NEWNET;
     }
     unshare(flags).map_err(|error| {

@@ -24,7 +24,9 @@ pub(crate) fn install(spec: &SandboxSpec) -> Result<(), String> {
     ] {
         rules.insert(call, Vec::new());
     }
-    if spec.network == NetworkAccess::Off {
+    if spec.network == NetworkAccess::Off && spec.proxy_port.is_some() {
+        rules.insert(libc::SYS_socket, proxied_socket_rules().map_err(backend)?);
+    } else if spec.network == NetworkAccess::Off {
         let not_domain = |domain: i32| {
             SeccompCondition::new(
                 0,
@@ -53,4 +55,42 @@ pub(crate) fn install(spec: &SandboxSpec) -> Result<(), String> {
     .map_err(backend)?;
     let program: seccompiler::BpfProgram = filter.try_into().map_err(backend)?;
     seccompiler::apply_filter(&program).map_err(failed)
+}
+
+/// With an allow-list (the host's network namespace, Landlock allowing TCP to the proxy's
+/// port only): every socket but IPv4/IPv6 TCP and netlink ones is refused — no UDP (DNS,
+/// QUIC), no raw or ping sockets, no Unix sockets. The rules list what is refused.
+fn proxied_socket_rules() -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    let condition = |argument: u8, operator: SeccompCmpOp, value: i32| {
+        SeccompCondition::new(
+            argument,
+            SeccompCmpArgLen::Dword,
+            operator,
+            u64::from(value.unsigned_abs()),
+        )
+    };
+    // Any other family.
+    let mut rules = vec![SeccompRule::new(
+        [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK]
+            .into_iter()
+            .map(|domain| condition(0, SeccompCmpOp::Ne, domain))
+            .collect::<Result<Vec<_>, _>>()?,
+    )?];
+    // IPv4/IPv6 of any type but a stream (the type's low bits; the rest are flags). The
+    // obsolete SOCK_PACKET needs CAP_NET_RAW in the host's namespace, which it has not.
+    for domain in [libc::AF_INET, libc::AF_INET6] {
+        for kind in [
+            libc::SOCK_DGRAM,
+            libc::SOCK_RAW,
+            libc::SOCK_RDM,
+            libc::SOCK_SEQPACKET,
+            libc::SOCK_DCCP,
+        ] {
+            rules.push(SeccompRule::new(vec![
+                condition(0, SeccompCmpOp::Eq, domain)?,
+                condition(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
+            ])?);
+        }
+    }
+    Ok(rules)
 }

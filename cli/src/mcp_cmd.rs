@@ -33,7 +33,7 @@ async fn list(args: McpListArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
     let (servers, secrets) = servers(&args.source, loaded)?;
     let mut statuses = Vec::new();
     let mut clients = Vec::new();
-    for (name, result) in connect_servers(&servers, &secrets).await {
+    for (name, result) in connect_servers(&servers, &secrets, false).await {
         statuses.push(McpServerStatus::of(&name, &result));
         clients.extend(result.ok());
     }

@@ -22,10 +22,12 @@ pub fn withholding(client: McpClient, withheld: &[String]) -> McpClient {
     crate::mcp_progress::attach(crate::elicit::interactive(client))
 }
 
-/// Start every enabled server of `servers` concurrently, none of them seeing `withheld`.
+/// Start every enabled server of `servers` concurrently, none of them seeing `withheld`; in
+/// restricted mode each one read-only without network, whatever its own sandbox says.
 pub async fn connect_servers(
     servers: &McpServersConfig,
     withheld: &[String],
+    restricted: bool,
 ) -> Vec<(String, Result<McpClient, ToolError>)> {
     // Nor the secrets of the entries' `crossAppAccess`.
     let withheld: Vec<String> = withheld
@@ -39,7 +41,8 @@ pub async fn connect_servers(
         .map(|(name, client)| {
             let client = client.map(|client| {
                 let entry = servers.servers.get(&name);
-                let client = withholding(crate::sampling::interactive(client, entry), &withheld);
+                let client = withholding(crate::sampling::interactive(client, entry), &withheld)
+                    .with_restricted_sandbox(restricted);
                 if entry.is_some_and(|entry| entry.cross_app_access.is_some()) {
                     client
                 } else {

@@ -21,7 +21,7 @@ pub async fn skills(args: McpSkillsArgs, loaded: &Loaded) -> anyhow::Result<Exit
         Some(server) => clients.push(connected(&args.source, server, loaded).await?),
         None => {
             let (servers, secrets) = servers(&args.source, loaded)?;
-            for (name, result) in connect_servers(&servers, &secrets).await {
+            for (name, result) in connect_servers(&servers, &secrets, false).await {
                 match result {
                     Ok(client) => clients.push(client),
                     Err(error) => unavailable.push((name, error.to_string())),

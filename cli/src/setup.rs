@@ -263,7 +263,7 @@ pub async fn build_registry_with_mcp(
     let mut connected = Vec::new();
     // MCP servers must not see the model's API key either.
     let secrets = secret_env_names(config, model);
-    for (name, result) in connect_servers(&servers, &secrets).await {
+    for (name, result) in connect_servers(&servers, &secrets, tools.restricted).await {
         statuses.push(McpServerStatus::of(&name, &result));
         match result {
             Ok(client) => connected.push(client),

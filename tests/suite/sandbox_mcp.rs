@@ -107,3 +107,40 @@ async fn a_library_client_sandboxes_its_server_by_default() {
     assert!(!client.list_tools().await.unwrap().is_empty());
     assert!(probe.exists(), "full is no sandbox");
 }
+
+#[tokio::test]
+async fn restricted_mode_makes_a_servers_sandbox_read_only_whatever_its_policy() {
+    // Restricted mode cuts writes and network physically for MCP servers too, even one
+    // configured `full`: the same server that writes its own directory under `full` writes
+    // nothing once restricted, and still starts and answers.
+    let dir = tempfile::tempdir().unwrap();
+    let transport = McpTransport::Stdio {
+        command: "sh".to_owned(),
+        args: vec![
+            "-c".to_owned(),
+            format!(
+                "echo y > mine.txt 2>/dev/null; exec '{}'",
+                demo_server().display()
+            ),
+        ],
+    };
+    let mut client = McpClient::new("demo", transport.clone())
+        .with_cwd(dir.path())
+        .with_sandbox_policy(SandboxPolicy::full())
+        .with_restricted_sandbox(true);
+    assert!(client.sandbox().policy().restricted);
+    client.connect().await.unwrap();
+    assert!(!client.list_tools().await.unwrap().is_empty());
+    assert!(
+        !dir.path().join("mine.txt").exists(),
+        "a restricted server wrote in its directory"
+    );
+    client.close().await.unwrap();
+    // Not restricted: the same `full` server writes there.
+    let mut client = McpClient::new("demo", transport)
+        .with_cwd(dir.path())
+        .with_sandbox_policy(SandboxPolicy::full())
+        .with_restricted_sandbox(false);
+    client.connect().await.unwrap();
+    assert!(dir.path().join("mine.txt").exists());
+}

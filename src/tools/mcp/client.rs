@@ -193,6 +193,18 @@ impl McpClient {
         self
     }
 
+    /// Restricted mode for this server (`true`): its sandbox becomes `read-only` with the
+    /// network off, whatever its policy says — as for every command in restricted mode. A
+    /// server that needs to write or to reach the network then fails, saying why; `false`
+    /// changes nothing.
+    pub fn with_restricted_sandbox(mut self, restricted: bool) -> Self {
+        if restricted {
+            let policy = self.settings.sandbox.policy().clone().restricted(true);
+            self.settings.sandbox = self.settings.sandbox.clone().with_policy(policy);
+        }
+        self
+    }
+
     /// Apply the sandbox with `helper` (e.g. the host program on a leading argument).
     pub fn with_sandbox_helper(mut self, helper: crate::tools::sandbox::SandboxHelper) -> Self {
         self.settings.sandbox = self.settings.sandbox.clone().with_helper(helper);

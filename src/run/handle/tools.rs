@@ -61,27 +61,7 @@ pub(crate) async fn run_tools<'a>(
         &mut run.state,
         cx.journal.and_then(|journal| journal.session()),
     );
-    // The starts of the calls that will not ask anyone ride with the run state.
-    // Each call passes the gates once: a call whose start needs them to decide keeps the
-    // result and runs with it.
-    let mut gated: Vec<Option<Gated<'_>>> = batch.run.iter().map(|_| None).collect();
-    let mut ahead = journal_batch::starts_ahead(registry, &batch, cx.journal.is_some(), &mut gated);
-    let mut gated: HashMap<usize, Gated<'_>> = batch
-        .run
-        .iter()
-        .zip(gated)
-        .filter_map(|(&position, gated)| gated.map(|gated| (position, gated)))
-        .collect();
-    // A handoff is answered by the run itself and never starts: one cut off by a crash is
-    // made again, not answered as interrupted.
-    for (flag, &position) in ahead.iter_mut().zip(&batch.run) {
-        let call = batch.calls.get(position);
-        if call.is_some_and(|call| matches!(team_call(cx.agent, call), Some(TeamCall::Handoff(_))))
-            || run_answered.iter().any(|(p, _)| *p == position)
-        {
-            *flag = false;
-        }
-    }
+    let (ahead, mut gated) = starts_ahead(cx, registry, &batch, &run_answered);
     if cx.journal.is_some() {
         let journaled = journal_batch::state_with_starts(&run.state, &batch.run, &ahead);
         if let Err(error) = record(cx.journal, JournalEntry::Run(&journaled)).await {
@@ -98,21 +78,7 @@ pub(crate) async fn run_tools<'a>(
         approved_for,
         ..
     } = batch;
-    // The run's own answers (searches, deferred tools not loaded yet).
-    let positions: Vec<usize> = positions
-        .into_iter()
-        .filter(|p| !run_answered.iter().any(|(q, _)| q == p))
-        .collect();
-    for (position, answer) in run_answered {
-        // Bounded like any tool output (a search's schemas come from servers); its first
-        // line, the names it loaded, survives the cut.
-        let answer = crate::vocab::truncate_answer(answer, run.state.rules.tool_output_limit);
-        let Some(call) = calls.get(position) else {
-            continue;
-        };
-        sink.send(answered_event(call, &answer, 0)).await;
-        run.state.set_answer(position, answer);
-    }
+    let positions = record_run_answers(run, &calls, positions, run_answered, sink).await;
     // The team's own calls: a handoff is answered here, a sub-agent runs as a child next to
     // the registry's calls.
     let (team_positions, positions): (Vec<usize>, Vec<usize>) =
@@ -199,6 +165,62 @@ pub(crate) async fn run_tools<'a>(
         None if !deferred.is_empty() => Input::ToolsDeferred(deferred),
         None => Input::ToolsDone,
     }
+}
+
+/// Which calls' starts ride ahead with the journaled run state (those that will not ask
+/// anyone), by index in `batch.run`, and the gates' result of each call whose start needed
+/// them to decide (each call passes the gates once: it runs with that result).
+fn starts_ahead<'r>(
+    cx: &RunContext<'_>,
+    registry: &'r crate::tools::registry::ToolRegistry,
+    batch: &ToolBatch,
+    run_answered: &[(usize, ToolAnswer)],
+) -> (Vec<bool>, HashMap<usize, Gated<'r>>) {
+    let mut gated: Vec<Option<Gated<'r>>> = batch.run.iter().map(|_| None).collect();
+    let mut ahead = journal_batch::starts_ahead(registry, batch, cx.journal.is_some(), &mut gated);
+    let gated = batch
+        .run
+        .iter()
+        .zip(gated)
+        .filter_map(|(&position, gated)| gated.map(|gated| (position, gated)))
+        .collect();
+    // A handoff and the run's own answers never start: one cut off by a crash is made again,
+    // not answered as interrupted.
+    for (flag, &position) in ahead.iter_mut().zip(&batch.run) {
+        let call = batch.calls.get(position);
+        if call.is_some_and(|call| matches!(team_call(cx.agent, call), Some(TeamCall::Handoff(_))))
+            || run_answered.iter().any(|(p, _)| *p == position)
+        {
+            *flag = false;
+        }
+    }
+    (ahead, gated)
+}
+
+/// Record the run's own answers (searches, deferred tools not loaded yet) and report them;
+/// the positions left to run.
+async fn record_run_answers(
+    run: &mut Run<'_>,
+    calls: &[ToolCall],
+    positions: Vec<usize>,
+    run_answered: Vec<(usize, ToolAnswer)>,
+    sink: &EventSink,
+) -> Vec<usize> {
+    let positions = positions
+        .into_iter()
+        .filter(|p| !run_answered.iter().any(|(q, _)| q == p))
+        .collect();
+    for (position, answer) in run_answered {
+        // Bounded like any tool output (a search's schemas come from servers); its first
+        // line, the names it loaded, survives the cut.
+        let answer = crate::vocab::truncate_answer(answer, run.state.rules.tool_output_limit);
+        let Some(call) = calls.get(position) else {
+            continue;
+        };
+        sink.send(answered_event(call, &answer, 0)).await;
+        run.state.set_answer(position, answer);
+    }
+    positions
 }
 
 /// `tool_search`, and deferred tools not loaded yet: answered by the run (an API with its own

@@ -254,6 +254,16 @@ pub struct ModelSection {
     /// Reasoning effort: `"off"`, `"low"`, `"medium"`, `"high"`, or a budget in tokens
     /// (`8000`) — like `--reasoning`.
     pub reasoning: Option<crate::provider::Reasoning>,
+    /// Tools the provider runs itself (`"web_search"`, `"code_execution"`, ..., or a table
+    /// with the tool's options) — like `--hosted-tool`. Each passes the tools' gates
+    /// (restricted mode hides web search and code execution).
+    #[serde(default)]
+    pub hosted_tools: Vec<crate::hosted_tools::HostedToolSetting>,
+    /// Hosted tools per provider (`[model.hosted_tools_by_provider] anthropic = [...]`),
+    /// instead of `hosted_tools` for that provider.
+    #[serde(default)]
+    pub hosted_tools_by_provider:
+        std::collections::BTreeMap<String, Vec<crate::hosted_tools::HostedToolSetting>>,
     /// Models tried in order when the model fails (retryably) before any output
     /// (`[[model.fallback]]`); each has a circuit breaker.
     #[serde(default)]

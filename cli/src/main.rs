@@ -14,6 +14,7 @@ mod demo;
 mod elicit;
 mod elicit_unattended;
 mod hooks;
+mod hosted_tools;
 mod json_error;
 mod layers;
 mod mcp_catalog;

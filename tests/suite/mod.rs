@@ -18,6 +18,7 @@ mod exposure;
 mod fallback;
 mod fetch_hardening;
 mod hooks;
+mod hosted_tools;
 mod idempotency_keys;
 mod journal_cost;
 mod journal_media;

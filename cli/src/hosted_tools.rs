@@ -6,28 +6,8 @@
 
 use agcore::llm::WireApi;
 use agcore::llm::hosted::HostedTool;
-use serde::Deserialize;
 
-use crate::config::ModelSection;
-
-/// One entry of `hosted_tools`: a name, or a table with the tool's options.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum HostedToolSetting {
-    /// `"web_search"`: the tool with its default options.
-    Name(String),
-    /// `{ type = "web_search", max_uses = 3 }`.
-    Tool(HostedTool),
-}
-
-impl HostedToolSetting {
-    fn tool(&self) -> anyhow::Result<HostedTool> {
-        match self {
-            HostedToolSetting::Name(name) => Ok(HostedTool::from_name(name)?),
-            HostedToolSetting::Tool(tool) => Ok(tool.clone()),
-        }
-    }
-}
+use crate::config::{HostedToolSetting, ModelSection};
 
 /// The hosted tools of `flags` (names), else of the config for `provider`.
 ///
@@ -49,7 +29,10 @@ pub fn chosen(
         .get(provider)
         .unwrap_or(&section.hosted_tools)
         .iter()
-        .map(HostedToolSetting::tool)
+        .map(|setting| match setting {
+            HostedToolSetting::Name(name) => Ok(HostedTool::from_name(name)?),
+            HostedToolSetting::Tool(tool) => Ok(tool.clone()),
+        })
         .collect()
 }
 

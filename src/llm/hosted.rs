@@ -36,24 +36,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::llm::model::WireApi;
-pub use crate::vocab::hosted::{HostedTool, NAMES, UnknownHostedTool};
-
-/// The hosted tool names of each API, in the order errors and docs list them.
-pub const SUPPORTED: &[(WireApi, &[&str])] = &[
-    (
-        WireApi::AnthropicMessages,
-        &["web_search", "web_fetch", "code_execution"],
-    ),
-    (
-        WireApi::Responses,
-        &["web_search", "code_interpreter", "file_search"],
-    ),
-    (
-        WireApi::Gemini,
-        &["google_search", "code_execution", "url_context"],
-    ),
-    (WireApi::ChatCompletions, &[]),
-];
+pub use crate::vocab::hosted::{HostedTool, NAMES, SUPPORTED, UnknownHostedTool};
 
 /// A hosted tool the request's API does not have.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,7 +58,7 @@ fn supported_list() -> String {
             } else {
                 names.join(", ")
             };
-            format!("{}: {names}", api.as_str())
+            format!("{api}: {names}")
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -84,9 +67,7 @@ fn supported_list() -> String {
 impl HostedTool {
     /// Whether `api` has this tool.
     pub fn supported_by(&self, api: WireApi) -> bool {
-        SUPPORTED
-            .iter()
-            .any(|(of, names)| *of == api && names.contains(&self.name()))
+        self.supported_by_api_named(api.as_str())
     }
 
     /// `Ok` when `api` has this tool.
@@ -205,7 +186,9 @@ mod tests {
         for name in NAMES {
             let tool = HostedTool::from_name(name).unwrap();
             assert!(
-                SUPPORTED.iter().any(|(api, _)| tool.supported_by(*api)),
+                SUPPORTED
+                    .iter()
+                    .any(|(api, _)| tool.supported_by_api_named(api)),
                 "{name}"
             );
         }

@@ -18,8 +18,6 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::llm::model::WireApi;
-use crate::llm::providers;
 use crate::tools::base::{BaseTool, ToolSource};
 use crate::tools::capability::Permission;
 use crate::tools::error::ToolError;
@@ -86,12 +84,6 @@ impl BaseTool for Gated<'_> {
     }
 }
 
-/// The wire API of a provider name (`anthropic`, `openai-responses`, ...); an unknown name
-/// speaks chat completions, which has no hosted tools.
-fn api_of(provider: &str) -> WireApi {
-    providers::named(provider).map_or(WireApi::ChatCompletions, |entry| entry.api)
-}
-
 impl ToolRegistry {
     /// Why the gates hide `tool` from a request to `provider`/`model` (empty: it is offered).
     fn hosted_reasons(&self, tool: &HostedTool, provider: &str, model: &str) -> Vec<HiddenBecause> {
@@ -99,7 +91,8 @@ impl ToolRegistry {
         let policy = self.exposure().unwrap_or(&default);
         let gated = Gated(tool);
         let mut reasons = policy.gate(&gated);
-        if !tool.supported_by(api_of(provider)) {
+        // A provider's name is its API's (`anthropic`, ...); any other speaks chat completions.
+        if !tool.supported_by_api_named(provider) {
             reasons.push(HiddenBecause::Provider {
                 provider: provider.to_owned(),
                 model: model.to_owned(),
@@ -146,7 +139,7 @@ impl ToolRegistry {
 
     /// The hosted tools of `tools` a request to `provider`/`model` may turn on: those the
     /// gates let through. One the provider's API does not have is kept, so that the request
-    /// fails with [`crate::llm::ProviderError::UnsupportedHostedTool`] rather than go without
+    /// fails with `ProviderError::UnsupportedHostedTool` rather than go without
     /// it unsaid.
     pub fn offered_hosted_tools(
         &self,

@@ -63,6 +63,18 @@ pub const NAMES: &[&str] = &[
     "url_context",
 ];
 
+/// The hosted tool names of each API, by the API's name (`anthropic`, `openai-responses`,
+/// `gemini`, `openai`), in the order errors and docs list them.
+pub const SUPPORTED: &[(&str, &[&str])] = &[
+    ("anthropic", &["web_search", "web_fetch", "code_execution"]),
+    (
+        "openai-responses",
+        &["web_search", "code_interpreter", "file_search"],
+    ),
+    ("gemini", &["google_search", "code_execution", "url_context"]),
+    ("openai", &[]),
+];
+
 /// A hosted tool name agcore does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no hosted tool is called `{name}`; known: {}", NAMES.join(", "))]
@@ -129,6 +141,14 @@ impl HostedTool {
                 | HostedTool::GoogleSearch
                 | HostedTool::UrlContext
         )
+    }
+
+    /// Whether the API called `api` (`anthropic`, `openai-responses`, `gemini`; any other
+    /// name speaks chat completions, which has none) has this tool.
+    pub fn supported_by_api_named(&self, api: &str) -> bool {
+        SUPPORTED
+            .iter()
+            .any(|(of, names)| *of == api && names.contains(&self.name()))
     }
 
     /// Whether the tool runs code.

@@ -262,8 +262,7 @@ pub struct ModelSection {
     /// Hosted tools per provider (`[model.hosted_tools_by_provider] anthropic = [...]`),
     /// instead of `hosted_tools` for that provider.
     #[serde(default)]
-    pub hosted_tools_by_provider:
-        std::collections::BTreeMap<String, Vec<HostedToolSetting>>,
+    pub hosted_tools_by_provider: std::collections::BTreeMap<String, Vec<HostedToolSetting>>,
     /// Models tried in order when the model fails (retryably) before any output
     /// (`[[model.fallback]]`); each has a circuit breaker.
     #[serde(default)]
@@ -279,7 +278,6 @@ pub enum HostedToolSetting {
     /// `{ type = "web_search", max_uses = 3 }`.
     Tool(agcore::llm::hosted::HostedTool),
 }
-
 
 /// One `[[model.fallback]]` entry: a model of any provider. Its base URL and key variable
 /// default to its provider's (not to the main model's).

@@ -32,8 +32,7 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
         .explain(&provider, &model)
         .with_skipped_mcp_tools(servers.iter().flat_map(|server| server.skipped.clone()));
     // The hosted tools asked for are rows too: offered, or hidden with the gate's reason.
-    let hosted =
-        crate::hosted_tools::chosen(&args.hosted_tools, &loaded.config.model, &provider)?;
+    let hosted = crate::hosted_tools::chosen(&args.hosted_tools, &loaded.config.model, &provider)?;
     report
         .tools
         .extend(registry.hosted_exposure(&hosted, &provider, &model));

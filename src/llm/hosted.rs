@@ -134,7 +134,8 @@ impl HostedTool {
                 vector_store_ids,
                 max_num_results,
             } => {
-                let mut entry = json!({"type": "file_search", "vector_store_ids": vector_store_ids});
+                let mut entry =
+                    json!({"type": "file_search", "vector_store_ids": vector_store_ids});
                 if let Some(max) = max_num_results {
                     entry["max_num_results"] = json!(max);
                 }

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::{CompactionTier, ContextEvent, RepairKind};
+use crate::llm::error::ErrorKind;
 use crate::llm::{Citation, ModelEvent};
 use crate::tools::kind::ToolKind;
-use crate::llm::error::ErrorKind;
 use crate::vocab::{FinishReason, Usage};
 
 /// One event of a streaming call. Serialises as `{"type": "assistant_text_delta", ...}`.

@@ -132,7 +132,11 @@ impl fmt::Display for RunUsage {
             write!(f, " ({reasoning} reasoning)")?;
         }
         if let Some(searches) = self.tokens.web_search_requests {
-            write!(f, ", {searches} web search{}", if searches == 1 { "" } else { "es" })?;
+            write!(
+                f,
+                ", {searches} web search{}",
+                if searches == 1 { "" } else { "es" }
+            )?;
         }
         Ok(())
     }

@@ -225,8 +225,7 @@ mod tests {
                 .offered_hosted_tools(&code, "anthropic", "m")
                 .is_empty()
         );
-        let open = ToolRegistry::new()
-            .with_permission_checker(PermissionChecker::new(allow_all()));
+        let open = ToolRegistry::new().with_permission_checker(PermissionChecker::new(allow_all()));
         assert_eq!(open.offered_hosted_tools(&code, "anthropic", "m"), code);
         // An API without the tool: kept, so the request fails naming who has it.
         assert_eq!(open.offered_hosted_tools(&code, "openai", "m"), code);

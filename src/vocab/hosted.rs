@@ -71,7 +71,10 @@ pub const SUPPORTED: &[(&str, &[&str])] = &[
         "openai-responses",
         &["web_search", "code_interpreter", "file_search"],
     ),
-    ("gemini", &["google_search", "code_execution", "url_context"]),
+    (
+        "gemini",
+        &["google_search", "code_execution", "url_context"],
+    ),
     ("openai", &[]),
 ];
 
@@ -153,9 +156,11 @@ impl HostedTool {
 
     /// Whether the tool runs code.
     pub fn runs_code(&self) -> bool {
-        matches!(self, HostedTool::CodeExecution | HostedTool::CodeInterpreter)
+        matches!(
+            self,
+            HostedTool::CodeExecution | HostedTool::CodeInterpreter
+        )
     }
-
 }
 
 #[cfg(test)]

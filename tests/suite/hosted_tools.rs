@@ -100,11 +100,8 @@ fn the_anthropic_fake_refuses_a_server_tool_without_its_beta() {
 
 #[tokio::test]
 async fn anthropic_server_tools_go_out_with_their_betas_and_come_back_byte_exact() {
-    let fake = AnthropicFake::start(vec![
-        Reply::Fixture("web_search_then_call"),
-        noted_reply(),
-    ])
-    .await;
+    let fake =
+        AnthropicFake::start(vec![Reply::Fixture("web_search_then_call"), noted_reply()]).await;
     let mut config = CycleConfig::new("claude-sonnet-4-5");
     config.options.hosted_tools = vec![
         web_search(),
@@ -120,7 +117,10 @@ async fn anthropic_server_tools_go_out_with_their_betas_and_come_back_byte_exact
     let registry = registry(false);
     let mut cycle = LlmCycle::new(anthropic(&fake), config);
     let reply = cycle
-        .run(Some("When was Claude Shannon born?".into()), Some(&registry))
+        .run(
+            Some("When was Claude Shannon born?".into()),
+            Some(&registry),
+        )
         .await
         .unwrap();
     // The fake refuses web_fetch / code_execution without their `anthropic-beta`, and server
@@ -130,8 +130,8 @@ async fn anthropic_server_tools_go_out_with_their_betas_and_come_back_byte_exact
     let received = fake.received();
     assert_eq!(received.len(), 2);
     // The tools as the request fixture has them (which the SDK parses as MessageCreateParams).
-    let expected: Value = serde_json::from_str(&anthropic_fake::fixture("hosted_tools.request.json"))
-        .unwrap();
+    let expected: Value =
+        serde_json::from_str(&anthropic_fake::fixture("hosted_tools.request.json")).unwrap();
     assert_eq!(received[0].body["tools"], expected["tools"]);
     // The server blocks went back as served, in place, byte for byte.
     let served: Value =
@@ -255,7 +255,10 @@ async fn another_model_gets_the_server_blocks_dropped() {
     let registry = registry(false);
     let mut cycle = LlmCycle::new(anthropic(&fake), config.clone());
     cycle
-        .run(Some("When was Claude Shannon born?".into()), Some(&registry))
+        .run(
+            Some("When was Claude Shannon born?".into()),
+            Some(&registry),
+        )
         .await
         .unwrap();
     let history = cycle.messages().to_vec();
@@ -287,7 +290,10 @@ async fn an_api_without_the_tool_fails_the_request_naming_each_apis_tools() {
         .run(Some("Search.".into()), Some(&registry(false)))
         .await
         .unwrap_err();
-    assert!(matches!(error, LlmError::UnsupportedHostedTool(_)), "{error:?}");
+    assert!(
+        matches!(error, LlmError::UnsupportedHostedTool(_)),
+        "{error:?}"
+    );
     let text = error.to_string();
     assert!(
         text.contains("gemini: google_search, code_execution, url_context"),
@@ -325,7 +331,10 @@ async fn responses_web_search_items_come_back_byte_exact_and_are_counted() {
     let registry = registry(false);
     let mut cycle = LlmCycle::new(client, config);
     cycle
-        .run(Some("When was Claude Shannon born?".into()), Some(&registry))
+        .run(
+            Some("When was Claude Shannon born?".into()),
+            Some(&registry),
+        )
         .await
         .unwrap();
     // The fake refuses a web_search_call item that is not the one it issued, byte for byte.
@@ -404,13 +413,21 @@ async fn gemini_code_execution_and_search_are_sent_kept_and_counted() {
         .unwrap()
         .clone();
     let parts = model_turn["parts"].as_array().unwrap();
-    let served_parts = served["candidates"][0]["content"]["parts"].as_array().unwrap();
+    let served_parts = served["candidates"][0]["content"]["parts"]
+        .as_array()
+        .unwrap();
     assert_eq!(parts[1].to_string(), served_parts[1].to_string());
     assert_eq!(parts[2].to_string(), served_parts[2].to_string());
     assert!(events.iter().any(|event| matches!(event,
         StreamEvent::HostedToolCall { tool_name, kind: ToolKind::Execute, .. } if tool_name == "code_execution")));
-    assert!(events.iter().any(|event| matches!(event,
-        StreamEvent::HostedToolResult { is_error: false, kind: ToolKind::Execute, .. })));
+    assert!(events.iter().any(|event| matches!(
+        event,
+        StreamEvent::HostedToolResult {
+            is_error: false,
+            kind: ToolKind::Execute,
+            ..
+        }
+    )));
     assert!(events.iter().any(|event| matches!(event,
         StreamEvent::Citation { citation } if citation.start == Some(0) && citation.end == Some(35))));
     assert_eq!(cycle.usage().web_search_requests(), 1);

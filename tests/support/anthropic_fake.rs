@@ -174,7 +174,11 @@ pub fn check_hosted_tools(beta: &str, body: &Value) -> Result<(), String> {
             "web_fetch_20250910" => ("web_fetch", Some("web-fetch-2025-09-10")),
             "code_execution_20250825" => ("code_execution", Some("code-execution-2025-08-25")),
             "tool_search_tool_bm25_20251119" => ("tool_search_tool_bm25", None),
-            other => return Err(format!("tools.{index}: Input tag '{other}' found using 'type' does not match any of the expected tags")),
+            other => {
+                return Err(format!(
+                    "tools.{index}: Input tag '{other}' found using 'type' does not match any of the expected tags"
+                ));
+            }
         };
         if tool["name"] != name {
             return Err(format!("tools.{index}.name: Input should be '{name}'"));

@@ -54,10 +54,7 @@ pub struct EventDecoder {
 #[derive(Debug)]
 enum Block {
     /// A text block: where it starts in the reply's text and the sources it cites.
-    Text {
-        start: usize,
-        citations: Vec<Value>,
-    },
+    Text { start: usize, citations: Vec<Value> },
     /// A `thinking` block: its start object, grown by the deltas.
     Thinking {
         block: Value,
@@ -70,10 +67,7 @@ enum Block {
     ServerResult(Value),
     /// A `server_tool_use` block (a tool the API runs): its start object and the streamed
     /// JSON of its input.
-    Server {
-        block: Value,
-        input: String,
-    },
+    Server { block: Value, input: String },
     /// A `tool_use` block: the call's ordinal in the reply and its start `input`.
     Call {
         ordinal: u32,
@@ -81,10 +75,7 @@ enum Block {
         sent_arguments: bool,
     },
     /// The forced typed-output call, streamed as the answer text.
-    Answer {
-        input: Value,
-        sent_text: bool,
-    },
+    Answer { input: Value, sent_text: bool },
     /// A block type this decoder does not use (server tools, citations, ...).
     Other,
 }
@@ -370,7 +361,11 @@ impl EventDecoder {
             }
             Block::Text { start, citations } => {
                 for cited in citations {
-                    out.push_back(ModelDelta::Citation(citation(&cited, start, self.text_bytes)));
+                    out.push_back(ModelDelta::Citation(citation(
+                        &cited,
+                        start,
+                        self.text_bytes,
+                    )));
                 }
             }
             Block::Server { mut block, input } => {

@@ -160,7 +160,9 @@ fn grounding_citations(grounding: &Value, out: &mut VecDeque<ModelDelta>) -> boo
                         .and_then(Value::as_u64)
                         .and_then(|value| usize::try_from(value).ok())
                 };
-                let indices = support.get("groundingChunkIndices").and_then(Value::as_array);
+                let indices = support
+                    .get("groundingChunkIndices")
+                    .and_then(Value::as_array);
                 for index in indices.into_iter().flatten().filter_map(Value::as_u64) {
                     if let Some((url, title)) = usize::try_from(index).ok().and_then(source) {
                         out.push_back(ModelDelta::Citation(Citation {

@@ -7,6 +7,8 @@
 //!   offered and may run, every decision explained ([`ExposureReport`]).
 //! - [`Approver`]: a human in the loop for permissions configured as *ask* ([`ApprovalPolicy`]).
 //! - [`ToolsConfig`]: the `[tools]` section of `agcore.toml`.
+//! - [`hosted`]: the provider's own tools (web search, code execution, ...) under the same
+//!   gates.
 //! - [`deferred`] tools and [`tool_search`]: large tool sets the model searches instead of
 //!   being sent every schema.
 //! - [`McpClient`]: tools of any MCP server, as `BaseTool` adapters.
@@ -58,6 +60,7 @@ pub(crate) mod shell_rules;
 pub mod builtin;
 pub mod config;
 pub mod deferred;
+pub mod hosted;
 pub mod mcp;
 pub mod registry;
 pub mod sandbox;

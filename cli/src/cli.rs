@@ -156,6 +156,12 @@ pub struct ModelArgs {
     /// API's own parameter [config: model.reasoning; default: the API's].
     #[arg(long, value_name = "EFFORT", value_parser = crate::provider::parse_reasoning)]
     pub reasoning: Option<crate::provider::Reasoning>,
+    /// Turn on a tool the provider runs itself (repeatable): web_search, web_fetch,
+    /// code_execution (anthropic); web_search, code_interpreter, file_search
+    /// (openai-responses); google_search, code_execution, url_context (gemini)
+    /// [config: model.hosted_tools].
+    #[arg(long = "hosted-tool", value_name = "NAME")]
+    pub hosted_tools: Vec<String>,
     /// The system prompt, a minijinja template (variables from --var), after agcore's base
     /// instructions and the workspace's AGENTS.md [config: model.system].
     #[arg(long, conflicts_with = "system_file")]
@@ -432,6 +438,9 @@ pub struct ToolsArgs {
     /// Check provider support against this model.
     #[arg(long)]
     pub model: Option<String>,
+    /// Also list this hosted tool (repeatable) [config: model.hosted_tools].
+    #[arg(long = "hosted-tool", value_name = "NAME")]
+    pub hosted_tools: Vec<String>,
     /// Also show which deferred tools this session's searches loaded.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,

@@ -254,10 +254,29 @@ pub struct ModelSection {
     /// Reasoning effort: `"off"`, `"low"`, `"medium"`, `"high"`, or a budget in tokens
     /// (`8000`) — like `--reasoning`.
     pub reasoning: Option<crate::provider::Reasoning>,
+    /// Tools the provider runs itself (`"web_search"`, `"code_execution"`, ..., or a table
+    /// with the tool's options) — like `--hosted-tool`. Each passes the tools' gates
+    /// (restricted mode hides web search and code execution).
+    #[serde(default)]
+    pub hosted_tools: Vec<HostedToolSetting>,
+    /// Hosted tools per provider (`[model.hosted_tools_by_provider] anthropic = [...]`),
+    /// instead of `hosted_tools` for that provider.
+    #[serde(default)]
+    pub hosted_tools_by_provider: std::collections::BTreeMap<String, Vec<HostedToolSetting>>,
     /// Models tried in order when the model fails (retryably) before any output
     /// (`[[model.fallback]]`); each has a circuit breaker.
     #[serde(default)]
     pub fallback: Vec<FallbackSection>,
+}
+
+/// One entry of `hosted_tools`: a name, or a table with the tool's options.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum HostedToolSetting {
+    /// `"web_search"`: the tool with its default options.
+    Name(String),
+    /// `{ type = "web_search", max_uses = 3 }`.
+    Tool(agcore::llm::hosted::HostedTool),
 }
 
 /// One `[[model.fallback]]` entry: a model of any provider. Its base URL and key variable

@@ -15,6 +15,7 @@ mod demo;
 mod elicit;
 mod elicit_unattended;
 mod hooks;
+mod hosted_tools;
 mod interactive_default;
 mod json_error;
 mod layers;

@@ -103,6 +103,9 @@ fn cycle_parts(
     if let Some(reasoning) = args.reasoning.or(section.reasoning) {
         apply_reasoning(&mut cycle_config.options, reasoning);
     }
+    let hosted = crate::hosted_tools::chosen(&args.hosted_tools, section, &target.provider)?;
+    crate::hosted_tools::check(&hosted, target.api.provider().api)?;
+    cycle_config.options.hosted_tools = hosted;
     crate::context_cli::configure(&mut cycle_config, args, config);
     let composed = crate::system_prompt::compose(args, config)?;
     for note in &composed.notes {

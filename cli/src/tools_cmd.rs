@@ -28,9 +28,14 @@ pub async fn tools(args: ToolsArgs, loaded: Loaded) -> anyhow::Result<ExitCode> 
         .unwrap_or_default();
     // A server's tools that were not registered (its include/exclude lists, unusable schemas)
     // are rows of the report too: hidden, with the reason.
-    let report = registry
+    let mut report = registry
         .explain(&provider, &model)
         .with_skipped_mcp_tools(servers.iter().flat_map(|server| server.skipped.clone()));
+    // The hosted tools asked for are rows too: offered, or hidden with the gate's reason.
+    let hosted = crate::hosted_tools::chosen(&args.hosted_tools, &loaded.config.model, &provider)?;
+    report
+        .tools
+        .extend(registry.hosted_exposure(&hosted, &provider, &model));
     // Deferred tools the model may find with tool_search (hidden ones are never found).
     let deferred: Vec<String> = registry
         .exposed_tools(&provider, &model)

@@ -60,6 +60,14 @@ pub trait Codec: std::fmt::Debug + Send + Sync + Sized + 'static {
     /// [`ProviderError::Other`] when the key is not a valid header value.
     fn auth_headers(&self) -> Result<HeaderMap, ProviderError>;
 
+    /// The headers of one request besides [`Codec::auth_headers`] (Anthropic's
+    /// `anthropic-beta` for the hosted tools that need one): none by default. A header the
+    /// transport already sends gets these values appended, comma-separated.
+    fn request_headers(&self, request: &ChatRequest<'_>) -> HeaderMap {
+        let _ = request;
+        HeaderMap::new()
+    }
+
     /// The provider name reported by [`ChatModel::provider`](crate::llm::ChatModel::provider).
     fn provider(&self) -> &str;
 

@@ -112,6 +112,10 @@ pub enum ProviderError {
         /// The limit and its configured value.
         limit: ResponseLimit,
     },
+    /// The request turned on a hosted tool its API does not have (see
+    /// [`crate::llm::hosted`]); never sent, never retried.
+    #[error(transparent)]
+    UnsupportedHostedTool(#[from] crate::llm::hosted::UnsupportedHostedTool),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -249,6 +253,8 @@ pub enum ErrorKind {
     UsageLimitExceeded,
     /// `LlmError::GuardrailTripped`.
     GuardrailTripped,
+    /// `LlmError::UnsupportedHostedTool`.
+    UnsupportedHostedTool,
     /// `LlmError::Other`.
     Other,
 }
@@ -270,6 +276,7 @@ impl ProviderError {
             ProviderError::Cancelled => ErrorKind::Cancelled,
             ProviderError::CrossOriginRedirect { .. } => ErrorKind::CrossOriginRedirect,
             ProviderError::ResponseLimitExceeded { .. } => ErrorKind::ResponseLimitExceeded,
+            ProviderError::UnsupportedHostedTool(_) => ErrorKind::UnsupportedHostedTool,
             ProviderError::Other(_) => ErrorKind::Other,
         }
     }

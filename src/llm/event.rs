@@ -41,6 +41,31 @@ pub enum ModelEvent {
         /// The complete arguments' JSON text.
         arguments: String,
     },
+    /// The provider ran one of its hosted tools ([`crate::llm::hosted`]): the call, complete.
+    HostedToolCall {
+        /// The call's id (`srvtoolu_…`, `ws_…`, ...).
+        id: String,
+        /// The tool (`web_search`, `code_execution`, ...).
+        name: String,
+        /// Its input as the provider reports it (`{"query": ...}`, the code, ...).
+        input: serde_json::Value,
+    },
+    /// A hosted tool's result, as the provider reports it.
+    HostedToolResult {
+        /// The id of the call it answers.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Whether the provider reports a failure.
+        is_error: bool,
+        /// The result block or item, verbatim.
+        output: serde_json::Value,
+    },
+    /// A source the reply's text cites (a web search result, a fetched page, ...).
+    Citation {
+        /// The citation.
+        citation: Citation,
+    },
     /// A [`crate::llm::FallbackModel`] moved to its next model: the previous one failed
     /// (retryably) before any output. Sent before the new model's first delta.
     ModelSwitch {
@@ -51,4 +76,23 @@ pub enum ModelEvent {
         /// Why: the failure's message, or that the model's circuit breaker is open.
         reason: String,
     },
+}
+
+/// A source cited by a reply's text, with the part of the text it supports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Citation {
+    /// The source's URL (or a file id for file search).
+    pub url: String,
+    /// Its title, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The quoted source text, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cited_text: Option<String>,
+    /// Where the text it supports begins, as a byte offset into the reply's text, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<usize>,
+    /// Where that text ends (exclusive), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<usize>,
 }

@@ -148,10 +148,11 @@ impl<C: Codec> ChatModel for HttpModel<C> {
     async fn chat(&self, request: ChatRequest<'_>) -> Result<ChatResponse, ProviderError> {
         let (body, turn) = self.codec.encode(&request, false)?;
         let url = self.url(request.model, false)?;
+        let headers = self.codec.request_headers(&request);
         let started = tokio::time::Instant::now();
         let response = self
             .transport
-            .post(&url, body, "application/json", C::status_error)
+            .post_with_headers(&url, body, "application/json", headers, C::status_error)
             .await?;
         let body = self.transport.read_body(response, started).await?;
         self.codec.parse(&body, &request, turn)
@@ -160,10 +161,11 @@ impl<C: Codec> ChatModel for HttpModel<C> {
     async fn chat_stream(&self, request: ChatRequest<'_>) -> Result<ModelStream, ProviderError> {
         let (body, turn) = self.codec.encode(&request, true)?;
         let url = self.url(request.model, true)?;
+        let headers = self.codec.request_headers(&request);
         let started = tokio::time::Instant::now();
         let response = self
             .transport
-            .post(&url, body, C::Framing::ACCEPT, C::status_error)
+            .post_with_headers(&url, body, C::Framing::ACCEPT, headers, C::status_error)
             .await?;
         if is_json(&response) {
             // The server (or a proxy) ignored streaming and sent one reply: replay it as deltas.

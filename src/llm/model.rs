@@ -70,6 +70,29 @@ pub enum ModelDelta {
     Finish(FinishReason),
     /// Token usage.
     Usage(Usage),
+    /// A hosted tool's call, complete (becomes [`crate::llm::ModelEvent::HostedToolCall`]);
+    /// its block goes back to the API as an [`Artifact`](ModelDelta::Artifact).
+    HostedToolCall {
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The input.
+        input: serde_json::Value,
+    },
+    /// A hosted tool's result (becomes [`crate::llm::ModelEvent::HostedToolResult`]).
+    HostedToolResult {
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// The block or item, verbatim.
+        output: serde_json::Value,
+    },
+    /// A source the text cites (becomes [`crate::llm::ModelEvent::Citation`]).
+    Citation(crate::llm::event::Citation),
     /// A [`crate::llm::FallbackModel`] moved on to another model before any output (the
     /// previous one failed, or its circuit breaker is open); becomes
     /// [`crate::llm::StreamEvent::ModelSwitch`]. Not part of the reply.

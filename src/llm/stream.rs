@@ -219,6 +219,21 @@ impl StreamAssembler {
                 }
             }
             ModelDelta::Usage(usage) => self.usage = Some(usage),
+            ModelDelta::HostedToolCall { id, name, input } => {
+                out.push(ModelEvent::HostedToolCall { id, name, input });
+            }
+            ModelDelta::HostedToolResult {
+                id,
+                name,
+                is_error,
+                output,
+            } => out.push(ModelEvent::HostedToolResult {
+                id,
+                name,
+                is_error,
+                output,
+            }),
+            ModelDelta::Citation(citation) => out.push(ModelEvent::Citation { citation }),
             ModelDelta::ModelSwitch { .. } => {}
         }
     }
@@ -358,7 +373,15 @@ fn delta_bytes(delta: &ModelDelta) -> usize {
         } => len(id)
             .saturating_add(len(name))
             .saturating_add(len(arguments)),
-        ModelDelta::Meta { .. }
+        ModelDelta::Citation(citation) => {
+            citation.url.len()
+                + citation.title.as_ref().map_or(0, String::len)
+                + citation.cited_text.as_ref().map_or(0, String::len)
+        }
+        // Copies of blocks the reply keeps as artifacts, which count them.
+        ModelDelta::HostedToolCall { .. }
+        | ModelDelta::HostedToolResult { .. }
+        | ModelDelta::Meta { .. }
         | ModelDelta::Finish(_)
         | ModelDelta::Usage(_)
         | ModelDelta::ModelSwitch { .. } => 0,

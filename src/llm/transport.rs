@@ -314,7 +314,33 @@ impl HttpTransport {
         accept: &'static str,
         map_status: StatusMapper,
     ) -> Result<reqwest::Response, ProviderError> {
+        self.post_with_headers(url, body, accept, HeaderMap::new(), map_status)
+            .await
+    }
+
+    /// [`HttpTransport::post`] with headers of this request only (`extra`): a header the
+    /// transport already sends gets the value appended, comma-separated (as Anthropic's
+    /// `anthropic-beta` list is written).
+    ///
+    /// # Errors
+    /// As [`HttpTransport::post`].
+    pub async fn post_with_headers(
+        &self,
+        url: &Url,
+        body: Vec<u8>,
+        accept: &'static str,
+        extra: HeaderMap,
+        map_status: StatusMapper,
+    ) -> Result<reqwest::Response, ProviderError> {
         let mut headers = self.headers.clone();
+        for (name, value) in &extra {
+            let joined = headers.get(name).and_then(|old| {
+                let old = old.to_str().ok()?;
+                let new = value.to_str().ok()?;
+                HeaderValue::from_str(&format!("{old},{new}")).ok()
+            });
+            headers.insert(name.clone(), joined.unwrap_or_else(|| value.clone()));
+        }
         headers.insert(ACCEPT, HeaderValue::from_static(accept));
         if self.settings.propagate_trace_context
             && let Some(traceparent) = crate::vocab::trace_context::current_traceparent()

@@ -133,6 +133,7 @@ pub(crate) fn drive<'a>(
             config: base_config,
             narrowed: None,
             tools: Default::default(),
+            gated: None,
             relaxed: None,
             server: None,
             offered_loaded: 0,

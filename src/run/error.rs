@@ -178,6 +178,9 @@ pub enum LlmError {
         /// Why it stopped the run.
         reason: String,
     },
+    /// The request turned on a hosted tool its API does not have.
+    #[error(transparent)]
+    UnsupportedHostedTool(crate::llm::hosted::UnsupportedHostedTool),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -246,6 +249,7 @@ impl From<ProviderError> for LlmError {
             ProviderError::ResponseLimitExceeded { limit } => {
                 LlmError::ResponseLimitExceeded { limit }
             }
+            ProviderError::UnsupportedHostedTool(error) => LlmError::UnsupportedHostedTool(error),
             ProviderError::Other(message) => LlmError::Other(message),
         }
     }
@@ -275,6 +279,7 @@ impl LlmError {
             LlmError::NotPending { .. } => ErrorKind::NotPending,
             LlmError::UsageLimitExceeded { .. } => ErrorKind::UsageLimitExceeded,
             LlmError::GuardrailTripped { .. } => ErrorKind::GuardrailTripped,
+            LlmError::UnsupportedHostedTool(_) => ErrorKind::UnsupportedHostedTool,
             LlmError::Other(_) => ErrorKind::Other,
         }
     }

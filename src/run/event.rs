@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::{CompactionTier, ContextEvent, RepairKind};
-use crate::llm::ModelEvent;
 use crate::llm::error::ErrorKind;
+use crate::llm::{Citation, ModelEvent};
+use crate::tools::kind::ToolKind;
 use crate::vocab::{FinishReason, Usage};
 
 /// One event of a streaming call. Serialises as `{"type": "assistant_text_delta", ...}`.
@@ -138,6 +139,36 @@ pub enum StreamEvent {
         /// The error's message.
         error: String,
     },
+    /// The provider ran one of its hosted tools (web search, code execution, ...; see
+    /// [`crate::tools::hosted`]): the call, as the reply reports it.
+    HostedToolCall {
+        /// The call id.
+        id: String,
+        /// The tool (`web_search`, `code_execution`, ...).
+        tool_name: String,
+        /// What it does: search, fetch, execute.
+        kind: ToolKind,
+        /// Its input as the provider reports it.
+        input: Value,
+    },
+    /// A hosted tool's result.
+    HostedToolResult {
+        /// The id of the call.
+        id: String,
+        /// The tool.
+        tool_name: String,
+        /// What it does.
+        kind: ToolKind,
+        /// Whether the provider reports a failure.
+        is_error: bool,
+        /// The result block or item, verbatim (untrusted: never print it raw).
+        output: Value,
+    },
+    /// A source the reply's text cites.
+    Citation {
+        /// The source and the part of the text it supports.
+        citation: Citation,
+    },
     /// A [`crate::llm::FallbackModel`] moved to its next model: the previous one failed
     /// (retryably) before any output. Sent before the new model's first delta.
     ModelSwitch {
@@ -197,11 +228,36 @@ impl From<ModelEvent> for StreamEvent {
                 name,
                 arguments,
             },
+            ModelEvent::HostedToolCall { id, name, input } => StreamEvent::HostedToolCall {
+                id,
+                kind: hosted_kind(&name),
+                tool_name: name,
+                input,
+            },
+            ModelEvent::HostedToolResult {
+                id,
+                name,
+                is_error,
+                output,
+            } => StreamEvent::HostedToolResult {
+                id,
+                kind: hosted_kind(&name),
+                tool_name: name,
+                is_error,
+                output,
+            },
+            ModelEvent::Citation { citation } => StreamEvent::Citation { citation },
             ModelEvent::ModelSwitch { from, to, reason } => {
                 StreamEvent::ModelSwitch { from, to, reason }
             }
         }
     }
+}
+
+/// The kind of the hosted tool called `name` (`Other` for a name agcore does not know).
+fn hosted_kind(name: &str) -> ToolKind {
+    crate::vocab::HostedTool::from_name(name)
+        .map_or(ToolKind::Other, |tool| crate::tools::hosted::kind_of(&tool))
 }
 
 impl From<ContextEvent> for StreamEvent {

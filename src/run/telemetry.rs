@@ -225,6 +225,28 @@ pub(crate) fn tool_span(parent: &Span, call: &ToolCall) -> Span {
     span
 }
 
+/// The span of a hosted tool's call (the provider ran it, within the `chat` request):
+/// `execute_tool {name}` of type `extension`, made and closed when its result arrives, failed
+/// when the provider reports a failure.
+pub(crate) fn hosted_tool_span(parent: &Span, id: &str, name: &str, is_error: bool) {
+    let span = tracing::info_span!(
+        parent: parent,
+        "execute_tool",
+        otel.name = format_args!("execute_tool {name}").to_string(),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = id,
+        gen_ai.tool.type = "extension",
+        error.type = Empty,
+    );
+    if is_error {
+        span.record("error.type", "tool_error");
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
 /// Record a tool call's answer on its span (a failed call: `error.type` = `tool_error`).
 pub(crate) fn record_answer(span: &Span, answer: &ToolAnswer) {
     if span.is_disabled() {

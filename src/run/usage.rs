@@ -53,6 +53,12 @@ impl RunUsage {
         self.tokens.cache_write_tokens.unwrap_or(0)
     }
 
+    /// Web searches the provider ran for a hosted web search tool (0 when none were
+    /// reported).
+    pub fn web_search_requests(&self) -> u64 {
+        self.tokens.web_search_requests.unwrap_or(0)
+    }
+
     /// Input tokens neither read from nor written to the prompt cache.
     pub fn uncached_input_tokens(&self) -> u64 {
         self.input_tokens()
@@ -87,6 +93,7 @@ impl RunUsage {
             + written as f64 * prices.cache_write.unwrap_or(prices.input)
             + self.output_tokens() as f64 * prices.output)
             / 1_000_000.0
+            + self.web_search_requests() as f64 * prices.web_searches_per_thousand / 1_000.0
     }
 }
 
@@ -123,6 +130,13 @@ impl fmt::Display for RunUsage {
         write!(f, ", {} output tokens", self.output_tokens())?;
         if let Some(reasoning) = self.tokens.reasoning_tokens {
             write!(f, " ({reasoning} reasoning)")?;
+        }
+        if let Some(searches) = self.tokens.web_search_requests {
+            write!(
+                f,
+                ", {searches} web search{}",
+                if searches == 1 { "" } else { "es" }
+            )?;
         }
         Ok(())
     }
@@ -224,6 +238,10 @@ pub struct Prices {
     pub cache_write: Option<f64>,
     /// Per million output tokens (reasoning included).
     pub output: f64,
+    /// Per thousand web searches of a hosted web search tool (Anthropic and OpenAI bill
+    /// them apart from tokens); 0 when unset.
+    #[serde(default)]
+    pub web_searches_per_thousand: f64,
 }
 
 /// Which limit of [`UsageLimits`] a run crossed, with its configured value.
@@ -273,6 +291,7 @@ mod tests {
                 cached_tokens: cached,
                 reasoning_tokens: None,
                 cache_write_tokens: None,
+                web_search_requests: None,
             },
         }
     }
@@ -306,6 +325,7 @@ mod tests {
             cached_input: 0.3,
             cache_write: Some(3.75),
             output: 15.0,
+            web_searches_per_thousand: 0.0,
         };
         let cost = spent.cost(&prices);
         let expected = 0.1 * 3.0 + 0.6 * 0.3 + 0.3 * 3.75 + 0.1 * 15.0;

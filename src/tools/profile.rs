@@ -17,7 +17,7 @@ use crate::tools::kind::ToolKind;
 /// | `read_file` | the tool with this name |
 /// | `mcp:github` | every tool of the MCP server `github` |
 /// | `kind:read` | every tool of this [`ToolKind`] |
-/// | `source:local`, `source:builtin` | every local / built-in tool |
+/// | `source:local`, `source:builtin`, `source:hosted` | every local / built-in / hosted tool |
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ProfileEntry {
     /// Every tool.
@@ -92,8 +92,9 @@ impl FromStr for ProfileEntry {
             "source" => match rest {
                 "local" => Ok(ProfileEntry::Source(ToolSource::Local)),
                 "builtin" | "built-in" => Ok(ProfileEntry::Source(ToolSource::Builtin)),
+                "hosted" => Ok(ProfileEntry::Source(ToolSource::Hosted)),
                 _ => Err(invalid(
-                    "sources are `source:local` and `source:builtin`; use `mcp:<server>` for MCP tools"
+                    "sources are `source:local`, `source:builtin` and `source:hosted`; use `mcp:<server>` for MCP tools"
                         .to_owned(),
                 )),
             },
@@ -127,6 +128,7 @@ impl fmt::Display for ProfileEntry {
             ProfileEntry::Source(ToolSource::Mcp { server }) => write!(f, "mcp:{server}"),
             ProfileEntry::Source(ToolSource::Builtin) => f.write_str("source:builtin"),
             ProfileEntry::Source(ToolSource::Local) => f.write_str("source:local"),
+            ProfileEntry::Source(ToolSource::Hosted) => f.write_str("source:hosted"),
         }
     }
 }

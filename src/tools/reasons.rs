@@ -50,6 +50,12 @@ pub enum HiddenBecause {
         /// The agent's path in the team, e.g. `main/researcher`.
         agent: String,
     },
+    /// A hosted tool (the provider runs it, so no call can be asked about) whose
+    /// permissions would be asked: allow them to offer it.
+    NeedsApproval {
+        /// The permissions that would be asked.
+        permissions: Vec<Permission>,
+    },
     /// Its source offers it but it was never registered: the source's own configuration leaves
     /// it out (an MCP server's `include` / `exclude` lists), or agcore cannot use it.
     NotRegistered {
@@ -83,6 +89,11 @@ impl fmt::Display for HiddenBecause {
             HiddenBecause::Permissions { refused } => {
                 write!(f, "permission denied: {}", join(refused))
             }
+            HiddenBecause::NeedsApproval { permissions } => write!(
+                f,
+                "the provider runs it, so no call can be approved: allow {} to offer it",
+                join(permissions)
+            ),
             HiddenBecause::NotRegistered {
                 source: ToolSource::Mcp { server },
                 reason,

@@ -16,6 +16,8 @@ pub enum ToolSource {
         /// The server's name.
         server: String,
     },
+    /// A tool the model's provider runs itself ([`crate::llm::hosted`]).
+    Hosted,
 }
 
 impl std::fmt::Display for ToolSource {
@@ -24,6 +26,7 @@ impl std::fmt::Display for ToolSource {
             ToolSource::Local => f.write_str("local"),
             ToolSource::Builtin => f.write_str("built-in"),
             ToolSource::Mcp { server } => write!(f, "mcp:{server}"),
+            ToolSource::Hosted => f.write_str("hosted"),
         }
     }
 }

@@ -6,9 +6,7 @@
 //! a passing mention; its description; its parameters' names and descriptions), tokenized by the
 //! `bm25` crate's English tokenizer (stemming, stop words, unicode folding); identifiers are
 //! split into words (`create_issue`, `createIssue` → `create issue`; `sha256` → `sha 256`). A
-//! query is split the same way and widened with the usual words for a few common terms of the
-//! trade ([`SYNONYMS`]: `PR` → `pull request`, `shut down` → `stop`), then ranked by BM25, ties
-//! broken by registration order so that a search gives the same answer in every process. The
+//! query is split the same way, then ranked by BM25, ties broken by registration order so that a search gives the same answer in every process. The
 //! answer's first line names the tools found ([`loaded_in_answer`] reads it back from a
 //! history).
 
@@ -33,47 +31,6 @@ pub const MAX_QUERY_CHARS: usize = 1_000;
 
 /// The first words of a search answer's first line, before the names it loaded.
 const LOADED_PREFIX: &str = "Loaded for your next request: ";
-
-/// Words a query may use for what tool descriptions usually call otherwise: each is searched
-/// with its expansion as well. General vocabulary of software services, not of one catalog.
-pub const SYNONYMS: &[(&str, &str)] = &[
-    ("pr", "pull request"),
-    ("prs", "pull requests"),
-    ("mr", "merge request"),
-    ("bug", "issue"),
-    ("ticket", "issue"),
-    ("repo", "repository"),
-    ("vm", "virtual machine instance"),
-    ("vms", "virtual machines instances"),
-    ("k8s", "kubernetes"),
-    ("db", "database"),
-    ("mongo", "mongodb"),
-    ("postgresql", "postgres"),
-    ("shut", "stop"),
-    ("shutdown", "stop"),
-    ("kill", "stop terminate"),
-    ("unzip", "extract unpack archive zip"),
-    ("untar", "extract unpack archive tar"),
-    ("tarball", "tar archive"),
-    ("hash", "checksum"),
-    ("picture", "image screenshot"),
-    ("photo", "image"),
-    ("snapshot", "screenshot"),
-    ("url", "address link"),
-    ("website", "page site"),
-    ("available", "free"),
-    ("availability", "free"),
-    ("meeting", "event"),
-    ("recurring", "subscription"),
-    ("email", "mail"),
-    ("mail", "email"),
-    ("dm", "direct message"),
-    ("remove", "delete"),
-    ("erase", "delete"),
-    ("rm", "delete"),
-    ("patch", "diff"),
-    ("sum", "aggregate"),
-];
 
 /// The definition of `tool_search` the model is offered.
 pub fn definition() -> ToolDefinition {
@@ -185,7 +142,7 @@ impl ToolIndex {
     /// query matches is never returned.
     pub fn search(&self, query: &str, limit: usize) -> Vec<usize> {
         let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
-        let mut results = self.engine.search(&expand(&split_words(&query)), None);
+        let mut results = self.engine.search(&split_words(&query), None);
         results.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
@@ -249,19 +206,6 @@ fn split_words(text: &str) -> String {
         previous = Some(c);
     }
     out
-}
-
-/// `query` with the expansion of each of its words that [`SYNONYMS`] lists appended.
-fn expand(query: &str) -> String {
-    let mut expanded = query.to_owned();
-    for word in query.split(|c: char| !c.is_alphanumeric()) {
-        let word = word.to_lowercase();
-        if let Some((_, more)) = SYNONYMS.iter().find(|(term, _)| *term == word) {
-            expanded.push(' ');
-            expanded.push_str(more);
-        }
-    }
-    expanded
 }
 
 /// The answer of a search that found `found`: a first line naming them (what
@@ -382,7 +326,6 @@ mod tests {
         assert_eq!(split_words("createPullRequest"), "create Pull Request");
         assert_eq!(split_words("s3-put.object"), "s 3 put object");
         assert_eq!(split_words("sha256"), "sha 256");
-        assert_eq!(expand("merge my PR"), "merge my PR pull request");
     }
 
     #[test]

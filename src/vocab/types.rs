@@ -530,6 +530,11 @@ pub struct RequestOptions {
     /// Chat completions have no such parameter and never send it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_budget_tokens: Option<u32>,
+    /// Tools the provider runs itself (web search, code execution, ...), sent in the API's
+    /// own shape; one the API does not have fails the request, naming what each API has
+    /// (see [`crate::llm::hosted`]). Chat completions have none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosted_tools: Vec<crate::vocab::hosted::HostedTool>,
     /// Vendor extras sent as-is at the top level of the body (e.g. `top_k`, `chat_template_kwargs`).
     #[serde(default, flatten, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -656,6 +661,11 @@ pub struct Usage {
     /// `cache_creation_input_tokens`); part of `prompt_tokens`, like `cached_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
+    /// Web searches the provider ran for a hosted web search tool, when reported
+    /// (Anthropic's `server_tool_use.web_search_requests`, Responses' `web_search_call`
+    /// items); billed per search, apart from tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_search_requests: Option<u64>,
 }
 
 impl Usage {
@@ -698,6 +708,7 @@ impl Usage {
                 .pointer("/completion_tokens_details/reasoning_tokens")
                 .and_then(Value::as_u64),
             cache_write_tokens: None,
+            web_search_requests: None,
         })
     }
 }
@@ -719,6 +730,7 @@ impl std::ops::AddAssign for Usage {
         self.cached_tokens = add(self.cached_tokens, other.cached_tokens);
         self.reasoning_tokens = add(self.reasoning_tokens, other.reasoning_tokens);
         self.cache_write_tokens = add(self.cache_write_tokens, other.cache_write_tokens);
+        self.web_search_requests = add(self.web_search_requests, other.web_search_requests);
     }
 }
 
@@ -860,6 +872,7 @@ mod tests {
             cached_tokens: Some(u64::MAX),
             reasoning_tokens: Some(u64::MAX),
             cache_write_tokens: Some(u64::MAX),
+            web_search_requests: None,
         };
         let mut sum = huge;
         sum += huge;

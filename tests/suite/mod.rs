@@ -20,6 +20,7 @@ mod fallback;
 mod fetch_hardening;
 mod gates_once;
 mod hooks;
+mod hosted_tools;
 mod idempotency_keys;
 mod journal_cost;
 mod journal_media;

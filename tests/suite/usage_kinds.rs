@@ -19,6 +19,7 @@ fn turn_usage() -> Usage {
         cached_tokens: Some(600),
         reasoning_tokens: Some(40),
         cache_write_tokens: Some(300),
+        web_search_requests: None,
     }
 }
 
@@ -37,6 +38,7 @@ async fn every_token_kind_is_summed_priced_and_limited() {
         cached_input: 0.3,
         cache_write: Some(3.75),
         output: 15.0,
+        web_searches_per_thousand: 0.0,
     };
     config.prices = Some(prices);
     let mut cycle = LlmCycle::new(model(), config);

@@ -452,6 +452,7 @@ mod arbitrary_chunks {
                 cached_tokens: Some(p),
                 reasoning_tokens: Some(c),
                 cache_write_tokens: None,
+                web_search_requests: None,
             })),
         ]
     }

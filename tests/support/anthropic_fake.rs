@@ -100,7 +100,14 @@ impl Respond for Responder {
         let text = String::from_utf8_lossy(&request.body).into_owned();
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         let mut state = self.state.lock().unwrap();
+        let beta = request
+            .headers
+            .get("anthropic-beta")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
         let rejection = check_headers(request)
+            .and_then(|()| check_hosted_tools(&beta, &body))
             .and_then(|()| check_request(&body, &state.served))
             .err();
         state.received.push(Received {
@@ -150,6 +157,41 @@ impl Respond for Responder {
             )),
         }
     }
+}
+
+/// The API's 400 for a server tool entry it does not know, or whose beta (`anthropic-beta`,
+/// comma-separated) the request does not name.
+pub fn check_hosted_tools(beta: &str, body: &Value) -> Result<(), String> {
+    let betas: Vec<&str> = beta.split(',').map(str::trim).collect();
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    for (index, tool) in tools.iter().enumerate() {
+        let Some(kind) = tool["type"].as_str() else {
+            continue;
+        };
+        let (name, needs) = match kind {
+            "custom" => continue,
+            "web_search_20250305" => ("web_search", None),
+            "web_fetch_20250910" => ("web_fetch", Some("web-fetch-2025-09-10")),
+            "code_execution_20250825" => ("code_execution", Some("code-execution-2025-08-25")),
+            "tool_search_tool_bm25_20251119" => ("tool_search_tool_bm25", None),
+            other => {
+                return Err(format!(
+                    "tools.{index}: Input tag '{other}' found using 'type' does not match any of the expected tags"
+                ));
+            }
+        };
+        if tool["name"] != name {
+            return Err(format!("tools.{index}.name: Input should be '{name}'"));
+        }
+        if let Some(needs) = needs
+            && !betas.contains(&needs)
+        {
+            return Err(format!(
+                "tools.{index}: '{kind}' needs the beta header 'anthropic-beta: {needs}'"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_headers(request: &Request) -> Result<(), String> {
@@ -325,7 +367,11 @@ pub fn check_request(body: &Value, served: &[Served]) -> Result<(), String> {
             }
             for (position, (got, sent)) in content.iter().zip(&original.content).enumerate() {
                 let same = match kind(sent) {
-                    "thinking" | "redacted_thinking" => {
+                    // Signed and server-run blocks: byte for byte.
+                    "thinking" | "redacted_thinking" | "server_tool_use" => {
+                        serde_json::to_string(got).unwrap() == serde_json::to_string(sent).unwrap()
+                    }
+                    other if other.ends_with("_tool_result") => {
                         serde_json::to_string(got).unwrap() == serde_json::to_string(sent).unwrap()
                     }
                     "text" => kind(got) == "text" && got["text"] == sent["text"],

@@ -63,6 +63,8 @@ fn served_items(body: &[u8]) -> Vec<Value> {
 #[derive(Default)]
 struct Issued {
     reasoning: HashMap<String, (String, Option<Value>)>,
+    /// Each hosted tool item (`web_search_call`, ...) as issued, by id.
+    hosted: HashMap<String, String>,
     needs: HashMap<String, String>,
 }
 
@@ -71,6 +73,13 @@ impl Issued {
         let mut last_reasoning: Option<String> = None;
         for (index, item) in items.iter().enumerate() {
             let id = item["id"].as_str().unwrap_or_default().to_owned();
+            if item["type"]
+                .as_str()
+                .is_some_and(|kind| kind.ends_with("_call") && kind != "function_call")
+            {
+                self.hosted
+                    .insert(id.clone(), serde_json::to_string(item).unwrap());
+            }
             if item["type"] == "reasoning" {
                 let text = serde_json::to_string(item).unwrap();
                 self.reasoning
@@ -140,6 +149,15 @@ impl Issued {
                     }
                     if kind == "function_call" {
                         calls.insert(item["call_id"].as_str().unwrap_or_default().to_owned());
+                    }
+                }
+                hosted if hosted.ends_with("_call") => {
+                    let id = id.unwrap_or_default();
+                    let issued = self.hosted.get(id);
+                    if !issued.is_some_and(|text| raw.contains(text.as_str())) {
+                        return Some(format!(
+                            "Item with id '{id}' not found or not as it was issued."
+                        ));
                     }
                 }
                 "function_call_output" => {

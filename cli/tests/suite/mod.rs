@@ -15,6 +15,7 @@ mod context_cli;
 mod deferred_tools_cli;
 mod hardening_display;
 mod hooks_cli;
+mod hosted_tools_cli;
 mod mcp_catalog;
 mod mcp_complete;
 mod mcp_login;

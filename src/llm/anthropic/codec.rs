@@ -67,6 +67,16 @@ impl Codec for AnthropicMessages {
         Resource::Fixed(&["messages"])
     }
 
+    fn request_headers(&self, request: &ChatRequest<'_>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = request::betas(request.options)
+            .and_then(|betas| reqwest::header::HeaderValue::from_str(&betas).ok())
+        {
+            headers.insert("anthropic-beta", value);
+        }
+        headers
+    }
+
     fn encode(
         &self,
         request: &ChatRequest<'_>,

@@ -14,6 +14,10 @@
 //!   given as `data:` URLs become `document` blocks. Audio and other files have no Messages
 //!   form: they are replaced by a short note saying so.
 //!
+//! Hosted tools ([`crate::llm::hosted`]) follow the function tools as server tool entries
+//! (`web_search_20250305`, `web_fetch_20250910`, `code_execution_20250825`); the betas they
+//! need go out as `anthropic-beta` ([`betas`]); any other fails the request.
+//!
 //! Options: `max_completion_tokens` or `max_tokens` (else [`DEFAULT_MAX_TOKENS`]) is the
 //! required `max_tokens`; reasoning as in [`super::thinking`]; `tool_choice` `auto`/`none`/
 //! `required` (`any`)/a function (`tool`), `parallel_tool_calls: false` as
@@ -73,6 +77,19 @@ pub(crate) fn request_body(
             cache: false,
             defer_loading: false,
             server_type: None,
+            hosted: None,
+        });
+    }
+    for hosted in &options.hosted_tools {
+        let (entry, _beta) = hosted.anthropic()?;
+        tools.push(Tool {
+            name: Cow::Borrowed(hosted.name()),
+            description: None,
+            input_schema: Cow::Owned(Value::Null),
+            cache: false,
+            defer_loading: false,
+            server_type: None,
+            hosted: Some(entry),
         });
     }
     // Deferred tools are found by the API's own tool search (BM25), offered last so that the
@@ -85,6 +102,7 @@ pub(crate) fn request_body(
             cache: false,
             defer_loading: false,
             server_type: Some(TOOL_SEARCH_TYPE),
+            hosted: None,
         });
     }
     let tool_choice = tool_choice(
@@ -152,6 +170,19 @@ pub(crate) fn request_body(
         body,
         answer_tool: answer.map(|answer| answer.name),
     })
+}
+
+/// The `anthropic-beta` flags the request's hosted tools need, comma-separated; `None` when
+/// none does.
+pub(crate) fn betas(options: &RequestOptions) -> Option<String> {
+    let mut betas: Vec<&str> = options
+        .hosted_tools
+        .iter()
+        .filter_map(|tool| tool.anthropic().ok().and_then(|(_, beta)| beta))
+        .collect();
+    betas.sort_unstable();
+    betas.dedup();
+    (!betas.is_empty()).then(|| betas.join(","))
 }
 
 /// The body, field by field; a field `extra` also has is left to `extra`, which comes last.
@@ -481,6 +512,7 @@ fn tool(definition: &ToolDefinition) -> Tool<'_> {
         cache: false,
         defer_loading: function.defer_loading,
         server_type: None,
+        hosted: None,
     }
 }
 

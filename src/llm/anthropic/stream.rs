@@ -10,7 +10,10 @@
 //! and signature, so it goes back byte-exact before the element that followed it. So do the
 //! blocks of tools the API runs itself (`server_tool_use`, with its streamed input, and every
 //! `*_tool_result`: web search, web fetch, code execution, tool search): dropping them would
-//! send a history back without them.
+//! send a history back without them. The hosted tools' blocks also stream as
+//! [`ModelDelta::HostedToolCall`] / [`ModelDelta::HostedToolResult`], and the `citations` of a
+//! text block (whole, or as `citations_delta`s) as [`ModelDelta::Citation`]s at its end,
+//! spanning the block's text.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
@@ -21,6 +24,7 @@ use serde_json::Value;
 use crate::llm::anthropic::errors::event_error;
 use crate::llm::anthropic::usage::ReplyUsage;
 use crate::llm::error::ProviderError;
+use crate::llm::event::Citation;
 use crate::llm::model::ModelDelta;
 use crate::llm::transport::SseDecoder;
 use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, FinishReason};
@@ -37,6 +41,8 @@ pub struct EventDecoder {
     /// Open content blocks by their `index`.
     blocks: HashMap<u64, Block>,
     text_seen: bool,
+    /// The bytes of text streamed so far (where a citation's text begins and ends).
+    text_bytes: usize,
     calls_seen: usize,
     answered: bool,
     usage: ReplyUsage,
@@ -47,21 +53,21 @@ pub struct EventDecoder {
 /// An open content block.
 #[derive(Debug)]
 enum Block {
-    Text,
+    /// A text block: where it starts in the reply's text and the sources it cites.
+    Text { start: usize, citations: Vec<Value> },
     /// A `thinking` block: its start object, grown by the deltas.
     Thinking {
         block: Value,
         thinking: String,
         signature: String,
     },
-    /// A block whole in its start: `redacted_thinking`, a server tool's result.
+    /// A block whole in its start: `redacted_thinking`.
     Redacted(Value),
+    /// A server tool's result block (whole in its start).
+    ServerResult(Value),
     /// A `server_tool_use` block (a tool the API runs): its start object and the streamed
     /// JSON of its input.
-    Server {
-        block: Value,
-        input: String,
-    },
+    Server { block: Value, input: String },
     /// A `tool_use` block: the call's ordinal in the reply and its start `input`.
     Call {
         ordinal: u32,
@@ -69,10 +75,7 @@ enum Block {
         sent_arguments: bool,
     },
     /// The forced typed-output call, streamed as the answer text.
-    Answer {
-        input: Value,
-        sent_text: bool,
-    },
+    Answer { input: Value, sent_text: bool },
     /// A block type this decoder does not use (server tools, citations, ...).
     Other,
 }
@@ -116,6 +119,8 @@ struct Delta<'a> {
     signature: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     partial_json: Option<Cow<'a, str>>,
+    #[serde(default)]
+    citation: Option<Value>,
     #[serde(default, borrow)]
     stop_reason: Option<Cow<'a, str>>,
 }
@@ -197,11 +202,20 @@ impl EventDecoder {
         let state = match text("type") {
             "text" => {
                 self.text_seen = true;
+                let begin = self.text_bytes;
                 let start = text("text");
                 if !start.is_empty() {
+                    self.text_bytes = self.text_bytes.saturating_add(start.len());
                     out.push_back(ModelDelta::Text(start.to_owned()));
                 }
-                Block::Text
+                let citations = match block.get("citations") {
+                    Some(Value::Array(list)) => list.clone(),
+                    _ => Vec::new(),
+                };
+                Block::Text {
+                    start: begin,
+                    citations,
+                }
             }
             "thinking" => {
                 let thinking = text("thinking").to_owned();
@@ -220,7 +234,7 @@ impl EventDecoder {
                 block,
                 input: String::new(),
             },
-            kind if kind.ends_with("_tool_result") => Block::Redacted(block),
+            kind if kind.ends_with("_tool_result") => Block::ServerResult(block),
             "tool_use" if self.answer_tool.as_deref() == Some(text("name")) => {
                 self.answered = true;
                 Block::Answer {
@@ -253,10 +267,14 @@ impl EventDecoder {
             return;
         };
         match (block, delta.kind.as_deref()) {
-            (Block::Text, Some("text_delta")) => {
+            (Block::Text { .. }, Some("text_delta")) => {
                 if let Some(text) = delta.text.filter(|text| !text.is_empty()) {
+                    self.text_bytes = self.text_bytes.saturating_add(text.len());
                     out.push_back(ModelDelta::Text(text.into_owned()));
                 }
+            }
+            (Block::Text { citations, .. }, Some("citations_delta")) => {
+                citations.extend(delta.citation);
             }
             (Block::Thinking { thinking, .. }, Some("thinking_delta")) => {
                 if let Some(text) = delta.thinking.filter(|text| !text.is_empty()) {
@@ -325,6 +343,31 @@ impl EventDecoder {
                 out.push_back(ModelDelta::Artifact(self.artifact(block)));
             }
             Block::Redacted(block) => out.push_back(ModelDelta::Artifact(self.artifact(block))),
+            Block::ServerResult(block) => {
+                let text = |key: &str| block.get(key).and_then(Value::as_str);
+                if let Some(name) = text("type").and_then(hosted_name) {
+                    let is_error = block
+                        .pointer("/content/type")
+                        .and_then(Value::as_str)
+                        .is_some_and(|kind| kind.ends_with("_error"));
+                    out.push_back(ModelDelta::HostedToolResult {
+                        id: text("tool_use_id").unwrap_or_default().to_owned(),
+                        name: name.to_owned(),
+                        is_error,
+                        output: block.clone(),
+                    });
+                }
+                out.push_back(ModelDelta::Artifact(self.artifact(block)));
+            }
+            Block::Text { start, citations } => {
+                for cited in citations {
+                    out.push_back(ModelDelta::Citation(citation(
+                        &cited,
+                        start,
+                        self.text_bytes,
+                    )));
+                }
+            }
             Block::Server { mut block, input } => {
                 // The streamed input replaces the start's (`{}`); a whole reply has it there.
                 if !input.is_empty() {
@@ -339,6 +382,14 @@ impl EventDecoder {
                             return;
                         }
                     }
+                }
+                let text = |key: &str| block.get(key).and_then(Value::as_str);
+                if let Some(name) = text("name").and_then(hosted_name) {
+                    out.push_back(ModelDelta::HostedToolCall {
+                        id: text("id").unwrap_or_default().to_owned(),
+                        name: name.to_owned(),
+                        input: block.get("input").cloned().unwrap_or(Value::Null),
+                    });
                 }
                 out.push_back(ModelDelta::Artifact(self.artifact(block)));
             }
@@ -403,6 +454,34 @@ pub(crate) fn finish_reason(reason: &str) -> FinishReason {
         "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
         "refusal" => FinishReason::ContentFilter,
         other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// The hosted tool (`crate::llm::hosted`) a server tool name or result type belongs to:
+/// `web_search`, `web_fetch`, and `code_execution` for the code tool's `bash_…` and
+/// `text_editor_…` parts; `None` for the API's own tool search.
+fn hosted_name(raw: &str) -> Option<&'static str> {
+    let name = raw.strip_suffix("_tool_result").unwrap_or(raw);
+    if name.ends_with("code_execution") {
+        Some("code_execution")
+    } else {
+        match name {
+            "web_search" => Some("web_search"),
+            "web_fetch" => Some("web_fetch"),
+            _ => None,
+        }
+    }
+}
+
+/// A `citations` entry of a text block spanning `start..end` of the reply's text.
+fn citation(cited: &Value, start: usize, end: usize) -> Citation {
+    let text = |key: &str| cited.get(key).and_then(Value::as_str).map(str::to_owned);
+    Citation {
+        url: text("url").or_else(|| text("file_id")).unwrap_or_default(),
+        title: text("title").or_else(|| text("document_title")),
+        cited_text: text("cited_text"),
+        start: Some(start),
+        end: Some(end),
     }
 }
 

@@ -19,6 +19,7 @@ pub(crate) struct ReplyUsage {
     cache_write: Option<u64>,
     output: Option<u64>,
     thinking: Option<u64>,
+    web_search: Option<u64>,
 }
 
 impl ReplyUsage {
@@ -38,6 +39,12 @@ impl ReplyUsage {
             &mut self.thinking,
             usage
                 .pointer("/output_tokens_details/thinking_tokens")
+                .and_then(Value::as_u64),
+        );
+        replace(
+            &mut self.web_search,
+            usage
+                .pointer("/server_tool_use/web_search_requests")
                 .and_then(Value::as_u64),
         );
     }
@@ -62,6 +69,7 @@ impl ReplyUsage {
             cached_tokens: self.cache_read,
             reasoning_tokens: self.thinking,
             cache_write_tokens: self.cache_write,
+            web_search_requests: self.web_search,
         }
     }
 }

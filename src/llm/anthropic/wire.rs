@@ -271,11 +271,22 @@ pub(crate) struct Tool<'a> {
     /// A tool the API runs itself, by its versioned `type` (the tool search tool): only its
     /// `type` and `name` go out.
     pub(crate) server_type: Option<&'static str>,
+    /// A hosted tool's whole entry (`type`, `name` and its options): it goes out as it is.
+    pub(crate) hosted: Option<Value>,
 }
 
 impl Serialize for Tool<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
+        if let Some(Value::Object(entry)) = &self.hosted {
+            for (key, value) in entry {
+                map.serialize_entry(key, value)?;
+            }
+            if self.cache {
+                map.serialize_entry("cache_control", &Ephemeral)?;
+            }
+            return map.end();
+        }
         if let Some(kind) = self.server_type {
             map.serialize_entry("type", kind)?;
             map.serialize_entry("name", &self.name)?;
@@ -353,6 +364,7 @@ mod tests {
             cache: false,
             defer_loading: false,
             server_type: None,
+            hosted: None,
         }];
         let mut system = vec![Block::Text("s").into()];
         let plan = Breakpoints {

@@ -8,6 +8,10 @@
 //! results after it become one `user` turn with as many `functionResponse` parts as there were
 //! calls (Gemini answers 400 when the counts differ). Adjacent turns of one role are merged, so
 //! roles alternate.
+//!
+//! Hosted tools ([`crate::llm::hosted`]) are `tools` entries of their own (`googleSearch`,
+//! `codeExecution`, `urlContext`) after the function declarations; any other fails the
+//! request.
 
 use std::borrow::Cow;
 
@@ -44,14 +48,17 @@ pub(crate) fn request_body(
 ) -> Result<Vec<u8>, ProviderError> {
     let model = model_name(request.model);
     let (system, contents) = contents(request.messages, model);
-    let (tools, tool_config) = if request.tools.is_empty() {
-        (None, None)
-    } else {
-        (
-            Some(tools(request.tools, dialect)?),
-            request.options.tool_choice.as_ref().map(tool_config),
-        )
-    };
+    let mut entries = Vec::new();
+    let mut tool_config = None;
+    if !request.tools.is_empty() {
+        entries.push(tools(request.tools, dialect)?);
+        tool_config = request.options.tool_choice.as_ref().map(tool_config_of);
+    }
+    // Hosted tools are entries of their own after the function declarations.
+    for hosted in &request.options.hosted_tools {
+        entries.push(hosted.gemini()?);
+    }
+    let tools = (!entries.is_empty()).then_some(Value::Array(entries));
     let generation = generation_config(request.options, model);
     let body = Body {
         contents: &contents,
@@ -375,7 +382,7 @@ fn mime_of(extension: &str) -> Option<&'static str> {
     })
 }
 
-/// `[{"functionDeclarations": [...]}]`.
+/// `{"functionDeclarations": [...]}`.
 fn tools(tools: &[ToolDefinition], dialect: SchemaDialect) -> Result<Value, ProviderError> {
     let declarations = tools
         .iter()
@@ -402,12 +409,12 @@ fn tools(tools: &[ToolDefinition], dialect: SchemaDialect) -> Result<Value, Prov
             Ok(Value::Object(declaration))
         })
         .collect::<Result<Vec<_>, ProviderError>>()?;
-    Ok(json!([{ "functionDeclarations": declarations }]))
+    Ok(json!({ "functionDeclarations": declarations }))
 }
 
 /// `toolConfig.functionCallingConfig`: auto → `AUTO`, none → `NONE`, required → `ANY`, one
 /// function → `ANY` limited to it.
-fn tool_config(choice: &ToolChoice) -> Value {
+fn tool_config_of(choice: &ToolChoice) -> Value {
     let config = match choice {
         ToolChoice::Auto => json!({ "mode": "AUTO" }),
         ToolChoice::None => json!({ "mode": "NONE" }),
@@ -670,11 +677,11 @@ mod tests {
             json!({"error": "no such city"})
         );
         assert_eq!(
-            tool_config(&ToolChoice::Required),
+            tool_config_of(&ToolChoice::Required),
             json!({"functionCallingConfig": {"mode": "ANY"}})
         );
         assert_eq!(
-            tool_config(&ToolChoice::None),
+            tool_config_of(&ToolChoice::None),
             json!({"functionCallingConfig": {"mode": "NONE"}})
         );
     }

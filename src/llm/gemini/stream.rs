@@ -11,6 +11,11 @@
 //!   display), an empty text part that only carries a signature, code execution, inline data —
 //!   a [`ArtifactPlace::Before`] artifact, kept whole where it came.
 //!
+//! Code execution's `executableCode` / `codeExecutionResult` parts are such parts; they also
+//! stream as a hosted call and result. A Google search leaves no part: its
+//! `groundingMetadata.webSearchQueries` count the web searches in the usage, its chunks and
+//! supports become citations.
+//!
 //! Artifact data is the vendor's JSON as received (key order kept), never edited.
 
 use std::collections::VecDeque;
@@ -19,6 +24,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::llm::error::ProviderError;
+use crate::llm::event::Citation;
 use crate::llm::gemini::errors::embedded_error;
 use crate::llm::model::ModelDelta;
 use crate::llm::transport::truncate;
@@ -34,6 +40,12 @@ pub(crate) struct ResponseDecoder {
     text_seen: bool,
     calls_seen: usize,
     finished: bool,
+    /// The Google searches the reply's grounding reported (`webSearchQueries`).
+    web_searches: u64,
+    /// Code execution parts seen (their calls' ids).
+    code_runs: usize,
+    /// Whether the grounding's citations were sent (the last chunks may repeat them).
+    cited: bool,
 }
 
 #[derive(Deserialize)]
@@ -62,6 +74,8 @@ struct Candidate {
     finish_reason: Option<String>,
     #[serde(default)]
     index: Option<u32>,
+    #[serde(default)]
+    grounding_metadata: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -118,6 +132,66 @@ impl UsageMetadata {
             ..Usage::default()
         }
     }
+}
+
+/// The citations of a candidate's `groundingMetadata`: each `groundingSupports` segment (byte
+/// offsets of the text) with each web chunk it names; without supports, each web chunk.
+/// Whether any was sent.
+fn grounding_citations(grounding: &Value, out: &mut VecDeque<ModelDelta>) -> bool {
+    let chunks: Vec<&Value> = grounding
+        .get("groundingChunks")
+        .and_then(Value::as_array)
+        .map(|chunks| chunks.iter().collect())
+        .unwrap_or_default();
+    let source = |index: usize| {
+        let web = chunks.get(index)?.get("web")?;
+        let text = |key: &str| web.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some((text("uri")?, text("title")))
+    };
+    let before = out.len();
+    let supports = grounding.get("groundingSupports").and_then(Value::as_array);
+    match supports {
+        Some(supports) if !supports.is_empty() => {
+            for support in supports {
+                let segment = support.get("segment");
+                let offset = |key: &str| {
+                    segment
+                        .and_then(|segment| segment.get(key))
+                        .and_then(Value::as_u64)
+                        .and_then(|value| usize::try_from(value).ok())
+                };
+                let indices = support
+                    .get("groundingChunkIndices")
+                    .and_then(Value::as_array);
+                for index in indices.into_iter().flatten().filter_map(Value::as_u64) {
+                    if let Some((url, title)) = usize::try_from(index).ok().and_then(source) {
+                        out.push_back(ModelDelta::Citation(Citation {
+                            url,
+                            title,
+                            cited_text: segment
+                                .and_then(|segment| segment.get("text"))
+                                .and_then(Value::as_str)
+                                .map(str::to_owned),
+                            start: offset("startIndex").or(Some(0)),
+                            end: offset("endIndex"),
+                        }));
+                    }
+                }
+            }
+        }
+        _ => {
+            for (url, title) in (0..chunks.len()).filter_map(source) {
+                out.push_back(ModelDelta::Citation(Citation {
+                    url,
+                    title,
+                    cited_text: None,
+                    start: None,
+                    end: None,
+                }));
+            }
+        }
+    }
+    out.len() > before
 }
 
 impl ResponseDecoder {
@@ -181,6 +255,19 @@ impl ResponseDecoder {
             for part in parts.into_iter().flatten() {
                 self.part(part, out);
             }
+            if let Some(queries) = candidate
+                .grounding_metadata
+                .as_ref()
+                .and_then(|grounding| grounding.get("webSearchQueries"))
+                .and_then(Value::as_array)
+            {
+                self.web_searches = self.web_searches.max(queries.len() as u64);
+            }
+            if let Some(grounding) = &candidate.grounding_metadata
+                && !self.cited
+            {
+                self.cited = grounding_citations(grounding, out);
+            }
             if let Some(reason) = candidate.finish_reason {
                 self.finish(&reason, out);
             }
@@ -195,7 +282,9 @@ impl ResponseDecoder {
             out.push_back(ModelDelta::Finish(FinishReason::ContentFilter));
         }
         if let Some(usage) = response.usage_metadata {
-            out.push_back(ModelDelta::Usage(usage.usage()));
+            let mut usage = usage.usage();
+            usage.web_search_requests = (self.web_searches > 0).then_some(self.web_searches);
+            out.push_back(ModelDelta::Usage(usage));
         }
         Ok(())
     }
@@ -268,8 +357,31 @@ impl ResponseDecoder {
         {
             out.push_back(ModelDelta::Thought(text.to_owned()));
         }
+        self.code_events(&part, out);
         let place = ArtifactPlace::before_next(self.text_seen, self.calls_seen);
         out.push_back(self.artifact(place, part));
+    }
+
+    /// An `executableCode` part as a hosted `code_execution` call, a `codeExecutionResult`
+    /// as its result (an outcome other than `OUTCOME_OK` is an error).
+    fn code_events(&mut self, part: &Map<String, Value>, out: &mut VecDeque<ModelDelta>) {
+        let name = "code_execution".to_owned();
+        if let Some(code) = part.get("executableCode") {
+            self.code_runs = self.code_runs.saturating_add(1);
+            out.push_back(ModelDelta::HostedToolCall {
+                id: format!("code_execution_{}", self.code_runs),
+                name,
+                input: code.clone(),
+            });
+        } else if let Some(result) = part.get("codeExecutionResult") {
+            let outcome = result.get("outcome").and_then(Value::as_str);
+            out.push_back(ModelDelta::HostedToolResult {
+                id: format!("code_execution_{}", self.code_runs),
+                name,
+                is_error: outcome != Some("OUTCOME_OK"),
+                output: result.clone(),
+            });
+        }
     }
 
     fn finish(&mut self, reason: &str, out: &mut VecDeque<ModelDelta>) {

@@ -23,6 +23,10 @@ pub(crate) fn request_body(
     echo: ReasoningEcho,
     dialect: &dyn Dialect,
 ) -> Result<Vec<u8>, ProviderError> {
+    // Chat completions have no hosted tools: asking for one fails, naming who has them.
+    for hosted in &request.options.hosted_tools {
+        hosted.check(crate::llm::model::WireApi::ChatCompletions)?;
+    }
     // OpenAI rejects `tool_choice` and `parallel_tool_calls` without tools, and `stream_options`
     // without `stream`; dropping them needs a copy of the (small) options, made only then.
     let drop_tool_options = request.tools.is_empty()

@@ -10,12 +10,18 @@
 //! - `reasoning` items are kept whole and verbatim (with `encrypted_content`) as artifacts
 //!   `Before(next element)`, taken from the item's *done* form (the added form's encrypted
 //!   content may be incomplete).
-//! - Other item types (built-in tools the backend never offers) are ignored.
+//! - The items of hosted tools (`web_search_call`, `code_interpreter_call`,
+//!   `file_search_call`; see [`crate::llm::hosted`]) are kept whole and verbatim, from their
+//!   done form, as artifacts `Before(next element)`, like reasoning; each `web_search_call`
+//!   counts one web search in the usage. Each also streams as a hosted call and result; the
+//!   `url_citation` annotations of a message's text as citations.
+//! - Other item types are ignored.
 
 use std::collections::{HashMap, VecDeque};
 
 use serde_json::{Map, Value};
 
+use crate::llm::event::Citation;
 use crate::llm::model::ModelDelta;
 use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, FinishReason, Usage};
 
@@ -27,6 +33,8 @@ pub(crate) const RESPONSE_ID_KEY: &str = "response_id";
 enum Item {
     /// A reasoning item, to go back before the element that followed it.
     Reasoning(ArtifactPlace),
+    /// A hosted tool's item, kept like a reasoning item.
+    Hosted(ArtifactPlace),
     /// Tool call number `ordinal`; how many argument bytes came so far.
     Call { ordinal: u32, argument_bytes: usize },
     /// A message; how many text bytes came so far.
@@ -47,6 +55,8 @@ pub(crate) struct Output {
     call_items: HashMap<String, u64>,
     /// The `On(0)` fields of each message item.
     message_fields: Vec<Map<String, Value>>,
+    /// The `web_search_call` items seen.
+    web_searches: u64,
 }
 
 impl Output {
@@ -61,6 +71,7 @@ impl Output {
             items: HashMap::new(),
             call_items: HashMap::new(),
             message_fields: Vec::new(),
+            web_searches: 0,
         }
     }
 
@@ -84,6 +95,15 @@ impl Output {
                 self.text_seen,
                 self.calls as usize,
             )),
+            "web_search_call" | "code_interpreter_call" | "file_search_call" => {
+                if kind == "web_search_call" {
+                    self.web_searches = self.web_searches.saturating_add(1);
+                }
+                Item::Hosted(ArtifactPlace::before_next(
+                    self.text_seen,
+                    self.calls as usize,
+                ))
+            }
             "message" => {
                 self.text_seen = true;
                 Item::Message { text_bytes: 0 }
@@ -123,6 +143,10 @@ impl Output {
         };
         match state {
             Item::Reasoning(place) => out.push_back(self.artifact(place, item)),
+            Item::Hosted(place) => {
+                hosted_events(&item, out);
+                out.push_back(self.artifact(place, item));
+            }
             Item::Call {
                 ordinal,
                 argument_bytes,
@@ -143,6 +167,7 @@ impl Output {
                 if text_bytes == 0 {
                     message_content(&item, out);
                 }
+                citations(&item, out);
                 let mut fields = Map::new();
                 for key in ["id", "phase"] {
                     if let Some(value) = item.get(key).filter(|value| value.is_string()) {
@@ -255,7 +280,8 @@ impl Output {
             out.push_back(self.artifact(ArtifactPlace::On(0), Value::Object(fields)));
         }
         out.push_back(ModelDelta::Finish(finish_reason(response)));
-        if let Some(usage) = response.get("usage").and_then(usage) {
+        if let Some(mut usage) = response.get("usage").and_then(usage) {
+            usage.web_search_requests = (self.web_searches > 0).then_some(self.web_searches);
             out.push_back(ModelDelta::Usage(usage));
         }
     }
@@ -267,6 +293,69 @@ fn arguments_delta(ordinal: u32, arguments: String) -> ModelDelta {
         id: None,
         name: None,
         arguments: Some(arguments),
+    }
+}
+
+/// A hosted tool's done item as its call and result: `web_search_call` → `web_search` (its
+/// `action` the input), `code_interpreter_call` → `code_interpreter` (its `code`),
+/// `file_search_call` → `file_search` (its `queries`); a `failed` status is an error.
+fn hosted_events(item: &Value, out: &mut VecDeque<ModelDelta>) {
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or_default();
+    let (name, input) = match kind {
+        "web_search_call" => ("web_search", item.get("action")),
+        "code_interpreter_call" => ("code_interpreter", item.get("code")),
+        _ => ("file_search", item.get("queries")),
+    };
+    let id = item
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    out.push_back(ModelDelta::HostedToolCall {
+        id: id.clone(),
+        name: name.to_owned(),
+        input: input.cloned().unwrap_or(Value::Null),
+    });
+    out.push_back(ModelDelta::HostedToolResult {
+        id,
+        name: name.to_owned(),
+        is_error: item.get("status").and_then(Value::as_str) == Some("failed"),
+        output: item.clone(),
+    });
+}
+
+/// The `url_citation` annotations of a done `message` item's text parts, their character
+/// ranges turned into byte offsets of the reply's text.
+fn citations(item: &Value, out: &mut VecDeque<ModelDelta>) {
+    let Some(parts) = item.get("content").and_then(Value::as_array) else {
+        return;
+    };
+    let mut offset = 0;
+    for part in parts {
+        let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
+        let annotations = part.get("annotations").and_then(Value::as_array);
+        for annotation in annotations.into_iter().flatten() {
+            let field = |key: &str| annotation.get(key).and_then(Value::as_str);
+            if field("type") != Some("url_citation") {
+                continue;
+            }
+            let byte = |key: &str| {
+                let chars = usize::try_from(annotation.get(key)?.as_u64()?).ok()?;
+                let at = text
+                    .char_indices()
+                    .nth(chars)
+                    .map_or(text.len(), |(at, _)| at);
+                Some(offset + at)
+            };
+            out.push_back(ModelDelta::Citation(Citation {
+                url: field("url").unwrap_or_default().to_owned(),
+                title: field("title").map(str::to_owned),
+                cited_text: None,
+                start: byte("start_index"),
+                end: byte("end_index"),
+            }));
+        }
+        offset += text.len();
     }
 }
 
@@ -323,5 +412,6 @@ pub(crate) fn usage(value: &Value) -> Option<Usage> {
         cached_tokens: count("/input_tokens_details/cached_tokens"),
         reasoning_tokens: count("/output_tokens_details/reasoning_tokens"),
         cache_write_tokens: count("/input_tokens_details/cache_write_tokens"),
+        web_search_requests: None,
     })
 }

@@ -60,7 +60,15 @@ pub(crate) fn request_body(
     };
     let start = previous.map_or(0, |(index, _)| index + 1);
     let store = mode.store || mode.previous_response_id;
-    let has_tools = !request.tools.is_empty();
+    let has_tools = !request.tools.is_empty() || !options.hosted_tools.is_empty();
+    let mut tools: Vec<WireEntry<'_>> = request
+        .tools
+        .iter()
+        .map(|tool| WireEntry::Function(WireTool::from(tool)))
+        .collect();
+    for hosted in &options.hosted_tools {
+        tools.push(WireEntry::Hosted(hosted.responses()?));
+    }
     let body = WireRequest {
         model: request.model,
         instructions: instructions
@@ -74,7 +82,7 @@ pub(crate) fn request_body(
             skip: instructions.and_then(|index| index.checked_sub(start)),
             model: request.model,
         },
-        tools: request.tools.iter().map(WireTool::from).collect::<Vec<_>>(),
+        tools,
         tool_choice: options
             .tool_choice
             .as_ref()
@@ -157,7 +165,7 @@ struct WireRequest<'a> {
     instructions: Option<String>,
     input: Input<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+    tools: Vec<WireEntry<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<WireToolChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -184,6 +192,14 @@ struct WireRequest<'a> {
     user: Option<&'a str>,
     #[serde(flatten)]
     extra: &'a Map<String, Value>,
+}
+
+/// An entry of `tools`: a function, or a hosted tool's whole entry.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireEntry<'a> {
+    Function(WireTool<'a>),
+    Hosted(Value),
 }
 
 /// A function tool, flat (not nested under `function`). `strict` is sent as set, `false`

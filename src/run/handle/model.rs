@@ -9,6 +9,7 @@ use crate::context::ContextState;
 use crate::run::call_updates::{self, CallUpdates};
 use crate::run::context_turn;
 use crate::run::error::LlmError;
+use crate::run::event::StreamEvent;
 use crate::run::handle::journal::record;
 use crate::run::handle::{EventSink, RunContext};
 use crate::run::hooks;
@@ -45,7 +46,7 @@ pub(crate) async fn request_model(
     let config = cx.config;
     let options = match &cx.relaxed {
         Some(relaxed) if request.tool_choice_relaxed => relaxed,
-        _ => &config.options,
+        _ => cx.options(),
     };
     let provider = cx.model.provider();
     let chat_span = telemetry::chat_span(
@@ -65,6 +66,15 @@ pub(crate) async fn request_model(
         while let Some(item) = items.next().instrument(chat_span.clone()).await {
             match item {
                 TurnItem::Event(event) => {
+                    if let StreamEvent::HostedToolResult {
+                        id,
+                        tool_name,
+                        is_error,
+                        ..
+                    } = &event
+                    {
+                        telemetry::hosted_tool_span(&chat_span, id, tool_name, *is_error);
+                    }
                     let updates = streams.call_updates.events();
                     let streamed = streams.input_streams.on_event(&event, cx.tools(), updates);
                     hooks::on_event(&config.hooks, &cx.agent_span, &event).await;

@@ -48,6 +48,9 @@ pub(crate) struct RunContext<'r> {
     pub narrowed: Option<ToolRegistry>,
     /// What the model is offered, built once per seat (a registry's schemas can be large).
     pub tools: Cow<'r, [ToolDefinition]>,
+    /// The configuration's options with only the hosted tools the gates let through, when
+    /// the gates took some away (`tools::hosted`).
+    pub gated: Option<RequestOptions>,
     /// The options with the tool choice relaxed, for a request that asks for it.
     pub relaxed: Option<RequestOptions>,
     pub server: Option<Server>,
@@ -82,10 +85,29 @@ impl<'r> RunContext<'r> {
             config,
             narrowed: None,
             tools: Cow::Borrowed(tools),
+            gated: None,
             relaxed: relaxed_tool_choice(&config.options),
             server: telemetry::server_of(&**model),
             offered_loaded: 0,
         }
+    }
+
+    /// The options of the next request (before relaxing the tool choice).
+    pub(crate) fn options(&self) -> &RequestOptions {
+        self.gated.as_ref().unwrap_or(&self.config.options)
+    }
+
+    /// The configuration's options narrowed to the hosted tools the agent's tools' gates let
+    /// through; `None` when nothing is taken away (or the run has no tools to gate with).
+    fn gated_options(&self) -> Option<RequestOptions> {
+        let asked = &self.config.options.hosted_tools;
+        let registry = self.tools().filter(|_| !asked.is_empty())?;
+        let offered =
+            registry.offered_hosted_tools(asked, self.model.provider(), &self.config.model);
+        (offered.len() != asked.len()).then(|| RequestOptions {
+            hosted_tools: offered,
+            ..self.config.options.clone()
+        })
     }
 
     /// The tools the agent runs with now.
@@ -131,7 +153,8 @@ impl<'r> RunContext<'r> {
             *self.agent_cell.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::from(path));
         }
         self.offer(state);
-        self.relaxed = relaxed_tool_choice(&self.config.options);
+        self.gated = self.gated_options();
+        self.relaxed = relaxed_tool_choice(self.options());
         self.server = telemetry::server_of(self.model);
     }
 

@@ -126,7 +126,23 @@ async fn stream_fixture(name: &str) -> Outcome {
         .chat_stream(request(&messages, &[], &options))
         .await
         .unwrap();
-    let over_http = assemble(stream).await;
+    let mut over_http = assemble(stream).await;
+    // The client records where reasoning came from (its server and model, so it goes back
+    // only there); `decode_stream` knows no server and records nothing.
+    if let Ok(response) = &mut over_http.response
+        && let OpenaiChatMessage::Assistant {
+            artifacts,
+            reasoning_content,
+            reasoning,
+            ..
+        } = &mut response.message
+    {
+        let before = artifacts.len();
+        artifacts.retain(|artifact| artifact.data.get("reasoning_origin").is_none());
+        let recorded = before - artifacts.len();
+        let has_reasoning = reasoning_content.is_some() || reasoning.is_some();
+        assert_eq!(recorded, usize::from(has_reasoning), "{name}");
+    }
     assert_eq!(
         decode_split(body.as_bytes(), &[]).await,
         over_http,

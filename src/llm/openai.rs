@@ -28,6 +28,7 @@ mod codec;
 mod decode;
 pub mod dialect;
 pub(crate) mod errors;
+mod origin;
 mod request;
 mod response;
 mod stream;
@@ -136,6 +137,9 @@ pub struct OpenAiConfig {
 /// `reasoning`: OpenRouter, Groq, Cerebras, Ollama) and some reject a field they do not know
 /// (Groq and Cerebras answer 400 to `reasoning_content`). Each assistant message keeps its
 /// reasoning in the field it arrived in, so a server only ever gets back a field it produced.
+/// Reasoning follows the artifacts' cross-model rule: it goes back only to the server (base URL)
+/// and model that produced it (a same-API fallback, or a session continued with another server
+/// or model, sends that history without its reasoning).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum ReasoningEcho {
     /// Send reasoning back in the field it arrived in, for the current user turn and for every

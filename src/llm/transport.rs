@@ -14,6 +14,7 @@
 //!   uses.
 
 mod body;
+mod echoed_secrets;
 mod errors;
 mod framing;
 mod redirect;
@@ -358,6 +359,8 @@ impl HttpTransport {
                 })
                 .await?;
         }
+        // Kept to mask them in an error body that echoes them.
+        let sent_headers = headers.clone();
         let request = self.http.post(url.clone()).headers(headers).body(body);
         let limit = self.settings.request_timeout;
         // The response headers must arrive within the request limit, streaming or not.
@@ -377,6 +380,7 @@ impl HttpTransport {
             .and_then(Result::ok)
             .map(|(body, _cut)| body)
             .unwrap_or_default();
+        let body = echoed_secrets::mask_echoed_secrets(&body, &sent_headers);
         Err(map_status(status.as_u16(), &headers, &body))
     }
 

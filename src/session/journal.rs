@@ -245,8 +245,48 @@ impl SessionJournal {
         &self.name
     }
 
-    /// One commit of `steps`, fenced when the journal has a lease.
+    /// One commit of `steps`, fenced when the journal has a lease. A commit that timed out has
+    /// an unknown outcome (the statement may still commit when the server wakes); it is
+    /// settled by [`SessionJournal::settle`] rather than left to fail the next append.
     async fn commit(&self, expected_next_seq: u64, steps: &[Step]) -> Result<()> {
+        match self.append_once(expected_next_seq, steps).await {
+            Err(error @ SessionError::Timeout { .. }) => {
+                self.settle(expected_next_seq, steps, error).await
+            }
+            other => other,
+        }
+    }
+
+    /// After a commit timed out: reload the session; when `steps` are there whole at
+    /// `expected_next_seq` the commit happened and the run goes on; otherwise (not there, or
+    /// the store still does not answer) the run stops with the timeout. A commit that lands
+    /// even later makes the next writer's append a [`SessionError::Conflict`], never a fork.
+    async fn settle(
+        &self,
+        expected_next_seq: u64,
+        steps: &[Step],
+        timed_out: SessionError,
+    ) -> Result<()> {
+        let landed = match self.store.load(&self.name).await {
+            Ok(Some(session)) => usize::try_from(expected_next_seq)
+                .ok()
+                .and_then(|start| session.steps.get(start..start.checked_add(steps.len())?))
+                .is_some_and(|stored| stored == steps),
+            Ok(None) | Err(_) => false,
+        };
+        if landed {
+            tracing::debug!(
+                session = %self.name,
+                "a commit that timed out had landed; the run goes on"
+            );
+            Ok(())
+        } else {
+            Err(timed_out)
+        }
+    }
+
+    /// One append of `steps`, fenced when the journal has a lease.
+    async fn append_once(&self, expected_next_seq: u64, steps: &[Step]) -> Result<()> {
         match &self.fence {
             Some(fence) => {
                 self.store

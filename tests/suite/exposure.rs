@@ -896,3 +896,91 @@ async fn the_loop_feeds_an_approval_denial_to_the_model_and_goes_on() {
     assert_eq!(tools[1].runs.load(Ordering::SeqCst), 1);
     assert_eq!(approver.asked(), 2);
 }
+
+// ---- Agents of a team (issue 33 item 8) -----------------------------------------------------
+
+fn only(names: &[&str]) -> Profile {
+    Profile::new(
+        "",
+        names
+            .iter()
+            .map(|name| ProfileEntry::Tool((*name).to_owned())),
+    )
+}
+
+#[test]
+fn agent_tool_gates_stack_so_a_sub_agent_never_widens_its_parent() {
+    let tools = tools();
+    let policy = ExposurePolicy::default()
+        .with_agent_tools("lead", only(&["read_file", "edit_file"]))
+        .with_agent_tools("lead/worker", only(&["edit_file", "fetch"]));
+    let gate = |name: &str| {
+        let tool = tools.iter().find(|tool| tool.name == name).unwrap();
+        policy.gate(tool.as_ref())
+    };
+    // Both list it: offered.
+    assert_eq!(gate("edit_file"), []);
+    // Only the parent lists it: the worker's gate hides it, and names the worker.
+    assert_eq!(
+        gate("read_file"),
+        [HiddenBecause::Agent {
+            agent: "lead/worker".into()
+        }]
+    );
+    // Only the worker lists it: the parent's gate still hides it (no widening).
+    assert_eq!(
+        gate("fetch"),
+        [HiddenBecause::Agent {
+            agent: "lead".into()
+        }]
+    );
+    // Neither: both gates say so.
+    assert_eq!(gate("terminal").len(), 2);
+}
+
+#[tokio::test]
+async fn an_agents_registry_refuses_calls_outside_its_list_and_keeps_the_runs_denials() {
+    let tools = tools();
+    let parent = registry_from(
+        &tools,
+        ToolRegistry::new().with_permission_checker(PermissionChecker::new(PermissionConfig {
+            allowed: vec![],
+            denied: vec![Permission::Shell],
+            allow_unspecified: true,
+        })),
+    );
+    let worker = parent.narrowed_for_agent("lead/worker", only(&["read_file", "terminal"]));
+    assert_eq!(exposed(&worker, "openai"), ["read_file"]);
+    // Outside its list: refused with the agent named, never run.
+    let call = ToolCall::new("call_1", "edit_file", "{}");
+    let record = worker.invoke_call(ToolCallRequest::from(&call)).await;
+    assert!(
+        matches!(
+            &record.output,
+            Err(ToolError::NotExposed { reasons, .. })
+                if reasons == &[HiddenBecause::Agent { agent: "lead/worker".into() }]
+        ),
+        "{:?}",
+        record.output
+    );
+    // On its list but denied by the run: still refused, never run.
+    let call = ToolCall::new("call_2", "terminal", "{}");
+    let record = worker.invoke_call(ToolCallRequest::from(&call)).await;
+    assert!(record.output.is_err(), "{:?}", record.output);
+    // On its list and allowed: runs.
+    worker.invoke("read_file", json!({})).await.unwrap();
+    let runs = |name: &str| {
+        tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .unwrap()
+            .runs
+            .load(Ordering::SeqCst)
+    };
+    assert_eq!(
+        (runs("edit_file"), runs("terminal"), runs("read_file")),
+        (0, 0, 1)
+    );
+    // The parent is not narrowed.
+    assert!(exposed(&parent, "openai").contains(&"edit_file".to_owned()));
+}

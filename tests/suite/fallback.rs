@@ -359,7 +359,7 @@ async fn a_switch_is_an_attribute_of_the_request_span() {
     use agcore::llm::ProviderError;
     use agcore::llm::testing::ScriptedModel;
     let (subscriber, recorded) = support::trace::recording();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::support::trace::scoped(subscriber);
     let first = ScriptedModel::new()
         .reply_error(|| ProviderError::Server {
             status: 529,

@@ -422,7 +422,7 @@ fn closing_while_a_tool_list_refresh_is_in_flight_logs_no_failure() {
 async fn closing_while_a_tool_list_refresh_is_in_flight_logs_no_failure_alone() {
     // A current-thread runtime: every task of the client logs to this thread's collector.
     let logged = Logged::default();
-    let _guard = tracing::subscriber::set_default(logged.clone());
+    let _guard = crate::support::trace::scoped(logged.clone());
     let mut client = McpClient::new("refresh", hostile("list-changed"));
     within_20s(client.connect()).await.unwrap();
     // The server sent tools/list_changed; the refresh it caused is in flight once the server
@@ -459,7 +459,7 @@ async fn a_clean_exit_from_server_everything_logs_no_failure_alone() {
         return;
     };
     let logged = Logged::default();
-    let _guard = tracing::subscriber::set_default(logged.clone());
+    let _guard = crate::support::trace::scoped(logged.clone());
     let transport = McpTransport::stdio("node", [script.display().to_string(), "stdio".into()]);
     let mut client = McpClient::new("everything", transport);
     within_20s(client.connect()).await.unwrap();

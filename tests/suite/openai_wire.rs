@@ -126,7 +126,23 @@ async fn stream_fixture(name: &str) -> Outcome {
         .chat_stream(request(&messages, &[], &options))
         .await
         .unwrap();
-    let over_http = assemble(stream).await;
+    let mut over_http = assemble(stream).await;
+    // The client records where reasoning came from (its server and model, so it goes back
+    // only there); `decode_stream` knows no server and records nothing.
+    if let Ok(response) = &mut over_http.response
+        && let OpenaiChatMessage::Assistant {
+            artifacts,
+            reasoning_content,
+            reasoning,
+            ..
+        } = &mut response.message
+    {
+        let before = artifacts.len();
+        artifacts.retain(|artifact| artifact.data.get("reasoning_origin").is_none());
+        let recorded = before - artifacts.len();
+        let has_reasoning = reasoning_content.is_some() || reasoning.is_some();
+        assert_eq!(recorded, usize::from(has_reasoning), "{name}");
+    }
     assert_eq!(
         decode_split(body.as_bytes(), &[]).await,
         over_http,
@@ -475,6 +491,38 @@ async fn unauthorized_is_not_retried() {
         "{error:?}"
     );
     assert_eq!(requests_received(&server).await, 1);
+}
+
+/// A 401 whose body echoes the key (as OpenAI's does, in part; some proxies whole): the error's
+/// text and debug form carry no part of the key the request sent.
+#[tokio::test]
+async fn a_401_body_echoing_the_key_is_redacted_in_the_error() {
+    const KEY: &str = "sk-proj-echoed-Secret-0123456789";
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({"error": {"message": format!("Incorrect API key provided: {KEY}; sent header: Bearer {KEY}"), "type": "invalid_request_error", "code": "invalid_api_key"}})))
+        .mount(&server)
+        .await;
+    let client =
+        OpenAiClient::new(OpenAiConfig::new(format!("{}/v1", server.uri())).with_api_key(KEY))
+            .unwrap();
+    let messages = [OpenaiChatMessage::user_text("hi")];
+    let options = RequestOptions::default();
+    let error = client
+        .chat(request(&messages, &[], &options))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ProviderError::Authentication { status: 401, .. }),
+        "{error:?}"
+    );
+    for shown in [error.to_string(), format!("{error:?}")] {
+        assert!(!shown.contains("echoed-Secret"), "{shown}");
+        assert!(
+            shown.contains("Incorrect API key provided: <redacted>"),
+            "{shown}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -269,14 +269,22 @@ async fn the_tool_loop_returns_thoughts_and_signatures_in_their_parts() {
         assert!(result.contains(city), "{result}");
     }
 
-    // The history keeps the thought before the calls and the signature on the first call.
+    // The history keeps the thought before the calls, the signature on the first call and the
+    // (empty) record that the model made the second.
     let assistant = cycle
         .messages()
         .iter()
         .find(|m| !m.tool_calls().is_empty())
         .unwrap();
     let places: Vec<ArtifactPlace> = assistant.artifacts().iter().map(|a| a.place).collect();
-    assert_eq!(places, [ArtifactPlace::Before(0), ArtifactPlace::On(1)]);
+    assert_eq!(
+        places,
+        [
+            ArtifactPlace::Before(0),
+            ArtifactPlace::On(1),
+            ArtifactPlace::On(2)
+        ]
+    );
     assert!(assistant.artifacts().iter().all(|a| a.provider == ArtifactProvider::Gemini
         && a.model.as_deref() == Some(GEMINI_3)));
 
@@ -483,6 +491,78 @@ async fn foreign_history_gets_the_placeholder_signature_and_no_foreign_artifacts
     assert_eq!(refused.status(), 400);
     let message = refused.text().await.unwrap();
     assert!(message.contains("missing a thought_signature"), "{message}");
+}
+
+/// A call the model made without a signature (Gemini 2.5 with thinking off) goes back exactly
+/// as it was sent: no placeholder. The placeholder is only for a call the model did not make
+/// (here: the same calls sent to another model).
+#[tokio::test]
+async fn a_call_the_model_made_without_a_signature_goes_back_as_sent() {
+    const GEMINI_25: &str = "gemini-2.5-flash";
+    let fake = GeminiFake::start(vec![
+        Reply::stream("stream_gemini25_unsigned_parallel_calls.sse"),
+        Reply::stream("stream_gemini3_answer_signature_last.sse"),
+        Reply::stream("stream_gemini3_answer_signature_last.sse"),
+    ])
+    .await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tools = registry(vec![Arc::new(Weather(runs.clone()))]);
+    let mut cycle = LlmCycle::new(client(&fake), CycleConfig::new(GEMINI_25));
+    let events: Vec<StreamEvent> = cycle
+        .submit_stream_with_tools("Weather in Oslo and Lima?".into(), &tools)
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    no_violations(&fake);
+    assert!(
+        !matches!(events.last(), Some(StreamEvent::Error { .. })),
+        "{events:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let second = &fake.received()[1].body;
+    let issued = fixture_parts("stream_gemini25_unsigned_parallel_calls.sse");
+    assert_eq!(model_turns(second), vec![issued]);
+    assert!(!second.to_string().contains(DUMMY_SIGNATURE), "{second}");
+
+    // The same history up to the tool results, to another model: the calls are not its own,
+    // so the first gets the placeholder (Gemini 3 requires a signature there).
+    let mut injected: Vec<OpenaiChatMessage> = cycle.messages().to_vec();
+    injected.truncate(injected.len() - 1);
+    let options = RequestOptions::default();
+    let client = client(&fake);
+    let request = ChatRequest {
+        model: GEMINI_3,
+        messages: &injected,
+        tools: &[],
+        options: &options,
+    };
+    let mut stream = client.chat_stream(request).await.unwrap();
+    while let Some(delta) = stream.next().await {
+        delta.unwrap();
+    }
+    no_violations(&fake);
+    let turns = model_turns(&fake.last_body());
+    assert_eq!(turns[0][0]["thoughtSignature"], DUMMY_SIGNATURE);
+    assert!(turns[0][1].get("thoughtSignature").is_none());
+
+    // The fake refuses the placeholder on a call it issued unsigned: the check can fail.
+    let mut placeholder = second.clone();
+    placeholder["contents"][1]["parts"][0]["thoughtSignature"] = json!(DUMMY_SIGNATURE);
+    let refused = reqwest::Client::new()
+        .post(format!(
+            "{}/models/{GEMINI_25}:generateContent",
+            fake.base_url
+        ))
+        .header("x-goog-api-key", API_KEY)
+        .json(&placeholder)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let message = refused.text().await.unwrap();
+    assert!(message.contains("came back with one"), "{message}");
+    sdk_accepts_requests(&fake);
 }
 
 /// Today's tool schemas in both dialects: the fake refuses a `parameters` schema outside the
@@ -781,16 +861,18 @@ async fn streams_split_anywhere_decode_the_same() {
     ] {
         let body = fixture(name).into_bytes();
         let whole = without_generated_ids(assemble(vec![body.clone()]).await.unwrap());
-        for _ in 0..20 {
+        // Seeded: a failing split is reproduced by its seed, named in the message.
+        for seed in 0..20u64 {
+            let mut rng = fastrand::Rng::with_seed(seed);
             let mut pieces = Vec::new();
             let mut at = 0;
             while at < body.len() {
-                let end = (at + fastrand::usize(1..=9)).min(body.len());
+                let end = (at + rng.usize(1..=9)).min(body.len());
                 pieces.push(body[at..end].to_vec());
                 at = end;
             }
             let split = without_generated_ids(assemble(pieces).await.unwrap());
-            assert_eq!(split, whole, "{name}");
+            assert_eq!(split, whole, "{name}, split with seed {seed}");
         }
         assert!(
             !whole.message.artifacts().is_empty() || name.contains("max_tokens"),

@@ -236,7 +236,7 @@ fn every_test_the_docs_cite_exists() {
     assert!(
         citations
             .iter()
-            .any(|(_, file, test)| file == "tests/builtin_tools.rs"
+            .any(|(_, file, test)| file == "tests/suite/builtin_tools.rs"
                 && test == "read_file_refuses_every_escape")
     );
     let sources = workspace_sources();

@@ -921,7 +921,7 @@ async fn a_child_run_is_traced_under_its_parent_call_and_knows_its_agent() {
 #[ignore = "a child-process entry point, run alone by its parent test"]
 async fn traced_in_a_process_of_its_own() {
     let (subscriber, recorded) = crate::support::trace::recording();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::support::trace::scoped(subscriber);
     let probe = Arc::new(Probe(std::sync::Mutex::new(Vec::new())));
     let mut registry = ToolRegistry::new();
     registry.register(probe.clone()).unwrap();
@@ -1199,4 +1199,76 @@ async fn a_fan_out_shares_the_budget_instead_of_multiplying_it() {
         fake.of("main").len(),
         fake.of("worker").len()
     );
+}
+
+/// Issue 33 item 8, through the run: a child that calls a tool outside its list, or one on
+/// its list that the run denies, gets an error answer; neither tool runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_cannot_call_a_tool_outside_its_list_or_one_the_run_denies() {
+    let read = Counting::new("read_file");
+    let write = Counting::new("write_file");
+    let shell = Arc::new(Counting {
+        permissions: vec![Permission::Shell],
+        ..Arc::into_inner(Counting::new("run_shell")).unwrap()
+    });
+    let mut registry =
+        ToolRegistry::new().with_permission_checker(PermissionChecker::new(PermissionConfig {
+            allowed: vec![],
+            denied: vec![Permission::Shell],
+            allow_unspecified: true,
+        }));
+    registry.register(read.clone()).unwrap();
+    registry.register(write.clone()).unwrap();
+    registry.register(shell.clone()).unwrap();
+    let team = Team::new()
+        .with_agent(
+            agent("worker")
+                .with_description("Reads.")
+                .with_tools(entries(&["read_file", "run_shell"])),
+        )
+        .with_agent(agent("main").with_agents(vec!["worker".into()]));
+    let fake = TeamFake::start(vec![
+        (
+            "main",
+            vec![
+                Reply::calls(&[("call_w", "worker", &task("do it"))]),
+                Reply::text("Done."),
+            ],
+        ),
+        (
+            "worker",
+            vec![
+                Reply::calls(&[
+                    ("w_1", "write_file", "{}"),
+                    ("w_2", "run_shell", "{}"),
+                    ("w_3", "read_file", "{}"),
+                ]),
+                Reply::text("tried"),
+            ],
+        ),
+    ])
+    .await;
+    let mut cycle = fake.cycle();
+    let outcome = within(
+        cycle.run_with(
+            RunRequest::prompt("Go")
+                .with_tools(&registry)
+                .with_team(&team, "main"),
+        ),
+    )
+    .await
+    .unwrap();
+    let RunOutcome::Finished(reply) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(reply.text(), "Done.");
+    assert_eq!((write.runs(), shell.runs(), read.runs()), (0, 0, 1));
+    let worker = fake.of("worker");
+    assert_eq!(tools_offered(&worker[0]), ["read_file"]);
+    let answers = tool_answers(&worker[1]);
+    assert_eq!(answers.len(), 3);
+    for (id, answer) in &answers[..2] {
+        assert!(answer.starts_with("Error:"), "{id}: {answer}");
+    }
+    assert_eq!(answers[2].1, "read_file done");
 }

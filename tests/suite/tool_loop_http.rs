@@ -1008,6 +1008,48 @@ async fn deepseek_reasoning_of_a_tool_calling_turn_goes_back_in_every_later_requ
 }
 
 #[tokio::test]
+async fn reasoning_goes_back_only_to_the_server_and_model_that_produced_it() {
+    // The cross-model rule of artifacts: a session continued on another server (a same-API
+    // fallback) or with another model does not send that history's reasoning there.
+    for mode in MODES {
+        let first = FakeOpenAi::by_turn(vec![
+            Turn::calls(vec![call("call_x", "get_weather", r#"{"city":"Oslo"}"#)])
+                .with_reasoning("Private plan."),
+            Turn::text("Oslo: 22."),
+        ])
+        .await;
+        let mut cycle = first.cycle();
+        run(&mut cycle, "Oslo?", &registry(), mode).await.0.unwrap();
+        assert_eq!(first.messages(1)[1]["reasoning_content"], "Private plan.");
+        let history = cycle.messages().to_vec();
+
+        let other = FakeOpenAi::by_turn(vec![Turn::text("Lima: 19.")]).await;
+        for (server, model) in [(&other, "fake-model"), (&first, "other-model")] {
+            let before = server.requests().len();
+            let mut moved =
+                LlmCycle::from_history(server.client(), CycleConfig::new(model), history.clone());
+            run(&mut moved, "Lima?", &registry(), mode).await.0.unwrap();
+            // The first request of the moved run.
+            let sent = &server.requests()[before]["messages"];
+            assert_eq!(sent[1]["tool_calls"][0]["id"], "call_x", "{mode:?} {model}");
+            assert!(
+                sent[1].get("reasoning_content").is_none(),
+                "{mode:?} {model}: {sent}"
+            );
+        }
+        // The same server and model still get it.
+        let mut same = LlmCycle::from_history(
+            first.client(),
+            CycleConfig::new("fake-model"),
+            history.clone(),
+        );
+        run(&mut same, "Lima?", &registry(), mode).await.0.unwrap();
+        let sent = first.requests().last().unwrap()["messages"].clone();
+        assert_eq!(sent[1]["reasoning_content"], "Private plan.", "{mode:?}");
+    }
+}
+
+#[tokio::test]
 async fn reasoning_sent_as_reasoning_goes_back_as_reasoning_never_as_reasoning_content() {
     // Groq and Cerebras name it `reasoning` and answer 400 to an unknown `reasoning_content`.
     for mode in MODES {

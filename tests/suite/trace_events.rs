@@ -94,7 +94,7 @@ impl agcore::run::hooks::Hooks for PanicsOnCompaction {
 async fn compactions_reach_the_hooks_and_the_run_span() {
     use std::sync::Arc;
     let (subscriber, recorded) = support::trace::recording();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::support::trace::scoped(subscriber);
     let log = Arc::new(CompactionLog(std::sync::Mutex::new(Vec::new())));
     let server = WindowedServer::start(8_192, Shape::OpenAi, SYSTEM).await;
     let mut cycle = windowed_cycle(&server, |config| {
@@ -187,7 +187,7 @@ impl agcore::tools::Approver for AllowAll {
 #[tokio::test]
 async fn approval_decisions_are_events_of_their_spans() {
     let (subscriber, recorded) = support::trace::recording();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::support::trace::scoped(subscriber);
     let config: agcore::tools::ToolsConfig = toml::from_str(
         r#"
         [[rules]]
@@ -268,4 +268,26 @@ async fn approval_decisions_are_events_of_their_spans() {
             );
         }
     }
+}
+
+/// Issue 33 item 14: a span whose callsite another thread reached first, without a subscriber,
+/// is still recorded by the test's own subscriber (with the plain `set_default` and no other
+/// capture alive, `tracing` cached that callsite as "never" and the span was lost).
+#[test]
+fn a_span_first_reached_on_another_thread_is_still_recorded() {
+    fn probe() -> tracing::Span {
+        tracing::info_span!("issue33_probe", probe = true)
+    }
+    let (subscriber, recorded) = support::trace::recording();
+    let _guard = crate::support::trace::scoped(subscriber);
+    std::thread::spawn(|| drop(probe())).join().unwrap();
+    drop(probe());
+    let names: Vec<String> = recorded
+        .lock()
+        .unwrap()
+        .spans
+        .iter()
+        .map(|span| span.name.clone())
+        .collect();
+    assert_eq!(names, ["issue33_probe"]);
 }

@@ -560,7 +560,7 @@ async fn a_server_that_rejects_response_format_gets_tool_mode_said_once_in_a_log
         .with_writer(move || writer.clone())
         .with_ansi(false)
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::support::trace::scoped(subscriber);
 
     let replies = vec![
         lookup_call(),

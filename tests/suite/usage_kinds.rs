@@ -101,7 +101,7 @@ async fn input_budgets_count_cache_reads_and_writes() {
 #[tokio::test]
 async fn the_spans_carry_cache_reads_and_writes() {
     let (subscriber, recorded) = support::trace::recording();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::support::trace::scoped(subscriber);
     let mut cycle = LlmCycle::new(model(), CycleConfig::new("claude-sonnet-4-5"));
     cycle.submit("hi".into()).await.unwrap();
     let recorded = recorded.lock().unwrap();

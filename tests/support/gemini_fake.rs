@@ -11,6 +11,9 @@
 //!   original part: on the `functionCall` with the same name and args, on a text part, or the
 //!   whole thought part unchanged; a signature it never issued is refused (the documented
 //!   placeholder aside);
+//! - a `functionCall` the fake issued (for the same model) without a signature comes back as
+//!   sent, without one: the placeholder is for calls the model did not make (agcore's rule,
+//!   so a history is returned as the model wrote it);
 //! - Gemini 3 models: the first `functionCall` of each step of the current turn has a signature;
 //! - `parameters` schemas (the OpenAPI subset) have one upper-case string `type` and none of
 //!   `$schema`, `$ref`, `$defs`, `additionalProperties`, `const`, `oneOf`, `allOf`.
@@ -93,7 +96,8 @@ pub struct Received {
 struct State {
     replies: VecDeque<Reply>,
     received: Vec<Received>,
-    /// Parts that carried a signature, by the model they were issued for.
+    /// Parts that carried a signature, and `functionCall` parts that carried none, by the
+    /// model they were issued for.
     issued: Vec<(String, Value)>,
 }
 
@@ -271,7 +275,7 @@ fn reply_parts(body: &str) -> Vec<Value> {
 
 fn record_issued(state: &mut State, model: &str, body: &str) {
     for part in reply_parts(body) {
-        if part.get("thoughtSignature").is_some() {
+        if part.get("thoughtSignature").is_some() || part.get("functionCall").is_some() {
             state.issued.push((model.to_owned(), part));
         }
     }
@@ -392,8 +396,28 @@ fn check_signatures(
             }
         }
     }
+    // A call issued for this model without a signature comes back without one.
+    for (_, original) in issued
+        .iter()
+        .filter(|(m, p)| m == model && p.get("thoughtSignature").is_none())
+    {
+        let call = &original["functionCall"];
+        let placeholder = model_parts.iter().find(|p| {
+            p.get("functionCall")
+                .is_some_and(|sent| sent["name"] == call["name"] && sent["args"] == call["args"])
+                && p.get("thoughtSignature").is_some()
+        });
+        if let Some(sent) = placeholder {
+            return Err(format!(
+                "the function call {call} was issued without a thought signature and came back with one: {sent}"
+            ));
+        }
+    }
     // Every signature issued for this model comes back in its original part.
-    for (_, original) in issued.iter().filter(|(m, _)| m == model) {
+    for (_, original) in issued
+        .iter()
+        .filter(|(m, p)| m == model && p.get("thoughtSignature").is_some())
+    {
         let signature = &original["thoughtSignature"];
         let Some(sent) = model_parts
             .iter()

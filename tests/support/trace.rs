@@ -1,6 +1,14 @@
 //! A `tracing` layer that records spans (their `otel.name`, parent and fields) and events
 //! (their message, fields and the span they belong to), for tests of the GenAI spans without
-//! an exporter. Install it with `tracing::subscriber::set_default` on a current-thread runtime.
+//! an exporter. Install it with [`scoped`] (never `tracing::subscriber::set_default` directly)
+//! on a current-thread runtime.
+//!
+//! Why [`scoped`]: `tracing` caches per callsite whether any subscriber wants it. With exactly
+//! one scoped subscriber alive and no global one, a callsite first reached on *another* thread
+//! (a test without a subscriber, a runtime worker) is asked only of that thread's subscriber —
+//! none — and cached as "never": the capturing test then misses the span. A global subscriber
+//! that records nothing but answers "sometimes" keeps every callsite asking the current
+//! thread's subscriber, so each span test sees its own spans whatever runs next to it.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
@@ -8,7 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Subscriber};
+use tracing::subscriber::{DefaultGuard, Interest};
+use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::Registry;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
@@ -123,4 +132,35 @@ pub fn recording() -> (impl Subscriber + Send + Sync, Arc<Mutex<Recorded>>) {
     let recorder = Recorder::default();
     let recorded = recorder.0.clone();
     (Registry::default().with(recorder), recorded)
+}
+
+/// Install `subscriber` for this thread until the guard drops, with the process-wide quiet
+/// subscriber in place first (see the module docs).
+pub fn scoped(subscriber: impl Subscriber + Send + Sync + 'static) -> DefaultGuard {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        // Fails only when a global subscriber is already set, which then asks as well.
+        let _ = tracing::subscriber::set_global_default(Quiet);
+    });
+    tracing::subscriber::set_default(subscriber)
+}
+
+/// Records nothing; answers "sometimes" for every callsite so none is cached as "never".
+struct Quiet;
+
+impl Subscriber for Quiet {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+        Interest::sometimes()
+    }
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        false
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &Event<'_>) {}
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
 }

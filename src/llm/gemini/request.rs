@@ -259,14 +259,16 @@ fn sends_call_id(id: &str) -> bool {
 }
 
 /// The parts of an assistant message, signatures in place; `current_turn` adds the documented
-/// dummy signature to the first call when it has no usable one.
+/// dummy signature to the first call when this model did not make it (no usable artifact on
+/// it: another model's call, or one injected into the history). A call this model made goes
+/// back exactly as it was sent, with or without a signature.
 fn model_parts<'a>(
     message: &'a OpenaiChatMessage,
     model: &str,
     current_turn: bool,
 ) -> Vec<Merged<'a>> {
     let mut parts: Vec<Merged<'a>> = Vec::new();
-    let mut first_call: Option<usize> = None;
+    let mut first_call: Option<(usize, bool)> = None;
     for element in layout(message, ArtifactProvider::Gemini, model) {
         match element {
             Element::Item(artifact) => parts.push(Part::Verbatim(&artifact.data).into()),
@@ -276,7 +278,8 @@ fn model_parts<'a>(
                 placeholder: None,
             }),
             Element::Call { call, on } => {
-                first_call.get_or_insert(parts.len());
+                // An `On` artifact of this model, even one with no fields, marks its own call.
+                first_call.get_or_insert((parts.len(), !on.is_empty()));
                 parts.push(Merged {
                     part: function_call(call),
                     on,
@@ -286,7 +289,8 @@ fn model_parts<'a>(
         }
     }
     if current_turn
-        && let Some(part) = first_call.and_then(|index| parts.get_mut(index))
+        && let Some((index, false)) = first_call
+        && let Some(part) = parts.get_mut(index)
         && !part.has("thoughtSignature")
     {
         part.placeholder = Some(DUMMY_SIGNATURE);
@@ -630,6 +634,35 @@ mod tests {
         assert_eq!(
             body["contents"][2]["parts"][0]["functionResponse"]["id"],
             "toolu_1"
+        );
+    }
+
+    #[test]
+    fn a_call_this_model_made_unsigned_goes_back_as_sent() {
+        let made_by = |model: &str| {
+            OpenaiChatMessage::assistant_tool_calls(None, vec![ToolCall::new("toolu_1", "f", "{}")])
+                .with_artifacts(vec![Artifact::new(
+                    ArtifactProvider::Gemini,
+                    model,
+                    ArtifactPlace::On(1),
+                    json!({}),
+                )])
+        };
+        let first_signature = |assistant: OpenaiChatMessage| {
+            let messages = vec![
+                OpenaiChatMessage::user_text("go"),
+                assistant,
+                OpenaiChatMessage::tool_result("toolu_1", "ok"),
+            ];
+            let body = body(&messages, &RequestOptions::default());
+            body["contents"][1]["parts"][0]
+                .get("thoughtSignature")
+                .cloned()
+        };
+        assert_eq!(first_signature(made_by(MODEL)), None);
+        assert_eq!(
+            first_signature(made_by("gemini-2.5-flash")),
+            Some(json!(DUMMY_SIGNATURE))
         );
     }
 

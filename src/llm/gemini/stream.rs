@@ -6,7 +6,8 @@
 //!   [`ArtifactPlace::On`] artifact on the text (element 0);
 //! - a `functionCall` part: a whole [`ModelDelta::ToolCall`] (`index` = the call's ordinal in the
 //!   reply, `args` as JSON text, the vendor's `id` when it sent one); its other fields an `On`
-//!   artifact on that call;
+//!   artifact on that call — an empty one when it has none, the record that this model made
+//!   the call;
 //! - any other part — a `thought: true` part (its text also a [`ModelDelta::Thought`] for
 //!   display), an empty text part that only carries a signature, code execution, inline data —
 //!   a [`ArtifactPlace::Before`] artifact, kept whole where it came.
@@ -328,10 +329,11 @@ impl ResponseDecoder {
                 name: field("name"),
                 arguments: Some(arguments),
             });
-            if !part.is_empty() {
-                let element = u32::try_from(index.saturating_add(1)).unwrap_or(u32::MAX);
-                out.push_back(self.artifact(ArtifactPlace::On(element), part));
-            }
+            // Always an artifact, even with no fields: it records that this model made the
+            // call, so a call it made without a signature goes back as sent (the placeholder
+            // signature is only for calls it did not make).
+            let element = u32::try_from(index.saturating_add(1)).unwrap_or(u32::MAX);
+            out.push_back(self.artifact(ArtifactPlace::On(element), part));
             return;
         }
         let text_len = part.get("text").and_then(Value::as_str).map_or(0, str::len);
@@ -507,6 +509,8 @@ mod tests {
                     ArtifactPlace::On(1),
                     json!({"thoughtSignature": "Y2FsbA=="})
                 ),
+                // The unsigned call: an empty record that this model made it.
+                (ArtifactPlace::On(2), json!({})),
             ]
         );
         assert!(deltas.contains(&ModelDelta::Finish(FinishReason::Stop)));

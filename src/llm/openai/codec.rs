@@ -7,7 +7,7 @@ use crate::llm::codec::{Codec, Resource};
 use crate::llm::error::ProviderError;
 use crate::llm::model::{ChatRequest, ModelDelta, WireApi};
 use crate::llm::openai::stream::ChunkDecoder;
-use crate::llm::openai::{OpenAiConfig, errors, request, response};
+use crate::llm::openai::{OpenAiConfig, errors, origin, request, response};
 use crate::llm::transport::{SseFraming, TransportSettings};
 use crate::vocab::ChatResponse;
 
@@ -16,6 +16,8 @@ use crate::vocab::ChatResponse;
 #[derive(Debug)]
 pub struct ChatCompletions {
     config: OpenAiConfig,
+    /// The server as replies record it ([`origin::server_of`]).
+    server: String,
 }
 
 impl Codec for ChatCompletions {
@@ -25,7 +27,8 @@ impl Codec for ChatCompletions {
     type Framing = SseFraming;
 
     fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        Ok(ChatCompletions { config })
+        let server = origin::server_of(&config.base_url);
+        Ok(ChatCompletions { config, server })
     }
 
     fn config(&self) -> &OpenAiConfig {
@@ -66,6 +69,7 @@ impl Codec for ChatCompletions {
             stream,
             self.config.reasoning_echo,
             self.config.dialect,
+            &self.server,
         )?;
         Ok((body, ()))
     }
@@ -76,7 +80,7 @@ impl Codec for ChatCompletions {
         request: &ChatRequest<'_>,
         (): (),
     ) -> Result<ChatResponse, ProviderError> {
-        response::parse_completion(body, request.model)
+        response::parse_completion(body, request.model, &self.server)
     }
 
     fn reply_deltas(
@@ -88,11 +92,12 @@ impl Codec for ChatCompletions {
         Ok(response::response_deltas(response::parse_completion(
             body,
             request.model,
+            &self.server,
         )?))
     }
 
     fn decoder(&self, request: &ChatRequest<'_>, (): ()) -> ChunkDecoder {
-        ChunkDecoder::for_model(request.model)
+        ChunkDecoder::for_model(request.model, &self.server)
     }
 
     fn status_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderError {

@@ -9,6 +9,7 @@ use serde::ser::{SerializeSeq, Serializer};
 
 use crate::llm::error::ProviderError;
 use crate::llm::model::ChatRequest;
+use crate::llm::openai::origin::reasoning_is_from;
 use crate::llm::openai::{Dialect, ReasoningEcho};
 use crate::vocab::artifact::merge_fields;
 use crate::vocab::{
@@ -22,6 +23,7 @@ pub(crate) fn request_body(
     stream: bool,
     echo: ReasoningEcho,
     dialect: &dyn Dialect,
+    server: &str,
 ) -> Result<Vec<u8>, ProviderError> {
     // Chat completions have no hosted tools: asking for one fails, naming who has them.
     for hosted in &request.options.hosted_tools {
@@ -58,6 +60,7 @@ pub(crate) fn request_body(
             messages: request.messages,
             echo,
             model: request.model,
+            server,
         },
         tools: request.tools,
         options: &options,
@@ -100,6 +103,8 @@ struct WireMessages<'a> {
     echo: ReasoningEcho,
     /// The model the request is for: only its artifacts go back.
     model: &'a str,
+    /// The server the request goes to: with the model, the only one reasoning goes back to.
+    server: &'a str,
 }
 
 impl Serialize for WireMessages<'_> {
@@ -120,6 +125,9 @@ impl Serialize for WireMessages<'_> {
                 }
             };
             for message in turn {
+                // Reasoning goes back only to the server and model that produced it.
+                let keep_reasoning =
+                    keep_reasoning && reasoning_is_from(message, self.model, self.server);
                 match message {
                     OpenaiChatMessage::Assistant {
                         content,
@@ -240,12 +248,19 @@ mod tests {
     use crate::vocab::{StreamOptions, ToolChoice};
     use serde_json::{Value, json};
 
+    const SERVER: &str = "http://127.0.0.1:1/v1";
+
+    /// A reply of model `m` from `SERVER`, as the decoders record it.
     fn assistant(text: &str, reasoning: &str, field: &str, calls: bool) -> OpenaiChatMessage {
         let mut wire = json!({"role": "assistant", "content": text, field: reasoning});
         if calls {
             wire["tool_calls"] = json!([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]);
         }
-        serde_json::from_value(wire).unwrap()
+        serde_json::from_value::<OpenaiChatMessage>(wire)
+            .unwrap()
+            .with_artifacts(vec![crate::llm::openai::origin::origin_artifact(
+                "m", SERVER,
+            )])
     }
 
     fn body(request: &ChatRequest<'_>, stream: bool) -> Value {
@@ -254,7 +269,14 @@ mod tests {
 
     fn body_with(request: &ChatRequest<'_>, stream: bool, echo: ReasoningEcho) -> Value {
         serde_json::from_slice(
-            &request_body(request, stream, echo, &crate::llm::openai::StandardDialect).unwrap(),
+            &request_body(
+                request,
+                stream,
+                echo,
+                &crate::llm::openai::StandardDialect,
+                SERVER,
+            )
+            .unwrap(),
         )
         .unwrap()
     }
@@ -278,7 +300,8 @@ mod tests {
         let reply = br#"{"model":"gemini-3-pro","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
             "tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},
                           {"id":"b","type":"function","function":{"name":"g","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}}]}}]}"#;
-        let reply = crate::llm::openai::response::parse_completion(reply, "gemini-3-pro").unwrap();
+        let reply =
+            crate::llm::openai::response::parse_completion(reply, "gemini-3-pro", SERVER).unwrap();
         assert_eq!(reply.message.artifacts().len(), 1);
         let messages = vec![
             OpenaiChatMessage::user_text("q"),
@@ -342,7 +365,9 @@ mod tests {
         let body = body(&request, false);
         let sent = body["messages"].as_array().unwrap();
         // The turn that called tools keeps all its reasoning (DeepSeek requires it).
-        assert_eq!(sent[1], serde_json::to_value(&messages[1]).unwrap());
+        let mut first = serde_json::to_value(&messages[1]).unwrap();
+        first.as_object_mut().unwrap().remove("artifacts");
+        assert_eq!(sent[1], first);
         assert_eq!(sent[3]["reasoning_content"], "r1b");
         // An earlier turn without tool calls is sent without it.
         assert_eq!(sent[5], json!({"role": "assistant", "content": "a2"}));
@@ -351,6 +376,51 @@ mod tests {
         assert!(sent[7].get("reasoning_content").is_none());
         assert_eq!(body["stream"], false);
         assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn reasoning_goes_back_only_to_the_server_and_model_that_produced_it() {
+        let mut messages = history();
+        // The current turn's reply came from another server (a fallback).
+        messages[7] = serde_json::from_value::<OpenaiChatMessage>(
+            json!({"role": "assistant", "content": "a3", "reasoning": "r3"}),
+        )
+        .unwrap()
+        .with_artifacts(vec![crate::llm::openai::origin::origin_artifact(
+            "m",
+            "https://fallback.example/v1",
+        )]);
+        let options = RequestOptions::default();
+        let request = |model| ChatRequest {
+            model,
+            messages: &messages,
+            tools: &[],
+            options: &options,
+        };
+        let reasoning_sent = |body: Value| {
+            body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m.get("reasoning_content").is_some() || m.get("reasoning").is_some())
+                .count()
+        };
+        // Same server and model: the tool turn's two replies; the fallback's goes without.
+        assert_eq!(reasoning_sent(body(&request("m"), false)), 2);
+        // Another model on the same server, or the same model on another server: none.
+        assert_eq!(reasoning_sent(body(&request("m2"), false)), 0);
+        let elsewhere = request_body(
+            &request("m"),
+            false,
+            ReasoningEcho::AsReceived,
+            &crate::llm::openai::StandardDialect,
+            "https://other.example/v1",
+        )
+        .unwrap();
+        assert_eq!(
+            reasoning_sent(serde_json::from_slice(&elsewhere).unwrap()),
+            0
+        );
     }
 
     #[test]

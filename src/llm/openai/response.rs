@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use crate::llm::error::ProviderError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::{embedded_status, error_object_message, status_error};
+use crate::llm::openai::origin::origin_artifact;
 use crate::llm::openai::stream::extra_content_artifact;
 use crate::llm::stream::normalise_tool_calls;
 use crate::llm::transport::truncate;
@@ -13,8 +14,13 @@ use crate::vocab::{
     Artifact, ChatResponse, FinishReason, OpenaiChatMessage, ReasoningField, Usage,
 };
 
-/// Parse a successful (HTTP 200) completion body.
-pub(crate) fn parse_completion(body: &[u8], model: &str) -> Result<ChatResponse, ProviderError> {
+/// Parse a successful (HTTP 200) completion body of `model` from `server` (recorded with
+/// reasoning, which goes back only there).
+pub(crate) fn parse_completion(
+    body: &[u8],
+    model: &str,
+    server: &str,
+) -> Result<ChatResponse, ProviderError> {
     let mut value: Value = serde_json::from_slice(body).map_err(|error| {
         ProviderError::Decode(format!(
             "invalid completion JSON ({error}): {}",
@@ -46,12 +52,17 @@ pub(crate) fn parse_completion(body: &[u8], model: &str) -> Result<ChatResponse,
     if let OpenaiChatMessage::Assistant {
         tool_calls,
         artifacts: kept,
+        reasoning_content,
+        reasoning,
         ..
     } = &mut message
     {
         normalise_tool_calls(tool_calls);
         // Only what this decoder recognised: a server cannot plant artifacts for another API.
         *kept = artifacts;
+        if reasoning_content.is_some() || reasoning.is_some() {
+            kept.push(origin_artifact(model, server));
+        }
     }
     let stop_reason = FinishReason::for_reply(finish, !message.tool_calls().is_empty());
     let text = |key: &str| {
@@ -190,7 +201,7 @@ mod tests {
     use super::*;
 
     fn parse_completion_of(body: &[u8]) -> Result<ChatResponse, ProviderError> {
-        parse_completion(body, "m")
+        parse_completion(body, "m", "http://127.0.0.1:1/v1")
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::llm::error::ProviderError;
 use crate::llm::model::ModelDelta;
 use crate::llm::openai::errors::stream_error;
+use crate::llm::openai::origin::origin_artifact;
 use crate::llm::transport::truncate;
 use crate::vocab::generate_call_id;
 use crate::vocab::{
@@ -34,6 +35,9 @@ pub struct ChunkDecoder {
     sent_function_call: bool,
     /// The model the request named: artifacts of the reply are sent back to it only.
     model: String,
+    /// The server the request went to ([`server_of`](super::origin::server_of)): reasoning of
+    /// the reply goes back to it only.
+    server: String,
 }
 
 #[derive(Deserialize)]
@@ -110,10 +114,11 @@ struct FunctionPiece {
 }
 
 impl ChunkDecoder {
-    /// A decoder for a reply of `model` (the name the request gave).
-    pub(crate) fn for_model(model: &str) -> Self {
+    /// A decoder for a reply of `model` (the name the request gave) from `server`.
+    pub(crate) fn for_model(model: &str, server: &str) -> Self {
         ChunkDecoder {
             model: model.to_owned(),
+            server: server.to_owned(),
             ..ChunkDecoder::default()
         }
     }
@@ -151,7 +156,15 @@ impl ChunkDecoder {
                 if let Some(function) = delta.function_call.take() {
                     self.push_function_call(function, &mut delta);
                 }
+                let had_reasoning = self.sent_reasoning;
                 push_delta(delta, &mut self.sent_reasoning, &self.model, out);
+                // A decoder that does not know its server (`decode_stream`) records no origin.
+                if self.sent_reasoning && !had_reasoning && !self.server.is_empty() {
+                    out.push_back(ModelDelta::Artifact(origin_artifact(
+                        &self.model,
+                        &self.server,
+                    )));
+                }
             }
             if let Some(reason) = choice.finish_reason.filter(|reason| !reason.is_empty()) {
                 self.finished = true;
@@ -359,7 +372,7 @@ mod tests {
 
     #[test]
     fn a_streamed_calls_extra_content_becomes_an_artifact_on_that_call() {
-        let mut decoder = ChunkDecoder::for_model("gemini-3-flash");
+        let mut decoder = ChunkDecoder::for_model("gemini-3-flash", "http://127.0.0.1:1/v1");
         let mut out = VecDeque::new();
         decoder
             .decode(
@@ -371,6 +384,29 @@ mod tests {
             ModelDelta::Artifact(artifact) => Some(artifact.clone()),
             _ => None,
         });
+        // Reasoning records where it came from, once.
+        let mut reasoning = VecDeque::new();
+        for _ in 0..2 {
+            decoder
+                .decode(
+                    r#"{"choices":[{"index":0,"delta":{"reasoning_content":"r"}}]}"#,
+                    &mut reasoning,
+                )
+                .unwrap();
+        }
+        let origins: Vec<&ModelDelta> = reasoning
+            .iter()
+            .filter(|delta| matches!(delta, ModelDelta::Artifact(_)))
+            .collect();
+        assert_eq!(
+            origins,
+            [&ModelDelta::Artifact(
+                crate::llm::openai::origin::origin_artifact(
+                    "gemini-3-flash",
+                    "http://127.0.0.1:1/v1"
+                )
+            )]
+        );
         assert_eq!(
             artifact,
             Some(Artifact::new(

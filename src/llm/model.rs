@@ -138,6 +138,8 @@ pub enum WireApi {
     AnthropicMessages,
     /// The Gemini API (`:generateContent`).
     Gemini,
+    /// Amazon Bedrock's Converse API (`/model/{id}/converse`).
+    BedrockConverse,
 }
 
 impl WireApi {
@@ -148,6 +150,7 @@ impl WireApi {
             WireApi::Responses => "openai-responses",
             WireApi::AnthropicMessages => "anthropic",
             WireApi::Gemini => "gemini",
+            WireApi::BedrockConverse => "bedrock",
         }
     }
 
@@ -158,6 +161,7 @@ impl WireApi {
             WireApi::Responses => ArtifactProvider::OpenaiResponses,
             WireApi::AnthropicMessages => ArtifactProvider::Anthropic,
             WireApi::Gemini => ArtifactProvider::Gemini,
+            WireApi::BedrockConverse => ArtifactProvider::Bedrock,
         }
     }
 }

@@ -232,7 +232,7 @@ mod tests {
         }
     }
 
-    fn frame(kind: &str, name_header: &str, name: &str, payload: &str) -> Vec<u8> {
+    fn frame(kind: &str, name_header: &'static str, name: &str, payload: &str) -> Vec<u8> {
         let message = Message::new(Bytes::copy_from_slice(payload.as_bytes()))
             .add_header(Header::new(
                 ":message-type",

@@ -254,6 +254,11 @@ pub struct ModelSection {
     /// Reasoning effort: `"off"`, `"low"`, `"medium"`, `"high"`, or a budget in tokens
     /// (`8000`) — like `--reasoning`.
     pub reasoning: Option<crate::provider::Reasoning>,
+    /// The AWS region of a `bedrock` model (default: `AWS_REGION`, else `AWS_DEFAULT_REGION`).
+    pub region: Option<String>,
+    /// The AWS shared-config profile whose credentials sign `bedrock` requests (default:
+    /// `AWS_PROFILE`, else `default`).
+    pub profile: Option<String>,
     /// Models tried in order when the model fails (retryably) before any output
     /// (`[[model.fallback]]`); each has a circuit breaker.
     #[serde(default)]

@@ -205,6 +205,25 @@ impl BedrockConfig {
         self
     }
 
+    /// Sign with these static keys (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and, for
+    /// temporary credentials, `AWS_SESSION_TOKEN`), e.g. ones a caller took out of the
+    /// environment so that child processes cannot read them.
+    pub fn with_static_keys(
+        self,
+        access_key_id: impl Into<String>,
+        secret_access_key: impl Into<String>,
+        session_token: Option<String>,
+    ) -> Self {
+        let credentials = aws_credential_types::Credentials::new(
+            access_key_id,
+            secret_access_key,
+            session_token,
+            None,
+            "agcore-static",
+        );
+        self.with_credentials_provider(SharedCredentialsProvider::new(credentials))
+    }
+
     /// Sign with the default chain's credentials of this shared-config profile.
     pub fn with_profile(mut self, profile: impl Into<String>) -> Self {
         self.auth = BedrockAuth::SigV4(CredentialSource::DefaultChain {

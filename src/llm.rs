@@ -22,6 +22,7 @@
 //! compiles unchanged.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod codec;
 pub mod error;
 pub mod event;
@@ -42,6 +43,7 @@ pub mod types;
 
 pub use crate::vocab::{Artifact, ArtifactPlace, ArtifactProvider, ReasoningEffort};
 pub use anthropic::{AnthropicClient, AnthropicConfig};
+pub use bedrock::{BedrockClient, BedrockConfig};
 pub use codec::{Codec, Resource};
 pub use error::{ErrorKind, ProviderError, ResponseLimit, TimeoutKind};
 pub use event::{Citation, ModelEvent};

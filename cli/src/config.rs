@@ -263,6 +263,11 @@ pub struct ModelSection {
     /// instead of `hosted_tools` for that provider.
     #[serde(default)]
     pub hosted_tools_by_provider: std::collections::BTreeMap<String, Vec<HostedToolSetting>>,
+    /// The AWS region of a `bedrock` model (default: `AWS_REGION`, else `AWS_DEFAULT_REGION`).
+    pub region: Option<String>,
+    /// The AWS shared-config profile whose credentials sign `bedrock` requests (default:
+    /// `AWS_PROFILE`, else `default`).
+    pub profile: Option<String>,
     /// Models tried in order when the model fails (retryably) before any output
     /// (`[[model.fallback]]`); each has a circuit breaker.
     #[serde(default)]

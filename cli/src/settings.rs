@@ -182,7 +182,14 @@ pub fn provider(config: &AgcoreConfig) -> String {
         .unwrap_or_else(|| "openai".to_owned())
 }
 
-/// Every variable that may hold an API key, which neither `run_command` nor any stdio MCP
+/// The AWS access key variables, withheld like API keys and given to Bedrock's signer.
+pub const AWS_KEY_VARIABLES: [&str; 3] = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+];
+
+/// Every variable that may hold an API key (and the AWS access keys), which neither `run_command` nor any stdio MCP
 /// server gets to see: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`,
 /// `GOOGLE_API_KEY`, the config's `model.api_key_env`, `--api-key-env` and each
 /// `[[model.fallback]]` entry's `api_key_env`.
@@ -192,7 +199,8 @@ pub fn secret_env_names(config: &AgcoreConfig, model: Option<&ModelArgs>) -> Vec
         .flat_map(|provider| provider.key_variables)
         .map(|&name| name.to_owned())
         .collect();
-    names.dedup();
+    // AWS keys sign Bedrock requests (see `setup::client_for`); no child needs them.
+    names.extend(AWS_KEY_VARIABLES.iter().map(|&name| name.to_owned()));
     names.extend(config.model.api_key_env.clone());
     names.extend(model.and_then(|args| args.api_key_env.clone()));
     names.extend(
@@ -365,6 +373,9 @@ mod tests {
             "GOOGLE_API_KEY",
             "MY_GEMINI",
             "OPENAI_API_KEY",
+            "AWS_BEARER_TOKEN_BEDROCK",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
         ] {
             assert!(
                 names.iter().any(|n| n == name),

@@ -142,11 +142,42 @@ pub(crate) fn client_for(
     let mut connection =
         Connection::new(target.provider.clone(), target.base_url.clone()).with_transport(transport);
     connection.api_key = key.map(str::to_owned);
+    connection.cloud.region = section.region.clone();
+    connection.cloud.profile = section.profile.clone();
+    if target.api.name() == agcore::llm::bedrock::PROVIDER.name && connection.api_key.is_none() {
+        return bedrock_client(connection, secrets);
+    }
     target
         .api
         .provider()
         .connect(connection)
         .context("could not create the HTTP client")
+}
+
+/// A Bedrock client: SigV4 with the AWS keys agcore took out of its environment when they were
+/// set and no `[model] profile` is named (the default chain cannot see them any more), else
+/// with the default chain (profile,
+/// SSO, web identity, container, instance metadata).
+fn bedrock_client(connection: Connection, secrets: &Secrets) -> anyhow::Result<Arc<dyn ChatModel>> {
+    use agcore::llm::bedrock::{BedrockClient, BedrockConfig};
+    // A profile named in the config wins over keys in the environment.
+    let profile_named = connection.cloud.profile.is_some();
+    let mut config = BedrockConfig::from_connection(connection, crate::settings::env)
+        .context("could not set up Bedrock")?;
+    if let (false, Some(id), Some(secret)) = (
+        profile_named,
+        secrets.get("AWS_ACCESS_KEY_ID"),
+        secrets.get("AWS_SECRET_ACCESS_KEY"),
+    ) {
+        config = config.with_static_keys(
+            id,
+            secret,
+            secrets.get("AWS_SESSION_TOKEN").map(str::to_owned),
+        );
+    }
+    Ok(Arc::new(
+        BedrockClient::new(config).context("could not create the HTTP client")?,
+    ))
 }
 
 /// `--reasoning` into the request options: an effort, or a budget in tokens (sent as the

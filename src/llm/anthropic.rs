@@ -24,7 +24,7 @@
 //! # Ok(()) }
 //! ```
 
-mod cache;
+pub(crate) mod cache;
 mod codec;
 mod errors;
 mod request;

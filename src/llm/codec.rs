@@ -68,6 +68,13 @@ pub trait Codec: std::fmt::Debug + Send + Sync + Sized + 'static {
         HeaderMap::new()
     }
 
+    /// The signer of every request (AWS SigV4, short-lived tokens), if the API needs one;
+    /// [`HttpModel::new`](crate::llm::HttpModel::new) sets it on the transport. `None` by
+    /// default: fixed [`Codec::auth_headers`] are enough.
+    fn signer(&self) -> Option<std::sync::Arc<dyn crate::llm::transport::RequestSigner>> {
+        None
+    }
+
     /// The provider name reported by [`ChatModel::provider`](crate::llm::ChatModel::provider).
     fn provider(&self) -> &str;
 

@@ -81,6 +81,11 @@ impl<C: Codec> HttpModel<C> {
     /// # Errors
     /// [`ProviderError::Other`] when the codec's base URL is invalid.
     pub fn with_codec(codec: C, transport: HttpTransport) -> Result<Self, ProviderError> {
+        // The codec's signer, unless the caller set one of their own.
+        let transport = match codec.signer() {
+            Some(signer) if !transport.has_signer() => transport.with_signer(signer),
+            _ => transport,
+        };
         // A bad base URL fails now rather than on the first request.
         let fixed = match codec.resource() {
             Resource::Fixed(segments) => Some(transport.endpoint(codec.base_url(), segments)?),

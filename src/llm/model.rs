@@ -161,6 +161,8 @@ pub enum WireApi {
     AnthropicMessages,
     /// The Gemini API (`:generateContent`).
     Gemini,
+    /// Amazon Bedrock's Converse API (`/model/{id}/converse`).
+    BedrockConverse,
 }
 
 impl WireApi {
@@ -171,6 +173,7 @@ impl WireApi {
             WireApi::Responses => "openai-responses",
             WireApi::AnthropicMessages => "anthropic",
             WireApi::Gemini => "gemini",
+            WireApi::BedrockConverse => "bedrock",
         }
     }
 
@@ -181,6 +184,7 @@ impl WireApi {
             WireApi::Responses => ArtifactProvider::OpenaiResponses,
             WireApi::AnthropicMessages => ArtifactProvider::Anthropic,
             WireApi::Gemini => ArtifactProvider::Gemini,
+            WireApi::BedrockConverse => ArtifactProvider::Bedrock,
         }
     }
 }

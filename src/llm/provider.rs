@@ -47,6 +47,7 @@ impl Provider {
                 .unwrap_or_else(|| self.default_base_url.to_owned()),
             api_key: self.key_variables.iter().find_map(|name| var(name)),
             transport: TransportSettings::default(),
+            cloud: CloudSettings::default(),
         }
     }
 
@@ -71,6 +72,27 @@ pub struct Connection {
     pub api_key: Option<String>,
     /// Timeouts, limits, extra headers and query.
     pub transport: TransportSettings,
+    /// Where a cloud's model lives (region, project, deployment, ...); unused by the others.
+    pub cloud: CloudSettings,
+}
+
+/// The cloud settings of a [`Connection`]: `[model]` `region`, `profile`, `project`,
+/// `location`, `deployment` and `api_version`. Each backend reads those it needs and documents
+/// where it looks when one is unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CloudSettings {
+    /// The AWS region (Bedrock).
+    pub region: Option<String>,
+    /// The AWS shared-config profile whose credentials sign (Bedrock).
+    pub profile: Option<String>,
+    /// The Google Cloud project (Vertex AI).
+    pub project: Option<String>,
+    /// The Google Cloud location (Vertex AI).
+    pub location: Option<String>,
+    /// The deployment name (Azure OpenAI).
+    pub deployment: Option<String>,
+    /// The `api-version` query parameter (Azure OpenAI).
+    pub api_version: Option<String>,
 }
 
 impl Connection {
@@ -81,6 +103,7 @@ impl Connection {
             base_url: base_url.into(),
             api_key: None,
             transport: TransportSettings::default(),
+            cloud: CloudSettings::default(),
         }
     }
 
@@ -97,6 +120,13 @@ impl Connection {
         self.transport = transport;
         self
     }
+
+    /// With these cloud settings.
+    #[must_use]
+    pub fn with_cloud(mut self, cloud: CloudSettings) -> Self {
+        self.cloud = cloud;
+        self
+    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -106,6 +136,7 @@ impl std::fmt::Debug for Connection {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("transport", &self.transport)
+            .field("cloud", &self.cloud)
             .finish()
     }
 }

@@ -12,7 +12,7 @@
 //! assert!(providers::names().any(|name| name == "gemini"));
 //! ```
 
-pub use crate::llm::provider::{Connection, Provider};
+pub use crate::llm::provider::{CloudSettings, Connection, Provider};
 
 /// Every provider, in the order the CLI lists them.
 pub static PROVIDERS: &[Provider] = &[
@@ -21,6 +21,7 @@ pub static PROVIDERS: &[Provider] = &[
     crate::llm::anthropic::PROVIDER,
     crate::llm::gemini::PROVIDER,
     crate::llm::openai::dialect::mistral::PROVIDER,
+    crate::llm::bedrock::PROVIDER,
 ];
 
 /// The provider called `name`.
@@ -50,6 +51,7 @@ mod tests {
             WireApi::Responses,
             WireApi::AnthropicMessages,
             WireApi::Gemini,
+            WireApi::BedrockConverse,
         ] {
             let entry = named(api.as_str()).unwrap();
             assert_eq!(entry.api, api);

@@ -8,14 +8,15 @@
 //!   request limit, or turns a streaming body into a [`ModelStream`] through an [`SseDecoder`].
 //! - [`RequestSigner`]: the optional signing step (SigV4, short-lived tokens) that sees each
 //!   request's method, URL, headers and body bytes and adds headers.
-//! - [`Framer`]: how a streaming body is cut into messages ([`SseFraming`] today; AWS
-//!   event-stream next).
+//! - [`Framer`]: how a streaming body is cut into messages ([`SseFraming`],
+//!   [`AwsEventStreamFraming`]).
 //! - [`retry_after`], [`truncate`], [`error_chain`], [`send_error`]: error pieces every backend
 //!   uses.
 
 mod body;
 mod echoed_secrets;
 mod errors;
+mod event_stream;
 mod framing;
 mod redirect;
 mod signer;
@@ -34,6 +35,8 @@ use crate::llm::model::{ModelDelta, ModelStream};
 
 pub(crate) use body::BodyLimits;
 pub use errors::{MAX_ERROR_BODY_BYTES, error_chain, retry_after, send_error, truncate};
+pub use event_stream::AwsEventStreamFraming;
+pub(crate) use event_stream::decode_frames;
 pub use framing::{Framer, SseFraming, StreamBody};
 pub use signer::{RequestSigner, SignableRequest};
 pub use sse::decode_events;
@@ -283,6 +286,11 @@ impl HttpTransport {
     pub fn with_signer(mut self, signer: Arc<dyn RequestSigner>) -> Self {
         self.signer = Some(signer);
         self
+    }
+
+    /// Whether a signer is set.
+    pub(crate) fn has_signer(&self) -> bool {
+        self.signer.is_some()
     }
 
     /// The settings.

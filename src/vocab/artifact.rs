@@ -39,6 +39,8 @@ pub enum ArtifactProvider {
     Anthropic,
     /// The Gemini API.
     Gemini,
+    /// Amazon Bedrock's Converse API (`reasoningContent` blocks).
+    Bedrock,
 }
 
 /// Where an [`Artifact`] sits among its message's elements (element 0: the text; element

@@ -44,6 +44,7 @@ mod openai_wire;
 mod path_rules;
 mod private_files;
 mod provider_anthropic;
+mod provider_bedrock;
 mod provider_codec;
 mod provider_gemini;
 mod provider_mistral;

@@ -134,14 +134,20 @@ async fn a_signer_signs_the_bytes_that_are_sent() {
 
 #[tokio::test]
 async fn every_provider_in_the_table_connects_by_name() {
+    // A cloud's region (Bedrock needs one; the others ignore it).
+    let cloud = providers::CloudSettings {
+        region: Some("us-east-1".into()),
+        ..providers::CloudSettings::default()
+    };
     for provider in providers::PROVIDERS {
-        let connection =
-            Connection::new(provider.name, "http://127.0.0.1:9/v1").with_api_key("secret-key");
+        let connection = Connection::new(provider.name, "http://127.0.0.1:9/v1")
+            .with_api_key("secret-key")
+            .with_cloud(cloud.clone());
         assert!(!format!("{connection:?}").contains("secret-key"));
         let model = provider.connect(connection).unwrap();
         assert_eq!(model.api(), provider.api, "{}", provider.name);
         assert_eq!(model.base_url(), Some("http://127.0.0.1:9/v1"));
-        let bad = Connection::new(provider.name, "not a url");
+        let bad = Connection::new(provider.name, "not a url").with_cloud(cloud.clone());
         assert!(provider.connect(bad).is_err(), "{}", provider.name);
     }
 }

@@ -4,6 +4,7 @@
 //! OAuth-protected MCP server speaking DPoP ([`oauth_fake`]).
 
 pub mod anthropic_fake;
+pub mod bedrock_fake;
 pub mod context;
 pub mod control;
 pub mod gemini_fake;

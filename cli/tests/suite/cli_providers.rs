@@ -348,3 +348,86 @@ async fn each_provider_gets_its_resource_path_and_its_key_header() {
         assert_eq!(key.as_deref(), Some(expected_key), "{flags:?}");
     }
 }
+
+/// `agcore` for Bedrock: no AWS settings of the machine's own, no instance metadata.
+fn bedrock_command(dir: &std::path::Path) -> std::process::Command {
+    let mut command = agcore(dir);
+    for name in [
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    ] {
+        command.env_remove(name);
+    }
+    command.env("AWS_EC2_METADATA_DISABLED", "true");
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bedrock_signs_with_the_environment_s_keys_or_sends_its_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+    // SigV4 with the keys of the environment, the endpoint from AWS_ENDPOINT_URL_BEDROCK_RUNTIME.
+    let server = recorder().await;
+    let mut command = bedrock_command(dir.path());
+    command
+        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.uri())
+        .env("AWS_REGION", "eu-central-1")
+        .env("AWS_ACCESS_KEY_ID", "AKIDCANARY")
+        .env("AWS_SECRET_ACCESS_KEY", "secret-canary")
+        .env("AWS_SESSION_TOKEN", "token-canary")
+        .args(["run", "--model", &format!("bedrock:{model}"), "hi"]);
+    let out = output(command);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("secret-canary") && !stderr.contains("token-canary"),
+        "{stderr}"
+    );
+    let (path, authorization) = first_request(&server, "authorization").await;
+    assert_eq!(path, format!("/model/{model}/converse-stream"));
+    let authorization = authorization.unwrap();
+    assert!(
+        authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDCANARY/")
+            && authorization.contains("/eu-central-1/bedrock/aws4_request"),
+        "{authorization}"
+    );
+    let (_, token) = first_request(&server, "x-amz-security-token").await;
+    assert_eq!(token.as_deref(), Some("token-canary"));
+
+    // A Bedrock API key is a bearer token; the region comes from the config.
+    let server = recorder().await;
+    std::fs::write(
+        dir.path().join("bedrock.toml"),
+        "[model]\nprovider = \"bedrock\"\nregion = \"us-west-2\"\n",
+    )
+    .unwrap();
+    let mut command = bedrock_command(dir.path());
+    command
+        .env("AWS_BEARER_TOKEN_BEDROCK", "bedrock-canary")
+        .args([
+            "run",
+            "--config",
+            "bedrock.toml",
+            "--base-url",
+            &server.uri(),
+        ])
+        .args(["--model", model, "--no-stream", "hi"]);
+    let _ = output(command);
+    let (path, authorization) = first_request(&server, "authorization").await;
+    assert_eq!(path, format!("/model/{model}/converse"));
+    assert_eq!(authorization.as_deref(), Some("Bearer bedrock-canary"));
+
+    // Without a region the error says where to set one.
+    let mut command = bedrock_command(dir.path());
+    command.args(["run", "--provider", "bedrock", "--model", model, "hi"]);
+    let out = output(command);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("AWS_REGION"), "{stderr}");
+}

@@ -72,6 +72,9 @@ pub(crate) struct BodyReader {
     event: EventSize,
     failed: bool,
     lines: ErrorLines,
+    /// Whether the body is text/event-stream: SSE event sizes are measured and llama.cpp's
+    /// `error:` lines rewritten. A binary framing (AWS event-stream) measures its own frames.
+    sse: bool,
 }
 
 impl BodyReader {
@@ -93,6 +96,20 @@ impl BodyReader {
             event: EventSize::default(),
             failed: false,
             lines: ErrorLines::default(),
+            sse: true,
+        }
+    }
+
+    /// [`BodyReader::new`] for a binary framing: bytes pass through untouched, and only the
+    /// body size, idle timeout and deadline are checked here (the framer checks frame sizes).
+    pub(crate) fn binary(
+        inner: Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send>>,
+        limits: BodyLimits,
+        progress: Progress,
+    ) -> Self {
+        BodyReader {
+            sse: false,
+            ..BodyReader::new(inner, limits, progress)
         }
     }
 
@@ -120,7 +137,7 @@ impl BodyReader {
                 self.limits.max_body_bytes,
             )));
         }
-        if self.event.add(read) > self.limits.max_event_bytes {
+        if self.sse && self.event.add(read) > self.limits.max_event_bytes {
             return Some(BodyError::Limit(ResponseLimit::EventBytes(
                 self.limits.max_event_bytes,
             )));
@@ -166,6 +183,9 @@ impl Stream for BodyReader {
                 Poll::Ready(Some(Ok(bytes))) => {
                     if let Some(error) = this.count(&bytes) {
                         return this.fail(error);
+                    }
+                    if !this.sse {
+                        return Poll::Ready(Some(Ok(bytes)));
                     }
                     if let Some(bytes) = this.lines.rewrite(bytes) {
                         return Poll::Ready(Some(Ok(bytes)));

@@ -598,6 +598,54 @@ async fn the_editors_mcp_server_joins_the_sessions_tools() {
     );
 }
 
+/// A tool that reports progress while it works, seen in the editor: server-everything's
+/// long-running operation sends `notifications/progress`, which become the call's
+/// `tool_call_update`s (a progress line on its card) before the call completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tools_progress_updates_its_card_in_the_editor() {
+    let Some(python) = python() else { return };
+    let Some(everything) =
+        support::mcp::npm_script("@modelcontextprotocol/server-everything", "dist/index.js")
+    else {
+        return;
+    };
+    let workspace = tempfile::tempdir().unwrap();
+    let server = fake_openai(vec![
+        Reply::tool(
+            "long1",
+            "trigger-long-running-operation",
+            r#"{"duration":0.6,"steps":3}"#,
+        ),
+        Reply::text("It ran."),
+    ])
+    .await;
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let everything = everything.display().to_string();
+    let report = tokio::task::block_in_place(|| {
+        editor(
+            &python,
+            "mcp_progress",
+            workspace.path(),
+            &everything,
+            &args,
+        )
+    });
+    assert_eq!(report["stops"], json!(["end_turn"]), "{report}");
+    assert_eq!(final_status(&report, "long1"), "completed", "{report}");
+    let updates: Vec<String> = updates_of(&report, "tool_call_update")
+        .into_iter()
+        .filter(|update| update["toolCallId"] == "long1")
+        .map(Value::to_string)
+        .collect();
+    for step in ["progress: 1/3", "progress: 2/3", "progress: 3/3"] {
+        assert!(
+            updates.iter().any(|update| update.contains(step)),
+            "no update says {step}: {updates:#?}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modes_are_the_tool_profiles_and_an_unknown_one_is_refused() {
     let Some(python) = python() else { return };

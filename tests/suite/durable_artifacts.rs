@@ -735,6 +735,110 @@ async fn postgres_encrypted_reasoning_survives_suspend_resume_elsewhere_and_comp
     .unwrap();
 }
 
+/// Hosted tool blocks (issue 36): a Responses reply's `web_search_call` items go back byte for
+/// byte and in place after a suspension here, a resume in another process, and a compaction
+/// that keeps the turn holding one. The fake answers 400 for a hosted item it did not issue
+/// exactly as it issued it. The suspended tool turn searched between its reasoning and its
+/// calls (a whole reply); the resumed turn's streamed reply searched before its text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosted_search_items_survive_suspend_resume_elsewhere_and_compaction() {
+    use support::responses_fake::{Answer, ResponsesFake, fixture};
+    let run = async {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(url) = store_url(false, dir.path(), "reasoning").await else {
+            return;
+        };
+        let fake = ResponsesFake::start(|_, n| match n {
+            0 => Answer::Reply {
+                stream: "stream_reasoning_parallel_calls.sse",
+                whole: "response_reasoning_search_calls.json",
+            },
+            _ => Answer::Reply {
+                stream: "stream_reasoning_search_text.sse",
+                whole: "response_reasoning_text.json",
+            },
+        })
+        .await;
+        {
+            let store = agcore::session::open(&url).await.unwrap();
+            let (journal, _) = SessionJournal::open(store.clone(), "reasoning")
+                .await
+                .unwrap();
+            let registry = registry(&WEATHER);
+            let mut first = responses_cycle(&fake.base_url());
+            let outcome = first
+                .run_with(
+                    RunRequest::prompt("Weather in Zürich and Tokyo?")
+                        .with_tools(&registry)
+                        .with_journal(&journal),
+                )
+                .await
+                .unwrap();
+            assert!(matches!(outcome, RunOutcome::Suspended(_)), "{outcome:?}");
+        }
+        in_another_process(
+            "resume_responses_compact_and_continue_in_this_process",
+            &url,
+            &fake.base_url(),
+        )
+        .await;
+        assert_eq!(fake.rejected(), Vec::<String>::new());
+        let requests = fake.requests();
+        assert_eq!(requests.len(), 4, "{requests:#?}");
+        let issued_whole: Value =
+            serde_json::from_str(&fixture("response_reasoning_search_calls.json")).unwrap();
+        let tool_turn_search = issued_whole["output"][1].clone();
+        assert_eq!(tool_turn_search["type"], "web_search_call");
+        let types = |request: &Value| -> Vec<String> {
+            request["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|item| item["type"].as_str().unwrap_or("message").to_owned())
+                .collect()
+        };
+        let item = |request: &Value, id: &str| -> Option<Value> {
+            request["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|item| item["id"] == id)
+                .cloned()
+        };
+        // After the resume elsewhere: the tool turn's search, as issued, between its
+        // reasoning and its calls.
+        let search_id = tool_turn_search["id"].as_str().unwrap();
+        assert_eq!(
+            item(&requests[1], search_id),
+            Some(tool_turn_search.clone())
+        );
+        let kinds = types(&requests[1]);
+        let at = kinds
+            .iter()
+            .position(|kind| kind == "web_search_call")
+            .unwrap();
+        assert_eq!(kinds[at - 1], "reasoning", "{kinds:?}");
+        assert_eq!(kinds[at + 1], "function_call", "{kinds:?}");
+        // After the compaction: the tool turn is summarised away with its search; the kept
+        // turn's streamed search goes back as the stream's finished item said it.
+        let streamed = fixture("stream_reasoning_search_text.sse");
+        let done: Value = streamed
+            .split("\n\n")
+            .filter_map(|block| block.split_once("\ndata: "))
+            .filter(|(event, _)| *event == "event: response.output_item.done")
+            .map(|(_, data)| serde_json::from_str::<Value>(data).unwrap())
+            .find(|data| data["item"]["type"] == "web_search_call")
+            .unwrap()["item"]
+            .clone();
+        let kept_id = done["id"].as_str().unwrap();
+        assert_eq!(item(&requests[3], kept_id), Some(done));
+        assert_eq!(item(&requests[3], search_id), None);
+    };
+    tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Natively on Gemini: thought parts and signatures in their parts across processes.
 

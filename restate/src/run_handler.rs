@@ -64,6 +64,8 @@ pub(crate) async fn run(
                 let Json(done) = ctx
                     .run(move || async move {
                         let mut conversation = external::fork(model_agent.template());
+                        // Hosted tools pass the registry's gates, as in a local run.
+                        external::gate_hosted_tools(&mut conversation, model_agent.registry());
                         // Deferred tools as a local run offers them: `tool_search` until a
                         // search (answered in `run_tools`) loads them.
                         let tools = external::offered_tools_for(

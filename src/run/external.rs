@@ -62,6 +62,23 @@ pub fn offered_tools_for(
     )
 }
 
+/// Narrow `conversation`'s hosted tools (web search, code execution, ...; see
+/// [`crate::tools::hosted`]) to those `registry`'s gates let through — restricted mode,
+/// profiles, permissions — as the driver does before each request. Call it on the fork an
+/// engine requests the model with; without it, the configured hosted tools go out ungated.
+pub fn gate_hosted_tools(conversation: &mut Conversation, registry: &ToolRegistry) {
+    let asked = &conversation.config.options.hosted_tools;
+    if asked.is_empty() {
+        return;
+    }
+    let offered = registry.offered_hosted_tools(
+        asked,
+        conversation.model.provider(),
+        &conversation.config.model,
+    );
+    conversation.config.options.hosted_tools = offered;
+}
+
 /// Answer the calls of `batch` that the run answers itself, as the driver does before a tool
 /// turn: a `tool_search` call (its matches load, and join `state.loaded_tools`), and a
 /// deferred tool called before a search loaded it. Each answered call leaves `batch.run`, its

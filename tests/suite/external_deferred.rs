@@ -1,4 +1,4 @@
-//! Deferred tools through the external-engine API (`agcore::run::external`, what the Restate
+//! Deferred and hosted tools through the external-engine API (`agcore::run::external`, what the Restate
 //! endpoint drives): a durable engine offers `tool_search` in place of the deferred tools,
 //! answers the search itself, offers what it loaded from the next request on, and runs a
 //! loaded tool — as the local driver does. Before, an engine offered every deferred schema
@@ -180,4 +180,69 @@ async fn an_engine_does_not_run_a_deferred_tool_before_a_search_loads_it() {
         answer.contains(TOOL_SEARCH),
         "the answer points to the search: {answer}"
     );
+}
+
+/// Hosted tools through an engine pass the registry's gates as in a local run: restricted
+/// mode keeps web search off the request (file search, which needs only Read, stays). Before,
+/// an engine sent every configured hosted tool ungated.
+#[tokio::test]
+async fn an_engine_gates_hosted_tools_like_a_local_run() {
+    use agcore::llm::HostedTool;
+    use agcore::tools::exposure::ExposurePolicy;
+    use agcore::tools::permission::{PermissionChecker, PermissionConfig};
+
+    let model = ScriptedModel::new().reply_text("Done.");
+    let mut config = CycleConfig::new("m");
+    config.options.hosted_tools = vec![
+        HostedTool::from_name("web_search").unwrap(),
+        HostedTool::from_name("file_search").unwrap(),
+    ];
+    let conversation = Conversation::new(model.clone(), config);
+    let restricted =
+        ToolRegistry::new().with_exposure(ExposurePolicy::default().with_restricted_mode(true));
+    let mut fork = external::fork(&conversation);
+    external::gate_hosted_tools(&mut fork, &restricted);
+    let rules = RunRules::of(&CycleConfig::new("m"));
+    let state = RunState::new(Vec::new(), rules, false);
+    let (mut state, effect) = step(
+        state,
+        Input::Start {
+            prompt: Some("Search the web".to_owned()),
+        },
+    );
+    let Effect::RequestModel(request) = effect else {
+        panic!("{effect:?}")
+    };
+    external::request_model(&mut fork, &mut state, request, &[])
+        .await
+        .unwrap();
+    let sent = &model.requests()[0].options.hosted_tools;
+    assert_eq!(sent, &[HostedTool::from_name("file_search").unwrap()]);
+    // Not restricted, with Network allowed: both go out; the same registry restricted keeps
+    // web search off.
+    let permissions = || {
+        PermissionChecker::new(PermissionConfig {
+            allowed: vec![Permission::Read, Permission::Network],
+            ..PermissionConfig::default()
+        })
+    };
+    let mut open = external::fork(&conversation);
+    external::gate_hosted_tools(
+        &mut open,
+        &ToolRegistry::new().with_permission_checker(permissions()),
+    );
+    assert_eq!(open_hosted(&open), 2);
+    let mut closed = external::fork(&conversation);
+    external::gate_hosted_tools(
+        &mut closed,
+        &ToolRegistry::new()
+            .with_permission_checker(permissions())
+            .with_exposure(ExposurePolicy::default().with_restricted_mode(true)),
+    );
+    assert_eq!(open_hosted(&closed), 1);
+}
+
+/// How many hosted tools `conversation` would turn on.
+fn open_hosted(conversation: &Conversation) -> usize {
+    conversation.config().options.hosted_tools.len()
 }

@@ -169,11 +169,17 @@ pub fn npm_version(package: &str) -> Option<String> {
     manifest.get("version")?.as_str().map(str::to_owned)
 }
 
+/// The test venv (`$AGCORE_TEST_VENV`, else `<repo>/.ci/venv`): the Python MCP servers and the
+/// vendors' and ACP's SDKs (`.ci/install-mcp-servers.sh`).
+pub fn venv() -> PathBuf {
+    std::env::var_os("AGCORE_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".ci/venv"))
+}
+
 /// A Python console script (e.g. `mcp-server-time`), or a skip/fail.
 pub fn python_script(name: &str) -> Option<PathBuf> {
-    let venv = std::env::var_os("AGCORE_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".ci/venv"));
+    let venv = venv();
     let candidates = std::iter::once(venv.join("bin").join(name)).chain(
         std::env::var_os("PATH")
             .map(|paths| {

@@ -19,9 +19,7 @@ use crate::support::{
 
 /// The SDK's Python, or a skip (a failure on CI).
 fn python() -> Option<PathBuf> {
-    let venv = std::env::var_os("AGCORE_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| support::mcp::repo().join(".ci/venv"));
+    let venv = support::mcp::venv();
     let python = venv.join("bin/python");
     let ready = python.exists()
         && Command::new(&python)

@@ -156,7 +156,13 @@ fn restricted_mode_ignores_even_a_trusted_workspace_config_but_not_an_explicit_o
         dir.path(),
         &["tools", "--restricted", "--config", "agcore.toml"],
     );
-    assert!(marker.exists(), "{output:?}");
+    // Named explicitly, the config is loaded and its server starts (its tools are listed) —
+    // read-only in restricted mode, so it cannot leave its marker.
+    assert!(
+        text(&output.stdout).contains("mcp server demo: 3 tool(s)"),
+        "{output:?}"
+    );
+    assert!(!marker.exists(), "{output:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -643,6 +643,38 @@ async fn resume_responses_compact_and_continue_in_this_process() {
     assert!(matches!(outcome, RunOutcome::Finished(_)), "{outcome:?}");
 }
 
+/// The Responses run of the cross-process tests: asked for the weather in two cities, it
+/// suspends here on both calls (session "reasoning" of the store at `url`, the fake at
+/// `base`); then the child process resumes it, compacts and continues.
+async fn suspend_here_resume_elsewhere(url: &str, base: &str) {
+    {
+        let store = agcore::session::open(url).await.unwrap();
+        let (journal, _) = SessionJournal::open(store.clone(), "reasoning")
+            .await
+            .unwrap();
+        let registry = registry(&WEATHER);
+        let mut first = responses_cycle(base);
+        let outcome = first
+            .run_with(
+                RunRequest::prompt("Weather in Zürich and Tokyo?")
+                    .with_tools(&registry)
+                    .with_journal(&journal),
+            )
+            .await
+            .unwrap();
+        let RunOutcome::Suspended(suspension) = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(suspension.requests().len(), 2);
+    }
+    in_another_process(
+        "resume_responses_compact_and_continue_in_this_process",
+        url,
+        base,
+    )
+    .await;
+}
+
 /// A reasoning model on the Responses API (`store: false`): its tool turn suspends here, is
 /// resumed in another process, compacted and continued; the fake answers 400 like the API for
 /// a reasoning item it did not issue (byte for byte) or out of place.
@@ -663,32 +695,7 @@ async fn reasoning_suspended_here_resumed_elsewhere(postgres: bool) {
         },
     })
     .await;
-    {
-        let store = agcore::session::open(&url).await.unwrap();
-        let (journal, _) = SessionJournal::open(store.clone(), "reasoning")
-            .await
-            .unwrap();
-        let registry = registry(&WEATHER);
-        let mut first = responses_cycle(&fake.base_url());
-        let outcome = first
-            .run_with(
-                RunRequest::prompt("Weather in Zürich and Tokyo?")
-                    .with_tools(&registry)
-                    .with_journal(&journal),
-            )
-            .await
-            .unwrap();
-        let RunOutcome::Suspended(suspension) = outcome else {
-            panic!("{outcome:?}")
-        };
-        assert_eq!(suspension.requests().len(), 2);
-    }
-    in_another_process(
-        "resume_responses_compact_and_continue_in_this_process",
-        &url,
-        &fake.base_url(),
-    )
-    .await;
+    suspend_here_resume_elsewhere(&url, &fake.base_url()).await;
     assert_eq!(fake.rejected(), Vec::<String>::new());
     let requests = fake.requests();
     // The suspending request, the one after the approvals, the summary, the new prompt.
@@ -759,29 +766,7 @@ async fn hosted_search_items_survive_suspend_resume_elsewhere_and_compaction() {
             },
         })
         .await;
-        {
-            let store = agcore::session::open(&url).await.unwrap();
-            let (journal, _) = SessionJournal::open(store.clone(), "reasoning")
-                .await
-                .unwrap();
-            let registry = registry(&WEATHER);
-            let mut first = responses_cycle(&fake.base_url());
-            let outcome = first
-                .run_with(
-                    RunRequest::prompt("Weather in Zürich and Tokyo?")
-                        .with_tools(&registry)
-                        .with_journal(&journal),
-                )
-                .await
-                .unwrap();
-            assert!(matches!(outcome, RunOutcome::Suspended(_)), "{outcome:?}");
-        }
-        in_another_process(
-            "resume_responses_compact_and_continue_in_this_process",
-            &url,
-            &fake.base_url(),
-        )
-        .await;
+        suspend_here_resume_elsewhere(&url, &fake.base_url()).await;
         assert_eq!(fake.rejected(), Vec::<String>::new());
         let requests = fake.requests();
         assert_eq!(requests.len(), 4, "{requests:#?}");

@@ -507,6 +507,10 @@ pub struct McpCallArgs {
     pub tool: String,
     /// The arguments as a JSON object (default `{}`).
     pub args: Option<String>,
+    /// How long the whole call may take, a task it starts included, in seconds (default: the
+    /// server entry's `timeout`, else 30); past it the call is cancelled on the server.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
 }
 
 /// `agcore mcp login`.

@@ -96,13 +96,33 @@ async fn call(args: McpCallArgs, loaded: &Loaded) -> anyhow::Result<ExitCode> {
         Some(text) => serde_json::from_str(text).context("ARGS_JSON is not valid JSON")?,
         None => Value::Object(Default::default()),
     };
+    let secs = args
+        .timeout
+        .or_else(|| {
+            servers
+                .servers
+                .get(&args.server)
+                .and_then(|entry| entry.timeout)
+        })
+        .unwrap_or(agcore::tools::mcp::DEFAULT_REQUEST_TIMEOUT_SECS);
     let mut client = withholding(servers.client(&args.server)?, &secrets);
     client
         .connect()
         .await
         .with_context(|| format!("MCP server '{}' is unavailable", args.server))?;
-    let result = client.call_tool(&args.tool, arguments).await;
+    // One bound for the whole call: each request has its own timeout, but a task the call
+    // starts is polled for up to an hour; dropping the call cancels it on the server.
+    let call = client.call_tool(&args.tool, arguments);
+    let result = tokio::time::timeout(std::time::Duration::from_secs(secs), call).await;
     let _ = client.close().await;
+    let Ok(result) = result else {
+        anyhow::bail!(
+            "tool '{}' of MCP server '{}' did not finish within {secs} s and was cancelled \
+             (--timeout SECS allows longer)",
+            escape_for_terminal(&args.tool),
+            escape_for_terminal(&args.server)
+        );
+    };
     let value = result?;
     match (&value, args.source.json) {
         (Value::String(text), false) => println!(

@@ -438,3 +438,20 @@ fn stdio_mcp_servers_do_not_see_the_model_api_key_variables() {
     assert_eq!(seen("MY_MODEL_KEY"), serde_json::Value::Null);
     assert_eq!(seen("AGCORE_VISIBLE"), "visible");
 }
+
+/// `agcore mcp call` ends at its bound (`--timeout`, else the entry's, else 30 s) however long
+/// the server takes, and says so; before, a call whose task never ended was polled for an hour.
+#[test]
+fn mcp_call_ends_at_its_timeout_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = demo_test_tools_config(dir.path());
+    let mut command = agcore(dir.path());
+    command
+        .args(["mcp", "call", "--mcp-config", config.to_str().unwrap()])
+        .args(["demo", "slow", r#"{"ms": 60000}"#, "--timeout", "1"]);
+    let out = Command::from_std(command).output().unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: the request's own 30 s timeout, with another message, or for a task an hour.
+    assert!(stderr.contains("did not finish within 1 s"), "{stderr}");
+}

@@ -205,6 +205,48 @@ fn summary(file: &ConfigFile) -> anyhow::Result<String> {
             escape_for_terminal(url)
         ));
     }
+    for fallback in &config.model.fallback {
+        let target = match &fallback.base_url {
+            Some(url) => format!("go to {}", escape_for_terminal(url)),
+            None => "go to its provider's public URL".to_owned(),
+        };
+        lines.push(format!(
+            "  fallback model {}: requests (with its API key{}) {target}",
+            escape_for_terminal(&fallback.model),
+            fallback
+                .api_key_env
+                .as_ref()
+                .map(|variable| format!(" from ${}", escape_for_terminal(variable)))
+                .unwrap_or_default()
+        ));
+    }
+    for (name, agent) in &config.agents {
+        let mut what = vec![format!("defines the agent {}", escape_for_terminal(name))];
+        if let Some(model) = &agent.model {
+            what.push(format!("with the model {}", escape_for_terminal(model)));
+        }
+        for (label, path) in [
+            (
+                "reads its instructions from",
+                agent.instructions_file.as_ref(),
+            ),
+            (
+                "reads its output schema from",
+                match &agent.output_schema {
+                    Some(crate::agents_config::SchemaSource::File(path)) => Some(path),
+                    _ => None,
+                },
+            ),
+        ] {
+            if let Some(path) = path {
+                what.push(format!(
+                    "{label} {}",
+                    escape_for_terminal(&path.to_string_lossy())
+                ));
+            }
+        }
+        lines.push(format!("  {}", what.join(", ")));
+    }
     if let Some(variable) = &config.model.api_key_env {
         lines.push(format!(
             "  the API key is read from ${}",

@@ -382,3 +382,40 @@ async fn the_write_tools_refuse_a_guardrail_file() {
         .unwrap();
     assert!(answer.contains("agcore's own configuration"), "{answer}");
 }
+
+/// Trusting a config shows where its fallback models send requests (and keys) and the agents
+/// it defines with the files they read — before, `agcore trust` listed neither, so a config
+/// could route the key elsewhere through a fallback without the question saying so.
+#[test]
+fn trust_shows_fallback_urls_and_agents_with_their_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("researcher.md"), "Research.").unwrap();
+    write_workspace_config(
+        dir.path(),
+        "[model]\nmodel = \"m\"\n\
+         [[model.fallback]]\nmodel = \"backup\"\nbase_url = \"http://fallback.invalid/v1\"\napi_key_env = \"BACKUP_KEY\"\n\
+         [agents.researcher]\ninstructions_file = \"researcher.md\"\nmodel = \"small\"\n",
+    );
+    let output = trust(dir.path());
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(
+            "fallback model backup: requests (with its API key from $BACKUP_KEY) go to http://fallback.invalid/v1"
+        ),
+        "{stdout}"
+    );
+    // The file by its resolved path.
+    let instructions = std::fs::canonicalize(dir.path().join("researcher.md")).unwrap();
+    let line = format!(
+        "defines the agent researcher, with the model small, reads its instructions from {}",
+        instructions.display()
+    );
+    let resolved = format!(
+        "defines the agent researcher, with the model small, reads its instructions from {}",
+        dir.path().join("researcher.md").display()
+    );
+    assert!(
+        stdout.contains(&line) || stdout.contains(&resolved),
+        "{stdout}"
+    );
+}

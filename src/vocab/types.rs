@@ -90,6 +90,14 @@ pub struct ImageUrl {
     pub detail: Option<String>,
 }
 
+/// `data:<media type>;base64,<data>` split into its media type and data (`None` for any other
+/// URL): how the native encoders send an inline image or file.
+pub(crate) fn base64_data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (header, data) = rest.split_once(',')?;
+    Some((header.strip_suffix(";base64")?, data))
+}
+
 /// A chat message of any role, as sent to and received from the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]

@@ -38,6 +38,7 @@ use crate::llm::anthropic::wire::{self, Block, Marked, Message, ResultContent, T
 use crate::llm::error::ProviderError;
 use crate::llm::model::ChatRequest;
 use crate::vocab::artifact::{Element, layout};
+use crate::vocab::types::base64_data_url;
 use crate::vocab::{
     ArtifactProvider, ContentPart, MessageContent, OpenaiChatMessage, RequestOptions, ToolCall,
     ToolChoice, ToolDefinition,
@@ -456,7 +457,7 @@ fn part(part: &ContentPart) -> Option<Block<'_>> {
     match part {
         ContentPart::Text { text } if text.is_empty() => None,
         ContentPart::Text { text } => Some(Block::Text(text)),
-        ContentPart::ImageUrl { image_url } => Some(match data_url(&image_url.url) {
+        ContentPart::ImageUrl { image_url } => Some(match base64_data_url(&image_url.url) {
             Some((media_type, data)) => Block::Base64 {
                 kind: "image",
                 media_type,
@@ -468,7 +469,7 @@ fn part(part: &ContentPart) -> Option<Block<'_>> {
             let pdf = file
                 .get("file_data")
                 .and_then(Value::as_str)
-                .and_then(data_url)
+                .and_then(base64_data_url)
                 .filter(|(media_type, _)| *media_type == "application/pdf");
             Some(match pdf {
                 Some((media_type, data)) => Block::Base64 {
@@ -485,14 +486,6 @@ fn part(part: &ContentPart) -> Option<Block<'_>> {
             "[audio was attached here; the Messages API takes no audio]",
         )),
     }
-}
-
-/// `data:<media type>;base64,<data>` split into its media type and data.
-fn data_url(url: &str) -> Option<(&str, &str)> {
-    let rest = url.strip_prefix("data:")?;
-    let (header, data) = rest.split_once(',')?;
-    let media_type = header.strip_suffix(";base64")?;
-    Some((media_type, data))
 }
 
 /// The versioned type of the API's tool search tool (BM25 over names, descriptions and

@@ -28,6 +28,7 @@ use crate::llm::anthropic::thinking;
 use crate::llm::error::ProviderError;
 use crate::llm::model::ChatRequest;
 use crate::vocab::artifact::{Element, layout};
+use crate::vocab::types::base64_data_url;
 use crate::vocab::{
     ArtifactProvider, ContentPart, MessageContent, OpenaiChatMessage, ToolCall, ToolChoice,
     ToolDefinition,
@@ -420,7 +421,7 @@ fn part(part: &ContentPart) -> Option<Block<'_>> {
         ContentPart::Text { text } if text.is_empty() => None,
         ContentPart::Text { text } => Some(Block::Text(text)),
         ContentPart::ImageUrl { image_url } => Some(
-            match data_url(&image_url.url).and_then(|(media, data)| {
+            match base64_data_url(&image_url.url).and_then(|(media, data)| {
                 media
                     .strip_prefix("image/")
                     .map(|format| (format.strip_prefix("x-").unwrap_or(format), data))
@@ -438,7 +439,7 @@ fn part(part: &ContentPart) -> Option<Block<'_>> {
             let pdf = file
                 .get("file_data")
                 .and_then(Value::as_str)
-                .and_then(data_url)
+                .and_then(base64_data_url)
                 .filter(|(media, _)| *media == "application/pdf");
             Some(match pdf {
                 Some((_, data)) => Block::Document {
@@ -455,13 +456,6 @@ fn part(part: &ContentPart) -> Option<Block<'_>> {
             "[audio was attached here; Converse takes no audio]",
         )),
     }
-}
-
-/// `data:<media type>;base64,<data>` split into its media type and data.
-fn data_url(url: &str) -> Option<(&str, &str)> {
-    let rest = url.strip_prefix("data:")?;
-    let (header, data) = rest.split_once(',')?;
-    Some((header.strip_suffix(";base64")?, data))
 }
 
 fn tool(definition: &ToolDefinition) -> ToolEntry<'_> {
